@@ -1,0 +1,20 @@
+"""Shortest-path solvers on one device: CUDA kernels (CuPy) and the CPU reference.
+
+Public interface: :func:`solve`, :func:`available_methods`, :func:`device_count`,
+:class:`Result`, :class:`NegativeCycleError`.
+"""
+from kernels.registry import available_methods, device_count, get, register, solve
+from kernels.result import DISTANCE_SCHEMA, STATS_SCHEMA, NegativeCycleError, Result
+from kernels import methods as _methods  # noqa: F401  (registers GPU methods)
+
+__all__ = [
+    "solve",
+    "available_methods",
+    "device_count",
+    "register",
+    "get",
+    "Result",
+    "NegativeCycleError",
+    "DISTANCE_SCHEMA",
+    "STATS_SCHEMA",
+]

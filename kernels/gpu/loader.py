@@ -1,0 +1,128 @@
+"""Compile CUDA sources once per process and device; keep graphs resident on devices.
+
+``load_module("hbf.cu", name_expressions=[...])`` reads ``kernels/cuda/hbf.cu`` with
+``importlib.resources``, pastes every ``#include "X.cuh"`` of a header from the same
+folder into the source text (so CuPy's on-disk compile cache keys on every change),
+and returns a ``cupy.RawModule`` compiled for the current device.
+
+``device_graph(graph)`` uploads a :class:`pipeline.graph.Graph` to the current device
+once and returns the same :class:`DeviceGraph` for every later solve; the bytes
+needed are computed first and a graph that does not fit raises ``MemoryError`` naming
+both figures.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from kernels._gpu import cupy as _cupy
+
+log = logging.getLogger(__name__)
+_INCLUDE = re.compile(r'^\s*#include\s+"([A-Za-z0-9_\-]+\.cuh)"\s*$', re.M)
+_lock = threading.Lock()
+_modules: dict = {}
+_graphs: dict = {}
+
+
+def cuda_source(filename: str) -> str:
+    """The text of ``kernels/cuda/<filename>`` with local headers pasted in."""
+    root = resources.files("kernels") / "cuda"
+    text = (root / filename).read_text()
+    seen: set[str] = set()
+
+    def paste(m):
+        name = m.group(1)
+        if name in seen:
+            return ""
+        seen.add(name)
+        return _INCLUDE.sub(paste, (root / name).read_text())
+
+    return _INCLUDE.sub(paste, text)
+
+
+def load_module(filename: str, name_expressions=(), options=(), *, cooperative: bool = False):
+    """A ``cupy.RawModule`` of ``kernels/cuda/<filename>`` for the current device."""
+    cp = _cupy()
+    dev = cp.cuda.Device().id
+    key = (filename, tuple(name_expressions), tuple(options), cooperative, dev)
+    with _lock:
+        mod = _modules.get(key)
+        if mod is None:
+            opts = ("--std=c++17", "-DSSSP_CUPY=1") + tuple(options)
+            mod = cp.RawModule(code=cuda_source(filename), options=opts,
+                               name_expressions=list(name_expressions) or None,
+                               enable_cooperative_groups=cooperative)
+            _modules[key] = mod
+        return mod
+
+
+@dataclass
+class DeviceGraph:
+    """A graph's CSR (and reverse CSR on demand) resident on one device."""
+
+    n: int
+    m: int
+    indptr: object
+    indices: object
+    weights: object
+    device: int
+    fingerprint: str
+    extra: dict = field(default_factory=dict)  # per-method derived arrays, cached
+
+    def cached(self, key, build):
+        """Per-graph derived device arrays (e.g. ELL layout), built once."""
+        if key not in self.extra:
+            self.extra[key] = build()
+        return self.extra[key]
+
+
+def bytes_needed(graph, *, extra_per_vertex: int = 0, extra_per_arc: int = 0) -> int:
+    return (graph.indptr.nbytes + graph.indices.nbytes + graph.weights.nbytes
+            + graph.n * extra_per_vertex + graph.m * extra_per_arc)
+
+
+def check_fits(graph, nbytes: int, what: str = "graph") -> None:
+    """Raise ``MemoryError`` naming the bytes needed and free when ``nbytes`` does not fit."""
+    cp = _cupy()
+    free, total = cp.cuda.runtime.memGetInfo()
+    pool_free = cp.get_default_memory_pool().free_bytes()
+    if nbytes > free + pool_free:
+        raise MemoryError(
+            f"{what} {graph.name} needs {nbytes:,} bytes on GPU {cp.cuda.Device().id} but only "
+            f"{free + pool_free:,} of {total:,} are free"
+        )
+
+
+def device_graph(graph) -> DeviceGraph:
+    """Upload ``graph`` to the current device once; later calls return the same copy."""
+    cp = _cupy()
+    dev = cp.cuda.Device().id
+    key = (graph.fingerprint, graph.meta.get("parallel_policy", "min"), dev)
+    with _lock:
+        dg = _graphs.get(key)
+        if dg is not None:
+            return dg
+        check_fits(graph, bytes_needed(graph))
+        dg = DeviceGraph(
+            n=graph.n,
+            m=graph.m,
+            indptr=cp.asarray(graph.indptr),
+            indices=cp.asarray(graph.indices.astype(np.int32, copy=False)
+                               if graph.n < 2**31 else graph.indices),
+            weights=cp.asarray(graph.weights),
+            device=dev,
+            fingerprint=graph.fingerprint,
+        )
+        _graphs[key] = dg
+        return dg
+
+
+def forget_graphs() -> None:
+    """Drop every resident graph (frees device memory held by the cache)."""
+    with _lock:
+        _graphs.clear()

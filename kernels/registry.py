@@ -1,0 +1,147 @@
+"""Registry of shortest-path methods: name -> backend, implementation, capabilities.
+
+Implementations are named as ``"module:function"`` and imported only when used, so
+listing methods never imports CuPy.  Every implementation has the signature::
+
+    fn(graph, sources, *, predecessors=False, distances=True, count_work=False,
+       **options) -> kernels.result.Result
+
+with ``sources`` a 1-D int64 array of internal (0-based) vertex indices, already
+validated by :func:`kernels.solve`.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernels import _gpu
+from kernels.result import Result
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    backend: str  # "gpu" or "cpu"
+    target: str  # "module:function"
+    negative_weights: bool = True
+    description: str = ""
+    options: dict = field(default_factory=dict)
+
+    def load(self):
+        mod, fn = self.target.split(":")
+        return getattr(importlib.import_module(mod), fn)
+
+
+_METHODS: dict[str, Method] = {}
+
+
+def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
+             description: str = "", **options) -> None:
+    """Add (or replace) a method in the registry."""
+    if backend not in ("gpu", "cpu"):
+        raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
+    _METHODS[name] = Method(name, backend, target, negative_weights, description, options)
+
+
+def get(name: str) -> Method:
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown method {name!r}; available: {', '.join(available_methods())}"
+        ) from None
+
+
+def available_methods(backend: str | None = None) -> list[str]:
+    """Every registered method (whether or not a GPU is present), plus ``auto``."""
+    if backend not in (None, "gpu", "cpu"):
+        raise ValueError(f"backend must be 'gpu', 'cpu' or None, got {backend!r}")
+    names = [m.name for m in _METHODS.values() if backend is None or m.backend == backend]
+    return names + ["auto"]
+
+
+def device_count() -> int:
+    return _gpu.device_count()
+
+
+def _choose(graph, n_sources: int, backend: str) -> str:
+    from kernels import auto
+
+    return auto.choose(graph, n_sources, backend)
+
+
+def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
+          predecessors: bool = False, distances: bool = True, **options) -> Result:
+    """Shortest paths from each of ``sources`` (internal 0-based indices).
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    sources : int or array_like of int
+        Internal vertex indices (use ``graph.to_index`` to convert file ids).
+    method : str
+        A name from :func:`available_methods`, or ``"auto"``.
+    backend : {"auto", "gpu", "cpu"}
+        ``auto`` uses the GPU when a device is visible and the method runs there.
+    predecessors : bool
+        Also return the shortest-path tree.
+    distances : bool
+        Return the (B, n) distance array; False keeps only per-source statistics.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    ValueError
+        Unknown method/backend, sources out of range, a method that does not accept
+        the graph (e.g. negative weights).
+    kernels.result.NegativeCycleError
+        A negative cycle is reachable from a source.
+    """
+    src = np.atleast_1d(np.asarray(sources))
+    if src.ndim != 1:
+        raise ValueError(f"sources must be a 1-D list of vertex indices, got shape {src.shape}")
+    if src.dtype.kind not in "iu":
+        raise TypeError(f"sources must be integers, got {src.dtype}")
+    src = src.astype(np.int64)
+    if len(src) == 0:
+        raise ValueError("no sources given")
+    bad = (src < 0) | (src >= graph.n)
+    if bad.any():
+        v = int(src[np.argmax(bad)])
+        raise ValueError(
+            f"source index {v} out of range for {graph.name} with {graph.n} vertices "
+            f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
+        )
+    if backend not in ("auto", "gpu", "cpu"):
+        raise ValueError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
+    if backend == "auto":
+        if method != "auto":
+            backend = get(method).backend
+        else:
+            backend = "gpu" if device_count() > 0 else "cpu"
+    if method == "auto":
+        method = _choose(graph, len(src), backend)
+    spec = get(method)
+    if spec.backend != backend:
+        raise TypeError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
+    if graph.has_negative and not spec.negative_weights:
+        raise ValueError(
+            f"method {method!r} needs non-negative weights; {graph.name} has "
+            f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)"
+        )
+    if spec.backend == "gpu" and device_count() == 0:
+        raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
+    fn = spec.load()
+    return fn(graph, src, predecessors=predecessors, distances=distances, **options)
+
+
+# --------------------------------------------------------------------- built-ins
+register("dijkstra", "cpu", "kernels.cpu:dijkstra", negative_weights=False,
+         description="SciPy Dijkstra (binary heap), the reference")
+register("bellman-ford", "cpu", "kernels.cpu:bellman_ford",
+         description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")

@@ -1,0 +1,185 @@
+"""The one result schema shared by every solver, backend and writer.
+
+Distances are float64 with ``+inf`` for unreachable vertices (exact for integer
+weights while path lengths stay below 2**53, which ``Graph.check_exact`` verifies);
+predecessors are int64 with ``-1`` for none.  Vertex numbers inside a ``Result`` are
+the graph's internal 0-based indices; ``to_table`` and ``stats_table`` convert them
+to the input file's own ids with the graph's ``id_base``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+UNREACHABLE = np.inf
+NO_PREDECESSOR = -1
+
+#: Long-form distance table: one row per (source, reached vertex).
+DISTANCE_SCHEMA = pa.schema(
+    [
+        ("source", pa.int64()),
+        ("vertex", pa.int64()),
+        ("distance", pa.float64()),
+        ("predecessor", pa.int64()),
+    ]
+)
+
+#: Per-source statistics: one row per solved source.
+STATS_SCHEMA = pa.schema(
+    [
+        ("source", pa.int64()),
+        ("reached", pa.int64()),
+        ("eccentricity", pa.float64()),
+        ("sum_distance", pa.float64()),
+        ("mean_distance", pa.float64()),
+        ("iterations", pa.int64()),
+        ("relaxations", pa.int64()),
+        ("kernel_ms", pa.float64()),
+        ("device", pa.string()),
+        ("worker", pa.string()),
+        ("algorithm", pa.string()),
+        ("mteps", pa.float64()),
+    ]
+)
+
+
+class NegativeCycleError(ValueError):
+    """A negative-weight cycle is reachable from a source.
+
+    Attributes
+    ----------
+    vertex : int
+        Internal index of a vertex on the cycle.
+    source : int or None
+        Internal index of the source from which it is reachable.
+    """
+
+    def __init__(self, vertex: int, source: int | None = None, id_base: int = 0, cycle=None):
+        self.vertex = int(vertex)
+        self.source = None if source is None else int(source)
+        self.id_base = id_base
+        self.cycle = None if cycle is None else [int(c) for c in cycle]
+        where = f" reachable from source {self.source + id_base}" if self.source is not None else ""
+        msg = f"negative cycle{where}: vertex {self.vertex + id_base} lies on it"
+        if self.cycle:
+            msg += " (cycle: " + " -> ".join(str(c + id_base) for c in self.cycle[:12])
+            msg += " ...)" if len(self.cycle) > 12 else ")"
+        super().__init__(msg)
+
+
+@dataclass
+class Result:
+    """Shortest paths from a batch of sources.
+
+    Parameters
+    ----------
+    sources : ndarray of int64, shape (B,)
+        Internal 0-based source indices, in the order asked (repeats kept).
+    distances : ndarray of float64, shape (B, n), or None
+        ``+inf`` where unreachable.  ``None`` when only statistics were asked for.
+    predecessors : ndarray of int64, shape (B, n), or None
+        ``-1`` for the source itself and unreachable vertices.
+    reached, eccentricity, sum_distance : ndarray, shape (B,)
+        Per-source reductions: vertices reached (source included), largest finite
+        distance, sum of finite distances.  ``sum_distance`` is exact (int64
+        arithmetic) for integer weights.
+    iterations, relaxations : ndarray of int64, shape (B,)
+        Per-source iteration and relax-operation counts (0 where not counted).
+    method, backend, device : str
+    counters : dict
+        Whole-call counters: ``iterations``, ``launches``, ``host_syncs``,
+        ``relaxations``, ``kernel_ms``, ``mteps`` and method specific ones.
+    """
+
+    sources: np.ndarray
+    distances: np.ndarray | None
+    predecessors: np.ndarray | None
+    reached: np.ndarray
+    eccentricity: np.ndarray
+    sum_distance: np.ndarray
+    iterations: np.ndarray
+    relaxations: np.ndarray
+    method: str
+    backend: str
+    device: str = "cpu"
+    counters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int:
+        return int(len(self.sources))
+
+    def mean_distance(self) -> np.ndarray:
+        """Mean distance to the reached vertices other than the source (nan if none)."""
+        others = self.reached - 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(others > 0, self.sum_distance / np.maximum(others, 1), np.nan)
+
+    def stats_table(self, id_base: int = 0, *, worker: str = "", kernel_ms=None, mteps=None) -> pa.Table:
+        """Per-source statistics as an Arrow table in :data:`STATS_SCHEMA`."""
+        b = self.batch_size
+        if kernel_ms is None:
+            kernel_ms = np.full(b, float(self.counters.get("kernel_ms", 0.0)) / max(b, 1))
+        if mteps is None:
+            mteps = np.full(b, float(self.counters.get("mteps", 0.0)))
+        cols = {
+            "source": self.sources.astype(np.int64) + id_base,
+            "reached": self.reached.astype(np.int64),
+            "eccentricity": self.eccentricity.astype(np.float64),
+            "sum_distance": self.sum_distance.astype(np.float64),
+            "mean_distance": self.mean_distance().astype(np.float64),
+            "iterations": self.iterations.astype(np.int64),
+            "relaxations": self.relaxations.astype(np.int64),
+            "kernel_ms": np.asarray(kernel_ms, dtype=np.float64),
+            "device": np.array([self.device] * b, dtype=object),
+            "worker": np.array([worker] * b, dtype=object),
+            "algorithm": np.array([self.method] * b, dtype=object),
+            "mteps": np.asarray(mteps, dtype=np.float64),
+        }
+        return pa.Table.from_pydict(cols, schema=STATS_SCHEMA)
+
+    def to_table(self, id_base: int = 0, *, reachable_only: bool = True) -> pa.Table:
+        """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids)."""
+        if self.distances is None:
+            raise TypeError("this result holds statistics only; solve with distances=True")
+        b, n = self.distances.shape
+        if reachable_only:
+            rows, cols = np.nonzero(np.isfinite(self.distances))
+        else:
+            rows, cols = np.divmod(np.arange(b * n, dtype=np.int64), n)
+        dist = self.distances[rows, cols]
+        if self.predecessors is not None:
+            pred = self.predecessors[rows, cols]
+            pred = np.where(pred >= 0, pred + id_base, -1)
+        else:
+            pred = np.full(len(rows), NO_PREDECESSOR, dtype=np.int64)
+        return pa.Table.from_pydict(
+            {
+                "source": self.sources[rows].astype(np.int64) + id_base,
+                "vertex": cols.astype(np.int64) + id_base,
+                "distance": dist.astype(np.float64),
+                "predecessor": pred.astype(np.int64),
+            },
+            schema=DISTANCE_SCHEMA,
+        )
+
+
+def reduce_distances(dist, *, integer: bool, xp=np):
+    """Per-source reductions of a (B, n) distance array (``inf`` = unreachable).
+
+    Works with NumPy or CuPy arrays (``xp``).  Returns ``(reached, eccentricity,
+    sum_distance)``; ``sum_distance`` is summed in int64 when ``integer`` so it is
+    exact for integer weights.
+    """
+    finite = xp.isfinite(dist)
+    reached = finite.sum(axis=1).astype(xp.int64)
+    masked = xp.where(finite, dist, -xp.inf)
+    ecc = masked.max(axis=1) if dist.shape[1] else xp.zeros(dist.shape[0])
+    ecc = xp.where(reached > 0, ecc, xp.nan)
+    if integer:
+        s = xp.where(finite, dist, 0).astype(xp.int64).sum(axis=1)
+    else:
+        s = xp.where(finite, dist, 0.0).sum(axis=1)
+    return reached, ecc.astype(xp.float64), s

@@ -1,0 +1,358 @@
+"""The graph model: a Parquet edge list turned into CSR (and reverse CSR on demand).
+
+The CSR is built once and cached next to the Parquet file (``<file>.csr.npz``); the
+cache records the Parquet file's size, modification time and metadata digest and is
+rebuilt when any of them changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+log = logging.getLogger(__name__)
+
+CACHE_VERSION = 3
+_INT_WEIGHTS = ("int32", "int64")
+
+
+def _index_dtype(limit: int):
+    return np.int32 if limit < np.iinfo(np.int32).max else np.int64
+
+
+@dataclass
+class Graph:
+    """A weighted directed graph in CSR form with 0-based internal vertex indices.
+
+    Attributes
+    ----------
+    n : int
+        Number of vertices.
+    indptr : ndarray (int32 or int64), shape (n + 1,)
+    indices : ndarray (int32 or int64), shape (m,)
+        Arc heads, sorted by tail then head.
+    weights : ndarray, shape (m,)
+        Arc weights in the input's type (int32/int64/float32/float64).
+    id_base : int
+        Offset between internal indices and the input file's ids.
+    directed : bool
+        False when every arc has its reverse (ingested as undirected).
+    meta : dict
+        The ingestion metadata plus what building the CSR found.
+    """
+
+    n: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray
+    id_base: int = 0
+    directed: bool = True
+    name: str = "graph"
+    meta: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    _reverse: tuple | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_edges(cls, src, dst, weights=None, n: int | None = None, *, directed: bool = True,
+                   id_base: int = 0, parallel: str = "min", name: str = "graph",
+                   meta: dict | None = None) -> "Graph":
+        """Build from arrays of internal (0-based) arc ends.
+
+        Parameters
+        ----------
+        src, dst : array_like of int
+            Arc tails and heads, 0-based.
+        weights : array_like, optional
+            Arc weights (default: int64 ones).
+        n : int, optional
+            Number of vertices (default: largest id + 1).
+        parallel : {"min", "keep"}
+            Parallel arcs: keep only the lightest (default) or keep them all.
+
+        Raises
+        ------
+        ValueError
+            Ids out of range, mismatched lengths or an unknown policy.
+        """
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        if weights is None:
+            weights = np.ones(len(src), dtype=np.int64)
+        weights = np.asarray(weights)
+        if not (len(src) == len(dst) == len(weights)):
+            raise ValueError(f"src, dst and weights differ in length: {len(src)}, {len(dst)}, {len(weights)}")
+        if weights.dtype.kind not in "iuf":
+            raise TypeError(f"weights must be integer or float, got {weights.dtype}")
+        if weights.dtype.kind == "u":
+            weights = weights.astype(np.int64)
+        if n is None:
+            n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
+        if len(src):
+            lo = min(int(src.min()), int(dst.min()))
+            hi = max(int(src.max()), int(dst.max()))
+            if lo < 0 or hi >= n:
+                raise ValueError(f"vertex index out of range: found {lo}..{hi}, expected 0..{n - 1}")
+        if parallel not in ("min", "keep"):
+            raise ValueError(f"parallel must be 'min' or 'keep', got {parallel!r}")
+        # one sort orders arcs by (tail, head, weight): CSR rows come out sorted and
+        # the lightest of any parallel group first
+        order = np.lexsort((weights, dst, src))
+        s, d, w = src[order].astype(np.int64), dst[order].astype(np.int64), weights[order]
+        dup = np.zeros(len(s), dtype=bool)
+        if len(s) > 1:
+            dup[1:] = (s[1:] == s[:-1]) & (d[1:] == d[:-1])
+        n_parallel = int(dup.sum())
+        if parallel == "min" and n_parallel:
+            keep = ~dup
+            s, d, w = s[keep], d[keep], w[keep]
+        counts = np.bincount(s, minlength=n)
+        idx_t = _index_dtype(len(s))
+        indptr = np.zeros(n + 1, dtype=idx_t)
+        np.cumsum(counts, out=indptr[1:])
+        info = dict(meta or {})
+        info.update(
+            csr_arcs=int(len(s)),
+            parallel_arcs_found=n_parallel,
+            parallel_policy=parallel,
+            self_loops_found=int((s == d).sum()),
+        )
+        g = cls(n=int(n), indptr=indptr, indices=d.astype(_index_dtype(n)), weights=w,
+                id_base=int(id_base), directed=directed, name=name, meta=info)
+        g.fingerprint = g._compute_fingerprint()
+        return g
+
+    @classmethod
+    def from_parquet(cls, path, *, cache: bool = True, parallel: str = "min") -> "Graph":
+        """Load a Parquet edge list written by ``sssp ingest`` / ``sssp generate``.
+
+        The CSR is cached in ``<path>.csr.npz`` and reused while the Parquet file is
+        unchanged.
+
+        Raises
+        ------
+        ValueError
+            The file is not an edge list of this project (missing columns/metadata).
+        """
+        path = Path(path)
+        pf = pq.ParquetFile(path)
+        raw = (pf.schema_arrow.metadata or {}).get(b"sssp")
+        if raw is None:
+            raise ValueError(f"{path}: not an sssp edge list (no 'sssp' metadata; run `sssp ingest` first)")
+        meta = json.loads(raw)
+        names = set(pf.schema_arrow.names)
+        missing = {"src", "dst", "weight"} - names
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+        st = path.stat()
+        key = {
+            "version": CACHE_VERSION,
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "meta": hashlib.sha256(raw).hexdigest(),
+            "parallel": parallel,
+        }
+        cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
+        if cache and cpath.exists():
+            try:
+                with np.load(cpath, allow_pickle=False) as z:
+                    if json.loads(str(z["key"])) == key:
+                        g = cls(n=int(z["n"]), indptr=z["indptr"], indices=z["indices"],
+                                weights=z["weights"], id_base=int(meta.get("id_base", 0)),
+                                directed=bool(meta.get("directed", True)), name=path.stem,
+                                meta=json.loads(str(z["meta"])))
+                        g.fingerprint = str(z["fingerprint"])
+                        log.debug("loaded CSR cache %s", cpath)
+                        return g
+            except Exception as exc:  # a corrupt cache is rebuilt, never trusted
+                log.warning("ignoring unreadable CSR cache %s: %s", cpath, exc)
+        table = pf.read(columns=["src", "dst", "weight"])
+        base = int(meta.get("id_base", 0))
+        n = int(meta["vertices"])
+        src = table.column("src").to_numpy().astype(np.int64) - base
+        dst = table.column("dst").to_numpy().astype(np.int64) - base
+        w = table.column("weight").to_numpy()
+        g = cls.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
+                           parallel=parallel, name=path.stem, meta=meta)
+        if cache:
+            tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}.npz")
+            try:
+                np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
+                         key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
+                os.replace(tmp, cpath)
+            except OSError as exc:
+                log.warning("could not write CSR cache %s: %s", cpath, exc)
+                tmp.unlink(missing_ok=True)
+        return g
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def m(self) -> int:
+        return int(len(self.indices))
+
+    @property
+    def weight_type(self) -> str:
+        return str(self.weights.dtype)
+
+    @property
+    def integer_weights(self) -> bool:
+        return self.weights.dtype.kind in "iu"
+
+    @property
+    def min_weight(self):
+        return self.weights.min() if self.m else 0
+
+    @property
+    def max_weight(self):
+        return self.weights.max() if self.m else 0
+
+    @property
+    def has_negative(self) -> bool:
+        return bool(self.m and self.weights.min() < 0)
+
+    @property
+    def unweighted(self) -> bool:
+        """Every arc has the same positive weight (BFS gives the distances)."""
+        return bool(self.m and self.weights.min() == self.weights.max() and self.weights[0] > 0)
+
+    def out_degree(self) -> np.ndarray:
+        return np.diff(self.indptr).astype(np.int64)
+
+    def in_degree(self) -> np.ndarray:
+        return np.bincount(self.indices, minlength=self.n).astype(np.int64)
+
+    def tails(self) -> np.ndarray:
+        """Tail of every arc, aligned with ``indices``."""
+        return np.repeat(np.arange(self.n, dtype=self.indices.dtype), self.out_degree())
+
+    def reverse(self):
+        """Reverse CSR ``(indptr, indices, weights, arc_id)``: in-arcs of each vertex."""
+        if self._reverse is None:
+            tails = self.tails()
+            order = np.lexsort((tails, self.indices))
+            counts = np.bincount(self.indices, minlength=self.n)
+            indptr = np.zeros(self.n + 1, dtype=self.indptr.dtype)
+            np.cumsum(counts, out=indptr[1:])
+            self._reverse = (indptr, tails[order], self.weights[order], order.astype(self.indptr.dtype))
+        return self._reverse
+
+    def degree_stats(self) -> dict[str, Any]:
+        od = self.out_degree()
+        idg = self.in_degree()
+        return {
+            "vertices": self.n,
+            "arcs": self.m,
+            "out_degree_min": int(od.min(initial=0)),
+            "out_degree_max": int(od.max(initial=0)),
+            "out_degree_mean": float(od.mean()) if self.n else 0.0,
+            "out_degree_std": float(od.std()) if self.n else 0.0,
+            "in_degree_max": int(idg.max(initial=0)),
+            "isolated": int(((od == 0) & (idg == 0)).sum()),
+            "self_loops": int(self.meta.get("self_loops_found", 0)),
+            "parallel_arcs": int(self.meta.get("parallel_arcs_found", 0)),
+        }
+
+    def max_path_bound(self) -> float:
+        """An upper bound on |any simple path length|: (n - 1) * max |w|."""
+        if not self.m:
+            return 0.0
+        return float(max(self.n - 1, 0)) * float(np.abs(self.weights).max())
+
+    def check_exact(self) -> None:
+        """Raise if integer distances might not be exact in float64 (beyond 2**53)."""
+        if self.integer_weights and self.max_path_bound() >= 2.0**53:
+            raise ValueError(
+                f"{self.name}: path lengths may reach {self.max_path_bound():.3g}, beyond 2**53; "
+                "float64 distances would not be exact"
+            )
+
+    # ------------------------------------------------------------------ ids
+    def to_index(self, ids, *, what: str = "vertex") -> np.ndarray:
+        """File ids -> internal indices, with a clear error for ids that do not exist."""
+        ids = np.atleast_1d(np.asarray(ids))
+        if ids.dtype.kind not in "iu":
+            try:
+                ids = ids.astype(np.int64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{what} ids must be integers, got {ids[:5].tolist()}") from None
+        idx = ids.astype(np.int64) - self.id_base
+        bad = (idx < 0) | (idx >= self.n)
+        if bad.any():
+            first = int(ids[np.argmax(bad)])
+            raise ValueError(
+                f"{what} {first} does not exist in {self.name}: ids run from "
+                f"{self.id_base} to {self.id_base + self.n - 1}"
+            )
+        return idx
+
+    def to_ids(self, idx) -> np.ndarray:
+        return np.asarray(idx, dtype=np.int64) + self.id_base
+
+    def to_scipy(self):
+        """A ``scipy.sparse.csr_array`` with explicit zero weights kept as arcs."""
+        import scipy.sparse as sp
+
+        data = self.weights.astype(np.float64)
+        return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
+
+    def _compute_fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update(f"{self.n}:{self.m}:{self.id_base}:{self.weights.dtype}".encode())
+        for a in (self.indptr, self.indices, self.weights):
+            h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()[:16]
+
+    def summary(self) -> dict[str, Any]:
+        s = self.degree_stats()
+        s.update(
+            name=self.name,
+            directed=self.directed,
+            id_base=self.id_base,
+            weight_type=self.weight_type,
+            weight_min=self.min_weight.item() if self.m else None,
+            weight_max=self.max_weight.item() if self.m else None,
+            negative_arcs=int((self.weights < 0).sum()),
+            fingerprint=self.fingerprint,
+        )
+        return s
+
+
+def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
+    """Load a graph from a Parquet edge list or any input file.
+
+    Non-Parquet inputs are ingested once into ``<cache_dir or input dir>/.sssp-cache``
+    keyed by the input's size, mtime and options, then loaded from there.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        return Graph.from_parquet(path)
+    from pipeline import ingest as _ingest
+
+    st = path.stat()
+    key = hashlib.sha256(
+        json.dumps([str(path.resolve()), st.st_size, st.st_mtime_ns, sorted(ingest_options.items())],
+                   default=str).encode()
+    ).hexdigest()[:16]
+    base = Path(cache_dir) if cache_dir else path.resolve().parent / ".sssp-cache"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / ".probe"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sssp"
+        base.mkdir(parents=True, exist_ok=True)
+    out = base / f"{path.name}.{key}.parquet"
+    if not out.exists():
+        _ingest.ingest(path, out, **ingest_options)
+    return Graph.from_parquet(out)

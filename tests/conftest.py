@@ -1,0 +1,33 @@
+"""Shared test configuration: GPU tests skip without a device; paths to real data."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data"
+SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import kernels
+
+        have_gpu = kernels.device_count() > 0
+    except Exception:
+        have_gpu = False
+    if have_gpu:
+        return
+    skip = pytest.mark.skip(reason="no CUDA device visible")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def shared_data():
+    """The real graph files beside the checkout (../shared/data); skip when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present")
+    return SHARED_DATA

@@ -1,0 +1,104 @@
+"""Graph model: CSR building, parallel-arc policy, reverse CSR, cache invalidation."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.graph import Graph
+
+
+def _write_edge_list(path, src, dst, w, n, id_base=1, directed=True):
+    t = pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32()),
+                  "weight": pa.array(w, pa.int64())})
+    meta = {"vertices": n, "arcs": len(src), "directed": directed, "id_base": id_base,
+            "weight_type": "int64"}
+    t = t.replace_schema_metadata({b"sssp": json.dumps(meta).encode()})
+    pq.write_table(t, path)
+
+
+def test_parallel_arcs_keep_minimum_and_report():
+    g = Graph.from_edges([0, 0, 0, 1], [1, 1, 2, 2], [5, 3, 7, 1], 3)
+    assert g.m == 3
+    assert g.meta["parallel_arcs_found"] == 1
+    assert g.weights[g.indptr[0]] == 3  # the lighter of the two 0 -> 1 arcs
+    k = Graph.from_edges([0, 0, 0, 1], [1, 1, 2, 2], [5, 3, 7, 1], 3, parallel="keep")
+    assert k.m == 4
+
+
+def test_csr_rows_sorted_and_reverse_consistent():
+    rng = np.random.default_rng()
+    n, m = 300, 2000
+    s, d, w = rng.integers(0, n, m), rng.integers(0, n, m), rng.integers(-5, 50, m)
+    g = Graph.from_edges(s, d, w, n, parallel="keep")
+    assert g.indptr[-1] == m and g.indptr.dtype == np.int32
+    for v in range(0, n, 37):
+        row = g.indices[g.indptr[v]:g.indptr[v + 1]]
+        assert np.all(np.diff(row) >= 0)
+    rp, rt, rw, arc = g.reverse()
+    tails = g.tails()
+    for v in range(0, n, 41):
+        sl = slice(rp[v], rp[v + 1])
+        assert np.all(g.indices[arc[sl]] == v)
+        assert np.array_equal(tails[arc[sl]], rt[sl])
+        assert np.array_equal(g.weights[arc[sl]], rw[sl])
+    assert g.in_degree().sum() == m
+    assert g.has_negative
+
+
+def test_bad_edges_rejected():
+    with pytest.raises(ValueError, match="out of range"):
+        Graph.from_edges([0, 5], [1, 1], [1, 1], 3)
+    with pytest.raises(ValueError, match="length"):
+        Graph.from_edges([0], [1, 2], [1], 3)
+    with pytest.raises(TypeError):
+        Graph.from_edges([0], [1], np.array(["a"]), 3)
+
+
+def test_ids_and_index_conversion():
+    g = Graph.from_edges([0, 1], [1, 2], [1, 1], 3, id_base=1, name="tiny")
+    assert g.to_index([1, 3]).tolist() == [0, 2]
+    assert g.to_ids([0, 2]).tolist() == [1, 3]
+    with pytest.raises(ValueError, match="vertex 4 does not exist in tiny: ids run from 1 to 3"):
+        g.to_index([4])
+    with pytest.raises(ValueError, match="does not exist"):
+        g.to_index([0])
+
+
+def test_parquet_cache_reused_and_invalidated(tmp_path):
+    p = tmp_path / "g.parquet"
+    _write_edge_list(p, [1, 2], [2, 3], [4, 5], 3)
+    g1 = Graph.from_parquet(p)
+    cache = tmp_path / "g.parquet.csr.npz"
+    assert cache.exists()
+    assert g1.n == 3 and g1.indices.tolist() == [1, 2] and g1.id_base == 1
+    g2 = Graph.from_parquet(p)
+    assert g2.fingerprint == g1.fingerprint
+    time.sleep(0.01)
+    _write_edge_list(p, [1, 3], [2, 1], [4, 9], 3)
+    os.utime(p, ns=(time.time_ns(), time.time_ns() + 10**9))
+    g3 = Graph.from_parquet(p)
+    assert g3.fingerprint != g1.fingerprint
+    assert g3.indices.tolist() == [1, 0]
+    # a corrupt cache is rebuilt, not trusted
+    cache.write_bytes(b"garbage")
+    g4 = Graph.from_parquet(p)
+    assert g4.fingerprint == g3.fingerprint
+
+
+def test_parquet_without_metadata_rejected(tmp_path):
+    p = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"src": [1], "dst": [2], "weight": [1]}), p)
+    with pytest.raises(ValueError, match="not an sssp edge list"):
+        Graph.from_parquet(p)
+
+
+def test_exactness_guard():
+    g = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52], dtype=np.int64), 3)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        g.check_exact()

@@ -1,0 +1,1 @@
+"""Command line of the project (`sssp`): glue only, no algorithms here."""

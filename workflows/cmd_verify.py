@@ -1,0 +1,72 @@
+"""`sssp verify`: check solvers against the CPU reference on a graph."""
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from workflows.common import add_graph_options, load_graph_from_args, sources_from_args
+
+console = Console()
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("verify", help="check solvers against the CPU reference",
+                       description="Solve from random (or given) sources with each method and compare "
+                       "distances (exactly for integer weights), reached counts, sums and the "
+                       "predecessor invariant dist[pred] + w == dist[v] with the CPU reference.")
+    add_graph_options(p)
+    p.add_argument("--methods", default="all",
+                   help="comma-separated methods, or 'all' (every method runnable here)")
+    p.add_argument("--random", type=int, default=8, metavar="K", help="number of random sources (default 8)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--source", "-s", type=int, action="append", metavar="ID")
+    p.add_argument("--sources-file", metavar="F.ss")
+    p.add_argument("--list", action="store_true", help="list the registered methods and exit")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import kernels
+    from kernels.check import compare
+
+    if args.list:
+        t = Table(title=f"methods ({kernels.device_count()} GPU(s) visible)")
+        for c in ("method", "backend", "negative weights", "description"):
+            t.add_column(c)
+        for name in kernels.available_methods():
+            if name == "auto":
+                continue
+            m = kernels.get(name)
+            t.add_row(name, m.backend, "yes" if m.negative_weights else "no", m.description)
+        console.print(t)
+        return 0
+    graph = load_graph_from_args(args)
+    if args.source or args.sources_file:
+        src = sources_from_args(graph, args.source, args.sources_file)
+    else:
+        src = np.random.default_rng(args.seed).integers(0, graph.n, size=min(args.random, graph.n))
+    ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
+    ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
+    gpu = kernels.device_count() > 0
+    if args.methods == "all":
+        names = [m for m in kernels.available_methods() if m != "auto"
+                 and (gpu or kernels.get(m).backend == "cpu")]
+    else:
+        names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
+    for c in ("method", "backend", "result", "ms"):
+        table.add_column(c)
+    failures = 0
+    for name in names:
+        spec = kernels.get(name)
+        if graph.has_negative and not spec.negative_weights:
+            table.add_row(name, spec.backend, "[dim]skipped (negative weights)[/]", "")
+            continue
+        res = kernels.solve(graph, src, method=name, backend=spec.backend, predecessors=True)
+        problems = compare(graph, ref, res)
+        failures += bool(problems)
+        table.add_row(name, spec.backend, "[green]ok[/]" if not problems else "[red]" + "; ".join(problems) + "[/]",
+                      f"{res.counters.get('kernel_ms', 0):.2f}")
+    console.print(table)
+    return 1 if failures else 0
