@@ -7,7 +7,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
-SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
+
+
+def _shared_data() -> Path:
+    """Real graph files: $SSSP_SHARED_DATA, else ./shared/data (the copy that travels to
+    the GPU machine), else ../shared/data beside the checkout (CI)."""
+    import os
+
+    for cand in (os.environ.get("SSSP_SHARED_DATA"), REPO / "shared" / "data", REPO.parent / "shared" / "data"):
+        if cand and Path(cand).is_dir():
+            return Path(cand).resolve()
+    return (REPO.parent / "shared" / "data").resolve()
+
+
+SHARED_DATA = _shared_data()
 
 
 def pytest_collection_modifyitems(config, items):

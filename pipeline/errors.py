@@ -1,0 +1,45 @@
+"""Domain exceptions shared by the pipeline.
+
+``InputError`` is what every reader raises for a malformed input file: it names the
+file, the line (when there is one) and what was expected, so that the command line
+can print it as one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["InputError"]
+
+
+class InputError(ValueError):
+    """A malformed or inconsistent input file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The offending file (shown by its name as given).
+    line : int or None
+        1-based line number in the (decompressed) text, or ``None`` when the problem
+        is not tied to one line (an empty file, a count checked at the end, ...).
+    message : str
+        What was found and what was expected.
+
+    Notes
+    -----
+    ``str(err)`` is ``"FILE:LINE: message"`` (``"FILE: message"`` without a line).
+    """
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path = os.fspath(path) if path is not None else "<input>"
+        self.line = None if line is None else int(line)
+        self.message = str(message)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return f"{self.path}: {self.message}"
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.line, self.message))

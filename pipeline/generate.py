@@ -1,0 +1,289 @@
+"""Synthetic graph generators written straight to the Parquet edge list.
+
+Families of the H-BF paper's tables: R-MAT (GTGraph's defaults a, b, c, d = 0.45, 0.15,
+0.15, 0.25), road-like 2-D grids and Erdos-Renyi G(n, m). All are vectorised NumPy,
+seeded (``numpy.random.default_rng(seed)``) and deterministic for a seed. Ids are 0-based.
+
+``negative_fraction`` makes graphs with negative weights but no negative cycle by
+potentials: ``w'(u, v) = w(u, v) + p(u) - p(v)`` with ``w >= 0``; every cycle keeps its
+(non-negative) total, and the scale of ``p`` is chosen so that about the requested
+fraction of arcs becomes negative.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
+
+__all__ = ["rmat", "grid", "random_graph", "apply_potentials", "write", "generate"]
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 22
+
+
+def _weights(rng, m, lo, hi, weight_type):
+    if weight_type.startswith("float"):
+        return rng.uniform(lo, hi, size=m).astype(WEIGHT_TYPES[weight_type])
+    return rng.integers(int(lo), int(hi) + 1, size=m, dtype=np.int64).astype(WEIGHT_TYPES[weight_type], copy=False)
+
+
+def _check_weight_args(lo, hi, weight_type, negative_fraction):
+    if weight_type not in WEIGHT_TYPES:
+        raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+    if hi < lo:
+        raise ValueError(f"weights {lo}:{hi}: HI < LO")
+    if not 0.0 <= negative_fraction < 1.0:
+        raise ValueError(f"negative_fraction {negative_fraction}: expected 0 <= F < 1")
+    if negative_fraction > 0 and lo < 0:
+        raise ValueError("negative_fraction needs non-negative base weights (LO >= 0), "
+                         "otherwise a negative cycle could appear")
+    if weight_type.startswith("int"):
+        info = np.iinfo(WEIGHT_TYPES[weight_type])
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"weights {lo}:{hi} do not fit {weight_type}")
+
+
+def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, seed=0,
+         weights=(1, 100), weight_type="int64", undirected=False, negative_fraction=0.0):
+    """R-MAT graph with ``2**scale`` vertices and ``edge_factor * 2**scale`` edges.
+
+    Parameters
+    ----------
+    scale, edge_factor : int
+    a, b, c, d : float
+        Quadrant probabilities (GTGraph defaults); ``d`` defaults to ``1 - a - b - c``.
+    seed : int
+    weights : (lo, hi)
+        Uniform integer weights in ``[lo, hi]`` (real for float weight types).
+    weight_type : str
+    undirected : bool
+        Emit both arcs of every edge, with the same weight.
+    negative_fraction : float
+        About this fraction of arcs gets a negative weight, without negative cycles.
+
+    Returns
+    -------
+    src, dst, w : numpy.ndarray
+    n : int
+        Number of vertices.
+    """
+    if d is None:
+        d = 1.0 - a - b - c
+    probs = np.array([a, b, c, d], dtype=np.float64)
+    if (probs < 0).any() or abs(probs.sum() - 1.0) > 1e-9:
+        raise ValueError(f"R-MAT probabilities a, b, c, d = {a}, {b}, {c}, {d} must be >= 0 and sum to 1")
+    if not (0 <= scale <= 40) or edge_factor < 0:
+        raise ValueError("scale must be in 0..40 and edge_factor >= 0")
+    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
+    n = 1 << scale
+    m = int(edge_factor) * n
+    rng = np.random.default_rng(seed)
+    idt = np.int32 if n <= 2**31 else np.int64
+    src = np.zeros(m, dtype=idt)
+    dst = np.zeros(m, dtype=idt)
+    ab, abc = a + b, a + b + c
+    for lo in range(0, m, _CHUNK):
+        hi = min(m, lo + _CHUNK)
+        s = src[lo:hi]
+        t = dst[lo:hi]
+        for level in range(scale):
+            r = rng.random(hi - lo)
+            # quadrant: a (0,0), b (0,1), c (1,0), d (1,1)
+            s |= (r >= ab).astype(idt) << idt(level)
+            t |= (((r >= a) & (r < ab)) | (r >= abc)).astype(idt) << idt(level)
+    w = _weights(rng, m, weights[0], weights[1], weight_type)
+    if undirected:
+        src, dst, w = _both(src, dst, w)
+    if negative_fraction > 0:
+        w = apply_potentials(src, dst, w, n, negative_fraction, rng=rng)
+    return src, dst, w, n
+
+
+def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64", negative_fraction=0.0,
+         undirected=True):
+    """2-D ``rows x cols`` 4-neighbour grid, both directions of every edge with the same
+    weight (road-like). Vertex ``r * cols + c``. ``undirected=False`` draws the two
+    directions' weights independently."""
+    if rows < 1 or cols < 1:
+        raise ValueError("rows and cols must be >= 1")
+    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
+    n = rows * cols
+    idt = np.int32 if n <= 2**31 else np.int64
+    ids = np.arange(n, dtype=idt).reshape(rows, cols)
+    hu, hv = ids[:, :-1].ravel(), ids[:, 1:].ravel()
+    vu, vv = ids[:-1, :].ravel(), ids[1:, :].ravel()
+    u = np.concatenate([hu, vu])
+    v = np.concatenate([hv, vv])
+    rng = np.random.default_rng(seed)
+    if undirected:
+        w = _weights(rng, len(u), weights[0], weights[1], weight_type)
+        src, dst, w = _both(u, v, w)
+    else:
+        src = np.empty(2 * len(u), dtype=idt)
+        dst = np.empty(2 * len(u), dtype=idt)
+        src[0::2], src[1::2] = u, v
+        dst[0::2], dst[1::2] = v, u
+        w = _weights(rng, len(src), weights[0], weights[1], weight_type)
+    if negative_fraction > 0:
+        w = apply_potentials(src, dst, w, n, negative_fraction, rng=rng)
+    return src, dst, w, n
+
+
+def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64", undirected=False,
+                 negative_fraction=0.0):
+    """Erdos-Renyi G(n, m): ``m`` distinct edges chosen uniformly, no self-loops.
+
+    Directed: ``m`` distinct arcs ``u != v``. Undirected: ``m`` distinct unordered pairs,
+    each emitted in both directions with one weight (``2 m`` arcs).
+    """
+    if n < 1 or m < 0:
+        raise ValueError("n must be >= 1 and m >= 0")
+    cap = n * (n - 1) // (2 if undirected else 1)
+    if m > cap:
+        raise ValueError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
+    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
+    rng = np.random.default_rng(seed)
+    keys = np.zeros(0, dtype=np.int64)
+    while len(keys) < m:
+        k = int((m - len(keys)) * 1.1) + 16
+        u = rng.integers(0, n, size=k, dtype=np.int64)
+        v = rng.integers(0, n, size=k, dtype=np.int64)
+        ok = u != v
+        u, v = u[ok], v[ok]
+        if undirected:
+            u, v = np.minimum(u, v), np.maximum(u, v)
+        new = u * n + v
+        # keep first occurrences in draw order, drop keys seen before
+        allk = np.concatenate([keys, new])
+        _, first = np.unique(allk, return_index=True)
+        keys = allk[np.sort(first)]  # first occurrences, in draw order
+    keys = keys[:m]
+    idt = np.int32 if n <= 2**31 else np.int64
+    src = (keys // n).astype(idt)
+    dst = (keys % n).astype(idt)
+    w = _weights(rng, m, weights[0], weights[1], weight_type)
+    if undirected:
+        src, dst, w = _both(src, dst, w)
+    if negative_fraction > 0:
+        w = apply_potentials(src, dst, w, n, negative_fraction, rng=rng)
+    return src, dst, w, n
+
+
+def _both(u, v, w):
+    m = len(u)
+    src = np.empty(2 * m, dtype=u.dtype)
+    dst = np.empty(2 * m, dtype=u.dtype)
+    src[0::2], src[1::2] = u, v
+    dst[0::2], dst[1::2] = v, u
+    return src, dst, np.repeat(w, 2)
+
+
+def apply_potentials(src, dst, w, n, fraction, *, rng):
+    """Reweight ``w`` (all >= 0) by vertex potentials so that about ``fraction`` of the arcs
+    become negative; cycle totals do not change, so no negative cycle appears.
+
+    The potentials are ``p = round(s * U[0, 1))`` per vertex with the scale ``s`` found by
+    bisection on (a sample of) the arcs.
+    """
+    if len(w) == 0:
+        return w
+    if (w < 0).any():
+        raise ValueError("potentials need non-negative base weights")
+    base = rng.random(n)
+    is_int = w.dtype.kind in "iu"
+    samp = np.arange(len(w)) if len(w) <= 1 << 20 else rng.integers(0, len(w), size=1 << 20)
+    ws, us, vs = w[samp].astype(np.float64), src[samp], dst[samp]
+
+    def pot(s, idx=None):
+        p = base * s if idx is None else base[idx] * s
+        return np.floor(p) if is_int else p
+
+    def frac(s):
+        return float(np.mean(ws + pot(s, us) - pot(s, vs) < 0))
+
+    lo, hi = 0.0, max(float(w.max()), 1.0)
+    while frac(hi) < fraction and hi < 1e15:
+        hi *= 2
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if frac(mid) < fraction:
+            lo = mid
+        else:
+            hi = mid
+    p = pot(hi)
+    out = w.astype(np.float64) + p[src] - p[dst]
+    if is_int:
+        info = np.iinfo(w.dtype)
+        if out.min() < info.min or out.max() > info.max:
+            raise ValueError("reweighted values overflow the weight type; use int64")
+        return np.rint(out).astype(w.dtype)
+    return out.astype(w.dtype)
+
+
+def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, weights_label=None,
+          row_group_size=1 << 20) -> dict:
+    """Write generated arrays as the Parquet edge list (id base 0) with metadata.
+
+    Returns
+    -------
+    dict
+        The stored metadata.
+    """
+    from .ingest import __version__
+
+    wt = {np.dtype(v).name: k for k, v in WEIGHT_TYPES.items()}[np.dtype(w.dtype).name]
+    wp = WeightPlan("file", True, wt.startswith("float"), wt, str(out))
+    if weights_label:
+        wp.label_override = weights_label
+    id_type = "int32" if n - 1 <= np.iinfo(np.int32).max else "int64"
+    sink = EdgeSink(out, str(out), vertices=int(n), id_base=0, expand=False, weights=wp, id_type=id_type,
+                    row_group_size=row_group_size)
+    try:
+        for lo in range(0, len(src), _CHUNK):
+            hi = min(len(src), lo + _CHUNK)
+            sink.add(src[lo:hi], dst[lo:hi], w[lo:hi], None)
+        meta = {
+            "vertices": int(n),
+            "directed": bool(directed),
+            "source_file": None,
+            "source_sha256": None,
+            "format": kind,
+            "generator": dict(params or {}),
+            "created_by": f"sssp-generate {__version__}",
+        }
+        return sink.commit(meta)
+    except BaseException:
+        sink.abort()
+        raise
+
+
+def generate(family: str, out, **kw) -> dict:
+    """Generate ``family`` (``rmat``, ``grid``, ``random``) and write it; returns metadata."""
+    t0 = time.perf_counter()
+    lo, hi = kw.get("weights", (1, 100))
+    if family == "rmat":
+        src, dst, w, n = rmat(**kw)
+        directed = not kw.get("undirected", False)
+    elif family == "grid":
+        src, dst, w, n = grid(**kw)
+        directed = False if kw.get("undirected", True) else True
+    elif family in ("random", "er", "gnm"):
+        family = "random"
+        src, dst, w, n = random_graph(**kw)
+        directed = not kw.get("undirected", False)
+    else:
+        raise ValueError(f"unknown generator {family!r}: expected rmat, grid or random")
+    params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kw.items()}
+    params["family"] = family
+    label = f"uniform:{lo}:{hi}:{kw.get('seed', 0)}"
+    if kw.get("negative_fraction", 0):
+        label += f"+potentials:{kw['negative_fraction']}"
+    meta = write(out, src, dst, w, n, directed=directed, kind=f"generated:{family}", params=params,
+                 weights_label=label)
+    log.info("generated %s: %d vertices, %d arcs in %.2fs", family, n, len(src), time.perf_counter() - t0)
+    return meta

@@ -1,0 +1,349 @@
+"""Streaming ingestion of graph files into the project's Parquet edge list.
+
+Output contract (``sssp ingest INPUT -o OUT.parquet``): columns ``src``, ``dst``,
+``weight``; ids are the input file's own ids (1-based for DIMACS, METIS, MatrixMarket and
+PACE, 0-based for edge lists), int32 while they fit; integer weights become int64 by
+default, real ones float64. The schema metadata key ``b"sssp"`` holds a JSON object
+(see :func:`read_meta`) with the vertex count, arc count, id base, weight range,
+self-loop and parallel-arc counts, source file name and sha256, format and how the
+weights were made.
+
+Text is parsed in line-aligned chunks (``chunk_bytes``) by pyarrow's CSV parser, checked
+with vectorised NumPy and written by a background thread, so memory is bounded by the
+chunk size (plus 8 bytes per arc to count parallel arcs) and not by the file size.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from ._formats import ALIASES, FORMATS, READERS, metis_pair_weights, read_co, read_ss
+from ._records import iter_batches
+from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
+                    read_meta)
+from ._source import LineCursor, Source, peek_text, strip_compression
+
+__all__ = ["ingest", "read_meta", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
+           "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_BYTES = 32 << 20
+
+try:  # the distribution's version, for created_by
+    from importlib.metadata import version as _v
+
+    __version__ = _v("gpu-sssp")
+except Exception:  # pragma: no cover - running from a source tree
+    __version__ = "0.1.0"
+
+_EXT = {
+    ".gr": "gr", ".ss": "ss", ".co": "co", ".mtx": "mtx", ".mm": "mtx", ".graph": "metis",
+    ".metis": "metis", ".el": "edgelist", ".wel": "edgelist", ".txt": "edgelist",
+    ".edges": "edgelist", ".tsv": "edgelist", ".snap": "edgelist", ".pace": "pace", ".tw": "pace",
+}
+
+
+def normalise_format(fmt: str) -> str:
+    f = ALIASES.get(str(fmt).lower().lstrip("."))
+    if f is None:
+        raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return f
+
+
+def detect_format(path) -> str:
+    """Format of a graph file from its content (headers) and then its extension."""
+    head, inner = peek_text(path)
+    for raw in head.split(b"\n")[:2000]:
+        s = raw.strip()
+        if not s:
+            continue
+        low = s.lower()
+        if low.startswith(b"%%matrixmarket"):
+            return "mtx"
+        toks = low.split()
+        if toks[0] == b"c":
+            continue
+        if toks[0] == b"p" and len(toks) >= 2:
+            if toks[1] == b"sp":
+                return "gr"
+            if toks[1] == b"tw":
+                return "pace"
+            if toks[1] == b"aux" and len(toks) >= 4:
+                if toks[3] == b"ss":
+                    return "ss"
+                if toks[3] == b"co":
+                    return "co"
+        if toks[0] == b"a" and len(toks) == 4:
+            return "gr"
+        break
+    name = strip_compression(inner).lower()
+    for ext, f in _EXT.items():
+        if name.endswith(ext):
+            return f
+    return "edgelist"
+
+
+def _resolve(path, out):
+    path = Path(path)
+    out = Path(out)
+    try:
+        if out.exists() and out.resolve() == path.resolve():
+            raise ValueError(f"output {out} is the input file")
+    except OSError:
+        pass
+    return path, out
+
+
+def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
+           weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20) -> dict:
+    """Convert a graph file (or a DIMACS ``.ss``/``.co`` file) to Parquet.
+
+    Parameters
+    ----------
+    path : str or Path
+        Input file; ``.gz``, ``.xz``, ``.bz2``, ``.zst`` stream-decompressed; a ``.tar.gz``
+        (SuiteSparse) is read at its main ``.mtx`` member.
+    out : str or Path
+        Output Parquet file, written under a temporary name in the same folder and
+        renamed only on success.
+    format : str, optional
+        ``gr``, ``ss``, ``co``, ``mtx``, ``metis``, ``edgelist`` or ``pace``; detected
+        from content and extension when omitted.
+    weights : str, optional
+        ``"file"`` (default: the file's weights, 1 for unweighted inputs), ``"unit"``,
+        ``"random:LO:HI:SEED"`` (integers ``default_rng(SEED).integers(LO, HI + 1)``, one
+        draw per input edge in file order, the same weight for both directions of an
+        undirected edge) or ``"random-float:LO:HI:SEED"`` (``uniform(LO, HI)``).
+    undirected : bool
+        Emit both arcs for every edge (METIS, symmetric MatrixMarket and PACE are
+        undirected by nature and always do).
+    zero_based : bool
+        Accept 0-based ids in DIMACS/PACE files (kept as they are; ``id_base`` 0).
+    weight_type : {"int32", "int64", "float32", "float64"}, optional
+        Stored weight type; default int64 for integer weights, float64 for real ones.
+    chunk_bytes : int
+        Text parsed per step; peak memory is a small multiple of it.
+
+    Returns
+    -------
+    dict
+        The metadata stored in the file (see module docstring).
+
+    Raises
+    ------
+    InputError
+        Malformed input: names the file, the line where there is one, and what was expected.
+    ValueError
+        Bad options.
+    """
+    path, out = _resolve(path, out)
+    fmt = normalise_format(format) if format else detect_format(path)
+    if weight_type is not None and weight_type not in WEIGHT_TYPES:
+        raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+    t0 = time.perf_counter()
+    if fmt in ("ss", "co"):
+        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes)
+    else:
+        id_type = None
+        while True:
+            try:
+                meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
+                                     zero_based=zero_based, weight_type=weight_type,
+                                     chunk_bytes=chunk_bytes, row_group_size=row_group_size,
+                                     id_type=id_type)
+                break
+            except IdOverflow:
+                if id_type == "int64":  # pragma: no cover - cannot happen
+                    raise
+                log.info("ids exceed int32: re-reading %s with int64 ids", path)
+                id_type = "int64"
+    dt = time.perf_counter() - t0
+    log.info("ingested %s (%s): %s in %.2fs", path, fmt,
+             {k: meta.get(k) for k in ("vertices", "arcs", "weight_type")}, dt)
+    return meta
+
+
+def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
+                  row_group_size, id_type):
+    reader = READERS[fmt]
+    with Source(path) as src:
+        display = src.display
+        cursor = LineCursor(src, chunk_bytes)
+        kwargs = {"zero_based": zero_based, "undirected": undirected}
+        if fmt == "edgelist":
+            kwargs["zero_based"] = True
+        hdr, batches = reader(cursor, display, **kwargs)
+        wp = WeightPlan(weights, hdr.weighted, hdr.weight_float, weight_type, display)
+        if fmt == "metis":
+            expand = hdr.extra.pop("expand")
+        elif fmt == "pace":
+            expand = True
+        else:
+            expand = undirected or not hdr.directed
+        directed = hdr.directed and not undirected
+        if id_type is None:
+            if hdr.vertices is not None:
+                id_type = "int32" if hdr.id_base + hdr.vertices - 1 <= np.iinfo(np.int32).max else "int64"
+            else:
+                id_type = "int32"
+        cursor.id_type = pa.int32() if id_type == "int32" else None
+        sink = EdgeSink(out, display, vertices=hdr.vertices, id_base=hdr.id_base, expand=expand,
+                        weights=wp, id_type=id_type, row_group_size=row_group_size)
+        try:
+            for u, v, w, b in batches:
+                if fmt == "metis" and not directed and wp.kind in ("random", "random-float") and len(u):
+                    # both ends of an edge are listed: give them one draw, in the order
+                    # the edge first appears
+                    try:
+                        w = metis_pair_weights(u, v, lambda k: wp.make(k, None))
+                    except ValueError as exc:
+                        i = int(exc.args[0])
+                        raise InputError(display, b.line_of(i), f"edge {u[i]}-{v[i]} is listed at vertex "
+                                         f"{u[i]} but not at {v[i]}: not a symmetric METIS graph") from None
+                    saved, wp.kind = wp.kind, "file"
+                    try:
+                        sink.add(u, v, w, b)
+                    finally:
+                        wp.kind = saved
+                    continue
+                sink.add(u, v, w, b)
+            vertices = hdr.vertices if hdr.vertices is not None else sink.max_id + 1
+            meta = {
+                "vertices": int(vertices),
+                "directed": bool(directed),
+                "source_file": Path(path).name,
+                "source_member": src.member,
+                "source_sha256": src.sha256(),
+                "format": fmt,
+                "created_by": f"sssp-ingest {__version__}",
+                "undirected_option": bool(undirected),
+                "header": hdr.header_text or None,
+            }
+            meta.update(hdr.extra)
+            if fmt == "mtx":
+                meta["mtx_entries"] = hdr.expected
+            return sink.commit(meta)
+        except BaseException:
+            sink.abort()
+            raise
+
+
+def _ingest_aux(path, out, fmt, *, chunk_bytes):
+    with Source(path) as src:
+        display = src.display
+        cursor = LineCursor(src, chunk_bytes)
+        count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display)
+        cols_all = []
+        lines_seen = 0
+        for b in iter_batches(cursor, spec, display, hline):
+            if lines_seen + len(b) > count:
+                i = count - lines_seen
+                raise InputError(display, b.line_of(i), f"more records than announced: expected {count} "
+                                 f"(from '{htext}' at line {hline})")
+            lines_seen += len(b)
+            ids = b.cols[0]
+            if len(ids) and ids.min() < 0:
+                i = int(np.argmax(ids < 0))
+                raise InputError(display, b.line_of(i), f"vertex id {ids[i]} is negative")
+            cols_all.append(b.cols)
+        if lines_seen != count:
+            raise InputError(display, None, f"record count does not match the header: expected {count} "
+                             f"(from '{htext}' at line {hline}), found {lines_seen}")
+        if cols_all:
+            cols = [np.concatenate([c[j] for c in cols_all]) for j in range(len(spec.fields))]
+        else:
+            cols = [np.zeros(0, dtype=np.float64 if fl else np.int64) for fl in spec.floats]
+        ids = cols[0]
+        id_pa = pa.int32() if (len(ids) == 0 or ids.max() <= np.iinfo(np.int32).max) else pa.int64()
+        meta = {"source_file": Path(path).name, "source_sha256": src.sha256(), "format": fmt,
+                "created_by": f"sssp-ingest {__version__}", "header": htext, "count": int(count),
+                "id_base": 1}
+        if fmt == "ss":
+            schema = pa.schema([("source", id_pa)])
+            meta["duplicates"] = int(len(ids) - len(np.unique(ids)))
+            arrays = [ids]
+        else:
+            xy = pa.float64() if spec.floats[1] else pa.int64()
+            schema = pa.schema([("vertex", id_pa), ("x", xy), ("y", xy)])
+            meta["duplicates"] = int(len(ids) - len(np.unique(ids)))
+            arrays = cols
+        w = AtomicParquet(out, schema)
+        try:
+            w.write([np.asarray(a).astype(schema.field(i).type.to_pandas_dtype()) for i, a in enumerate(arrays)])
+            w.commit(meta)
+        except BaseException:
+            w.abort()
+            raise
+        return meta
+
+
+def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
+    """Source ids from a DIMACS ``.ss`` file, a plain one-id-per-line text, or an
+    ingested ``.ss`` Parquet file; order and duplicates are kept.
+
+    Parameters
+    ----------
+    path : str or Path
+    vertices : int, optional
+        When given, every id must lie in ``id_base .. id_base + vertices - 1``.
+    id_base : int
+        0 or 1.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    InputError
+        Malformed file or a vertex that does not exist (file and line named).
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        ids = pq.read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)
+    else:
+        head, _ = peek_text(path, 4096)
+        first = next((ln.split() for ln in head.split(b"\n") if ln.strip() and not ln.strip().startswith((b"c", b"#", b"%"))), None)
+        with Source(path) as src:
+            cursor = LineCursor(src, DEFAULT_CHUNK_BYTES)
+            if first is not None and first[0] == b"p":
+                count, hline, htext, spec = read_ss(cursor, src.display)
+            else:
+                from ._records import RecordSpec
+
+                if first is None:
+                    raise InputError(src.display, None, "empty file: expected source ids")
+                count, hline, htext = None, None, ""
+                spec = RecordSpec(None, ("source id",), (False,), comments=(b"c", b"#", b"%"),
+                                  comment_is_token=False, describe="one vertex id per line")
+            ids_l = []
+            for b in iter_batches(cursor, spec, src.display, hline):
+                ids_l.append(b.cols[0])
+                if vertices is not None:
+                    _check_sources(b.cols[0], b, src.display, vertices, id_base)
+            ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.int64)
+            if count is not None and len(ids) != count:
+                raise InputError(src.display, None, f"source count does not match the header: expected "
+                                 f"{count} (from '{htext}' at line {hline}), found {len(ids)}")
+        return ids
+    if vertices is not None:
+        _check_sources(ids, None, str(path), vertices, id_base)
+    return ids
+
+
+def _check_sources(ids, batch, display, vertices, id_base):
+    lo, hi = id_base, id_base + int(vertices) - 1
+    bad = (ids < lo) | (ids > hi)
+    if bad.any():
+        i = int(np.argmax(bad))
+        line = batch.line_of(i) if batch is not None else None
+        raise InputError(display, line, f"source vertex {ids[i]} does not exist: the graph has ids {lo}..{hi}")

@@ -1,0 +1,428 @@
+"""Per-format readers: header parsing, record specs, id checks, record counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ._records import Batch, RecordSpec, _show, iter_batches
+
+FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
+ALIASES = {
+    "dimacs": "gr", "dimacs9": "gr", "gr": "gr", "ss": "ss", "co": "co",
+    "mtx": "mtx", "mm": "mtx", "matrixmarket": "mtx",
+    "metis": "metis", "graph": "metis", "dimacs10": "metis",
+    "edgelist": "edgelist", "el": "edgelist", "wel": "edgelist", "snap": "edgelist", "txt": "edgelist",
+    "pace": "pace", "tw": "pace",
+}
+
+
+@dataclass
+class Header:
+    """What a reader learnt before the records."""
+
+    vertices: int | None
+    id_base: int
+    directed: bool
+    weighted: bool
+    weight_float: bool
+    expected: int | None = None  # records announced by the header
+    header_line: int | None = None
+    header_text: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _int_or_none(tok: bytes):
+    try:
+        return int(tok)
+    except ValueError:
+        return None
+
+
+def _is_float_token(tok: bytes) -> bool:
+    if _int_or_none(tok) is not None:
+        return False
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def dimacs_header(cursor, display, *, problem: tuple, record: bytes | None, what: str):
+    """Read ``c`` comments and the single ``p`` line up to the first record.
+
+    ``problem`` are the expected tokens after ``p`` (e.g. ``(b"sp",)``), followed by
+    integer fields; ``record`` is the record kind (``b"a"``) or ``None`` for plain
+    number lines (PACE). Returns ``(ints, line_number, text, first_record_tokens)``.
+    """
+    p = None
+    seen = False
+    nint = what.count(" ") + 1 - 1 - len(problem)  # tokens after 'p problem'
+    while True:
+        line = cursor.readline()
+        if line is None:
+            break
+        lineno = cursor.lineno - 1
+        s = line.strip()
+        if not s:
+            continue
+        seen = True
+        toks = s.split()
+        if toks[0] == b"c":
+            continue
+        if toks[0] == b"p":
+            if p is not None:
+                raise InputError(display, lineno, f"repeated 'p' line (the first is at line {p[1]}); "
+                                 f"expected exactly one '{what}'")
+            got = tuple(toks[1 : 1 + len(problem)])
+            ints = [_int_or_none(t) for t in toks[1 + len(problem) :]]
+            if got != problem or len(ints) != nint or any(v is None or v < 0 for v in ints):
+                raise InputError(display, lineno, f"expected '{what}', got {_show(s)}")
+            p = (ints, lineno, s.decode("utf-8", "replace"))
+            continue
+        is_record = (toks[0] == record) if record is not None else (_int_or_none(toks[0]) is not None)
+        if is_record:
+            if p is None:
+                raise InputError(display, lineno, f"missing '{what}' line before the first record")
+            cursor.unread(line)
+            return p[0], p[1], p[2], toks
+        kinds = "'c', 'p'" + (f" or '{record.decode()}'" if record else " or number")
+        raise InputError(display, lineno, f"expected a {kinds} line, got {_show(s)}")
+    if not seen:
+        raise InputError(display, None, f"empty file: expected a '{what}' header")
+    if p is None:
+        raise InputError(display, None, f"missing '{what}' line")
+    return p[0], p[1], p[2], None
+
+
+def check_ids(src, dst, batch, display, lo: int, hi: int | None, *, header_desc: str = "", zero_hint=False):
+    """Raise InputError naming the first row whose ids fall outside [lo, hi]."""
+    if len(src) == 0:
+        return
+    mn = min(int(src.min()), int(dst.min()))
+    mx = max(int(src.max()), int(dst.max()))
+    if mn >= lo and (hi is None or mx <= hi):
+        return
+    bad = (src < lo) | (dst < lo)
+    if hi is not None:
+        bad |= (src > hi) | (dst > hi)
+    i = int(np.argmax(bad))
+    v = int(src[i]) if (src[i] < lo or (hi is not None and src[i] > hi)) else int(dst[i])
+    rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+    msg = f"vertex id {v} out of range: expected {rng}{header_desc}"
+    if zero_hint and v == 0 and lo == 1:
+        msg += "; the file looks 0-based: pass --zero-based to accept 0-based ids"
+    raise InputError(display, batch.line_of(i), msg)
+
+
+class CountCheck:
+    """Compares records with the header's announced count."""
+
+    def __init__(self, display, expected, header_line, header_text, noun):
+        self.display = display
+        self.expected = expected
+        self.header_line = header_line
+        self.header_text = header_text
+        self.noun = noun
+        self.seen = 0
+
+    def add(self, n, batch):
+        if self.expected is not None and self.seen + n > self.expected:
+            i = self.expected - self.seen
+            raise InputError(self.display, batch.line_of(i),
+                             f"more {self.noun} than announced: expected {self.expected} {self.noun} "
+                             f"(from '{self.header_text}' at line {self.header_line}), this is number "
+                             f"{self.expected + 1}")
+        self.seen += n
+
+    def finish(self):
+        if self.expected is not None and self.seen != self.expected:
+            raise InputError(self.display, None,
+                             f"number of {self.noun} does not match the header: expected {self.expected} "
+                             f"{self.noun} (from '{self.header_text}' at line {self.header_line}), "
+                             f"found {self.seen}")
+
+
+# -- DIMACS .gr -----------------------------------------------------------------------
+def read_gr(cursor, display, *, zero_based=False, undirected=False):
+    ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"sp",), record=b"a", what="p sp N M")
+    n, m = ints
+    wfloat = bool(first and len(first) >= 4 and _is_float_token(first[3]))
+    base = 0 if zero_based else 1
+    hdr = Header(n, base, not undirected, True, wfloat, m, hline, htext)
+    spec = RecordSpec(b"a", ("source id", "target id", "weight"), (False, False, wfloat),
+                      comments=(b"c",), header=b"p", describe="'a U V W'")
+    desc = f" (from '{htext}' at line {hline})"
+
+    def batches():
+        cc = CountCheck(display, m, hline, htext, "arcs")
+        for b in iter_batches(cursor, spec, display, hline):
+            u, v, w = b.cols
+            cc.add(len(u), b)
+            check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
+            yield u, v, w, b
+        cc.finish()
+
+    return hdr, batches()
+
+
+# -- PACE p tw -------------------------------------------------------------------------
+def read_pace(cursor, display, *, zero_based=False, undirected=True):
+    ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"tw",), record=None, what="p tw N M")
+    n, m = ints
+    base = 0 if zero_based else 1
+    hdr = Header(n, base, False, False, False, m, hline, htext)
+    spec = RecordSpec(None, ("first id", "second id"), (False, False), comments=(b"c",), header=b"p",
+                      describe="'U V' (PACE edge)")
+    desc = f" (from '{htext}' at line {hline})"
+
+    def batches():
+        cc = CountCheck(display, m, hline, htext, "edges")
+        for b in iter_batches(cursor, spec, display, hline):
+            u, v = b.cols
+            cc.add(len(u), b)
+            check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
+            yield u, v, None, b
+        cc.finish()
+
+    return hdr, batches()
+
+
+# -- MatrixMarket ------------------------------------------------------------------------
+def read_mtx(cursor, display, *, zero_based=False, undirected=False):
+    line = cursor.readline()
+    while line is not None and not line.strip():
+        line = cursor.readline()
+    if line is None:
+        raise InputError(display, None, "empty file: expected a '%%MatrixMarket matrix coordinate ...' header")
+    toks = line.strip().lower().split()
+    if not toks or toks[0] != b"%%matrixmarket":
+        raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
+    if len(toks) != 5 or toks[1] != b"matrix":
+        raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
+    layout, fld, sym = toks[2].decode(), toks[3].decode(), toks[4].decode()
+    if layout != "coordinate":
+        raise InputError(display, cursor.lineno - 1, f"MatrixMarket '{layout}' layout is a dense matrix, expected 'coordinate'")
+    if fld not in ("pattern", "integer", "real", "double"):
+        raise InputError(display, cursor.lineno - 1, f"MatrixMarket field '{fld}' not supported (expected pattern, integer or real)")
+    if sym not in ("general", "symmetric"):
+        raise InputError(display, cursor.lineno - 1, f"MatrixMarket symmetry '{sym}' not supported (expected general or symmetric)")
+    while True:
+        line = cursor.readline()
+        if line is None:
+            raise InputError(display, None, "missing the size line 'ROWS COLS ENTRIES'")
+        s = line.strip()
+        if not s or s.startswith(b"%"):
+            continue
+        break
+    sline = cursor.lineno - 1
+    size = [_int_or_none(t) for t in s.split()]
+    if len(size) != 3 or any(v is None or v < 0 for v in size):
+        raise InputError(display, sline, f"expected the size line 'ROWS COLS ENTRIES', got {_show(s)}")
+    rows, cols, nnz = size
+    weighted = fld != "pattern"
+    wfloat = fld in ("real", "double")
+    symmetric = sym == "symmetric"
+    n = max(rows, cols)
+    hdr = Header(n, 1, not (symmetric or undirected), weighted, wfloat, nnz, sline, s.decode(),
+                 extra={"mtx_field": fld, "mtx_symmetry": sym, "mtx_rows": rows, "mtx_cols": cols})
+    fields = ("row", "column") + (("weight",) if weighted else ())
+    spec = RecordSpec(None, fields, (False, False) + ((wfloat,) if weighted else ()),
+                      comments=(b"%",), comment_is_token=False,
+                      describe="'ROW COL" + (" VALUE'" if weighted else "'"))
+
+    def batches():
+        cc = CountCheck(display, nnz, sline, s.decode(), "entries")
+        for b in iter_batches(cursor, spec, display):
+            u, v = b.cols[0], b.cols[1]
+            w = b.cols[2] if weighted else None
+            cc.add(len(u), b)
+            if rows == cols:
+                check_ids(u, v, b, display, 1, n, header_desc=f" (size line {sline})")
+            else:
+                check_ids(u, u, b, display, 1, rows, header_desc=f" (rows, size line {sline})")
+                check_ids(v, v, b, display, 1, cols, header_desc=f" (columns, size line {sline})")
+            yield u, v, w, b
+        cc.finish()
+
+    return hdr, batches()
+
+
+# -- edge lists ------------------------------------------------------------------------
+def read_edgelist(cursor, display, *, zero_based=True, undirected=False):
+    first = None
+    while True:
+        line = cursor.readline()
+        if line is None:
+            break
+        s = line.strip()
+        if not s or s.startswith((b"#", b"%")):
+            continue
+        first = line
+        break
+    if first is None:
+        raise InputError(display, None, "empty file: expected lines 'U V' or 'U V W'")
+    lineno = cursor.lineno - 1
+    toks = first.split()
+    if len(toks) not in (2, 3):
+        raise InputError(display, lineno, f"expected 2 or 3 columns ('U V' or 'U V W'), found {len(toks)}: {_show(first)}")
+    weighted = len(toks) == 3
+    wfloat = weighted and _is_float_token(toks[2])
+    delim = "\t" if b"\t" in first.strip() else " "
+    cursor.unread(first)
+    hdr = Header(None, 0, not undirected, weighted, wfloat)
+    fields = ("source id", "target id") + (("weight",) if weighted else ())
+    spec = RecordSpec(None, fields, (False, False) + ((wfloat,) if weighted else ()),
+                      comments=(b"#", b"%"), comment_is_token=False, delimiter=delim,
+                      describe="'U V W'" if weighted else "'U V'")
+
+    def batches():
+        for b in iter_batches(cursor, spec, display):
+            u, v = b.cols[0], b.cols[1]
+            w = b.cols[2] if weighted else None
+            check_ids(u, v, b, display, 0, None, header_desc=" (edge lists use 0-based ids)")
+            yield u, v, w, b
+
+    return hdr, batches()
+
+
+# -- METIS / DIMACS-10 ---------------------------------------------------------------
+def read_metis(cursor, display, *, zero_based=False, undirected=False):
+    """METIS adjacency lists; gapbs's directed variant is recognised by its entry count.
+
+    Standard METIS lists every undirected edge at both ends (``2*M`` entries for the
+    header's ``M``); the gapbs test files list each directed arc once (``M`` entries).
+    """
+    while True:
+        line = cursor.readline()
+        if line is None:
+            raise InputError(display, None, "empty file: expected a METIS header 'N M [FMT [NCON]]'")
+        s = line.strip()
+        if not s or s.startswith(b"%"):
+            continue
+        break
+    hline = cursor.lineno - 1
+    toks = s.split()
+    ints = [_int_or_none(t) for t in toks]
+    if len(toks) not in (2, 3, 4) or any(v is None or v < 0 for v in ints):
+        raise InputError(display, hline, f"expected a METIS header 'N M [FMT [NCON]]', got {_show(s)}")
+    n, m = ints[0], ints[1]
+    fmt = toks[2].decode() if len(toks) > 2 else "0"
+    if len(fmt) > 3 or any(c not in "01" for c in fmt):
+        raise InputError(display, hline, f"METIS fmt '{fmt}' not understood (expected digits 0/1, e.g. 0, 1, 10, 11, 100)")
+    fmt = fmt.zfill(3)
+    sizes, vweights, eweights = fmt[0] == "1", fmt[1] == "1", fmt[2] == "1"
+    if fmt == "100":
+        # gapbs uses fmt 100 for its plain directed adjacency lists (no vertex sizes)
+        sizes = False
+    ncon = ints[3] if len(toks) > 3 else (1 if vweights else 0)
+    if not vweights:
+        ncon = 0
+    skip = int(sizes) + ncon
+    src, dst, ws, lines = [], [], [], []
+    u = 0
+    lineno = hline
+    while True:
+        line = cursor.readline()
+        if line is None:
+            break
+        lineno = cursor.lineno - 1
+        s = line.strip()
+        if s.startswith(b"%"):
+            continue
+        u += 1
+        if u > n:
+            if s:
+                raise InputError(display, lineno, f"more adjacency lines than the header's {n} vertices (header at line {hline})")
+            continue
+        t = s.split()
+        if len(t) < skip:
+            raise InputError(display, lineno, f"expected {skip} vertex size/weight value(s) before the neighbours of vertex {u}")
+        t = t[skip:]
+        try:
+            vals = [int(x) for x in t]
+        except ValueError:
+            bad = next(x for x in t if _int_or_none(x) is None)
+            raise InputError(display, lineno, f"non-numeric field {_show(bad)} in the adjacency list of vertex {u} (expected integers)") from None
+        if eweights:
+            if len(vals) % 2:
+                raise InputError(display, lineno, f"expected 'NEIGHBOUR WEIGHT' pairs for vertex {u} (fmt {fmt}), found an odd count {len(vals)}")
+            nb, wv = vals[0::2], vals[1::2]
+        else:
+            nb, wv = vals, []
+        for x in nb:
+            if x < 1 or x > n:
+                raise InputError(display, lineno, f"neighbour id {x} of vertex {u} out of range: expected 1..{n} (header at line {hline})")
+        src.extend([u] * len(nb))
+        dst.extend(nb)
+        ws.extend(wv)
+        lines.extend([lineno] * len(nb))
+    if u < n:
+        raise InputError(display, None, f"header (line {hline}) says {n} vertices but the file has {u} adjacency lines")
+    src = np.array(src, dtype=np.int64)
+    dst = np.array(dst, dtype=np.int64)
+    w = np.array(ws, dtype=np.int64) if eweights else None
+    entries = len(src)
+    if entries == 2 * m and not (entries == m):
+        directed = False
+    elif entries == m:
+        directed = True
+    else:
+        raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
+                         f"(each edge at both ends) or {m} (directed variant), found {entries}")
+    if undirected and directed:
+        directed = False
+        expand = True
+    else:
+        expand = False
+    hdr = Header(n, 1, directed, eweights, False, None, hline, s.decode(errors="replace"),
+                 extra={"metis_fmt": fmt, "metis_edges": m, "metis_listing": "directed" if directed and not undirected else "symmetric"})
+    hdr.extra["expand"] = expand
+    batch = Batch([src], hline + 1, lines=np.array(lines, dtype=np.int64), display=display)
+    return hdr, iter([(src, dst, w, batch)])
+
+
+def metis_pair_weights(src, dst, draws_for):
+    """Same random weight for (u, v) and (v, u) listed at both ends of a METIS file.
+
+    ``draws_for(k)`` draws k weights, one per edge in the order its first end appears.
+    Raises ValueError if an entry has no mirror.
+    """
+    a = np.minimum(src, dst)
+    b = np.maximum(src, dst)
+    n = int(max(src.max(), dst.max())) + 1 if len(src) else 1
+    key = a * n + b
+    first = src <= dst
+    canon = key[first]
+    draws = draws_for(len(canon))
+    order = np.argsort(canon, kind="stable")
+    sc = canon[order]
+    pos = np.searchsorted(sc, key)
+    pos = np.minimum(pos, len(sc) - 1) if len(sc) else pos
+    if len(sc) == 0 or not (sc[pos] == key).all():
+        bad = int(np.argmax(sc[pos] != key)) if len(sc) else 0
+        raise ValueError(bad)
+    return draws[order][pos]
+
+
+# -- DIMACS .ss / .co --------------------------------------------------------------------
+def read_ss(cursor, display):
+    ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"aux", b"sp", b"ss"), record=b"s",
+                                              what="p aux sp ss K")
+    spec = RecordSpec(b"s", ("source id",), (False,), comments=(b"c",), header=b"p", describe="'s ID'")
+    return ints[0], hline, htext, spec
+
+
+def read_co(cursor, display):
+    ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"aux", b"sp", b"co"), record=b"v",
+                                              what="p aux sp co N")
+    fl = bool(first and len(first) >= 4 and (_is_float_token(first[2]) or _is_float_token(first[3])))
+    spec = RecordSpec(b"v", ("vertex id", "x", "y"), (False, fl, fl), comments=(b"c",), header=b"p",
+                      describe="'v ID X Y'")
+    return ints[0], hline, htext, spec
+
+
+READERS = {"gr": read_gr, "pace": read_pace, "mtx": read_mtx, "edgelist": read_edgelist, "metis": read_metis}

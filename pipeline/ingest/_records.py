@@ -1,0 +1,240 @@
+"""Line records: a fast vectorised chunk parser (pyarrow CSV) and a precise slow one.
+
+The fast path treats a chunk of whole lines as delimiter-separated columns with a fixed
+column set. Anything it cannot take at face value (a comment or ``p`` line in the
+middle, a wrong column count, a non-numeric field, tabs or repeated blanks) makes it
+give up on that chunk only; the slow path then re-reads the same chunk line by line,
+accepts what is valid (comments, irregular blanks) and reports the exact line of what
+is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ..errors import InputError
+
+_I64_MAX = np.iinfo(np.int64).max
+_I64_MIN = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """How one kind of record line looks.
+
+    kind : leading token (``b"a"`` for DIMACS arcs) or ``None`` (plain numbers).
+    fields : names of the value fields after the kind token.
+    floats : per field, whether it is real-valued (else integer).
+    comments : tokens (DIMACS ``b"c"``) or prefixes (``b"#"``, ``b"%"``) of comment lines.
+    comment_is_token : DIMACS comments are the token ``c``, others a prefix.
+    header : the letter of the header line (``b"p"``), an error if met again.
+    delimiter : ``" "`` or ``"\\t"`` for the fast path.
+    describe : what a record should look like, for messages.
+    """
+
+    kind: bytes | None
+    fields: tuple[str, ...]
+    floats: tuple[bool, ...]
+    comments: tuple[bytes, ...] = ()
+    comment_is_token: bool = True
+    header: bytes | None = None
+    delimiter: str = " "
+    describe: str = ""
+    allow_extra: bool = False  # extra trailing columns ignored (slow path only)
+
+    @property
+    def ncols(self):
+        return len(self.fields) + (1 if self.kind is not None else 0)
+
+
+class _Fallback(Exception):
+    pass
+
+
+def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
+    """Parse a chunk of whole lines (bytes or a pyarrow Buffer); ``None`` when it
+    needs the precise path.
+
+    ``id_type`` (``pa.int32()``) parses the id fields straight to 32 bits; a larger
+    id then sends the chunk to the precise path, which reads 64-bit values.
+    """
+    names = (["k"] if spec.kind is not None else []) + [f"f{i}" for i in range(len(spec.fields))]
+    types = {f"f{i}": (pa.float64() if fl else pa.int64()) for i, fl in enumerate(spec.floats)}
+    if id_type is not None:
+        for i, name in enumerate(spec.fields):
+            if name.endswith("id") or name in ("row", "column"):
+                types[f"f{i}"] = id_type
+    if spec.kind is not None:
+        types["k"] = pa.string()
+    bad = []
+
+    def on_invalid(row):
+        bad.append(row)
+        return "skip"
+
+    try:
+        tbl = pacsv.read_csv(
+            buf if isinstance(buf, pa.Buffer) else pa.py_buffer(buf),
+            read_options=pacsv.ReadOptions(
+                column_names=names, block_size=max(1 << 20, len(buf) // 2 + 1), use_threads=True
+            ),
+            parse_options=pacsv.ParseOptions(
+                delimiter=spec.delimiter,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                invalid_row_handler=on_invalid,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, null_values=[], strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if bad:
+        return None
+    if spec.kind is not None:
+        k = tbl.column("k")
+        if k.null_count:
+            return None
+        if len(k) and not pc.all(pc.equal(k, spec.kind.decode())).as_py():
+            return None
+    out = []
+    for i in range(len(spec.fields)):
+        col = tbl.column(f"f{i}")
+        if col.null_count:
+            return None
+        out.append(col.to_numpy())
+    if spec.floats and any(spec.floats):
+        for arr, fl in zip(out, spec.floats):
+            if fl and arr.size and not np.isfinite(arr).all():
+                return None
+    return out
+
+
+def _is_comment(tok0: bytes, line: bytes, spec: RecordSpec) -> bool:
+    if not spec.comments:
+        return False
+    if spec.comment_is_token:
+        return tok0 in spec.comments
+    return line.startswith(spec.comments)
+
+
+def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, header_line=None):
+    """Line-by-line parse of a chunk; returns ``(columns, line_numbers)``.
+
+    Raises
+    ------
+    InputError
+        On the first line that is not a comment, a blank line or a valid record.
+    """
+    nf = len(spec.fields)
+    vals = [[] for _ in range(nf)]
+    lines = []
+    kind = spec.kind
+    lineno = first_line - 1
+    for raw in buf.split(b"\n"):
+        lineno += 1
+        s = raw.strip()
+        if not s:
+            continue
+        toks = s.split()
+        if _is_comment(toks[0], s, spec):
+            continue
+        if kind is not None:
+            if toks[0] != kind:
+                if spec.header is not None and toks[0] == spec.header:
+                    where = f" (the first is at line {header_line})" if header_line else ""
+                    raise InputError(display, lineno, f"repeated '{spec.header.decode()}' line{where}; "
+                                     f"expected {spec.describe}")
+                raise InputError(display, lineno, f"expected {spec.describe}, got {_show(s)}")
+            toks = toks[1:]
+        if len(toks) != nf and not (spec.allow_extra and len(toks) > nf):
+            raise InputError(display, lineno, f"expected {nf + (kind is not None)} columns "
+                             f"({spec.describe}), found {len(toks) + (kind is not None)}: {_show(s)}")
+        for j in range(nf):
+            t = toks[j]
+            if spec.floats[j]:
+                try:
+                    v = float(t)
+                except ValueError:
+                    raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
+                                     f"(expected a number; {spec.describe})") from None
+                if not np.isfinite(v):
+                    raise InputError(display, lineno, f"{spec.fields[j]} {_show(t)} is not a finite number")
+            else:
+                try:
+                    v = int(t)
+                except ValueError:
+                    hint = ""
+                    if spec.fields[j] == "weight":
+                        try:
+                            float(t)
+                            hint = " (real-valued weights: the file mixes integer and real weights)"
+                        except ValueError:
+                            pass
+                    raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
+                                     f"(expected an integer; {spec.describe}){hint}") from None
+                if v > _I64_MAX or v < _I64_MIN:
+                    raise InputError(display, lineno, f"{spec.fields[j]} {v} does not fit in 64 bits")
+            vals[j].append(v)
+        lines.append(lineno)
+    cols = [np.array(v, dtype=np.float64 if fl else np.int64) for v, fl in zip(vals, spec.floats)]
+    return cols, np.array(lines, dtype=np.int64)
+
+
+def _show(b: bytes, n: int = 60) -> str:
+    s = b.decode("utf-8", "replace")
+    if len(s) > n:
+        s = s[:n] + "..."
+    return repr(s)
+
+
+@dataclass
+class Batch:
+    """Parsed records of one chunk, able to name the line of any row."""
+
+    cols: list
+    first_line: int
+    buf: bytes | None = None
+    spec: RecordSpec | None = None
+    display: str = ""
+    exact: bool = True
+    lines: np.ndarray | None = None
+    header_line: int | None = None
+    _n: int = field(default=0)
+
+    def __len__(self):
+        return len(self.cols[0]) if self.cols else 0
+
+    def line_of(self, i: int) -> int:
+        if self.lines is not None:
+            return int(self.lines[i])
+        if self.exact:
+            return self.first_line + int(i)
+        # comments or blank lines inside: rescan just this chunk for exact numbers
+        _, self.lines = parse_slow(self.buf, self.first_line, self.spec, self.display, self.header_line)
+        return int(self.lines[i])
+
+
+def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_type=None):
+    """Yield a :class:`Batch` per chunk of the cursor's remaining text."""
+    if id_type is None:
+        id_type = getattr(cursor, "id_type", None)
+    for buf, end, first, nlines in cursor.chunks():
+        cols = parse_fast(pa.py_buffer(buf)[:end], spec, id_type)
+        if cols is None:
+            text = bytes(buf[:end])
+            cols, lines = parse_slow(text, first, spec, display, header_line)
+            yield Batch(cols, first, lines=lines, display=display, header_line=header_line)
+        else:
+            exact = len(cols[0]) == nlines
+            yield Batch(cols, first, buf=None if exact else bytes(buf[:end]), spec=spec, display=display,
+                        exact=exact, header_line=header_line)

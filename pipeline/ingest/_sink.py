@@ -1,0 +1,327 @@
+"""Validated, streaming, atomic Parquet edge-list writer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+
+log = logging.getLogger(__name__)
+
+META_KEY = b"sssp"
+WEIGHT_TYPES = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+_PA = {"int32": pa.int32(), "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64()}
+I32_MAX = int(np.iinfo(np.int32).max)
+
+
+class IdOverflow(Exception):
+    """Ids do not fit the id type chosen up front: start again with int64."""
+
+
+def temp_path_for(out: Path) -> Path:
+    return out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+class AtomicParquet:
+    """A ParquetWriter on a temporary name next to ``out``, renamed only on success."""
+
+    def __init__(self, out, schema: pa.Schema, row_group_size: int = 1 << 20):
+        self.out = Path(out)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = temp_path_for(self.out)
+        self.schema = schema
+        self.row_group_size = int(row_group_size)
+        self._w = pq.ParquetWriter(self.tmp, schema, compression="snappy", use_dictionary=False)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sssp-parquet")
+        self._pending = None
+
+    def write(self, arrays: list, after=None):
+        """Queue one table (and an optional follow-up task for the same thread); at
+        most one write is in flight, which bounds memory."""
+        tbl = pa.Table.from_arrays([pa.array(a) for a in arrays], schema=self.schema)
+        self._wait()
+
+        def task():
+            self._w.write_table(tbl, row_group_size=self.row_group_size)
+            if after is not None:
+                after()
+
+        self._pending = self._pool.submit(task)
+
+    def _wait(self):
+        if self._pending is not None:
+            p, self._pending = self._pending, None
+            p.result()
+
+    def commit(self, meta: dict):
+        self._wait()
+        self._pool.shutdown()
+        text = json.dumps(meta, sort_keys=True)
+        full = self.schema.with_metadata({META_KEY: text.encode()})
+        # the Arrow schema travels in the footer under ARROW:schema; replace it so that
+        # readers see the metadata as the schema's own (it is only known at the end)
+        self._w.add_key_value_metadata({
+            META_KEY.decode(): text,
+            "ARROW:schema": base64.b64encode(full.serialize().to_pybytes()).decode(),
+        })
+        self._w.close()
+        os.replace(self.tmp, self.out)
+
+    def abort(self):
+        try:
+            if self._pending is not None:
+                try:
+                    self._pending.result()
+                except Exception:
+                    pass
+            self._pool.shutdown()
+            self._w.close()
+        except Exception:  # pragma: no cover - best effort cleanup
+            pass
+        finally:
+            try:
+                self.tmp.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def read_meta(path) -> dict:
+    """The ``sssp`` metadata of a Parquet file written by ingest/generate."""
+    md = pq.read_schema(path).metadata or {}
+    if META_KEY not in md:
+        md = pq.ParquetFile(path).metadata.metadata or {}
+    if META_KEY not in md:
+        raise InputError(path, None, "no 'sssp' metadata: not written by sssp ingest/generate")
+    return json.loads(md[META_KEY])
+
+
+class WeightPlan:
+    """How weights are made: from the file, unit, or seeded random."""
+
+    def __init__(self, spec: str | None, file_weighted: bool, file_float: bool, weight_type: str | None, display):
+        spec = (spec or "file").strip()
+        self.kind = "file"
+        self.rng = None
+        if spec in ("file", "auto"):
+            self.kind = "file" if file_weighted else "unit"
+        elif spec in ("unit", "one", "1"):
+            self.kind = "unit"
+        elif spec.startswith(("random:", "random-float:", "random-int:")):
+            head, *rest = spec.split(":")
+            if len(rest) != 3:
+                raise ValueError(f"--weights {spec!r}: expected random:LO:HI:SEED")
+            try:
+                self.seed = int(rest[2])
+                if head == "random-float":
+                    self.lo, self.hi = float(rest[0]), float(rest[1])
+                else:
+                    self.lo, self.hi = int(rest[0]), int(rest[1])
+            except ValueError:
+                raise ValueError(f"--weights {spec!r}: LO, HI must be numbers and SEED an integer") from None
+            if self.hi < self.lo:
+                raise ValueError(f"--weights {spec!r}: HI < LO")
+            self.kind = "random-float" if head == "random-float" else "random"
+            self.rng = np.random.default_rng(self.seed)
+        else:
+            raise ValueError(f"--weights {spec!r}: expected file, unit, random:LO:HI:SEED or random-float:LO:HI:SEED")
+        self.is_float = (self.kind == "file" and file_float) or self.kind == "random-float"
+        if weight_type is None:
+            weight_type = "float64" if self.is_float else "int64"
+        if weight_type not in WEIGHT_TYPES:
+            raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+        if self.is_float and weight_type.startswith("int"):
+            raise InputError(display, None, f"real-valued weights cannot be stored as {weight_type}; "
+                             "use --weight-type float32 or float64")
+        self.weight_type = weight_type
+        self.np_type = WEIGHT_TYPES[weight_type]
+        if self.kind == "random" and weight_type.startswith("int"):
+            info = np.iinfo(self.np_type)
+            if self.lo < info.min or self.hi > info.max:
+                raise ValueError(f"--weights range {self.lo}..{self.hi} does not fit {weight_type}")
+
+    label_override = None
+
+    @property
+    def label(self):
+        if self.label_override:
+            return self.label_override
+        if self.kind in ("random", "random-float"):
+            return f"{self.kind}:{self.lo}:{self.hi}:{self.seed}"
+        return self.kind
+
+    def make(self, n: int, file_w):
+        if self.kind == "file":
+            return file_w
+        if self.kind == "unit":
+            return np.ones(n, dtype=self.np_type)
+        if self.kind == "random":
+            return self.rng.integers(self.lo, self.hi + 1, size=n)
+        return self.rng.uniform(self.lo, self.hi, size=n)
+
+
+class EdgeSink:
+    """Collects validated edge batches, computes the statistics and writes Parquet.
+
+    Parameters
+    ----------
+    out : path of the final Parquet file.
+    display : file name used in messages.
+    vertices : N when the header gives it, else ``None`` (edge lists: max id + 1).
+    id_base : 0 or 1.
+    expand : emit both arcs for every record (undirected input or ``--undirected``);
+        a self-loop is emitted once.
+    weights : a :class:`WeightPlan`.
+    id_type : "int32" or "int64".
+    """
+
+    def __init__(self, out, display, *, vertices, id_base, expand, weights: WeightPlan,
+                 id_type="int32", row_group_size=1 << 20):
+        self.display = display
+        self.vertices = vertices
+        self.id_base = id_base
+        self.expand = expand
+        self.wp = weights
+        self.id_type = id_type
+        self.id_np = np.int32 if id_type == "int32" else np.int64
+        schema = pa.schema([("src", _PA[id_type]), ("dst", _PA[id_type]), ("weight", _PA[weights.weight_type])])
+        self.writer = AtomicParquet(out, schema, row_group_size)
+        self.records = 0
+        self.arcs = 0
+        self.wmin = None
+        self.wmax = None
+        self.negative = 0
+        self.self_loops = 0
+        self.max_id = -1
+        self.min_id = None
+        self._keys = []
+        self._keys_ok = True
+
+    # -- per batch ---------------------------------------------------------------
+    def add(self, src: np.ndarray, dst: np.ndarray, w, batch):
+        n = len(src)
+        if n == 0:
+            return
+        w = self.wp.make(n, w)
+        w = self._cast_weights(w, batch)
+        if self.id_type == "int32":
+            hi = max(int(src.max()), int(dst.max()))
+            if hi > I32_MAX:
+                raise IdOverflow()
+        if self.expand:
+            s2 = np.empty(2 * n, dtype=self.id_np)
+            d2 = np.empty(2 * n, dtype=self.id_np)
+            s2[0::2] = src
+            s2[1::2] = dst
+            d2[0::2] = dst
+            d2[1::2] = src
+            w2 = np.repeat(w, 2)
+            loops = src == dst
+            if loops.any():
+                keep = np.ones(2 * n, dtype=bool)
+                keep[1::2] = ~loops
+                s2, d2, w2 = s2[keep], d2[keep], w2[keep]
+            src, dst, w = s2, d2, w2
+        else:
+            src = src.astype(self.id_np, copy=False)
+            dst = dst.astype(self.id_np, copy=False)
+        self.records += n
+        self.arcs += len(src)
+        lo, hi = w.min(), w.max()
+        self.wmin = lo if self.wmin is None else min(self.wmin, lo)
+        self.wmax = hi if self.wmax is None else max(self.wmax, hi)
+        if lo < 0:
+            self.negative += int(np.count_nonzero(w < 0))
+        self.self_loops += int(np.count_nonzero(src == dst))
+        idlo = int(min(src.min(), dst.min()))
+        idhi = int(max(src.max(), dst.max()))
+        self.max_id = max(self.max_id, idhi)
+        self.min_id = idlo if self.min_id is None else min(self.min_id, idlo)
+        if self._keys_ok and self.vertices is None and self.max_id >= 2**31:
+            self._keys_ok = False
+            self._keys = []
+        keys_ok = self._keys_ok
+        self.writer.write([src, dst, w], after=(lambda: self._add_keys(src, dst)) if keys_ok else None)
+
+    def _add_keys(self, src, dst):
+        """One sorted run of (src, dst) keys per batch (runs in the writer thread; the
+        final count merges the runs, which timsort does in near-linear time)."""
+        if self.vertices is not None and int(self.vertices) ** 2 < 2**63:
+            n = int(self.vertices)
+            k = (src.astype(np.int64) - self.id_base) * n + (dst.astype(np.int64) - self.id_base)
+        else:
+            k = (src.astype(np.int64) << 32) | dst.astype(np.int64)
+        k.sort()
+        self._keys.append(k)
+
+    def _cast_weights(self, w, batch):
+        t = self.wp.np_type
+        if w.dtype == t:
+            if w.dtype.kind == "f" and not np.isfinite(w).all():
+                i = int(np.argmin(np.isfinite(w)))
+                raise InputError(self.display, batch.line_of(i) if batch else None,
+                                 f"weight {w[i]} is not a finite number")
+            return w
+        if t in (np.int32,):
+            info = np.iinfo(t)
+            bad = (w < info.min) | (w > info.max)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise InputError(self.display, batch.line_of(i) if batch else None,
+                                 f"weight {w[i]} overflows int32 (range {info.min}..{info.max}); "
+                                 "use --weight-type int64")
+            return w.astype(t)
+        if t == np.float32:
+            info = np.finfo(np.float32)
+            bad = np.abs(w) > info.max
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise InputError(self.display, batch.line_of(i) if batch else None,
+                                 f"weight {w[i]} overflows float32; use --weight-type float64")
+            return w.astype(t)
+        return w.astype(t)
+
+    # -- end ----------------------------------------------------------------------
+    def parallel_arcs(self):
+        if not self._keys_ok:
+            return None
+        if not self._keys:
+            return 0
+        k = np.concatenate(self._keys) if len(self._keys) > 1 else self._keys[0]
+        self._keys = []
+        if len(k) > 1:
+            k.sort(kind="stable")  # timsort: merges the sorted runs
+        return int(np.count_nonzero(k[1:] == k[:-1]))
+
+    def commit(self, meta: dict) -> dict:
+        self.writer._wait()
+        par = self.parallel_arcs()
+        py = (lambda v: None if v is None else (float(v) if self.wp.weight_type.startswith("float") else int(v)))
+        meta = dict(meta)
+        meta.update(
+            arcs=int(self.arcs),
+            records=int(self.records),
+            id_base=int(self.id_base),
+            id_type=self.id_type,
+            weight_type=self.wp.weight_type,
+            weight_min=py(self.wmin),
+            weight_max=py(self.wmax),
+            negative_weights=int(self.negative),
+            self_loops=int(self.self_loops),
+            parallel_arcs=par,
+            weights=self.wp.label,
+        )
+        self.writer.commit(meta)
+        return meta
+
+    def abort(self):
+        self.writer.abort()

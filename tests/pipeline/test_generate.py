@@ -1,0 +1,107 @@
+"""Generators: sizes, determinism, weight ranges, negative weights without negative cycles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import johnson
+
+from pipeline import generate as G
+from pipeline.ingest import read_meta
+
+from ._ingest_helpers import arcs
+
+
+def _no_negative_cycle(src, dst, w, n):
+    # keep the cheapest of parallel arcs (scipy would sum them)
+    order = np.lexsort((w, dst, src))
+    s, d, x = src[order], dst[order], w[order]
+    first = np.ones(len(s), dtype=bool)
+    first[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    keep = first & (s != d)
+    mat = sp.csr_matrix((x[keep].astype(float), (s[keep], d[keep])), shape=(n, n))
+    johnson(mat, directed=True, indices=[0])  # raises NegativeCycleError on a negative cycle
+
+
+def test_rmat_sizes_and_determinism():
+    s, d, w, n = G.rmat(8, 4, seed=3)
+    assert n == 256 and len(s) == len(d) == len(w) == 1024
+    assert s.min() >= 0 and max(s.max(), d.max()) < 256
+    assert w.min() >= 1 and w.max() <= 100
+    s2, d2, w2, _ = G.rmat(8, 4, seed=3)
+    assert (s == s2).all() and (d == d2).all() and (w == w2).all()
+    s3, _, _, _ = G.rmat(8, 4, seed=4)
+    assert not (s == s3).all()
+    # skew: quadrant a=0.45 puts more sources in the lower half
+    assert (s < 128).mean() > 0.55
+
+
+def test_rmat_undirected_and_bad_probabilities():
+    s, d, w, n = G.rmat(6, 2, seed=1, undirected=True)
+    assert len(s) == 2 * 128 and (s[0::2] == d[1::2]).all() and (w[0::2] == w[1::2]).all()
+    with pytest.raises(ValueError):
+        G.rmat(4, 2, a=0.9, b=0.2, c=0.1)
+
+
+def test_grid():
+    s, d, w, n = G.grid(3, 4, seed=0, weights=(5, 9))
+    assert n == 12 and len(s) == 2 * (3 * 3 + 2 * 4)
+    assert (np.abs(s - d) == 1).sum() + (np.abs(s - d) == 4).sum() == len(s)
+    assert (w[0::2] == w[1::2]).all() and w.min() >= 5 and w.max() <= 9
+    pairs = set(zip(s.tolist(), d.tolist()))
+    assert all((b, a) in pairs for a, b in pairs)
+
+
+def test_random_graph():
+    s, d, w, n = G.random_graph(50, 300, seed=2)
+    assert n == 50 and len(s) == 300 and (s != d).all()
+    assert len(set(zip(s.tolist(), d.tolist()))) == 300
+    s, d, w, n = G.random_graph(20, 190, seed=2, undirected=True)  # complete graph
+    assert len(s) == 380 and len(set(zip(s.tolist(), d.tolist()))) == 380
+    with pytest.raises(ValueError):
+        G.random_graph(5, 21)
+
+
+def test_float_weights():
+    s, d, w, n = G.random_graph(30, 100, seed=1, weights=(0.5, 2.0), weight_type="float32")
+    assert w.dtype == np.float32 and 0.5 <= w.min() and w.max() <= 2.0
+
+
+@pytest.mark.parametrize("family", ["rmat", "grid", "random"])
+@pytest.mark.parametrize("fraction", [0.05, 0.3])
+def test_negative_fraction_no_negative_cycle(family, fraction):
+    if family == "rmat":
+        s, d, w, n = G.rmat(9, 8, seed=5, negative_fraction=fraction)
+    elif family == "grid":
+        s, d, w, n = G.grid(20, 30, seed=5, negative_fraction=fraction)
+    else:
+        s, d, w, n = G.random_graph(400, 4000, seed=5, negative_fraction=fraction)
+    neg = float((w < 0).mean())
+    assert abs(neg - fraction) < 0.05
+    _no_negative_cycle(s, d, w, n)
+
+
+def test_negative_fraction_needs_nonnegative_base():
+    with pytest.raises(ValueError):
+        G.grid(3, 3, weights=(-1, 5), negative_fraction=0.1)
+
+
+def test_write_contract(tmp_path):
+    out = tmp_path / "r.parquet"
+    meta = G.generate("rmat", out, scale=7, edge_factor=4, seed=9, weights=(1, 10))
+    assert read_meta(out) == meta
+    assert meta["vertices"] == 128 and meta["arcs"] == 512 and meta["id_base"] == 0
+    assert meta["format"] == "generated:rmat" and meta["generator"]["scale"] == 7
+    assert meta["weights"] == "uniform:1:10:9" and meta["created_by"].startswith("sssp-generate")
+    s, d, w = arcs(out)
+    s0, d0, w0, _ = G.rmat(7, 4, seed=9, weights=(1, 10))
+    assert (s == s0).all() and (d == d0).all() and (w == w0).all()
+    assert meta["self_loops"] == int((s == d).sum())
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_write_int32_weights(tmp_path):
+    out = tmp_path / "g.parquet"
+    meta = G.generate("grid", out, rows=5, cols=5, weight_type="int32", negative_fraction=0.2, seed=1)
+    assert meta["weight_type"] == "int32" and meta["negative_weights"] > 0 and meta["directed"] is False
+    assert "potentials" in meta["weights"]

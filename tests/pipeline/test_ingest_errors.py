@@ -1,0 +1,209 @@
+"""Bad input: one clear InputError naming file, line and expectation; no output left."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from pipeline.errors import InputError
+from pipeline.ingest import ingest, read_sources
+from tests.conftest import DATA
+
+
+def _fails(tmp_path, text, name="bad.gr", mode="w", **kw):
+    p = tmp_path / name
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text)
+    out = tmp_path / "out" / "g.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(p, out, **kw)
+    # nothing left behind: no output, no temporary file
+    assert not out.exists()
+    assert not (out.parent.exists() and any(out.parent.iterdir()))
+    err = ei.value
+    assert str(err).startswith(f"{p}:")
+    return err
+
+
+def test_error_str_format():
+    e = InputError("f.gr", 7, "boom")
+    assert str(e) == "f.gr:7: boom" and e.path == "f.gr" and e.line == 7 and e.message == "boom"
+    assert str(InputError("f.gr", None, "boom")) == "f.gr: boom"
+    assert isinstance(e, ValueError)
+
+
+def test_missing_p_line(tmp_path):
+    e = _fails(tmp_path, "c hello\na 1 2 3\n")
+    assert e.line == 2 and "missing 'p sp N M'" in e.message
+
+
+def test_only_comments(tmp_path):
+    e = _fails(tmp_path, "c hello\nc world\n")
+    assert e.line is None and "missing 'p sp N M'" in e.message
+
+
+def test_repeated_p_line_in_header(tmp_path):
+    e = _fails(tmp_path, "p sp 2 1\nc x\np sp 2 1\na 1 2 3\n")
+    assert e.line == 3 and "repeated 'p' line" in e.message and "line 1" in e.message
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 64])
+def test_p_line_in_the_middle(tmp_path, chunk):
+    arcs = "".join(f"a 1 2 {i}\n" for i in range(40))
+    e = _fails(tmp_path, "p sp 2 41\n" + arcs + "p sp 2 41\na 1 2 3\n", chunk_bytes=chunk)
+    assert e.line == 42 and "repeated 'p' line" in e.message
+
+
+def test_bad_p_line(tmp_path):
+    e = _fails(tmp_path, "p sp 3\na 1 2 3\n")
+    assert e.line == 1 and "expected 'p sp N M'" in e.message
+
+
+def test_truncated_real_file(tmp_path):
+    src = tmp_path / "USA-road-d.NY.truncated.gr"
+    shutil.copy(DATA / "USA-road-d.NY.truncated.gr", src)
+    out = tmp_path / "ny.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(src, out)
+    msg = str(ei.value)
+    assert "733846" in msg and "2050" in msg and str(src) in msg
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
+
+
+def test_more_arcs_than_header(tmp_path):
+    e = _fails(tmp_path, "p sp 2 2\na 1 2 3\na 2 1 3\na 1 1 3\n")
+    assert e.line == 4 and "more arcs than announced" in e.message and "expected 2" in e.message
+
+
+def test_zero_based_ids_rejected(tmp_path):
+    shutil.copy(DATA / "clrs-p659-zero-based.gr", tmp_path / "c.gr")
+    out = tmp_path / "c.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(tmp_path / "c.gr", out)
+    assert ei.value.line == 3 and "--zero-based" in ei.value.message and "vertex id 0" in ei.value.message
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 40])
+def test_id_too_large_exact_line(tmp_path, chunk):
+    text = "c x\np sp 3 4\na 1 2 1\nc in between\n\na 2 3 1\na 3 4 1\na 1 3 1\n"
+    e = _fails(tmp_path, text, chunk_bytes=chunk)
+    assert e.line == 7 and "vertex id 4 out of range" in e.message and "1..3" in e.message
+
+
+def test_non_numeric(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1\na 1 x 1\n")
+    assert e.line == 3 and "'x'" in e.message and "integer" in e.message
+
+
+def test_wrong_column_count(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1\na 1 2\n")
+    assert e.line == 3 and "expected 4 columns" in e.message and "found 3" in e.message
+
+
+def test_unexpected_record_kind(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1\nx 1 2 1\n")
+    assert e.line == 3 and "expected 'a U V W'" in e.message
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_empty_file(tmp_path, content):
+    e = _fails(tmp_path, content)
+    assert "empty file" in e.message
+
+
+@pytest.mark.parametrize("name", ["e.mtx", "e.el", "e.graph"])
+def test_empty_file_other_formats(tmp_path, name):
+    e = _fails(tmp_path, "", name=name)
+    assert "empty file" in e.message
+
+
+def test_weight_overflow_int32(tmp_path):
+    e = _fails(tmp_path, "p sp 2 2\na 1 2 5\na 2 1 3000000000\n", weight_type="int32")
+    assert e.line == 3 and "overflows int32" in e.message
+
+
+def test_weight_overflow_int64(tmp_path):
+    e = _fails(tmp_path, "p sp 2 2\na 1 2 5\na 2 1 99999999999999999999\n")
+    assert e.line == 3 and "64 bits" in e.message
+
+
+def test_real_weights_as_int_rejected(tmp_path):
+    e = _fails(tmp_path, "0 1 0.5\n", name="w.wel", weight_type="int64")
+    assert "real-valued" in e.message
+
+
+def test_negative_weights_are_valid(tmp_path):
+    p = tmp_path / "n.gr"
+    p.write_text("p sp 2 2\na 1 2 -5\na 2 1 3\n")
+    meta = ingest(p, tmp_path / "n.parquet")
+    assert meta["negative_weights"] == 1 and meta["weight_min"] == -5
+
+
+def test_mtx_errors(tmp_path):
+    e = _fails(tmp_path, "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n", name="a.mtx")
+    assert "expected 3 entries" in e.message and "found 2" in e.message
+    e = _fails(tmp_path, "%%MatrixMarket matrix array real general\n3 3\n", name="b.mtx")
+    assert e.line == 1 and "coordinate" in e.message
+    e = _fails(tmp_path, "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 4\n", name="c.mtx")
+    assert e.line == 4 and "out of range" in e.message
+
+
+def test_edgelist_errors(tmp_path):
+    e = _fails(tmp_path, "0 1\n1 -2\n", name="a.el")
+    assert e.line == 2 and "vertex id -2" in e.message
+    e = _fails(tmp_path, "0 1 2 3\n", name="b.el")
+    assert e.line == 1 and "2 or 3 columns" in e.message
+    e = _fails(tmp_path, "# c\n0 1 2\n1 2\n", name="c.wel")
+    assert e.line == 3 and "expected 3 columns" in e.message
+
+
+def test_metis_errors(tmp_path):
+    e = _fails(tmp_path, "3 2\n2\n1 3\n", name="a.graph")
+    assert "3 vertices" in e.message and "2 adjacency lines" in e.message
+    e = _fails(tmp_path, "3 2\n2\n1 4\n2\n", name="b.graph")
+    assert e.line == 3 and "neighbour id 4" in e.message
+    e = _fails(tmp_path, "3 5\n2\n1 3\n2\n", name="c.graph")
+    assert "10 adjacency entries" in e.message and "found 4" in e.message
+
+
+def test_pace_errors(tmp_path):
+    e = _fails(tmp_path, "p tw 3 2\n1 2\n", name="a.pace")
+    assert "expected 2 edges" in e.message and "found 1" in e.message
+
+
+def test_output_not_clobbered_on_failure(tmp_path):
+    out = tmp_path / "g.parquet"
+    out.write_bytes(b"keep me")
+    p = tmp_path / "bad.gr"
+    p.write_text("p sp 2 1\na 1 3 1\n")
+    with pytest.raises(InputError):
+        ingest(p, out)
+    assert out.read_bytes() == b"keep me"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.gr", "g.parquet"]
+
+
+def test_sources_naming_missing_vertex(tmp_path):
+    with pytest.raises(InputError) as ei:
+        read_sources(DATA / "Random4-C.9.0.ss", vertices=50)
+    assert ei.value.line == 9 and "59" in ei.value.message and "1..50" in ei.value.message
+    with pytest.raises(InputError) as ei:
+        read_sources(DATA / "clrs-p659-zero-based.ss", vertices=5)
+    assert ei.value.line == 2 and "source vertex 0" in ei.value.message
+    p = tmp_path / "s.ss"
+    p.write_text("p aux sp ss 3\ns 1\ns 2\n")
+    with pytest.raises(InputError) as ei:
+        read_sources(p)
+    assert "expected 3" in ei.value.message and "found 2" in ei.value.message
+    p.write_text("1\nfoo\n")
+    with pytest.raises(InputError) as ei:
+        read_sources(p)
+    assert ei.value.line == 2 and "'foo'" in ei.value.message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError) as ei:
+        ingest(tmp_path / "nope.gr", tmp_path / "o.parquet")
+    assert "no such file" in str(ei.value)

@@ -1,0 +1,85 @@
+"""`sssp generate rmat|grid|random -o OUT.parquet` - synthetic graphs as Parquet edge lists."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
+
+
+def _range(text: str):
+    try:
+        lo, hi = text.split(":")
+        lo = float(lo) if "." in lo or "e" in lo.lower() else int(lo)
+        hi = float(hi) if "." in hi or "e" in hi.lower() else int(hi)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected LO:HI, e.g. 1:100") from None
+    if hi < lo:
+        raise argparse.ArgumentTypeError(f"{text!r}: HI < LO")
+    return lo, hi
+
+
+def _common(p, undirected_default=False, undirected=True):
+    p.add_argument("-o", "--output", required=True, help="output Parquet file")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--weights", type=_range, default=(1, 100), metavar="LO:HI",
+                   help="uniform weights in [LO, HI] (integers, reals for float types; default 1:100)")
+    p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"), default="int64")
+    p.add_argument("--negative-fraction", type=float, default=0.0, metavar="F",
+                   help="make about F of the arcs negative by vertex potentials, with no negative cycle")
+    if undirected:
+        p.add_argument("--undirected", action="store_true", default=undirected_default,
+                       help="emit both arcs of every edge with the same weight")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("generate", help=HELP, description=HELP + ". Ids are 0-based.")
+    fam = p.add_subparsers(dest="family", metavar="FAMILY")
+    fam.required = True
+    r = fam.add_parser("rmat", help="R-MAT (GTGraph defaults a=0.45 b=0.15 c=0.15 d=0.25)")
+    r.add_argument("--scale", type=int, required=True, help="2**SCALE vertices")
+    r.add_argument("--edge-factor", type=int, default=16, help="edges per vertex (default 16)")
+    r.add_argument("-a", type=float, default=0.45)
+    r.add_argument("-b", type=float, default=0.15)
+    r.add_argument("-c", type=float, default=0.15)
+    r.add_argument("-d", type=float, default=None, help="default 1 - a - b - c (0.25)")
+    _common(r)
+    g = fam.add_parser("grid", help="2-D rows x cols 4-neighbour grid, both directions (road-like)")
+    g.add_argument("--rows", type=int, required=True)
+    g.add_argument("--cols", type=int, required=True)
+    g.add_argument("--asymmetric", action="store_true",
+                   help="draw the two directions' weights independently (default: one weight per edge)")
+    _common(g, undirected=False)
+    e = fam.add_parser("random", help="Erdos-Renyi G(n, m): m distinct edges, no self-loops")
+    e.add_argument("-n", "--vertices", type=int, required=True)
+    e.add_argument("-m", "--edges", type=int, required=True)
+    _common(e)
+    for sp in (r, g, e):
+        sp.set_defaults(func=run)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    from pipeline.generate import generate
+    from workflows.cmd_ingest import summary_table
+
+    common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
+                  negative_fraction=args.negative_fraction)
+    if args.family == "rmat":
+        kw = dict(scale=args.scale, edge_factor=args.edge_factor, a=args.a, b=args.b, c=args.c, d=args.d,
+                  undirected=args.undirected, **common)
+    elif args.family == "grid":
+        kw = dict(rows=args.rows, cols=args.cols, undirected=not args.asymmetric, **common)
+    else:
+        kw = dict(n=args.vertices, m=args.edges, undirected=args.undirected, **common)
+    t0 = time.perf_counter()
+    meta = generate(args.family, Path(args.output), **kw)
+    if not args.quiet:
+        Console().print(summary_table(meta, args.output, time.perf_counter() - t0))
+    return 0
