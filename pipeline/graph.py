@@ -355,4 +355,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     out = base / f"{path.name}.{key}.parquet"
     if not out.exists():
         _ingest.ingest(path, out, **ingest_options)
-    return Graph.from_parquet(out)
+    g = Graph.from_parquet(out)
+    name = path.name
+    for ext in (".gz", ".xz", ".bz2", ".zst"):
+        name = name.removesuffix(ext)
+    g.name = Path(name).stem
+    return g
