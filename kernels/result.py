@@ -69,6 +69,9 @@ class NegativeCycleError(ValueError):
             msg += " ...)" if len(self.cycle) > 12 else ")"
         super().__init__(msg)
 
+    def __reduce__(self):  # picklable across Dask workers
+        return (type(self), (self.vertex, self.source, self.id_base, self.cycle))
+
 
 @dataclass
 class Result:

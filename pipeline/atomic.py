@@ -1,14 +1,13 @@
-"""Atomic file output: write to a temporary name in the same folder, then rename."""
+"""Atomic file output for files other than study batches: a context manager giving a
+temporary path next to the target, renamed over it on success (the study's own
+writers, built on the same temporary naming, are in :mod:`pipeline.writers`)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import tempfile
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from pipeline.writers import _fsync_dir, _temp_for, write_json_atomic, write_parquet_atomic
 
 
 @contextlib.contextmanager
@@ -19,32 +18,26 @@ def atomic_path(path):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = _temp_for(path)
     try:
         yield tmp
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        if tmp.exists():
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
 
 
-def write_parquet(table: pa.Table, path, *, metadata: dict | None = None, **kwargs) -> Path:
+def write_parquet(table, path, *, metadata: dict | None = None, **kwargs) -> Path:
     """Write ``table`` to ``path`` atomically, with JSON ``metadata`` under key ``sssp``."""
-    if metadata is not None:
-        md = dict(table.schema.metadata or {})
-        md[b"sssp"] = json.dumps(metadata, default=str).encode()
-        table = table.replace_schema_metadata(md)
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, **kwargs)
+    write_parquet_atomic(table, path, metadata=metadata, **kwargs)
     return Path(path)
 
 
 def write_json(obj, path) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    write_json_atomic(obj, path)
     return Path(path)

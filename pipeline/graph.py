@@ -58,6 +58,7 @@ class Graph:
     name: str = "graph"
     meta: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
+    path: str | None = None  # the Parquet file it was loaded from, if any
     _reverse: tuple | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ building
@@ -170,6 +171,7 @@ class Graph:
                                 directed=bool(meta.get("directed", True)), name=path.stem,
                                 meta=json.loads(str(z["meta"])))
                         g.fingerprint = str(z["fingerprint"])
+                        g.path = str(path.resolve())
                         log.debug("loaded CSR cache %s", cpath)
                         return g
             except Exception as exc:  # a corrupt cache is rebuilt, never trusted
@@ -182,6 +184,7 @@ class Graph:
         w = table.column("weight").to_numpy()
         g = cls.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
                            parallel=parallel, name=path.stem, meta=meta)
+        g.path = str(path.resolve())
         if cache:
             tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}.npz")
             try:

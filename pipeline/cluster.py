@@ -1,0 +1,206 @@
+"""Start or attach the Dask cluster a study runs on; close only what was started.
+
+Modes, first match wins:
+
+1. ``scheduler`` address or ``scheduler_file``: attach to a running cluster (e.g.
+   ``dask scheduler`` + ``dask cuda worker`` on each GPU node).  Nothing is closed
+   but the client.
+2. ``gpus`` given, or a GPU visible here and ``dask_cuda`` importable (and no
+   ``cpu_workers``): a ``LocalCUDACluster``, one worker per GPU
+   (``gpus="0,1"`` becomes ``CUDA_VISIBLE_DEVICES``).
+3. Otherwise a local CPU ``LocalCluster`` of ``cpu_workers`` processes with one
+   thread each, solving with the CPU backend.
+
+The client process never creates a CUDA context (GPU counting goes through NVML).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from pipeline.config import setting
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ClusterHandle:
+    """A connected client and, when this process started it, the cluster.
+
+    Attributes
+    ----------
+    client : distributed.Client
+    cluster : distributed.SpecCluster or None
+        ``None`` when attached to an existing scheduler.
+    mode : {"attached", "local-cuda", "local-cpu"}
+    backend : {"auto", "gpu", "cpu"}
+        Backend tasks ask for (``auto`` on attached clusters: each worker decides).
+    """
+
+    client: object
+    cluster: object | None
+    mode: str
+    backend: str
+    info: dict = field(default_factory=dict)
+
+    @property
+    def dashboard_link(self) -> str | None:
+        try:
+            return self.client.dashboard_link
+        except Exception:
+            return None
+
+    def close(self) -> None:
+        """Close the client, and the cluster only if this process started it."""
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _dask_cuda_available() -> bool:
+    try:
+        import dask_cuda  # noqa: F401  (availability check)
+    except Exception:
+        return False
+    return True
+
+
+def parse_gpus(gpus) -> str:
+    """``"0,1"`` / ``[0, 1]`` -> ``"0,1"`` (validated)."""
+    if isinstance(gpus, (list, tuple)):
+        gpus = ",".join(str(g) for g in gpus)
+    items = [g.strip() for g in str(gpus).split(",") if g.strip()]
+    if not items:
+        raise ValueError(f"--gpus needs a list of device numbers like 0,1, got {gpus!r}")
+    for g in items:
+        if not g.isdigit() and not g.startswith(("GPU-", "MIG-")):
+            raise ValueError(f"--gpus: {g!r} is not a device number or UUID")
+    if len(set(items)) != len(items):
+        raise ValueError(f"--gpus lists a device twice: {gpus!r}")
+    return ",".join(items)
+
+
+def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = None,
+                  gpus=None, cpu_workers: int | None = None, dashboard: bool = True,
+                  silence_logs: bool = True, **cluster_options) -> ClusterHandle:
+    """Connect a client to a cluster chosen as described in the module docstring.
+
+    Parameters
+    ----------
+    scheduler, scheduler_file : str, optional
+        Attach to this scheduler.
+    gpus : str or list of int, optional
+        Local GPUs for a ``LocalCUDACluster``.
+    cpu_workers : int, optional
+        Size of a local CPU cluster (default: config ``sssp.cluster.cpu-workers``,
+        else one worker per core).
+    dashboard : bool
+        Serve the dashboard on port 8787 (another free port when it is taken);
+        ``False`` puts the scheduler's HTTP server on a random port and prints no link.
+    silence_logs : bool
+        Keep workers' log lines below WARNING off the terminal.
+
+    Raises
+    ------
+    ValueError
+        Contradictory options, bad device list.
+        ``gpus`` asked for without a visible GPU or without ``dask_cuda``.
+    """
+    from distributed import Client
+
+    given = [k for k, v in (("--scheduler", scheduler), ("--scheduler-file", scheduler_file),
+                            ("--gpus", gpus), ("--cpu-workers", cpu_workers)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"choose one cluster option, got {' and '.join(given)}")
+    if scheduler is not None or scheduler_file is not None:
+        if scheduler_file is not None and not os.path.exists(scheduler_file):
+            raise FileNotFoundError(f"{scheduler_file}: no such scheduler file")
+        client = Client(address=scheduler, scheduler_file=scheduler_file)
+        return ClusterHandle(client, None, "attached", "auto")
+
+    level = logging.WARNING if silence_logs else logging.INFO
+    # without a dashboard the scheduler still serves HTTP (health, metrics): a free port
+    dash = ":8787" if dashboard else ":0"
+    if cpu_workers is None:
+        import kernels
+
+        want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
+        if gpus is not None and kernels.device_count() == 0:
+            raise ValueError("--gpus: no CUDA device is visible here (or CuPy is missing); "
+                             "use --cpu-workers N for a CPU cluster")
+        if want_gpu:
+            try:
+                from dask_cuda import LocalCUDACluster
+            except ImportError as exc:
+                raise ValueError(
+                    f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
+                ) from exc
+            kw = dict(dashboard_address=dash, silence_logs=level, threads_per_worker=1)
+            if gpus is not None:
+                kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
+            kw.update(cluster_options)
+            cluster = LocalCUDACluster(**kw)
+            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu")
+    from distributed import LocalCluster
+
+    n = setting("cluster.cpu-workers", cpu_workers, default=None) or os.cpu_count() or 1
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"--cpu-workers must be at least 1, got {n}")
+    kw = dict(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dash,
+              silence_logs=level)
+    kw.update(cluster_options)
+    cluster = LocalCluster(**kw)
+    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu")
+
+
+def _worker_info(backend: str) -> dict:
+    import platform
+
+    from pipeline.plugins import use_gpu
+
+    info = {"pid": os.getpid(), "host": platform.node(), "device": "cpu",
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    if use_gpu(backend):
+        try:
+            from kernels._gpu import device_name
+
+            info["device"] = device_name()
+        except Exception as exc:  # report, do not fail the study description
+            info["device"] = f"gpu (unknown: {exc})"
+    return info
+
+
+def describe_cluster(handle: ClusterHandle) -> dict:
+    """Workers, threads and the device each worker solves on (for the manifest)."""
+    client = handle.client
+    workers = client.scheduler_info(n_workers=-1)["workers"] if _accepts_n_workers(client) \
+        else client.scheduler_info()["workers"]
+    per = client.run(_worker_info, handle.backend)
+    out = []
+    for addr, w in sorted(workers.items()):
+        d = dict(per.get(addr, {}))
+        d.update(address=addr, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 1)))
+        out.append(d)
+    devices = sorted({w["device"] for w in out})
+    return {"mode": handle.mode, "backend": handle.backend, "workers": len(out),
+            "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
+            "dashboard": handle.dashboard_link}
+
+
+def _accepts_n_workers(client) -> bool:
+    import inspect
+
+    try:
+        return "n_workers" in inspect.signature(client.scheduler_info).parameters
+    except (TypeError, ValueError):
+        return False

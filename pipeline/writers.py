@@ -1,0 +1,187 @@
+"""Atomic writers for study outputs: Parquet batch files, JSON documents, a journal.
+
+Every file appears under its final name complete or not at all: it is written to a
+temporary name in the same folder, flushed to disk, then renamed with ``os.replace``
+(atomic on POSIX file systems).  A process killed mid-write leaves at most a
+``.tmp-*`` file, which :func:`remove_temporaries` clears on resume.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+log = logging.getLogger(__name__)
+
+TMP_MARK = ".tmp-"
+
+
+def batch_name(index: int) -> str:
+    """File name of batch ``index``: ``batch-000123.parquet``."""
+    return f"batch-{int(index):06d}.parquet"
+
+
+def _temp_for(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:12]}")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
+                         compression: str = "zstd", fsync: bool = True) -> int:
+    """Write ``table`` to ``path`` atomically; return the file's size in bytes.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    path : str or os.PathLike
+        Final name; its folder is created when missing.
+    metadata : dict, optional
+        JSON-serialisable metadata stored under the schema key ``b"sssp"``.
+    fsync : bool
+        Flush the file and its folder to disk (survives a power loss, not only a
+        killed process; the rename alone already protects against the latter).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if metadata is not None:
+        meta = dict(table.schema.metadata or {})
+        meta[b"sssp"] = json.dumps(metadata, default=str).encode()
+        table = table.replace_schema_metadata(meta)
+    tmp = _temp_for(path)
+    try:
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression=compression)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if fsync:
+        _fsync_dir(path.parent)
+    return path.stat().st_size
+
+
+def write_json_atomic(obj, path) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_for(path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=2, default=_json_default)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def remove_temporaries(folder) -> int:
+    """Delete leftover temporary files (from a killed writer) under ``folder``."""
+    folder = Path(folder)
+    count = 0
+    if not folder.is_dir():
+        return 0
+    for p in folder.rglob(f"*{TMP_MARK}*"):
+        if p.is_file():
+            p.unlink(missing_ok=True)
+            count += 1
+    return count
+
+
+class Journal:
+    """Append-only record of finished batches (``journal.jsonl``, one JSON per line).
+
+    Each line is written with one ``write`` and ``fsync``; a line cut short by a
+    crash is ignored when reading.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def append(self, entry: dict) -> None:
+        line = json.dumps(entry, default=_json_default, separators=(",", ":")) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # a torn previous line (crash mid-write) must not swallow this entry
+            if os.fstat(fd).st_size and not self._ends_with_newline():
+                line = "\n" + line
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+
+    def entries(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        out = []
+        with open(self.path, "rb") as fh:
+            for raw in fh:
+                raw = raw.strip()
+                if not raw:
+                    continue
+                try:
+                    out.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    log.warning("%s: ignoring a truncated journal line", self.path)
+        return out
+
+
+def wide_distance_table(result, id_base: int, *, field: str = "distances") -> pa.Table:
+    """Wide form of a batch: column ``vertex`` then one column per source.
+
+    Column names are the sources' file ids as strings (``"17"``); distances are
+    float64 (``+inf`` unreachable), predecessors int64 (file ids, ``-1`` none).
+    """
+    arr = getattr(result, field)
+    n = arr.shape[1]
+    cols = {"vertex": pa.array(np.arange(n, dtype=np.int64) + id_base)}
+    for i, s in enumerate(result.sources):
+        key = str(int(s) + id_base)
+        if key in cols:  # a repeated source in one batch: keep the first
+            continue
+        col = arr[i]
+        if field == "predecessors":
+            col = np.where(col >= 0, col + id_base, -1).astype(np.int64)
+        cols[key] = pa.array(np.ascontiguousarray(col))
+    return pa.table(cols)

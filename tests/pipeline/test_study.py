@@ -1,0 +1,204 @@
+"""The study pipeline on a local CPU cluster: results equal SciPy's, outputs, resume,
+refusals, a worker killed mid-study."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.pipeline.test_study_support import grid_parquet, rome_parquet, scipy_stats
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _cluster(n=2):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.WARNING)
+    return cluster, Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = _cluster()
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return tmp_path_factory.mktemp("study-data")
+
+
+def _run(client, graph_path, out, *, resume=False, **kw):
+    from pipeline.graph import Graph
+    from pipeline.sources import plan_sources
+    from pipeline.study import plan_study, run_study
+
+    on_batch = kw.pop("on_batch", None)
+    g = Graph.from_parquet(graph_path)
+    src_kw = {k: kw.pop(k) for k in ("sources", "ids", "random", "seed", "sources_file", "order") if k in kw}
+    sp = plan_sources(g, **src_kw)
+    plan = plan_study(g, graph_path, sp, out=out, **kw)
+    summary = run_study(client, plan, resume=resume, backend="cpu", on_batch=on_batch)
+    return g, plan, summary
+
+
+def _plugin_holds_graph(fingerprint, dask_worker=None):
+    from pipeline.plugins import plugin_name
+
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
+    return plugin is not None and plugin.graph is not None and plugin.graph.fingerprint == fingerprint
+
+
+def _stats(out):
+    t = pq.read_table(out / "stats")
+    return t.sort_by("source")
+
+
+def test_all_sources_rome99_equals_scipy(client, data, tmp_path):
+    path = rome_parquet(data)
+    g, plan, s = _run(client, path, tmp_path / "study", sources="all", batch_size=128)
+    t = _stats(tmp_path / "study")
+    assert t.num_rows == g.n
+    src = t.column("source").to_numpy()
+    assert (src == np.arange(g.n) + g.id_base).all()  # every source exactly once
+    reached, ecc, total, _ = scipy_stats(g, src - g.id_base)
+    assert (t.column("reached").to_numpy() == reached).all()
+    assert (t.column("eccentricity").to_numpy() == ecc).all()
+    assert (t.column("sum_distance").to_numpy().astype(np.int64) == total).all()
+    # the README's figures for vertex 1: all reachable, sum 116,006,476, max 69,102
+    row = t.filter(t.column("source").to_numpy() == 1)
+    assert row.column("reached")[0].as_py() == 3353
+    assert row.column("sum_distance")[0].as_py() == 116_006_476
+    assert row.column("eccentricity")[0].as_py() == 69_102
+    assert s["complete"] and s["sources_solved"] == g.n
+    assert s["diameter"]["kind"] == "exact" and s["diameter"]["value"] == ecc.max()
+    assert s["radius"]["value"] == ecc.min()
+    close = (reached - 1) / total
+    assert s["closeness_max"]["source"] == int(src[np.argmax(close)])
+    assert set(t.column("worker").to_pylist()) <= {"0", "1"}
+    m = json.loads((tmp_path / "study" / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["graph"]["fingerprint"] == g.fingerprint
+    assert m["sources"]["kind"] == "all" and m["versions"]["distributed"]
+    assert json.loads((tmp_path / "study" / "summary.json").read_text())["study_id"] == plan.study_id
+    lines = (tmp_path / "study" / "journal.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["batch"] for x in lines) == list(range(len(plan.batches)))
+
+
+def test_random_sources_grid_with_distances(client, data, tmp_path):
+    path = grid_parquet(data, 120, 120)
+    out = tmp_path / "study"
+    g, plan, s = _run(client, path, out, random=300, seed=11, batch_size=32,
+                      outputs="distances,predecessors")
+    t = _stats(out)
+    assert t.num_rows == 300
+    src = t.column("source").to_numpy()
+    expect = np.sort(np.random.default_rng(11).choice(g.n, size=300, replace=False))
+    assert (src == expect + g.id_base).all()
+    reached, ecc, total, dist = scipy_stats(g, src - g.id_base)
+    assert (t.column("reached").to_numpy() == reached).all()
+    assert (t.column("eccentricity").to_numpy() == ecc).all()
+    assert (t.column("sum_distance").to_numpy().astype(np.int64) == total).all()
+    assert s["diameter"]["kind"] == "lower bound" and s["radius"]["kind"] == "upper bound"
+    d = pq.read_table(out / "distances")
+    assert d.num_rows == int(reached.sum())
+    one = d.filter(d.column("source").to_numpy() == src[0]).sort_by("vertex")
+    assert np.array_equal(one.column("distance").to_numpy(), dist[0][np.isfinite(dist[0])])
+    # predecessor invariant dist[pred] + w(pred, v) == dist[v]
+    pred = one.column("predecessor").to_numpy()
+    v = one.column("vertex").to_numpy()
+    has = pred >= 0
+    full = dist[0]
+    A = g.to_scipy()
+    w = np.asarray(A[pred[has], v[has]]).ravel()
+    assert np.allclose(full[pred[has]] + w, full[v[has]])
+
+
+def test_wide_distances(client, data, tmp_path):
+    path = grid_parquet(data, 30, 30)
+    out = tmp_path / "study"
+    g, plan, s = _run(client, path, out, ids=[0, 17, 899], batch_size=2, outputs="distances",
+                      distance_form="wide", order="given")
+    b0 = pq.read_table(out / "distances" / "batch-000000.parquet")
+    assert b0.column_names == ["vertex", "0", "17"]
+    _, _, _, dist = scipy_stats(g, [0, 17])
+    assert np.array_equal(b0.column("17").to_numpy(), dist[1])
+
+
+def test_resume_and_refusals(client, data, tmp_path):
+    from pipeline.study import StudyError
+
+    path = grid_parquet(data, 30, 30)
+    out = tmp_path / "study"
+    _run(client, path, out, random=100, seed=1, batch_size=10)
+    first = _stats(out)
+    # a study folder is never overwritten without --resume
+    with pytest.raises(StudyError, match="already holds a study"):
+        _run(client, path, out, random=100, seed=1, batch_size=10)
+    # a resume of another study is refused, naming what differs
+    with pytest.raises(StudyError, match="sources_digest"):
+        _run(client, path, out, random=100, seed=2, batch_size=10, resume=True)
+    with pytest.raises(StudyError, match="algorithm"):
+        _run(client, path, out, random=100, seed=1, batch_size=10, resume=True, algorithm="bellman-ford")
+    # simulate a crash: forget 3 batches (one journal line lost, one stats file lost, one both)
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    keep = [x for x in lines if json.loads(x)["batch"] not in (2, 5)]
+    (out / "journal.jsonl").write_text("\n".join(keep) + "\n")
+    (out / "stats" / "batch-000005.parquet").unlink()
+    (out / "stats" / "batch-000007.parquet").unlink()
+    (out / "stats" / ".batch-000008.parquet.tmp-deadbeef").write_bytes(b"torn")
+    (out / "stats" / "batch-000009.parquet").write_bytes(b"")  # renamed but never flushed
+    redone = []
+    _, plan, s = _run(client, path, out, random=100, seed=1, batch_size=10, resume=True,
+                      on_batch=lambda meta, st: redone.append(meta["batch"]))
+    assert sorted(redone) == [2, 5, 7, 9]
+    again = _stats(out)
+    assert again.num_rows == 100 and s["complete"]
+    for col in ("source", "reached", "eccentricity", "sum_distance", "mean_distance", "algorithm"):
+        assert again.column(col).equals(first.column(col))
+    assert not list(out.rglob("*.tmp-*"))
+    # a folder that holds other files is not a study folder
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    with pytest.raises(StudyError, match="not empty"):
+        _run(client, path, other, random=5, seed=1)
+
+
+def test_worker_killed_mid_study(data, tmp_path):
+    """A worker process dies mid-study: its batches run elsewhere, nothing is lost or doubled."""
+    path = rome_parquet(data)
+    cluster, client = _cluster()
+    try:
+        pids = client.run(os.getpid)
+        killed = []
+
+        def on_batch(meta, study):
+            if not killed and len(study.done) >= 3:
+                victim = next(iter(pids.values()))
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+
+        g, plan, s = _run(client, path, tmp_path / "study", sources="all", batch_size=16, on_batch=on_batch)
+        assert killed
+        t = _stats(tmp_path / "study")
+        src = t.column("source").to_numpy()
+        assert (src == np.arange(g.n) + g.id_base).all()
+        reached, ecc, total, _ = scipy_stats(g, src - g.id_base)
+        assert (t.column("sum_distance").to_numpy().astype(np.int64) == total).all()
+        assert s["complete"]
+        # the restarted worker got the graph from the plugin, not from a task's fallback
+        client.wait_for_workers(2, timeout=30)
+        held = client.run(_plugin_holds_graph, g.fingerprint)
+        assert len(held) == 2 and all(held.values())
+    finally:
+        client.close()
+        cluster.close()

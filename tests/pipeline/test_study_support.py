@@ -1,0 +1,182 @@
+"""Helpers for the study tests (graph files, SciPy references) and unit tests of the
+study's small parts: source planning, atomic writers, the journal, size estimates."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROME = (REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr").resolve()
+ROME_LOCAL = REPO / "data" / "rome99.gr"
+
+
+def rome_source() -> Path:
+    for p in (ROME_LOCAL, ROME):
+        if p.exists():
+            return p
+    pytest.skip("rome99.gr is not available (data/ or ../shared/data/dimacs9)")
+
+
+def write_edge_parquet(path, src, dst, w, *, n, id_base, directed=True) -> Path:
+    """A Parquet edge list in the project's contract (file ids, ``sssp`` metadata)."""
+    w = np.asarray(w)
+    meta = {"vertices": int(n), "arcs": int(len(src)), "directed": bool(directed), "id_base": int(id_base),
+            "weight_type": str(w.dtype)}
+    table = pa.table({"src": np.asarray(src, dtype=np.int64), "dst": np.asarray(dst, dtype=np.int64), "weight": w})
+    table = table.replace_schema_metadata({b"sssp": json.dumps(meta).encode()})
+    pq.write_table(table, path)
+    return Path(path)
+
+
+def _parse_gr(path):
+    src, dst, w = [], [], []
+    n = None
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("p "):
+                n = int(line.split()[2])
+            elif line.startswith("a "):
+                _, a, b, c = line.split()
+                src.append(int(a)), dst.append(int(b)), w.append(int(c))
+    return n, np.array(src), np.array(dst), np.array(w, dtype=np.int64)
+
+
+def rome_parquet(folder) -> Path:
+    """rome99 as a Parquet edge list in ``folder`` (via ``pipeline.ingest`` when present)."""
+    out = Path(folder) / "rome99.parquet"
+    if out.exists():
+        return out
+    gr = rome_source()
+    try:
+        from pipeline.ingest import ingest
+    except ImportError:
+        ingest = None
+    if ingest is not None:
+        ingest(gr, out)
+    else:
+        n, s, d, w = _parse_gr(gr)
+        write_edge_parquet(out, s, d, w, n=n, id_base=1)
+    return out
+
+
+def grid_parquet(folder, rows=120, cols=120, seed=3) -> Path:
+    """A directed 4-neighbour grid (both directions, different weights), 0-based ids."""
+    out = Path(folder) / f"grid{rows}x{cols}.parquet"
+    if out.exists():
+        return out
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    pairs = [(idx[:, :-1].ravel(), idx[:, 1:].ravel()), (idx[:-1, :].ravel(), idx[1:, :].ravel())]
+    s = np.concatenate([np.concatenate([a, b]) for a, b in pairs])
+    d = np.concatenate([np.concatenate([b, a]) for a, b in pairs])
+    w = np.random.default_rng(seed).integers(1, 100, size=len(s)).astype(np.int64)
+    return write_edge_parquet(out, s, d, w, n=rows * cols, id_base=0)
+
+
+def scipy_stats(graph, sources_internal):
+    """(reached, eccentricity, exact sum) per source with SciPy's Dijkstra."""
+    from scipy.sparse.csgraph import dijkstra
+
+    dist = dijkstra(graph.to_scipy(), directed=True, indices=np.asarray(sources_internal))
+    fin = np.isfinite(dist)
+    reached = fin.sum(axis=1)
+    ecc = np.where(fin, dist, -np.inf).max(axis=1)
+    total = np.where(fin, dist, 0).astype(np.int64).sum(axis=1)
+    return reached, ecc, total, dist
+
+
+# ---------------------------------------------------------------------- unit tests
+def test_plan_sources_kinds(tmp_path):
+    from pipeline.graph import Graph
+    from pipeline.sources import plan_sources
+
+    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    a = plan_sources(g, sources="all", order="given")
+    assert a.count == 100 and (a.sources == np.arange(100)).all()
+    loc = plan_sources(g, sources="all")
+    assert sorted(loc.sources.tolist()) == list(range(100)) and loc.how["order"] == "locality"
+    r1 = plan_sources(g, random=30, seed=5)
+    r2 = plan_sources(g, random=30, seed=5)
+    r3 = plan_sources(g, random=30, seed=6)
+    assert (r1.sources == r2.sources).all() and len(set(r1.sources.tolist())) == 30
+    assert set(r1.sources.tolist()) != set(r3.sources.tolist())
+    lst = plan_sources(g, ids=[5, 7, 5, 9], order="given")
+    assert lst.sources.tolist() == [5, 7, 9] and lst.how["duplicates_dropped"] == 1
+    with pytest.raises(ValueError, match="source 100 does not exist"):
+        plan_sources(g, ids=[1, 100])
+    with pytest.raises(ValueError, match="between 1 and"):
+        plan_sources(g, random=101)
+    with pytest.raises(ValueError, match="one way only"):
+        plan_sources(g, ids=[1], random=3)
+
+
+def test_sources_file(tmp_path):
+    from pipeline.graph import Graph
+    from pipeline.sources import plan_sources
+
+    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    f = tmp_path / "s.ss"
+    f.write_text("p aux sp ss 3\ns 4\ns 8\ns 4\n")
+    p = plan_sources(g, sources_file=f, order="given")
+    assert p.sources.tolist() == [4, 8] and p.how["kind"] == "file"
+    empty = tmp_path / "empty.ss"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty|no sources"):
+        plan_sources(g, sources_file=empty)
+
+
+def test_locality_order_groups_close_sources(tmp_path):
+    from pipeline.graph import Graph
+    from pipeline.sources import bfs_rank
+
+    g = Graph.from_parquet(grid_parquet(tmp_path, 30, 30))
+    rank = bfs_rank(g, 0)
+    assert sorted(rank.tolist()) == list(range(g.n))
+    # BFS from a corner of a grid visits anti-diagonals in order
+    assert rank[0] == 0 and rank[g.n - 1] == g.n - 1
+
+
+def test_writers_atomic_and_journal(tmp_path):
+    from pipeline.writers import Journal, remove_temporaries, write_json_atomic, write_parquet_atomic
+
+    t = pa.table({"a": [1, 2, 3]})
+    size = write_parquet_atomic(t, tmp_path / "x" / "t.parquet", metadata={"k": 1})
+    assert size > 0 and pq.read_table(tmp_path / "x" / "t.parquet").num_rows == 3
+    assert [p.name for p in (tmp_path / "x").iterdir()] == ["t.parquet"]
+    write_json_atomic({"a": np.int64(3)}, tmp_path / "m.json")
+    assert json.loads((tmp_path / "m.json").read_text()) == {"a": 3}
+    (tmp_path / "x" / ".t2.parquet.tmp-abc").write_bytes(b"partial")
+    assert remove_temporaries(tmp_path) == 1
+    j = Journal(tmp_path / "journal.jsonl")
+    j.append({"batch": 0})
+    with open(tmp_path / "journal.jsonl", "a") as fh:
+        fh.write('{"batch": 1, "ro')  # a line torn by a crash
+    j.append({"batch": 2})
+    assert [e["batch"] for e in j.entries()] == [0, 2]
+
+
+def test_distance_estimate_and_limit(tmp_path):
+    from pipeline.graph import Graph
+    from pipeline.sources import plan_sources
+    from pipeline.study import StudyError, distance_bytes, plan_study
+
+    # all-sources NY (264,346 vertices) in long form: 32 bytes a row
+    assert distance_bytes(264_346, 264_346, "long", False) == 264_346**2 * 32
+    assert distance_bytes(10, 100, "wide", True) == 10 * 100 * 16 + 800
+    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    sp = plan_sources(g, sources="all")
+    with pytest.raises(StudyError, match="--max-distance-bytes 320000"):
+        plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", outputs="distances", max_distance_bytes=1000)
+    import dask.config
+
+    with dask.config.set({"sssp.study.max-distance-bytes": 10**6, "sssp.study.batch-size": 7}):
+        plan = plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", outputs="distances")
+    assert plan.batch_size == 7 and len(plan.batches) == 15
+    with pytest.raises(StudyError, match="unknown output"):
+        plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", outputs="stats,paths")
+    with pytest.raises(StudyError, match="unknown algorithm"):
+        plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", algorithm="nope")

@@ -1,0 +1,182 @@
+"""`sssp study` from the command line: bad arguments exit 2 with clear messages; a
+study whose client process is killed mid-way resumes to the same tables."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.pipeline.test_study_support import grid_parquet, rome_source
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli_available() -> bool:
+    try:
+        from workflows.cli import build_parser
+
+        build_parser()
+    except Exception:
+        return False
+    return True
+
+
+def main(argv=None) -> int:
+    """``sssp`` when ``workflows.cli`` builds, else a harness around ``cmd_study`` alone."""
+    if _cli_available():
+        from workflows.cli import main as cli_main
+
+        return cli_main(argv)
+    from workflows import cmd_study
+
+    parser = argparse.ArgumentParser(prog="sssp")
+    sub = parser.add_subparsers(dest="command")
+    cmd_study.add_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command() -> list[str]:
+    if _cli_available():
+        return [sys.executable, "-m", "workflows.cli"]
+    return [sys.executable, "-m", "tests.workflows.test_cli_study"]
+
+
+@pytest.fixture
+def grid(tmp_path):
+    return grid_parquet(tmp_path, 20, 20)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--source", "5", "--source", "400"], "source 400 does not exist"),
+    (["--random", "0"], "between 1 and"),
+    (["--outputs", "stats,paths"], "unknown output"),
+    (["--algorithm", "no-such"], "unknown algorithm"),
+    (["--outputs", "distances", "--max-distance-bytes", "1KB"], "--max-distance-bytes 5120000"),
+    (["--seed", "3"], "--seed goes with --random"),
+    (["--batch-size", "0"], "at least 1"),
+])
+def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
+    rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
+    err = capsys.readouterr()
+    assert rc == 2
+    assert message in err.err + err.out
+    assert not (tmp_path / "o").exists()
+
+
+def test_empty_source_file_and_foreign_folder(grid, tmp_path, capsys):
+    empty = tmp_path / "empty.ss"
+    empty.write_text("")
+    assert main(["study", str(grid), "--sources-file", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "empty.ss" in capsys.readouterr().err
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "manifest.json").write_text(json.dumps({"status": "complete", "identity": {"algorithm": "x"}}))
+    assert main(["study", str(grid), "--random", "3", "--out", str(held)]) == 2
+    assert "already holds a study" in capsys.readouterr().err
+    assert main(["study", str(grid), "--random", "3", "--out", str(held), "--resume"]) == 2
+    assert "different study" in capsys.readouterr().err
+    missing = tmp_path / "missing.ss"
+    assert main(["study", str(grid), "--sources-file", str(missing), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_attach_to_running_scheduler(grid, tmp_path, capsys):
+    """--scheduler attaches, solves, and leaves the cluster it did not start running."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.WARNING) as cluster:
+        rc = main(["study", str(grid), "--random", "50", "--seed", "4", "--batch-size", "8",
+                   "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "o")])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert "attached" in out and "sources/s" in out
+        with Client(cluster) as c:  # still up
+            assert len(c.scheduler_info()["workers"]) == 2
+    t = pq.read_table(tmp_path / "o" / "stats")
+    assert t.num_rows == 50 and len(set(t.column("source").to_pylist())) == 50
+
+
+def test_negative_cycle_exit_3(tmp_path, capsys):
+    from tests.pipeline.test_study_support import write_edge_parquet
+
+    g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2, 3, 3], [2, 3, 1, 4], np.array([1, -3, 1, 2]),
+                           n=4, id_base=1)
+    rc = main(["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "o")])
+    cap = capsys.readouterr()
+    assert rc == 3
+    assert "negative cycle" in cap.err and "--resume" in cap.err
+
+
+def _deterministic(out: Path):
+    t = pq.read_table(out / "stats").sort_by("source")
+    return t.select(["source", "reached", "eccentricity", "sum_distance", "mean_distance", "algorithm"])
+
+
+def test_kill_client_then_resume(tmp_path):
+    """SIGKILL the whole `sssp study` process group mid-way; --resume completes it exactly."""
+    gr = tmp_path / "rome99.gr"
+    gr.write_bytes(rome_source().read_bytes())
+    out = tmp_path / "killed"
+    args = ["study", str(gr), "--sources", "all", "--batch-size", "16", "--cpu-workers", "2",
+            "--no-dashboard", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(_command() + args, cwd=REPO, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            stats = out / "stats"
+            if stats.is_dir() and len(list(stats.glob("batch-*.parquet"))) >= 8:
+                break
+            if proc.poll() is not None:
+                pytest.fail("the study ended before it could be killed:\n" + proc.stdout.read().decode())
+            time.sleep(0.02)
+        else:
+            pytest.fail("no batch files appeared")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the client and the workers it started
+        proc.wait(timeout=30)
+    total_batches = (3353 + 15) // 16
+    done_before = len((out / "journal.jsonl").read_text().splitlines())
+    assert 0 < done_before < total_batches
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+
+    # resume in a fresh process; then an uninterrupted run for comparison
+    r = subprocess.run(_command() + args + ["--resume"], cwd=REPO, env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    lines = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines() if x.strip()]
+    batches = [e["batch"] for e in lines]
+    assert sorted(set(batches)) == list(range(total_batches))
+    resumed = _deterministic(out)
+    src = resumed.column("source").to_numpy()
+    assert (src == np.arange(1, 3354)).all()  # no source missing, none twice
+
+    # the per-source columns do not depend on the batching: a bigger batch keeps this quick
+    ref = tmp_path / "ref"
+    ref_args = [str(ref) if a == str(out) else ("512" if a == "16" else a) for a in args]
+    r = subprocess.run(_command() + ref_args, cwd=REPO, env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert resumed.equals(_deterministic(ref))
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and len(m["runs"]) == 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""`sssp study`: shortest paths from many sources on every worker of a Dask cluster.
+
+Glue only: argument parsing, the progress bar, the dashboard link, the performance
+report and the summary table.  The work is in :mod:`pipeline.study`.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import time
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+from rich.text import Text
+
+from workflows.common import add_graph_options, load_graph_from_args
+
+console = Console()
+err_console = Console(stderr=True)
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
+
+
+def parse_bytes(text: str) -> int:
+    """``"20e9"``, ``"300GB"``, ``"1.5T"``, ``"64GiB"`` -> bytes."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)")
+    value, unit, binary = float(m.group(1)), m.group(2).upper(), bool(m.group(3))
+    power = " KMGTP".index(unit) if unit else 0
+    return int(value * (1024 if binary else 1000) ** power)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "study", help="shortest paths from many sources on a Dask cluster (stats, distances)",
+        description=(
+            "Solve SSSP from many sources in batches on every worker of a Dask cluster (one per "
+            "GPU, or CPU workers) and write per-source statistics (and distances when asked) as "
+            "Parquet into --out, with a manifest, a journal for --resume and a summary."),
+        epilog=(
+            "Cluster: --scheduler/--scheduler-file attach to a running cluster (the graph file and "
+            "--out must then be on a file system every worker reads and writes under the same "
+            "path); otherwise a LocalCUDACluster over the local GPUs (--gpus 0,1) or, without GPUs "
+            "or with --cpu-workers N, a local CPU cluster.  Settings default from dask config keys "
+            "sssp.study.* (see pipeline/sssp.yaml)."),
+    )
+    add_graph_options(p)
+    src = p.add_argument_group("sources (choose one; default: all)")
+    src.add_argument("--sources", choices=("all",), help="every vertex")
+    src.add_argument("--sources-file", metavar="F.ss", help="DIMACS .ss file (or one id per line)")
+    src.add_argument("--random", type=int, metavar="K", help="K distinct random vertices (with --seed)")
+    src.add_argument("--seed", type=int, default=None, help="seed for --random (default 0)")
+    src.add_argument("--source", "-s", type=int, action="append", metavar="ID",
+                     help="a source id as in the input file (repeatable)")
+    src.add_argument("--order", choices=("locality", "given"), default=None,
+                     help="batch order: locality (BFS order, close sources together; default) or given")
+    sol = p.add_argument_group("solving and outputs")
+    sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
+    sol.add_argument("--batch-size", "-b", type=int, default=None,
+                     help="sources per task (default: config sssp.study.batch-size, 64)")
+    sol.add_argument("--outputs", default="stats",
+                     help="comma list of stats, distances, predecessors (default stats)")
+    sol.add_argument("--distance-form", choices=("long", "wide"), default=None,
+                     help="long: rows (source, vertex, distance, predecessor); wide: vertex + one column per source")
+    sol.add_argument("--max-distance-bytes", type=parse_bytes, default=None, metavar="N",
+                     help="refuse distance outputs estimated above N bytes (default 20GB; accepts 300GB, 1.5TB)")
+    sol.add_argument("--out", "-o", default="study-out", help="study folder (default ./study-out)")
+    sol.add_argument("--resume", action="store_true", help="continue the study in --out, skipping finished batches")
+    cl = p.add_argument_group("cluster (choose one)")
+    cl.add_argument("--scheduler", metavar="ADDRESS", help="attach to a running scheduler, e.g. tcp://host:8786")
+    cl.add_argument("--scheduler-file", metavar="F", help="attach through a scheduler file")
+    cl.add_argument("--gpus", metavar="0,1", help="local GPUs for a LocalCUDACluster (CUDA_VISIBLE_DEVICES)")
+    cl.add_argument("--cpu-workers", type=int, metavar="N", help="local CPU cluster of N single-thread workers")
+    cl.add_argument("--no-dashboard", action="store_true", help="do not serve the Dask dashboard")
+    cl.add_argument("--report", metavar="report.html", help="save Dask's performance report here")
+    p.set_defaults(func=run)
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        # sources solved in this run over its elapsed time (steadier than a moving window,
+        # and defined from the first batch on)
+        done = task.completed - task.fields.get("initial", 0)
+        speed = done / task.elapsed if task.elapsed and done > 0 else None
+        return Text(f"{speed:,.1f} sources/s" if speed else "- sources/s", style="progress.data.speed")
+
+
+def _fmt(v, integer: bool) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not integer:
+        return f"{v:,.6g}"
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.6g}"
+
+
+def summary_table(s: dict, integer: bool) -> Table:
+    t = Table(title=f"study {s['study_id']}: {s['graph']} ({s['vertices']:,} vertices, {s['arcs']:,} arcs)")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_column("source", justify="right")
+    t.add_column("note")
+
+    def row(name, d, note=""):
+        if d is None:
+            t.add_row(name, "-", "", note)
+        else:
+            t.add_row(name, _fmt(d.get("value"), integer), str(d.get("source", "")), d.get("kind", note))
+
+    t.add_row("sources solved", f"{s['sources_solved']:,} / {s['sources_planned']:,}", "",
+              "complete" if s["complete"] else "incomplete")
+    t.add_row("sources reaching every vertex", f"{s['sources_reaching_all']:,}", "", "")
+    row("diameter", s["diameter"])
+    row("radius", s["radius"])
+    row("largest eccentricity", s["eccentricity_max"], "over the vertices each source reaches")
+    row("closeness max", s["closeness_max"], "(reached-1)/sum of distances")
+    row("closeness min", s["closeness_min"], "(reached-1)/sum of distances")
+    t.add_row("relaxations", f"{s['relaxations_total']:,}", "", "")
+    t.add_row("algorithm(s)", ", ".join(s["algorithms"]), "", ", ".join(s["devices"]))
+    tm = s["timings"]
+    t.add_row("wall (this run)", f"{tm['wall_s']:,.2f} s", "", f"{tm['workers']} worker(s)")
+    t.add_row("throughput", _fmt(tm["sources_per_s"], False) + " sources/s" if tm["sources_per_s"] else "-",
+              "", f"{tm['sources_this_run']:,} sources this run")
+    t.add_row("kernel time (this run)", f"{tm['kernel_ms_this_run'] / 1e3:,.2f} s", "", "summed over workers")
+    ratio = tm.get("outside_kernels_vs_kernel")
+    t.add_row("time outside kernels", f"{tm['outside_kernels_s']:,.2f} s", "",
+              f"{ratio * 100:,.0f}% of kernel time (wall x workers - kernel)" if ratio is not None else "")
+    return t
+
+
+def _adopt_from_manifest(args) -> None:
+    """On --resume, settings not given again are taken from the study being resumed."""
+    import json
+    from pathlib import Path
+
+    mpath = Path(args.out) / "manifest.json"
+    try:
+        m = json.loads(mpath.read_text())
+    except (OSError, ValueError):
+        return
+    ident = m.get("identity", {})
+    if args.batch_size is None and ident.get("batch_size"):
+        args.batch_size = int(ident["batch_size"])
+    if args.distance_form is None and ident.get("distance_form"):
+        args.distance_form = ident["distance_form"]
+    if args.order is None and m.get("sources", {}).get("order"):
+        args.order = m["sources"]["order"]
+
+
+def run(args) -> int:
+    from pipeline.cluster import describe_cluster, start_cluster
+    from pipeline.sources import plan_sources
+    from pipeline.study import BatchError, Study, StudyError, plan_study, run_study
+    from pipeline.config import setting
+
+    if args.report:
+        import importlib.util
+
+        if importlib.util.find_spec("bokeh") is None:
+            raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
+    n_cluster = sum(x is not None for x in (args.scheduler, args.scheduler_file, args.gpus, args.cpu_workers))
+    if n_cluster > 1:
+        raise StudyError("choose one of --scheduler, --scheduler-file, --gpus, --cpu-workers")
+    if args.seed is not None and args.random is None:
+        raise StudyError("--seed goes with --random K")
+    if args.resume:
+        _adopt_from_manifest(args)
+    graph = load_graph_from_args(args)
+    sp = plan_sources(graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
+                      random=args.random, seed=args.seed, order=setting("study.order", args.order))
+    outputs = args.outputs
+    wants_dist = any(o.strip() in ("distances", "predecessors") for o in outputs.split(","))
+    if wants_dist:
+        from pipeline.study import distance_bytes, _fmt_bytes
+
+        form = setting("study.distance-form", args.distance_form)
+        est = distance_bytes(sp.count, graph.n, form, "predecessors" in outputs)
+        console.print(f"distance outputs: up to {_fmt_bytes(est)} before compression "
+                      f"({sp.count:,} sources x {graph.n:,} vertices, {form} form)")
+    plan = plan_study(graph, args.graph, sp, out=args.out, algorithm=args.algorithm,
+                      batch_size=args.batch_size, outputs=outputs, distance_form=args.distance_form,
+                      max_distance_bytes=args.max_distance_bytes)
+    study = Study(plan, resume=args.resume)  # folder checks before any cluster starts
+    if args.resume and not study.pending:
+        console.print(f"{args.out}: all {len(plan.batches)} batches already done; summarising")
+    t0 = time.perf_counter()
+    handle = start_cluster(scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
+                           cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard)
+    try:
+        info = describe_cluster(handle)
+        link = handle.dashboard_link
+        console.print(f"cluster: {handle.mode}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
+                      f"(ready in {time.perf_counter() - t0:.1f} s)")
+        if link and not args.no_dashboard:
+            console.print(f"dashboard: {link}")
+        console.print(f"study {plan.study_id}: {sp.count:,} sources ({sp.how['kind']}) in {len(plan.batches):,} "
+                      f"batches of {plan.batch_size}, {len(study.pending):,} to do -> {args.out}")
+        report = contextlib.nullcontext()
+        if args.report:
+            from distributed import performance_report
+
+            report = performance_report(filename=args.report)
+        progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                            transient=False)
+        task = progress.add_task("study", total=sp.count, completed=study.sources_done,
+                                 initial=study.sources_done)
+
+        def on_batch(meta, _study):
+            progress.advance(task, meta["rows"])
+
+        try:
+            with report, progress:
+                summary = run_study(handle.client, plan, resume=args.resume, backend=handle.backend,
+                                    cluster_info=info, on_batch=on_batch, study=study)
+        except BatchError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err_console.print(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
+                              "fix the cause and add --resume to continue")
+            return 3 if "negative cycle" in str(exc) else 1
+        except Exception:
+            err_console.print(f"study stopped: {len(study.done)} finished batch(es) are recorded in "
+                              f"{args.out}; add --resume to continue")
+            raise
+    finally:
+        handle.close()
+    console.print(summary_table(summary, graph.integer_weights))
+    console.print(f"wrote {args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
+                  + (f"; report {args.report}" if args.report else ""))
+    return 0
