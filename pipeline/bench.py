@@ -1,0 +1,535 @@
+"""Outputs of ``sssp bench``: ``rows.parquet``, ``summary.md`` and PNG plots.
+
+The rows (:data:`pipeline.benchmark.ROW_SCHEMA`) carry everything; this module only
+aggregates them into the tables the papers print and draws them:
+
+- time per algorithm and graph: mean / min / max over sources and runs, MTEPS,
+  edges per second, work efficiency (relax operations / arcs), iterations;
+- speedup over ``harish`` and over SciPy Dijkstra (ratios of mean times measured in
+  the same run, on the same sources);
+- the H-BF ablation: each optimisation switched off in turn against all on;
+- time versus ``k`` for ``locality``; edges per second versus graph size for ``edgelist``.
+
+Run context (GPU, driver, versions, sources, notes) travels in the Parquet file's
+``sssp`` metadata, so :func:`load_rows` can merge several runs' files and
+:func:`write_report` can summarise them together.  Nothing here prints.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.atomic import atomic_path, write_parquet
+from pipeline.benchmark import ROW_SCHEMA
+
+log = logging.getLogger(__name__)
+
+ROWS_FILE = "rows.parquet"
+SUMMARY_FILE = "summary.md"
+PLOT_FILES = {
+    "time": "time_per_graph.png",
+    "speedup": "speedup.png",
+    "ablation": "ablation.png",
+    "locality": "locality_k.png",
+    "edgelist": "edgelist_scaling.png",
+}
+
+
+# ----------------------------------------------------------------------------- files
+def context_of(outcome) -> dict:
+    """The run context stored with the rows."""
+    return {"env": outcome.env, "graphs": outcome.graphs, "notes": outcome.notes,
+            "settings": outcome.settings}
+
+
+def write_rows(table: pa.Table, path, context: dict) -> Path:
+    """Write the rows atomically with the run context as ``sssp`` metadata."""
+    return write_parquet(table, path, metadata={"kind": "bench-rows", **context})
+
+
+def load_rows(paths) -> tuple[pa.Table, dict]:
+    """Read and concatenate ``rows.parquet`` files (or folders holding one).
+
+    Returns the table and a merged context (graphs, notes and environments of all).
+
+    Raises
+    ------
+    ValueError
+        A file that is not bench rows.
+    FileNotFoundError
+    """
+    tables, ctx = [], {"env": {}, "graphs": [], "notes": [], "settings": {}, "runs": []}
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            p = p / ROWS_FILE
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: no such bench rows file")
+        t = pq.read_table(p)
+        raw = (t.schema.metadata or {}).get(b"sssp")
+        meta = json.loads(raw) if raw else {}
+        if meta.get("kind") != "bench-rows":
+            raise ValueError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
+        missing = set(ROW_SCHEMA.names) - set(t.schema.names)
+        if missing:
+            raise ValueError(f"{p}: missing column(s) {sorted(missing)}")
+        tables.append(t.select(ROW_SCHEMA.names).cast(ROW_SCHEMA))
+        ctx["env"] = ctx["env"] or meta.get("env", {})
+        ctx["graphs"] += meta.get("graphs", [])
+        ctx["notes"] += meta.get("notes", [])
+        ctx["runs"].append({"file": str(p), "settings": meta.get("settings", {})})
+        ctx["settings"] = ctx["settings"] or meta.get("settings", {})
+    if not tables:
+        raise ValueError("no rows files given")
+    return pa.concat_tables(tables), ctx
+
+
+def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) -> dict:
+    """Write ``summary.md`` and the PNG plots into ``outdir``.
+
+    Returns ``{"summary": path, "plots": [paths], "notes": [...]}``; plots are skipped
+    (with a note) when matplotlib is not installed.
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    extra_notes: list[str] = []
+    made: list[Path] = []
+    if plots:
+        try:
+            made = make_plots(table, outdir)
+        except ImportError as exc:
+            extra_notes.append(f"plots skipped: matplotlib is not installed ({exc}); "
+                               "pip install 'gpu-sssp[bench]'")
+    text = summary_markdown(table, context, plots=[p.name for p in made], extra_notes=extra_notes)
+    spath = outdir / SUMMARY_FILE
+    with atomic_path(spath) as tmp:
+        tmp.write_text(text)
+    return {"summary": spath, "plots": made, "notes": extra_notes}
+
+
+# ----------------------------------------------------------------------------- aggregation
+def _records(table: pa.Table) -> list[dict]:
+    return table.to_pylist()
+
+
+def _graph_order(recs) -> list[str]:
+    return list(OrderedDict.fromkeys(r["graph"] for r in recs))
+
+
+def _variant_order(recs) -> list[str]:
+    return list(OrderedDict.fromkeys(r["variant"] for r in recs))
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return float(np.mean(xs)) if xs else None
+
+
+def aggregate(table: pa.Table) -> list[dict]:
+    """One dict per (graph, variant): count, mean/min/max time, rates, checks."""
+    recs = _records(table)
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for r in recs:
+        groups.setdefault((r["graph"], r["variant"]), []).append(r)
+    # per graph: GPU methods, CPU methods, then the baselines; ablation configurations last
+    kind_rank = {"gpu": 0, "cpu": 1, "baseline": 2}
+    role_rank = {"main": 0, "sweep": 0, "ablation": 1}
+    graph_rank = {g: i for i, g in enumerate(OrderedDict.fromkeys(k[0] for k in groups))}
+    order = sorted(enumerate(groups.items()), key=lambda e: (
+        graph_rank[e[1][0][0]], role_rank.get(e[1][1][0]["role"], 0),
+        kind_rank.get(e[1][1][0]["kind"], 3), e[0]))
+    out = []
+    for _, ((g, var), rs) in order:
+        times = [r["time_ms"] for r in rs if r["time_ms"] is not None]
+        first = rs[0]
+        arcs = first["arcs"] or 0
+        relax = _mean([r["relaxations"] for r in rs])
+        out.append({
+            "graph": g, "variant": var, "algorithm": first["algorithm"], "kind": first["kind"],
+            "role": first["role"], "options": json.loads(first["options"] or "{}"), "arcs": arcs,
+            "vertices": first["vertices"], "rows": len(rs),
+            "sources": len({r["source"] for r in rs}), "runs": len({r["run"] for r in rs}),
+            "batch_size": max((r["batch_size"] or 1) for r in rs),
+            "mean_ms": float(np.mean(times)) if times else None,
+            "min_ms": float(np.min(times)) if times else None,
+            "max_ms": float(np.max(times)) if times else None,
+            "kernel_ms": _mean([r["kernel_ms"] for r in rs]),
+            "mteps": _mean([r["mteps"] for r in rs]),
+            "edges_per_s": _mean([r["edges_per_s"] for r in rs]),
+            "relax_per_arc": (relax / arcs) if (relax is not None and arcs) else None,
+            "iterations": _mean([r["iterations"] for r in rs]),
+            "launches": _mean([r["launches"] for r in rs]),
+            "host_syncs": _mean([r["host_syncs"] for r in rs]),
+            "failures": sum(1 for r in rs if not r["ok"]),
+        })
+    return out
+
+
+def speedups(agg: list[dict]) -> list[dict]:
+    """Per (graph, variant): speedup over ``harish`` and over the SciPy baseline."""
+    by_graph: "OrderedDict[str, list]" = OrderedDict()
+    for a in agg:
+        by_graph.setdefault(a["graph"], []).append(a)
+    out = []
+    for g, items in by_graph.items():
+        ref = {a["variant"]: a["mean_ms"] for a in items}
+        harish = ref.get("harish")
+        scipy = next((a["mean_ms"] for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
+        for a in items:
+            if a["role"] == "ablation" or not a["mean_ms"]:
+                continue
+            out.append({
+                "graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"],
+                "vs_harish": (harish / a["mean_ms"]) if harish else None,
+                "vs_scipy": (scipy / a["mean_ms"]) if scipy else None,
+            })
+    return out
+
+
+def ablation(agg: list[dict]) -> list[dict]:
+    """Per graph and switched-off optimisation: time against all optimisations on."""
+    out = []
+    for a in agg:
+        if a["role"] != "ablation" or not a["mean_ms"]:
+            continue
+        base = next((b for b in agg if b["graph"] == a["graph"] and b["algorithm"] == a["algorithm"]
+                     and not b["options"]), None)
+        off = ", ".join(_switch_name(k) for k in a["options"])
+        out.append({
+            "graph": a["graph"], "algorithm": a["algorithm"], "off": off, "variant": a["variant"],
+            "mean_ms": a["mean_ms"], "all_on_ms": base["mean_ms"] if base else None,
+            "slowdown": (a["mean_ms"] / base["mean_ms"]) if base and base["mean_ms"] else None,
+            "relax_per_arc": a["relax_per_arc"],
+            "all_on_relax_per_arc": base["relax_per_arc"] if base else None,
+        })
+    return out
+
+
+def locality_sweep(agg: list[dict]) -> list[dict]:
+    return [a for a in agg if a["algorithm"] == "locality" and "k" in a["options"] and a["mean_ms"]]
+
+
+def edgelist_scaling(agg: list[dict]) -> list[dict]:
+    rows = [a for a in agg if a["algorithm"] == "edgelist" and not a["options"] and a["mean_ms"]]
+    return sorted(rows, key=lambda a: a["arcs"])
+
+
+# ----------------------------------------------------------------------------- markdown
+def _f(x, digits=3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == 0:
+        return "0"
+    mag = abs(x)
+    if mag >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{max(0, digits - 1 - int(math.floor(math.log10(mag))))}f}"
+
+
+def _rate(x) -> str:
+    if x is None:
+        return "-"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= div:
+            return f"{x / div:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()) -> str:
+    """The papers' tables as Markdown."""
+    agg = aggregate(table)
+    env = context.get("env", {})
+    settings = context.get("settings", {})
+    out = ["# sssp bench summary", ""]
+    gpu = env.get("gpu") or "none (CPU only)"
+    out.append(f"- GPU: {gpu}" + (f", driver {env['driver']}" if env.get("driver") else ""))
+    out.append(f"- host: {env.get('host', '?')} ({env.get('cpu', '?')})")
+    vers = env.get("versions", {})
+    if vers:
+        out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())))
+    runs = context.get("runs", [])
+    if len(runs) > 1:
+        for run in runs:
+            s = run["settings"]
+            out.append(f"- rows from `{run['file']}`: {s.get('sources')} sources, min component "
+                       f"{s.get('min_component')}, seed {s.get('seed')}, {s.get('runs')} run(s), "
+                       f"{s.get('warmup')} warm-up call(s) excluded")
+    else:
+        out.append(f"- protocol: {settings.get('sources')} random sources per graph whose reachable "
+                   f"component has at least {settings.get('min_component')} vertices, lowered on small graphs "
+                   f"(see the Graphs table) (seed "
+                   f"{settings.get('seed')}), {settings.get('runs')} timed run(s) per source, "
+                   f"{settings.get('warmup')} warm-up call(s) per method excluded")
+    out.append("- every method and baseline ran from the same sources in the same process; "
+               "times are milliseconds per source (a batched call's time divided by its batch size)")
+    out.append("- `time` is end to end (host to host); `kernel` is the method's device time; "
+               "MTEPS = arcs / kernel time; edges/s = relax operations / kernel time; "
+               "relax/|E| = relax operations per arc (Dijkstra scans each reached arc once)")
+    out.append("")
+
+    graphs = context.get("graphs", [])
+    if graphs:
+        out += ["## Graphs", ""]
+        out.append(_table(["graph", "vertices", "arcs", "weights", "sources", "min component", "fingerprint"],
+                          [[g["graph"], f"{g['vertices']:,}", f"{g['arcs']:,}", str(g.get("weights", "")),
+                            str(g["sources"]), f"{g['min_component']:,}", f"`{g['fingerprint']}`"]
+                           for g in graphs]))
+        out.append("")
+
+    fails = [r for r in _records(table) if not r["ok"]]
+    out += ["## Correctness", ""]
+    if fails:
+        out.append(f"**{len(fails)} row(s) FAILED** (wrong answer or error):")
+        out.append("")
+        seen = set()
+        for r in fails:
+            key = (r["graph"], r["variant"], r["error"])
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(f"- {r['graph']} / {r['variant']} (source {r['source']}): {r['error']}")
+    else:
+        out.append(f"All {len(table)} rows match the SciPy reference (vertices reached, distance sum "
+                   "and eccentricity per source; exact for integer weights).")
+    out.append("")
+
+    out += ["## Time per algorithm and graph", ""]
+    for g in _graph_order(agg):
+        items = [a for a in agg if a["graph"] == g]
+        out += [f"### {g}", ""]
+        out.append(_table(
+            ["method", "kind", "mean ms", "min ms", "max ms", "kernel ms", "MTEPS", "edges/s",
+             "relax/\\|E\\|", "iterations", "launches", "host syncs", "n", "ok"],
+            [[a["variant"], a["kind"], _f(a["mean_ms"]), _f(a["min_ms"]), _f(a["max_ms"]),
+              _f(a["kernel_ms"]), _f(a["mteps"]), _rate(a["edges_per_s"]), _f(a["relax_per_arc"]),
+              _f(a["iterations"]), _f(a["launches"]), _f(a["host_syncs"]), str(a["rows"]),
+              "yes" if not a["failures"] else f"**{a['failures']} failed**"] for a in items]))
+        out.append("")
+
+    sp = speedups(agg)
+    if sp:
+        out += ["## Speedup", "",
+                "Mean time of the reference divided by the method's mean time, same run, same sources "
+                "(> 1: the method is faster).", ""]
+        out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"],
+                          [[s["graph"], s["variant"], s["kind"], _f(s["mean_ms"]),
+                            _f(s["vs_harish"]) + ("x" if s["vs_harish"] else ""),
+                            _f(s["vs_scipy"]) + ("x" if s["vs_scipy"] else "")] for s in sp]))
+        out.append("")
+
+    ab = ablation(agg)
+    if ab:
+        out += ["## Ablation", "",
+                "Each optimisation switched off in turn, all others on; slowdown = time off / time all on "
+                "(> 1: the optimisation pays).", ""]
+        out.append(_table(["graph", "method", "switched off", "mean ms", "all on ms", "slowdown",
+                           "relax/\\|E\\| off", "relax/\\|E\\| all on"],
+                          [[a["graph"], a["algorithm"], a["off"], _f(a["mean_ms"]), _f(a["all_on_ms"]),
+                            _f(a["slowdown"]) + ("x" if a["slowdown"] else ""), _f(a["relax_per_arc"]),
+                            _f(a["all_on_relax_per_arc"])] for a in ab]))
+        out.append("")
+
+    loc = locality_sweep(agg)
+    if loc:
+        ks = sorted({a["options"]["k"] for a in loc})
+        out += ["## locality: time versus k", "", "Mean ms per source.", ""]
+        rows = []
+        for g in _graph_order(loc):
+            byk = {a["options"]["k"]: a["mean_ms"] for a in loc if a["graph"] == g}
+            best = min(byk, key=byk.get)
+            rows.append([g] + [(f"**{_f(byk[k])}**" if k == best else _f(byk.get(k))) for k in ks])
+        out.append(_table(["graph"] + [f"k={k}" for k in ks], rows))
+        out.append("")
+
+    el = edgelist_scaling(agg)
+    if el:
+        out += ["## edgelist: edges per second versus graph size", ""]
+        out.append(_table(["graph", "vertices", "arcs", "mean ms", "min ms", "max ms", "edges/s", "MTEPS"],
+                          [[a["graph"], f"{a['vertices']:,}", f"{a['arcs']:,}", _f(a["mean_ms"]),
+                            _f(a["min_ms"]), _f(a["max_ms"]), _rate(a["edges_per_s"]), _f(a["mteps"])]
+                           for a in el]))
+        out.append("")
+
+    if plots:
+        out += ["## Plots", ""]
+        out += [f"![{p}]({p})" for p in plots]
+        out.append("")
+    notes = list(context.get("notes", [])) + list(extra_notes)
+    if notes:
+        out += ["## Notes", ""]
+        out += [f"- {n}" for n in OrderedDict.fromkeys(notes)]
+        out.append("")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- plots
+_KIND_COLOURS = {"gpu": "#1f77b4", "cpu": "#ff7f0e", "baseline": "#7f7f7f"}
+
+
+def _grid(n: int, plt, width_per=5.5, height_per=None, rows_hint=1):
+    ncols = min(3, max(1, n))
+    nrows = math.ceil(n / ncols)
+    h = height_per or max(2.5, 0.35 * rows_hint + 1.2)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width_per * ncols, h * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _switch_name(key: str) -> str:
+    return {"heavy_threshold": "heavy-vertex split"}.get(key, key)
+
+
+def _scale(ax, lows, highs) -> None:
+    """Log axis when the values span more than 20x, else linear from zero."""
+    lo = min(x for x in lows if x is not None)
+    hi = max(x for x in highs if x is not None)
+    if lo > 0 and hi / lo > 20:
+        ax.set_xscale("log")
+        ax.set_xlim(lo / 2, hi * 3)
+    else:
+        ax.set_xlim(0, hi * 1.25)
+
+
+def make_plots(table: pa.Table, outdir) -> list[Path]:
+    """Draw the PNGs that apply to these rows; returns their paths.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir = Path(outdir)
+    agg = aggregate(table)
+    made: list[Path] = []
+    graphs = _graph_order(agg)
+
+    def save(fig, key, tight=True):
+        path = outdir / PLOT_FILES[key]
+        if tight:
+            fig.tight_layout()
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
+        plt.close(fig)
+        made.append(path)
+
+    # time per algorithm per graph: horizontal bars, min/max error bars, log scale
+    main = [a for a in agg if a["role"] != "ablation" and a["mean_ms"]]
+    if main:
+        per = max(len([a for a in main if a["graph"] == g]) for g in graphs)
+        fig, axes = _grid(len(graphs), plt, rows_hint=per)
+        for ax, g in zip(axes, graphs):
+            items = [a for a in main if a["graph"] == g][::-1]
+            y = np.arange(len(items))
+            means = np.array([a["mean_ms"] for a in items])
+            err = np.array([[a["mean_ms"] - a["min_ms"] for a in items], [a["max_ms"] - a["mean_ms"] for a in items]])
+            ax.barh(y, means, xerr=err, capsize=3, color=[_KIND_COLOURS.get(a["kind"], "C0") for a in items],
+                    edgecolor=["red" if a["failures"] else "none" for a in items])
+            ax.set_yticks(y, [a["variant"] for a in items], fontsize=8)
+            _scale(ax, [a["min_ms"] for a in items], [a["max_ms"] for a in items])
+            for yi, m in zip(y, means):
+                ax.text(m, yi + 0.25, f" {_f(m)}", va="center", fontsize=7)
+            ax.set_xlabel("ms per source (mean; whiskers: min..max)")
+            ax.set_title(f"{g} ({items[0]['vertices']:,} v, {items[0]['arcs']:,} arcs)", fontsize=10)
+            ax.grid(axis="x", which="both", alpha=0.3)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in _KIND_COLOURS.values()]
+        fig.legend(handles, ["GPU method", "CPU method", "CPU baseline"], loc="lower center", ncol=3,
+                   fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.06 if len(graphs) <= 3 else 0.03, 1, 1))
+        save(fig, "time", tight=False)
+
+    sp = [s for s in speedups(agg) if s["vs_scipy"]]
+    if sp:
+        sg = _graph_order(sp)
+        per = max(len([s for s in sp if s["graph"] == g]) for g in sg)
+        fig, axes = _grid(len(sg), plt, rows_hint=per)
+        for ax, g in zip(axes, sg):
+            items = [s for s in sp if s["graph"] == g][::-1]
+            y = np.arange(len(items))
+            vals = np.array([s["vs_scipy"] for s in items])
+            ax.barh(y, vals, color=[_KIND_COLOURS.get(s["kind"], "C0") for s in items])
+            ax.set_yticks(y, [s["variant"] for s in items], fontsize=8)
+            _scale(ax, list(vals) + [1.0], list(vals) + [1.0])
+            ax.axvline(1.0, color="black", lw=0.8)
+            for yi, v in zip(y, vals):
+                ax.text(v, yi, f" {v:.3g}x", va="center", fontsize=7)
+            ax.set_xlabel("speedup over SciPy Dijkstra (same sources, same run)")
+            ax.set_title(g, fontsize=10)
+            ax.grid(axis="x", which="both", alpha=0.3)
+        save(fig, "speedup")
+
+    ab = [a for a in ablation(agg) if a["slowdown"]]
+    if ab:
+        ag = _graph_order(ab)
+        per = max(len([a for a in ab if a["graph"] == g]) for g in ag)
+        fig, axes = _grid(len(ag), plt, rows_hint=per)
+        for ax, g in zip(axes, ag):
+            items = [a for a in ab if a["graph"] == g][::-1]
+            y = np.arange(len(items))
+            vals = np.array([a["slowdown"] for a in items])
+            # bars grow from 1 (no effect): right = the optimisation pays, left = it costs
+            ax.barh(y, vals - 1.0, left=1.0, color=["#2ca02c" if v >= 1 else "#d62728" for v in vals])
+            ax.set_yticks(y, [f"{a['algorithm']} without {a['off']}" for a in items], fontsize=8)
+            span = max(0.05, float(np.max(np.abs(vals - 1.0))))
+            ax.set_xlim(1.0 - 1.3 * span if vals.min() < 1 else 1.0 - 0.1 * span, 1.0 + 1.35 * span)
+            ax.axvline(1.0, color="black", lw=0.8)
+            for yi, v in zip(y, vals):
+                ax.text(v, yi, f" {v:.2f}x " if v >= 1 else f"{v:.2f}x ", va="center", fontsize=7,
+                        ha="left" if v >= 1 else "right")
+            ax.set_xlabel("time with it off / time all on (> 1: it pays)")
+            ax.set_title(g, fontsize=10)
+        save(fig, "ablation")
+
+    loc = locality_sweep(agg)
+    if loc:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for g in _graph_order(loc):
+            pts = sorted((a["options"]["k"], a["mean_ms"]) for a in loc if a["graph"] == g)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=g)
+        ks = sorted({a["options"]["k"] for a in loc})
+        ax.set_xticks(ks)
+        ax.set_xlabel("k (hops relaxed per step)")
+        ax.set_ylabel("ms per source (mean)")
+        times = [a["mean_ms"] for a in loc]
+        if max(times) / min(times) > 20:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(0, max(times) * 1.15)
+        ax.set_title("locality: time versus k")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        save(fig, "locality")
+
+    el = [a for a in edgelist_scaling(agg) if a["edges_per_s"]]
+    if el:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([a["arcs"] for a in el], [a["edges_per_s"] for a in el], marker="o")
+        for a in el:
+            ax.annotate(a["graph"], (a["arcs"], a["edges_per_s"]), fontsize=7,
+                        textcoords="offset points", xytext=(3, 3))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arcs")
+        ax.set_ylabel("edges processed per second")
+        ax.set_title("edgelist: edges/s versus graph size")
+        ax.grid(alpha=0.3, which="both")
+        save(fig, "edgelist")
+    return made

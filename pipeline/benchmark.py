@@ -1,0 +1,716 @@
+"""The benchmark protocol of ``sssp bench``: sources, timed runs, checked answers.
+
+The five papers measure the same way: draw random sources whose reachable component
+is large (H-BF: 100 sources, at least 1e5 vertices reachable), run every algorithm
+from the same sources, report the average time with its minimum and maximum, and
+derived rates (MTEPS, edges per second, relax operations per edge).  This module
+does exactly that, on one device, without Dask:
+
+- :func:`draw_sources` picks the sources (the threshold is lowered, with a note, on
+  graphs too small for it);
+- :func:`plan_variants` expands algorithms, H-BF ablations, the locality ``k`` sweep
+  and the CPU baselines into the list of configurations to time;
+- :func:`run_benchmark` times them all on the same sources (warm-up calls excluded),
+  checks every answer against SciPy's, and returns one Arrow row per
+  (graph, configuration, source, run) in :data:`ROW_SCHEMA`.
+
+Rendering the rows (Markdown tables, PNG plots) lives in :mod:`pipeline.bench`.
+Nothing here prints; notes are returned and logged.
+
+Definitions used in every row:
+
+- ``time_ms``: wall time of the call as a user sees it (host to host, results back);
+  batched methods solve a batch per call and the call's time is divided by its size.
+- ``kernel_ms``: the method's own device time (``Result.counters["kernel_ms"]``);
+  for CPU solvers the same as ``time_ms``.
+- ``mteps``: arcs of the graph / kernel time (H-BF's traversed-edges rate);
+  ``edges_per_s``: relax operations / kernel time (the edge-list paper's rate).
+- ``checksum``: sum of the finite distances + number of vertices reached (computed in
+  int64 for integer weights, so exact); ``ok`` says whether the answer (vertices
+  reached, distance sum, eccentricity) equals the SciPy reference's.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+#: H-BF's per-optimisation switches; the ablation turns each off in turn.
+HBF_ABLATION = (
+    ("edge_classes", {"edge_classes": False}),
+    ("dedup64", {"dedup64": False}),
+    ("coalesced_enqueue", {"coalesced_enqueue": False}),
+    ("virtual_warps", {"virtual_warps": False}),
+    # no separate path for high-degree vertices (hbf: 0 or None turns it off)
+    ("heavy_threshold", {"heavy_threshold": 0}),
+)
+ABLATIONS = {"hbf": HBF_ABLATION}
+
+#: Methods that solve many sources per call (timed per batch, divided by its size).
+BATCHED_METHODS = {"batched"}
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("graph", pa.string()),
+        ("fingerprint", pa.string()),
+        ("vertices", pa.int64()),
+        ("arcs", pa.int64()),
+        ("algorithm", pa.string()),
+        ("kind", pa.string()),  # gpu | cpu | baseline
+        ("variant", pa.string()),  # algorithm plus its non-default options, e.g. hbf[dedup64=off]
+        ("role", pa.string()),  # main | ablation | sweep
+        ("options", pa.string()),  # JSON
+        ("source", pa.int64()),  # the input file's id
+        ("run", pa.int32()),
+        ("batch_size", pa.int32()),
+        ("time_ms", pa.float64()),
+        ("kernel_ms", pa.float64()),
+        ("iterations", pa.int64()),
+        ("launches", pa.float64()),  # per source (a batched call's count / batch size)
+        ("host_syncs", pa.float64()),
+        ("relaxations", pa.int64()),
+        ("mteps", pa.float64()),
+        ("edges_per_s", pa.float64()),
+        ("reached", pa.int64()),
+        ("checksum", pa.float64()),
+        ("ref_checksum", pa.float64()),
+        ("ok", pa.bool_()),
+        ("error", pa.string()),
+        ("device", pa.string()),
+        ("gpu", pa.string()),
+        ("driver", pa.string()),
+        ("versions", pa.string()),  # JSON
+    ]
+)
+
+
+# ----------------------------------------------------------------------------- sources
+@dataclass
+class SourceDraw:
+    """Random sources of one graph and how they were chosen."""
+
+    sources: np.ndarray  # internal indices
+    min_component: int  # the threshold actually used
+    asked_min_component: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _pattern(graph):
+    import scipy.sparse as sp
+
+    return sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
+                        shape=(graph.n, graph.n))
+
+
+def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int = 0,
+                 max_checks: int = 2000) -> SourceDraw:
+    """Draw ``count`` distinct random sources that each reach ``min_component`` vertices.
+
+    As in the H-BF paper: a vertex qualifies when at least ``min_component`` vertices
+    (itself included) are reachable from it.  Candidates are visited in a seeded random
+    order.  A vertex in a strongly connected component at least that large qualifies
+    at once; others are checked by a breadth-first search (at most ``max_checks``).
+    On a graph whose largest weakly connected component is smaller than the
+    threshold, it is lowered to half that component, and halved again while too few
+    vertices qualify; each change is reported in ``notes``.
+
+    Raises
+    ------
+    ValueError
+        ``count`` < 1 or the graph has no vertex.
+    """
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    count = int(count)
+    if count < 1:
+        raise ValueError(f"--sources must be at least 1, got {count}")
+    if graph.n == 0:
+        raise ValueError(f"{graph.name} has no vertices")
+    asked = int(min_component)
+    notes: list[str] = []
+    pat = _pattern(graph)
+    _, weak = connected_components(pat, directed=True, connection="weak")
+    largest_weak = int(np.bincount(weak).max())
+    threshold = max(1, asked)
+    if threshold > largest_weak:
+        threshold = max(1, largest_weak // 2)
+        notes.append(f"{graph.name}: no component has {asked:,} vertices (largest: {largest_weak:,}); "
+                     f"min-component lowered to {threshold:,}")
+    if graph.directed:
+        _, strong = connected_components(pat, directed=True, connection="strong")
+    else:
+        strong = weak
+    comp_size = np.bincount(strong)[strong]
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(graph.n)
+    reach_cache: dict[int, int] = {}
+
+    def reach(v: int) -> int:
+        if v not in reach_cache:
+            reach_cache[v] = len(breadth_first_order(pat, v, directed=True, return_predecessors=False))
+        return reach_cache[v]
+
+    while True:
+        picked: list[int] = []
+        checks = 0
+        for v in order:
+            v = int(v)
+            if comp_size[v] >= threshold:
+                picked.append(v)
+            elif graph.directed and checks < max_checks:
+                checks += 1
+                if reach(v) >= threshold:
+                    picked.append(v)
+            if len(picked) == count:
+                break
+        if len(picked) == count or threshold == 1:
+            break
+        lower = max(1, threshold // 2)
+        notes.append(f"{graph.name}: only {len(picked):,} vertices reach {threshold:,} vertices; "
+                     f"min-component lowered to {lower:,}")
+        threshold = lower
+    if len(picked) < count:
+        notes.append(f"{graph.name}: only {len(picked):,} distinct sources available (asked {count:,})")
+    for note in notes:
+        log.info(note)
+    return SourceDraw(np.asarray(picked, dtype=np.int64), threshold, asked, notes)
+
+
+# ----------------------------------------------------------------------------- variants
+@dataclass(frozen=True)
+class Variant:
+    """One configuration to time: a registered method with options, or a baseline."""
+
+    algorithm: str
+    kind: str  # "gpu" | "cpu" | "baseline"
+    options: tuple = ()  # sorted (key, value) pairs
+    role: str = "main"  # main | ablation | sweep
+    ablates: str = ""  # for role == "ablation": the optimisation switched off
+
+    @property
+    def options_dict(self) -> dict:
+        return dict(self.options)
+
+    @property
+    def label(self) -> str:
+        if not self.options:
+            return self.algorithm
+        parts = []
+        for k, v in self.options:
+            if v is False:
+                parts.append(f"{k}=off")
+            elif v is True:
+                parts.append(f"{k}=on")
+            else:
+                parts.append(f"{k}={v}")
+        return f"{self.algorithm}[{','.join(parts)}]"
+
+    @property
+    def batched(self) -> bool:
+        return self.kind != "baseline" and self.algorithm in BATCHED_METHODS
+
+
+def _opts(d: dict) -> tuple:
+    return tuple(sorted(d.items()))
+
+
+def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(1, 2, 3, 4, 5)):
+    """Expand the command line's choices into the configurations to time.
+
+    ``locality`` is timed once per ``k`` in ``locality_k``; each name in ``ablation``
+    (only ``hbf``) adds its all-on run (if not asked already) and one run per
+    optimisation switched off.  Baselines come last.
+
+    Raises
+    ------
+    ValueError
+        An unknown method, ablation or baseline.
+    """
+    import kernels
+    from kernels import baselines as bl
+
+    registered = set(kernels.available_methods()) - {"auto"}
+    out: list[Variant] = []
+    seen = set()
+
+    def add(v: Variant):
+        if (v.algorithm, v.kind, v.options) not in seen:
+            seen.add((v.algorithm, v.kind, v.options))
+            out.append(v)
+
+    for name in algorithms:
+        if name == "auto":
+            raise ValueError("bench times named methods; 'auto' is not one (name the method it picks)")
+        if name not in registered:
+            raise ValueError(f"unknown method {name!r}; registered: {', '.join(sorted(registered))}")
+        kind = kernels.get(name).backend
+        if name == "locality" and locality_k:
+            for k in locality_k:
+                add(Variant(name, kind, _opts({"k": int(k)}), role="sweep"))
+        else:
+            add(Variant(name, kind))
+    for name in ablation:
+        if name not in ABLATIONS:
+            raise ValueError(f"no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
+        if name not in registered:
+            raise ValueError(f"--ablation {name}: method {name!r} is not registered here")
+        kind = kernels.get(name).backend
+        add(Variant(name, kind))
+        for what, opts in ABLATIONS[name]:
+            add(Variant(name, kind, _opts(opts), role="ablation", ablates=what))
+    for name in baselines:
+        if name not in bl.BASELINES:
+            raise ValueError(f"unknown baseline {name!r}; choose from {', '.join(bl.BASELINES)}")
+        add(Variant(name, "baseline"))
+    return out
+
+
+# ----------------------------------------------------------------------------- environment
+def environment() -> dict:
+    """GPU name, driver and library versions (empty GPU fields without a device)."""
+    import importlib.metadata as md
+
+    import kernels
+    from kernels import baselines as bl
+
+    versions = {"python": platform.python_version()}
+    for dist in ("gpu-sssp", "numpy", "scipy", "pyarrow", "cupy-cuda13x", "cupy-cuda12x", "cupy"):
+        try:
+            versions[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    for name in ("networkit", "rustworkx"):
+        v = bl.version(name)
+        if v:
+            versions[name] = v
+    env = {"gpu": "", "driver": "", "versions": versions, "host": platform.node(),
+           "cpu": platform.processor() or platform.machine()}
+    if kernels.device_count() > 0:
+        try:
+            from kernels import _gpu
+
+            cp = _gpu.cupy()
+            env["gpu"] = _gpu.device_name()
+            versions["cuda_runtime"] = str(cp.cuda.runtime.runtimeGetVersion())
+            env["driver"] = _driver_version(cp)
+        except Exception as exc:  # the bench still runs the CPU side
+            log.warning("could not query the GPU: %s", exc)
+    return env
+
+
+def _driver_version(cp) -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        v = int(cp.cuda.runtime.driverGetVersion())
+        return f"CUDA {v // 1000}.{(v % 1000) // 10}"
+
+
+# ----------------------------------------------------------------------------- checks
+@dataclass
+class Answer:
+    """What is compared between a solver and the reference, for one source."""
+
+    reached: int
+    total: float  # sum of finite distances (exact int for integer weights)
+    ecc: float
+
+    @property
+    def checksum(self) -> float:
+        return float(self.total) + float(self.reached)
+
+
+def answer_from_distances(dist: np.ndarray, integer: bool) -> Answer:
+    fin = np.isfinite(dist)
+    reached = int(fin.sum())
+    if integer:
+        total = int(dist[fin].astype(np.int64).sum())
+    else:
+        total = float(dist[fin].sum())
+    ecc = float(dist[fin].max()) if reached else math.nan
+    return Answer(reached, total, ecc)
+
+
+def _close(a: float, b: float, rtol: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def same_answer(got: Answer, ref: Answer, graph) -> bool:
+    """Equal for integer weights; within a relative tolerance for real weights."""
+    if got.reached != ref.reached:
+        return False
+    if graph.integer_weights:
+        return int(round(got.total)) == int(ref.total) and _close(got.ecc, ref.ecc, 0.0)
+    rtol = 1e-5 if graph.weights.dtype == np.float32 else 1e-9
+    return _close(got.total, ref.total, rtol) and _close(got.ecc, ref.ecc, rtol)
+
+
+# ----------------------------------------------------------------------------- running
+ProgressFn = Callable[..., None]
+
+
+@dataclass
+class BenchOutcome:
+    """Rows of a benchmark, the notes it made, and the run's context."""
+
+    table: pa.Table
+    notes: list[str]
+    env: dict
+    graphs: list[dict]
+    settings: dict
+
+    @property
+    def failures(self) -> int:
+        return int(len(self.table) - sum(self.table.column("ok").to_pylist()))
+
+
+@dataclass
+class BenchSettings:
+    sources: int = 100
+    min_component: int = 100_000
+    seed: int = 0
+    runs: int = 1
+    warmup: int = 1
+    batch_size: int | None = None  # batched methods: sources per call (None: all)
+    count_work: bool = True  # one untimed counting pass when a timed call reports no relaxations
+    baseline_max_arcs: int | None = None  # skip networkit/rustworkx above this many arcs
+    slow_ms: float | None = None  # a method whose warm-up call takes longer ...
+    slow_sources: int = 2  # ... is timed on this many sources only (noted)
+    graph_time_limit_s: float | None = None  # start no further variant on a graph after this
+
+
+def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: ProgressFn | None = None,
+                  env: dict | None = None) -> BenchOutcome:
+    """Time every variant on every graph from the same random sources.
+
+    Parameters
+    ----------
+    graphs : list of pipeline.graph.Graph
+        ``graph.name`` labels the rows.
+    variants : list of Variant
+        From :func:`plan_variants`.
+    settings : BenchSettings
+    progress : callable, optional
+        Called as ``progress(event, **info)`` with events ``graph`` (``name``,
+        ``total`` steps), ``step`` (``advance``) and ``note`` (``text``).
+
+    Returns
+    -------
+    BenchOutcome
+        ``failures`` > 0 when an answer differed from the reference or a solver raised.
+    """
+    import kernels
+    from kernels import baselines as bl
+
+    if settings.runs < 1:
+        raise ValueError(f"--runs must be at least 1, got {settings.runs}")
+    if settings.warmup < 0:
+        raise ValueError(f"--warmup must be 0 or more, got {settings.warmup}")
+    if settings.batch_size is not None and settings.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {settings.batch_size}")
+    progress = progress or (lambda event, **info: None)
+    env = env if env is not None else environment()
+    notes: list[str] = []
+
+    def note(text: str):
+        notes.append(text)
+        log.info(text)
+        progress("note", text=text)
+
+    have_gpu = kernels.device_count() > 0
+    rows: list[dict] = []
+    graph_info: list[dict] = []
+    versions = json.dumps(env.get("versions", {}), sort_keys=True)
+    for graph in graphs:
+        draw = draw_sources(graph, settings.sources, min_component=settings.min_component,
+                            seed=settings.seed)
+        for text in draw.notes:
+            notes.append(text)
+            progress("note", text=text)
+        srcs = draw.sources
+        graph_info.append({
+            "graph": graph.name, "fingerprint": graph.fingerprint, "vertices": graph.n,
+            "arcs": graph.m, "weights": f"{graph.weight_type} {graph.min_weight}..{graph.max_weight}"
+            if graph.m else graph.weight_type,
+            "directed": bool(graph.directed), "sources": int(len(srcs)),
+            "min_component": draw.min_component, "source_ids": graph.to_ids(srcs).tolist(),
+        })
+        runnable = []
+        skipped: dict[tuple, list[str]] = {}
+        for v in variants:
+            why = _why_skip(v, graph, have_gpu, settings)
+            if why:
+                skipped.setdefault((v.algorithm, why), []).append(v.label)
+            else:
+                runnable.append(v)
+        for (algo, why), labels in skipped.items():
+            what = labels[0] if len(labels) == 1 else f"{algo} ({len(labels)} configurations)"
+            note(f"{graph.name}: {what} skipped: {why}")
+        steps = len(srcs) * (1 + settings.runs * len(runnable))
+        progress("graph", name=graph.name, total=steps)
+        base = dict(graph=graph.name, fingerprint=graph.fingerprint, vertices=graph.n, arcs=graph.m,
+                    gpu=env.get("gpu", ""), driver=env.get("driver", ""), versions=versions)
+
+        # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0
+        ref_solve = bl.prepare("scipy", graph)
+        od = graph.out_degree()
+        if settings.warmup:
+            # warm-up: the same allocations and code path; from a sink vertex when there is
+            # one, which costs nothing on the large R-MAT graphs (seconds per full solve)
+            sinks = np.flatnonzero(od == 0)
+            ref_solve(int(sinks[0]) if len(sinks) else int(srcs[0]))
+        refs: list[Answer] = []
+        ref_ms: list[float] = []
+        ref_relax: list[int] = []
+        for s in srcs:
+            dist, ms = ref_solve(int(s))
+            refs.append(answer_from_distances(dist, graph.integer_weights))
+            ref_ms.append(ms)
+            ref_relax.append(int(od[np.isfinite(dist)].sum()))
+            progress("step", advance=1)
+        del dist
+        ctx = _Ctx(graph, srcs, refs, ref_relax, base, settings)
+
+        t_graph = time.perf_counter()
+        # baselines first (the reference pass warmed SciPy up), then the methods
+        for v in sorted(runnable, key=lambda v: v.kind != "baseline"):
+            spent = time.perf_counter() - t_graph
+            if settings.graph_time_limit_s is not None and spent > settings.graph_time_limit_s:
+                note(f"{graph.name}: {v.label} skipped: the graph's time limit of "
+                     f"{settings.graph_time_limit_s:g} s was used up ({spent:.0f} s)")
+                progress("step", advance=settings.runs * len(srcs))
+                continue
+            if v.kind == "baseline":
+                rows.extend(_time_baseline(v, ctx, ref_ms, progress, note))
+            else:
+                rows.extend(_time_method(v, ctx, progress, note))
+        if have_gpu:
+            _release_device()
+    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    settings_d = dict(settings.__dict__)
+    return BenchOutcome(table, notes, env, graph_info, settings_d)
+
+
+def _release_device() -> None:
+    """Drop the graph's device copy and cached blocks before the next graph."""
+    try:
+        from kernels.gpu import loader
+
+        loader.forget_graphs()
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+    except Exception as exc:  # only memory is at stake
+        log.debug("could not release device memory: %s", exc)
+
+
+@dataclass
+class _Ctx:
+    graph: object
+    srcs: np.ndarray
+    refs: list
+    ref_relax: list
+    base: dict
+    settings: BenchSettings
+
+
+def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str | None:
+    import kernels
+    from kernels import baselines as bl
+
+    if v.kind == "baseline":
+        why = bl.unavailable_reason(v.algorithm, graph)
+        if why:
+            return why
+        if (v.algorithm != "scipy" and settings.baseline_max_arcs is not None
+                and graph.m > settings.baseline_max_arcs):
+            return f"{graph.m:,} arcs is above --baseline-max-arcs {settings.baseline_max_arcs:,}"
+        return None
+    spec = kernels.get(v.algorithm)
+    if spec.backend == "gpu" and not have_gpu:
+        return "no CUDA device here"
+    if graph.has_negative and not spec.negative_weights:
+        return "needs non-negative weights"
+    return None
+
+
+def _row(ctx: _Ctx, v: Variant, i: int, run: int, **vals) -> dict:
+    graph = ctx.graph
+    ref = ctx.refs[i]
+    row = dict(ctx.base)
+    row.update(algorithm=v.algorithm, kind=v.kind, variant=v.label, role=v.role,
+               options=json.dumps(v.options_dict, sort_keys=True),
+               source=int(ctx.srcs[i]) + graph.id_base, run=run, ref_checksum=ref.checksum)
+    row.update(vals)
+    kms = row.get("kernel_ms")
+    t = kms if kms and kms > 0 else row.get("time_ms")
+    if t and t > 0 and not math.isnan(t):
+        row["mteps"] = graph.m / (t * 1e3)
+        rel = row.get("relaxations")
+        row["edges_per_s"] = (rel / (t * 1e-3)) if rel else None
+    return row
+
+
+def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
+    return _row(ctx, v, i, run, ok=False, error=err, batch_size=batch_size, device="")
+
+
+def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
+    from kernels import baselines as bl
+
+    graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
+    rows = []
+    try:
+        solve_one = bl.prepare(v.algorithm, graph)
+        for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
+            solve_one(int(srcs[0]))
+    except Exception as exc:
+        for run in range(st.runs):
+            rows += [_error_row(ctx, v, i, run, f"{type(exc).__name__}: {exc}") for i in range(len(srcs))]
+        progress("step", advance=st.runs * len(srcs))
+        note(f"{graph.name}: baseline {v.algorithm} failed to start: {exc}")
+        return rows
+    for run in range(st.runs):
+        for i, s in enumerate(srcs):
+            if v.algorithm == "scipy" and run == 0:
+                ms, got = ref_ms[i], ctx.refs[i]  # the reference pass was this run
+            else:
+                dist, ms = solve_one(int(s))
+                got = answer_from_distances(dist, graph.integer_weights)
+            ok = same_answer(got, ctx.refs[i], graph)
+            rows.append(_row(ctx, v, i, run, batch_size=1, time_ms=ms, kernel_ms=ms,
+                             iterations=got.reached, launches=0.0, host_syncs=0.0,
+                             relaxations=ctx.ref_relax[i], reached=got.reached,
+                             checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
+                             device="cpu"))
+            progress("step", advance=1)
+    return rows
+
+
+def _answers_of(res, graph) -> list[Answer]:
+    out = []
+    for j in range(res.batch_size):
+        total = res.sum_distance[j]
+        total = int(total) if graph.integer_weights else float(total)
+        out.append(Answer(int(res.reached[j]), total, float(res.eccentricity[j])))
+    return out
+
+
+def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
+    import kernels
+
+    graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
+    opts = v.options_dict
+    if v.batched:
+        size = st.batch_size or len(srcs)
+        groups = [np.arange(i, min(i + size, len(srcs))) for i in range(0, len(srcs), size)]
+    else:
+        groups = [np.array([i]) for i in range(len(srcs))]
+
+    def call(idx, **extra):
+        return kernels.solve(graph, srcs[idx], method=v.algorithm, distances=False, **opts, **extra)
+
+    rows: list[dict] = []
+    warm_ms = 0.0
+    try:
+        for _ in range(st.warmup):
+            t0 = time.perf_counter()
+            call(groups[0])
+            warm_ms = max(warm_ms, (time.perf_counter() - t0) * 1e3)
+    except (TypeError, ValueError, MemoryError) as exc:
+        # the method refuses this graph or option (unknown switch, weights it does not
+        # take, a graph that does not fit): nothing to time, not a wrong answer
+        note(f"{graph.name}: {v.label} skipped: {type(exc).__name__}: {exc}")
+        progress("step", advance=st.runs * len(srcs))
+        return rows
+    except Exception as exc:
+        return _fail_all(v, ctx, exc, progress, note)
+    if (st.slow_ms is not None and warm_ms > st.slow_ms and not v.batched
+            and len(groups) > st.slow_sources):
+        note(f"{graph.name}: {v.label} took {warm_ms:,.0f} ms in warm-up (over --slow-ms "
+             f"{st.slow_ms:g}); timed on its first {st.slow_sources} source(s) only")
+        progress("step", advance=st.runs * (len(groups) - st.slow_sources))
+        groups = groups[: st.slow_sources]
+
+    counted: dict[int, int] = {}  # source position -> relaxations from a counting pass
+    for run in range(st.runs):
+        failed = None
+        for idx in groups:
+            b = len(idx)
+            if failed is not None:
+                rows += [_error_row(ctx, v, int(i), run, failed, b) for i in idx]
+                progress("step", advance=b)
+                continue
+            try:
+                t0 = time.perf_counter()
+                res = call(idx)
+                ms = (time.perf_counter() - t0) * 1e3
+            except Exception as exc:
+                failed = f"{type(exc).__name__}: {exc}"
+                note(f"{graph.name}: {v.label} failed: {failed}")
+                rows += [_error_row(ctx, v, int(i), run, failed, b) for i in idx]
+                progress("step", advance=b)
+                continue
+            c = res.counters or {}
+            relax = np.asarray(res.relaxations, dtype=np.int64)
+            if not relax.any() and c.get("relaxations"):
+                relax = np.full(b, int(c["relaxations"]) // b, dtype=np.int64)
+            if not relax.any() and st.count_work:
+                missing = [int(i) for i in idx if int(i) not in counted]
+                if missing:
+                    try:
+                        rc = call(np.asarray(missing), count_work=True)
+                        rr = np.asarray(rc.relaxations, dtype=np.int64)
+                        if not rr.any() and rc.counters.get("relaxations"):
+                            rr = np.full(len(missing), int(rc.counters["relaxations"]) // len(missing))
+                        counted.update({i: int(r) for i, r in zip(missing, rr)})
+                    except Exception as exc:  # counting is a nicety; timing stands
+                        note(f"{graph.name}: {v.label}: counting relaxations failed: {exc}")
+                        counted.update({i: 0 for i in missing})
+                relax = np.asarray([counted.get(int(i), 0) for i in idx], dtype=np.int64)
+            its = np.asarray(res.iterations, dtype=np.int64)
+            if not its.any():
+                its = np.full(b, int(c.get("iterations", 0)))
+            kms = float(c.get("kernel_ms", 0.0) or 0.0)
+            for j, (i, got) in enumerate(zip(idx, _answers_of(res, graph))):
+                i = int(i)
+                ok = same_answer(got, ctx.refs[i], graph)
+                rows.append(_row(
+                    ctx, v, i, run, batch_size=b, time_ms=ms / b,
+                    kernel_ms=(kms / b) if kms > 0 else (ms / b if v.kind == "cpu" else None),
+                    iterations=int(its[j]), launches=float(c.get("launches", 0)) / b,
+                    host_syncs=float(c.get("host_syncs", 0)) / b, relaxations=int(relax[j]) or None,
+                    reached=got.reached, checksum=got.checksum, ok=ok,
+                    error=None if ok else (f"wrong answer: reached {got.reached} (reference "
+                                           f"{ctx.refs[i].reached}), sum {got.total} "
+                                           f"(reference {ctx.refs[i].total})"),
+                    device=res.device))
+            progress("step", advance=b)
+    return rows
+
+
+def _fail_all(v, ctx, exc, progress, note) -> list[dict]:
+    err = f"{type(exc).__name__}: {exc}"
+    note(f"{ctx.graph.name}: {v.label} failed in warm-up: {err}")
+    st = ctx.settings
+    rows = [_error_row(ctx, v, i, run, err) for run in range(st.runs) for i in range(len(ctx.srcs))]
+    progress("step", advance=st.runs * len(ctx.srcs))
+    return rows

@@ -1,0 +1,404 @@
+"""The benchmark protocol (pipeline.benchmark) and its report (pipeline.bench), on CPU.
+
+GPU methods are stood in for by CPU fakes registered under their names (and the
+registry restored afterwards), so every section of the report - ablation, locality
+k sweep, batched timing, edgelist scaling, speedup over harish - is exercised here.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import kernels
+import kernels.cpu
+from kernels import baselines as bl
+from kernels import registry
+from kernels.result import reduce_distances
+from pipeline import bench as report
+from pipeline import benchmark as bm
+from pipeline.graph import Graph
+
+HBF_SWITCHES = {"edge_classes", "dedup64", "coalesced_enqueue", "virtual_warps", "heavy_threshold"}
+CALLS: list[dict] = []
+
+
+# ----------------------------------------------------------------------------- fakes
+def fake_solver(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
+    """A stand-in for a GPU method: SciPy's answer, GPU-like counters, work counted on request."""
+    bad = set(options) - HBF_SWITCHES - {"k"}
+    if bad:
+        raise TypeError(f"unknown option(s) {sorted(bad)}")
+    CALLS.append({"sources": list(map(int, sources)), "count_work": count_work, **options})
+    res = kernels.cpu.dijkstra(graph, sources, distances=distances)
+    b = len(sources)
+    res.counters.update(launches=4 * b, host_syncs=2 * b, kernel_ms=0.01 * b)
+    if not count_work:  # like a GPU kernel that counts only when asked
+        res.relaxations = np.zeros(b, dtype=np.int64)
+        res.counters["relaxations"] = 0
+    else:
+        res.relaxations = res.relaxations * 3
+    return res
+
+
+def fake_no_k(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
+    """An hbf without the ablation switches: every switch is an unknown option."""
+    if options:
+        raise TypeError(f"hbf takes no options here, got {sorted(options)}")
+    return kernels.cpu.dijkstra(graph, sources, distances=distances)
+
+
+def wrong_solver(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
+    """Plants a wrong answer: one reached vertex's distance is one too large."""
+    res = kernels.cpu.dijkstra(graph, sources, distances=True)
+    dist = res.distances.copy()
+    for row, s in zip(dist, sources):
+        fin = np.flatnonzero(np.isfinite(row))
+        fin = fin[fin != s]
+        if len(fin):
+            row[fin[0]] += 1
+    res.reached, res.eccentricity, res.sum_distance = reduce_distances(dist, integer=graph.integer_weights)
+    res.distances = dist if distances else None
+    return res
+
+
+def crashing_solver(graph, sources, **kw):
+    raise RuntimeError("kernel exploded")
+
+
+def refusing_solver(graph, sources, **kw):
+    raise ValueError("this method needs unit weights")
+
+
+def slow_solver(graph, sources, **kw):
+    import time
+
+    time.sleep(0.02)
+    return kernels.cpu.dijkstra(graph, sources, distances=kw.get("distances", True))
+
+
+@pytest.fixture
+def registry_guard():
+    saved = dict(registry._METHODS)
+    CALLS.clear()
+    yield registry
+    registry._METHODS.clear()
+    registry._METHODS.update(saved)
+
+
+@pytest.fixture
+def fakes(registry_guard):
+    for name in ("harish", "hbf", "locality", "edgelist", "batched"):
+        registry_guard.register(name, "cpu", "tests.pipeline.test_bench:fake_solver")
+    return registry_guard
+
+
+# ----------------------------------------------------------------------------- graphs
+def grid_graph(rows=12, cols=15, seed=3, name="grid") -> Graph:
+    rng = np.random.default_rng(seed)
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    a = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    b = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    w = rng.integers(1, 100, size=len(a))
+    return Graph.from_edges(np.r_[a, b], np.r_[b, a], np.r_[w, w], rows * cols, directed=False, name=name)
+
+
+def directed_graph() -> Graph:
+    """A 40-vertex directed cycle (one SCC), a 10-vertex path into it, 5 isolated vertices."""
+    cyc = np.arange(40)
+    src = list(cyc) + list(range(40, 49)) + [49]
+    dst = list(np.roll(cyc, -1)) + list(range(41, 50)) + [0]
+    w = np.arange(1, len(src) + 1)
+    return Graph.from_edges(src, dst, w, 55, name="dir")
+
+
+def float_graph() -> Graph:
+    g = grid_graph(6, 7, seed=9, name="fgrid")
+    return Graph.from_edges(g.tails(), g.indices, g.weights.astype(np.float64) / 7.0, g.n, name="fgrid")
+
+
+# ----------------------------------------------------------------------------- sources
+def test_draw_sources_lowers_threshold_with_a_note():
+    g = grid_graph()
+    d = bm.draw_sources(g, 10, min_component=100_000, seed=1)
+    assert len(d.sources) == 10 and len(set(d.sources.tolist())) == 10
+    assert d.min_component == g.n // 2 and d.asked_min_component == 100_000
+    assert any("lowered" in n for n in d.notes)
+    again = bm.draw_sources(g, 10, min_component=100_000, seed=1)
+    assert np.array_equal(d.sources, again.sources)  # seeded
+    assert not np.array_equal(d.sources, bm.draw_sources(g, 10, min_component=1, seed=2).sources)
+
+
+def test_draw_sources_respects_reachability_on_directed_graphs():
+    import scipy.sparse.csgraph as csg
+
+    g = directed_graph()
+    d = bm.draw_sources(g, 6, min_component=45, seed=0)
+    assert d.min_component == 45 and not d.notes
+    mat = g.to_scipy()
+    for s in d.sources:
+        assert len(csg.breadth_first_order(mat, int(s), return_predecessors=False)) >= 45
+    # only path vertices 40..45 reach 45 or more (the path's tail and the cycle's 40 reach fewer)
+    assert sorted(d.sources.tolist()) == list(range(40, 46))
+    # asking for more than qualify lowers the threshold until enough do
+    many = bm.draw_sources(g, 30, min_component=45, seed=0)
+    assert len(many.sources) == 30 and many.min_component < 45
+    assert any("lowered" in n for n in many.notes)
+
+
+def test_draw_sources_rejects_bad_counts():
+    with pytest.raises(ValueError, match="at least 1"):
+        bm.draw_sources(grid_graph(), 0)
+
+
+# ----------------------------------------------------------------------------- checks
+def test_answers_compare_exactly_for_integers_and_with_tolerance_for_reals():
+    g = grid_graph()
+    dist = np.array([0.0, 3.0, np.inf, 7.0])
+    a = bm.answer_from_distances(dist, True)
+    assert (a.reached, a.total, a.ecc, a.checksum) == (3, 10, 7.0, 13.0)
+    assert bm.same_answer(bm.Answer(3, 10, 7.0), a, g)
+    assert not bm.same_answer(bm.Answer(3, 11, 7.0), a, g)
+    assert not bm.same_answer(bm.Answer(2, 10, 7.0), a, g)
+    fg = float_graph()
+    r = bm.Answer(3, 1.0 / 3.0, 0.5)
+    assert bm.same_answer(bm.Answer(3, 1.0 / 3.0 + 1e-13, 0.5), r, fg)
+    assert not bm.same_answer(bm.Answer(3, 0.34, 0.5), r, fg)
+
+
+# ----------------------------------------------------------------------------- variants
+def test_plan_variants_expands_sweep_ablation_and_baselines(fakes):
+    vs = bm.plan_variants(["harish", "locality", "dijkstra"], ablation=["hbf"],
+                          baselines=["scipy", "networkit"], locality_k=(1, 4))
+    labels = [v.label for v in vs]
+    assert labels == ["harish", "locality[k=1]", "locality[k=4]", "dijkstra", "hbf",
+                      "hbf[edge_classes=off]", "hbf[dedup64=off]", "hbf[coalesced_enqueue=off]",
+                      "hbf[virtual_warps=off]", "hbf[heavy_threshold=0]", "scipy", "networkit"]
+    assert [v.role for v in vs].count("ablation") == 5
+    assert vs[-1].kind == "baseline"
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"algorithms": ["nope"]}, "unknown method"),
+    ({"algorithms": ["auto"]}, "auto"),
+    ({"algorithms": ["dijkstra"], "ablation": ["harish"]}, "no ablation"),
+    ({"algorithms": ["dijkstra"], "baselines": ["boost"]}, "unknown baseline"),
+])
+def test_plan_variants_rejects_unknown_names(kw, match):
+    algorithms = kw.pop("algorithms")
+    with pytest.raises(ValueError, match=match):
+        bm.plan_variants(algorithms, **kw)
+
+
+# ----------------------------------------------------------------------------- baselines
+@pytest.mark.parametrize("name", bl.BASELINES)
+def test_baselines_match_scipy(name):
+    g = directed_graph()
+    why = bl.unavailable_reason(name, g)
+    if why:
+        pytest.skip(why)
+    solve = bl.prepare(name, g)
+    ref = bl.prepare("scipy", g)
+    for s in (0, 45, 52):
+        d, ms = solve(s)
+        r, _ = ref(s)
+        assert ms >= 0
+        np.testing.assert_array_equal(d, r)
+
+
+def test_baselines_refuse_negative_weights_with_a_reason():
+    g = Graph.from_edges([0, 1], [1, 2], [3, -1], 3, name="neg")
+    assert bl.unavailable_reason("scipy", g) is None
+    d, _ = bl.prepare("scipy", g)(0)
+    assert d.tolist() == [0.0, 3.0, 2.0]
+    for name in ("networkit", "rustworkx"):
+        assert bl.unavailable_reason(name, g)  # not installed, or negative weights
+    with pytest.raises(ValueError, match="unknown baseline"):
+        bl.prepare("boost", g)
+
+
+# ----------------------------------------------------------------------------- end to end
+def _run(graphs, algorithms, **kw):
+    settings = bm.BenchSettings(**{"sources": 6, "min_component": 10, "seed": 0, **kw.pop("settings", {})})
+    vs = bm.plan_variants(algorithms, **kw)
+    events = []
+    out = bm.run_benchmark(graphs, vs, settings, progress=lambda e, **i: events.append((e, i)))
+    return out, events
+
+
+def test_benchmark_rows_cover_every_variant_source_and_run(fakes, tmp_path):
+    g, d = grid_graph(), directed_graph()
+    out, events = _run([g, d], ["harish", "locality", "edgelist", "batched", "dijkstra", "bellman-ford"],
+                       ablation=["hbf"], baselines=["scipy", "networkit", "rustworkx"],
+                       locality_k=(1, 2, 3), settings={"runs": 2, "batch_size": 4})
+    t = out.table
+    assert t.schema.equals(bm.ROW_SCHEMA)
+    assert out.failures == 0, [r["error"] for r in t.to_pylist() if not r["ok"]]
+    rows = t.to_pylist()
+    n_base = 1 + sum(bl.unavailable_reason(b, g) is None for b in ("networkit", "rustworkx"))
+    per_graph = (1 + 3 + 1 + 1 + 2 + 1 + 5 + n_base) * 6 * 2
+    assert len(rows) == 2 * per_graph
+    # the same sources for every variant of a graph
+    for gname in ("grid", "dir"):
+        by_var = {}
+        for r in rows:
+            if r["graph"] == gname:
+                by_var.setdefault(r["variant"], set()).add(r["source"])
+        assert len({frozenset(s) for s in by_var.values()}) == 1
+    # batched: 6 sources in calls of 4 and 2, time divided per source
+    br = [r for r in rows if r["algorithm"] == "batched"]
+    assert sorted({r["batch_size"] for r in br}) == [2, 4]
+    assert all(r["launches"] == 4.0 and r["host_syncs"] == 2.0 for r in br)
+    # relaxations came from one untimed counting pass per source (not counted twice)
+    fr = [r for r in rows if r["variant"] == "harish"]
+    assert all(r["relaxations"] and r["relaxations"] > 0 for r in fr)
+    counting = [c for c in CALLS if c["count_work"] and not c.get("k") and not (set(c) & HBF_SWITCHES)]
+    assert counting, "no counting pass made"
+    assert all(r["edges_per_s"] > 0 and r["mteps"] > 0 for r in fr)
+    # checksums equal the reference and carry file ids
+    assert all(r["checksum"] == r["ref_checksum"] for r in rows)
+    assert {r["source"] for r in rows if r["graph"] == "grid"} <= set(range(g.n))
+    assert {r["ok"] for r in rows} == {True}
+    assert ("graph", {"name": "grid", "total": 6 * (1 + 2 * (per_graph // 12))}) in events
+    steps = sum(i["advance"] for e, i in events if e == "step")
+    assert steps == 2 * 6 * (1 + 2 * (per_graph // 12))
+    versions = json.loads(rows[0]["versions"])
+    assert "numpy" in versions and "scipy" in versions
+
+    ctx = report.context_of(out)
+    report.write_rows(t, tmp_path / "rows.parquet", ctx)
+    written = report.write_report(t, ctx, tmp_path)
+    text = written["summary"].read_text()
+    for heading in ("## Graphs", "## Correctness", "## Time per algorithm and graph", "## Speedup",
+                    "## Ablation", "## locality: time versus k", "## edgelist: edges per second"):
+        assert heading in text, heading
+    assert "hbf" in text and "dedup64" in text and "k=3" in text
+    pytest.importorskip("matplotlib")
+    names = {p.name for p in written["plots"]}
+    assert names == set(report.PLOT_FILES.values())
+    for p in written["plots"]:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_speedups_are_ratios_of_means_in_the_same_run(fakes):
+    out, _ = _run([grid_graph()], ["harish", "dijkstra"], baselines=["scipy"])
+    agg = report.aggregate(out.table)
+    mean = {a["variant"]: a["mean_ms"] for a in agg}
+    sp = {s["variant"]: s for s in report.speedups(agg)}
+    assert sp["dijkstra"]["vs_harish"] == pytest.approx(mean["harish"] / mean["dijkstra"])
+    assert sp["dijkstra"]["vs_scipy"] == pytest.approx(mean["scipy"] / mean["dijkstra"])
+    assert sp["scipy"]["vs_scipy"] == pytest.approx(1.0)
+
+
+def test_planted_wrong_answer_marks_rows_and_the_outcome(registry_guard):
+    registry_guard.register("wrong", "cpu", "tests.pipeline.test_bench:wrong_solver")
+    out, _ = _run([grid_graph()], ["dijkstra", "wrong"], baselines=["scipy"])
+    rows = out.table.to_pylist()
+    bad = [r for r in rows if r["algorithm"] == "wrong"]
+    assert bad and not any(r["ok"] for r in bad)
+    assert all("wrong answer" in r["error"] for r in bad)
+    assert all(r["checksum"] == r["ref_checksum"] + 1 for r in bad)
+    assert all(r["ok"] for r in rows if r["algorithm"] != "wrong")
+    assert out.failures == len(bad)
+    text = report.summary_markdown(out.table, report.context_of(out))
+    assert "FAILED" in text and "wrong" in text
+
+
+def test_a_crashing_method_fails_its_rows_but_not_the_bench(registry_guard):
+    registry_guard.register("boom", "cpu", "tests.pipeline.test_bench:crashing_solver")
+    out, _ = _run([grid_graph()], ["boom", "dijkstra"], baselines=[])
+    rows = out.table.to_pylist()
+    boom = [r for r in rows if r["algorithm"] == "boom"]
+    assert len(boom) == 6 and not any(r["ok"] for r in boom)
+    assert "kernel exploded" in boom[0]["error"]
+    assert all(r["ok"] for r in rows if r["algorithm"] == "dijkstra")
+    assert any("boom" in n for n in out.notes)
+
+
+def test_ablation_switch_unknown_to_the_method_is_skipped_with_a_note(registry_guard):
+    registry_guard.register("hbf", "cpu", "tests.pipeline.test_bench:fake_no_k")
+    out, _ = _run([grid_graph()], ["hbf"], ablation=["hbf"], baselines=[])
+    assert out.failures == 0
+    assert {r["variant"] for r in out.table.to_pylist()} == {"hbf"}
+    assert sum("skipped" in n for n in out.notes) == 5
+
+
+def test_gpu_methods_are_skipped_with_a_note_without_a_device(registry_guard, monkeypatch):
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    registry_guard.register("fakegpu", "gpu", "tests.pipeline.test_bench:fake_solver")
+    out, _ = _run([grid_graph()], ["fakegpu", "dijkstra"], baselines=["scipy"])
+    assert "fakegpu" not in {r["algorithm"] for r in out.table.to_pylist()}
+    assert any("fakegpu skipped: no CUDA device" in n for n in out.notes)
+    assert out.env["gpu"] == ""
+
+
+def test_negative_weights_skip_dijkstra_only_methods_and_use_johnson():
+    g = Graph.from_edges([0, 1, 2, 0], [1, 2, 3, 3], [4, -2, 1, 9], 4, name="neg")
+    out, _ = _run([g], ["dijkstra", "bellman-ford"], baselines=["scipy", "networkit"],
+                  settings={"sources": 2, "min_component": 2})
+    rows = out.table.to_pylist()
+    assert {r["variant"] for r in rows} == {"bellman-ford", "scipy"}
+    assert all(r["ok"] for r in rows)
+    assert any("dijkstra skipped" in n for n in out.notes)
+
+
+def test_float_weights_are_checked_with_tolerance():
+    out, _ = _run([float_graph()], ["dijkstra"], baselines=["scipy"])
+    assert out.failures == 0
+
+
+def test_load_rows_merges_files_and_rejects_others(tmp_path):
+    out1, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"])
+    out2, _ = _run([directed_graph()], ["dijkstra"], baselines=[])
+    report.write_rows(out1.table, tmp_path / "a" / "rows.parquet", report.context_of(out1))
+    report.write_rows(out2.table, tmp_path / "b" / "rows.parquet", report.context_of(out2))
+    table, ctx = report.load_rows([tmp_path / "a", tmp_path / "b" / "rows.parquet"])
+    assert len(table) == len(out1.table) + len(out2.table)
+    assert [g["graph"] for g in ctx["graphs"]] == ["grid", "dir"]
+    text = report.summary_markdown(table, ctx)
+    assert "### grid" in text and "### dir" in text and "rows from" in text
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
+    with pytest.raises(ValueError, match="not a `sssp bench` rows file"):
+        report.load_rows([tmp_path / "other.parquet"])
+    with pytest.raises(FileNotFoundError):
+        report.load_rows([tmp_path / "missing"])
+
+
+def test_settings_are_validated():
+    g = grid_graph()
+    vs = bm.plan_variants(["dijkstra"], baselines=[])
+    for kw, match in (({"runs": 0}, "--runs"), ({"warmup": -1}, "--warmup"), ({"batch_size": 0}, "--batch-size")):
+        with pytest.raises(ValueError, match=match):
+            bm.run_benchmark([g], vs, bm.BenchSettings(**kw), env={})
+
+
+def test_a_method_that_refuses_the_graph_is_skipped_with_a_note(registry_guard):
+    registry_guard.register("picky", "cpu", "tests.pipeline.test_bench:refusing_solver")
+    out, _ = _run([grid_graph()], ["picky", "dijkstra"], baselines=[])
+    assert out.failures == 0
+    assert "picky" not in {r["algorithm"] for r in out.table.to_pylist()}
+    assert any("picky skipped: ValueError: this method needs unit weights" in n for n in out.notes)
+
+
+def test_slow_methods_are_timed_on_fewer_sources(registry_guard):
+    registry_guard.register("slow", "cpu", "tests.pipeline.test_bench:slow_solver")
+    out, events = _run([grid_graph()], ["slow", "dijkstra"], baselines=["scipy"],
+                       settings={"slow_ms": 10.0, "slow_sources": 2})
+    rows = out.table.to_pylist()
+    assert len([r for r in rows if r["algorithm"] == "slow"]) == 2
+    assert len([r for r in rows if r["algorithm"] == "dijkstra"]) == 6
+    assert any("timed on its first 2 source(s) only" in n for n in out.notes)
+    total = [i["total"] for e, i in events if e == "graph"][0]
+    assert sum(i["advance"] for e, i in events if e == "step") == total
+
+
+def test_graph_time_limit_skips_the_remaining_methods(registry_guard):
+    registry_guard.register("slow", "cpu", "tests.pipeline.test_bench:slow_solver")
+    out, _ = _run([grid_graph()], ["slow", "dijkstra"], baselines=["scipy"],
+                  settings={"graph_time_limit_s": 0.1})
+    variants = {r["variant"] for r in out.table.to_pylist()}
+    assert "scipy" in variants and "slow" in variants and "dijkstra" not in variants
+    assert any("time limit" in n for n in out.notes)

@@ -1,0 +1,144 @@
+"""`sssp bench` end to end on CPU: real rome99 and a generated graph, every output file,
+a planted wrong answer caught (rows written, exit status non-zero)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from kernels import registry
+from pipeline.benchmark import ROW_SCHEMA
+from workflows.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def rome99(tmp_path):
+    """rome99.gr copied into tmp (so the ingest cache lands there, not in the repo)."""
+    for cand in (REPO / "data" / "rome99.gr", REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr"):
+        if cand.exists():
+            dst = tmp_path / "in" / "rome99.gr"
+            dst.parent.mkdir()
+            shutil.copy(cand, dst)
+            return dst
+    pytest.skip("rome99.gr not found")
+
+
+def write_edge_parquet(path, src, dst, w, n, *, id_base=0, directed=True):
+    """A Parquet edge list in the ingest contract (file ids, `sssp` metadata)."""
+    import pyarrow as pa
+
+    t = pa.table({"src": np.asarray(src, dtype=np.int32) + id_base,
+                  "dst": np.asarray(dst, dtype=np.int32) + id_base,
+                  "weight": np.asarray(w, dtype=np.int64)})
+    meta = {"vertices": int(n), "arcs": len(t), "directed": directed, "id_base": id_base,
+            "weight_type": "int64"}
+    t = t.replace_schema_metadata({b"sssp": json.dumps(meta).encode()})
+    pq.write_table(t, path)
+    return path
+
+
+@pytest.fixture
+def small_parquet(tmp_path):
+    rng = np.random.default_rng(11)
+    n = 300
+    src = rng.integers(0, n, size=1500)
+    dst = rng.integers(0, n, size=1500)
+    ring = np.arange(n)
+    src = np.r_[src, ring]
+    dst = np.r_[dst, (ring + 1) % n]  # strongly connected
+    w = rng.integers(1, 50, size=len(src))
+    return write_edge_parquet(tmp_path / "rand300.parquet", src, dst, w, n, id_base=1)
+
+
+def wrong_solver(graph, sources, **kw):
+    from tests.pipeline.test_bench import wrong_solver as w
+
+    return w(graph, sources, **kw)
+
+
+def test_bench_cpu_end_to_end_writes_every_file(rome99, small_parquet, tmp_path, capsys):
+    out = tmp_path / "bench"
+    rc = main(["bench", str(rome99), str(small_parquet), "--algorithms", "cpu", "--sources", "5",
+               "--runs", "2", "--seed", "3", "--out", str(out)])
+    assert rc == 0
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib"):  # the 'bench' extra
+        pngs = ("time_per_graph.png", "speedup.png")
+    else:
+        pngs = ()
+        assert "plots skipped" in (out / "summary.md").read_text()
+    for name in ("rows.parquet", "summary.md", *pngs):
+        assert (out / name).stat().st_size > 0, name
+        if name.endswith(".png"):
+            assert (out / name).read_bytes()[:4] == b"\x89PNG"
+    t = pq.read_table(out / "rows.parquet")
+    assert set(ROW_SCHEMA.names) <= set(t.schema.names)
+    rows = t.to_pylist()
+    assert {r["graph"] for r in rows} == {"rome99", "rand300"}
+    assert {"dijkstra", "bellman-ford", "scipy"} <= {r["algorithm"] for r in rows}
+    assert all(r["ok"] for r in rows)
+    assert {r["run"] for r in rows} == {0, 1}
+    # 1-based file ids in the rows
+    assert min(r["source"] for r in rows) >= 1
+    meta = json.loads(t.schema.metadata[b"sssp"])
+    assert meta["kind"] == "bench-rows" and meta["settings"]["sources"] == 5
+    text = (out / "summary.md").read_text()
+    assert "### rome99" in text and "### rand300" in text and "lowered" in text
+    assert "rome99" in capsys.readouterr().out
+
+    # summarising existing rows again, into another folder
+    again = tmp_path / "again"
+    assert main(["bench", "--from-rows", str(out), "--out", str(again), "--no-plots"]) == 0
+    assert (again / "summary.md").exists() and (again / "rows.parquet").exists()
+    assert not list(again.glob("*.png"))
+
+
+def test_bench_catches_a_planted_wrong_answer(small_parquet, tmp_path):
+    saved = dict(registry._METHODS)
+    try:
+        registry.register("wrong", "cpu", "tests.workflows.test_cli_bench:wrong_solver")
+        out = tmp_path / "bench"
+        rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,wrong", "--sources", "4",
+                   "--baselines", "scipy", "--out", str(out), "--no-plots"])
+    finally:
+        registry._METHODS.clear()
+        registry._METHODS.update(saved)
+    assert rc == 1
+    rows = pq.read_table(out / "rows.parquet").to_pylist()
+    assert {r["ok"] for r in rows if r["algorithm"] == "wrong"} == {False}
+    assert {r["ok"] for r in rows if r["algorithm"] != "wrong"} == {True}
+    assert "FAILED" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--algorithms", "nope"], "unknown method"),
+    (["--ablation", "dijkstra"], "no ablation"),
+    (["--baselines", "boost"], "unknown baseline"),
+    (["--locality-k", "one"], "integers"),
+])
+def test_bench_bad_arguments_are_errors(small_parquet, tmp_path, argv, match, capsys):
+    rc = main(["bench", str(small_parquet), "--out", str(tmp_path / "o"), *argv])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "o" / "rows.parquet").exists()
+
+
+def test_bench_needs_a_graph(tmp_path, capsys):
+    assert main(["bench", "--out", str(tmp_path / "o")]) == 2
+    assert "GRAPH" in capsys.readouterr().err
+
+
+def test_bench_help_lists_the_protocol(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = capsys.readouterr().out
+    for opt in ("--algorithms", "--sources", "--min-component", "--seed", "--runs", "--ablation",
+                "--baselines", "--out", "--warmup", "--from-rows"):
+        assert opt in text

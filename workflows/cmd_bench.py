@@ -1,0 +1,245 @@
+"""`sssp bench`: the papers' experiments, with CPU anchors in the same run.
+
+Glue only: parse arguments, load graphs, call :func:`pipeline.benchmark.run_benchmark`,
+show progress, write ``rows.parquet`` / ``summary.md`` / PNGs with :mod:`pipeline.bench`.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+out_console = Console()
+
+_DESCRIPTION = """\
+Time shortest-path methods the way the source papers do: random sources whose
+reachable component has at least --min-component vertices (lowered with a note on
+small graphs), every method and CPU baseline from the same sources in one process,
+warm-up calls excluded, every answer checked against SciPy's.  Writes DIR/rows.parquet
+(one row per graph, method, source and run), DIR/summary.md (mean/min/max times,
+speedups over harish and SciPy, work efficiency, H-BF ablation, locality k sweep,
+edgelist scaling) and PNG plots.  Exit status 1 when any answer was wrong or a method
+failed (after writing everything).
+
+examples:
+  sssp bench data/rome99.gr --algorithms cpu --sources 20
+  sssp bench NY.parquet BAY.parquet --algorithms gpu --ablation hbf --sources 32 --out bench-road
+  sssp bench --from-rows bench-road bench-rmat --out bench-all   # one summary of several runs
+"""
+
+
+def _csv(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(t) for t in _csv(text)]
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def add_parser(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("bench", help="benchmark methods against each other and CPU baselines",
+                       description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("graphs", nargs="*", metavar="GRAPH",
+                   help="Parquet edge lists or any input files (ingested once into a cache)")
+    p.add_argument("--algorithms", "-a", default="all",
+                   help="comma-separated method names, or 'gpu' / 'cpu' / 'all' for every registered "
+                   "method of that backend (GPU methods are skipped with a note where no device is "
+                   "visible); default all")
+    p.add_argument("--sources", type=int, default=100, help="random sources per graph (default 100)")
+    p.add_argument("--min-component", type=int, default=100_000,
+                   help="vertices each source must reach (default 100000, as H-BF)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the source draw (default 7)")
+    p.add_argument("--runs", type=int, default=1, help="timed runs per source (default 1)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed calls per method first (default 1)")
+    p.add_argument("--ablation", default="", help="methods whose optimisations are switched off in "
+                   "turn: 'hbf'")
+    p.add_argument("--baselines", default="scipy,networkit,rustworkx",
+                   help="CPU baselines (scipy always works; networkit/rustworkx come with the "
+                   "'bench' extra and are skipped with a note when absent); '' for none")
+    p.add_argument("--locality-k", default="1,2,3,4,5", help="k values timed for 'locality' (default 1..5)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="sources per call for batched methods (default: all sources in one call)")
+    p.add_argument("--baseline-max-arcs", type=int, default=5_000_000,
+                   help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
+                   "slow); SciPy always runs (default 5000000)")
+    p.add_argument("--exclude", default="", help="methods to leave out of 'gpu'/'cpu'/'all' (comma-separated)")
+    p.add_argument("--slow-ms", type=float, default=None,
+                   help="a method whose warm-up call takes longer than this is timed on --slow-sources "
+                   "sources only (noted); default: no limit")
+    p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
+    p.add_argument("--graph-time-limit", type=float, default=None, metavar="SECONDS",
+                   help="start no further method on a graph once this much time went into it (noted)")
+    p.add_argument("--no-count-work", action="store_true",
+                   help="do not make an extra untimed call to count relax operations for methods "
+                   "that count only on request")
+    p.add_argument("--out", "-o", default="bench-out", help="output folder (default bench-out)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    p.add_argument("--from-rows", nargs="+", metavar="ROWS",
+                   help="do not run: summarise existing rows.parquet files (or folders) into --out")
+    g = p.add_argument_group("raw inputs (apply to every GRAPH that is not Parquet)")
+    g.add_argument("--format", help="force the input format")
+    g.add_argument("--weights", help="for unweighted inputs: random:LO:HI:SEED")
+    g.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
+    g.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
+    p.set_defaults(func=run)
+
+
+def _expand_algorithms(spec: str, exclude=()) -> list[str]:
+    import kernels
+
+    exclude = set(exclude)
+    names: list[str] = []
+    for tok in _csv(spec):
+        if tok in ("all", "gpu", "cpu"):
+            backend = None if tok == "all" else tok
+            names += [m for m in kernels.available_methods(backend) if m != "auto" and m not in exclude]
+        else:
+            names.append(tok)
+    out = list(dict.fromkeys(names))
+    if not out:
+        raise ValueError("--algorithms names no method")
+    return out
+
+
+def _graph_opts(args) -> dict:
+    opts = {}
+    for key in ("format", "weights"):
+        if getattr(args, key, None):
+            opts[key] = getattr(args, key)
+    for key in ("undirected", "zero_based"):
+        if getattr(args, key, False):
+            opts[key] = True
+    return opts
+
+
+def _load_graph(raw: str, opts: dict, names: set):
+    from pipeline.graph import load_graph
+
+    path = Path(raw)
+    t0 = time.perf_counter()
+    g = load_graph(path) if path.suffix == ".parquet" else load_graph(path, **opts)
+    label = path.stem if path.suffix == ".parquet" else _plain_label(path)
+    base, i = label, 2
+    while label in names:
+        label, i = f"{base}-{i}", i + 1
+    names.add(label)
+    g.name = label
+    console.print(f"loaded {escape(label)}: {g.n:,} vertices, {g.m:,} arcs, {g.weight_type} weights "
+                  f"({time.perf_counter() - t0:.1f} s)", highlight=False)
+    return g
+
+
+def _plain_label(path: Path) -> str:
+    name = path.name
+    for suf in (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+            break
+    if name.endswith(".tar"):
+        name = name[:-4]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def run(args) -> int:
+    from pipeline import bench as report
+    from pipeline.benchmark import BenchSettings, environment, plan_variants, run_benchmark
+
+    out = Path(args.out)
+    if args.from_rows:
+        if args.graphs:
+            raise TypeError("--from-rows summarises existing rows; give no GRAPH with it")
+        table, ctx = report.load_rows(args.from_rows)
+        out.mkdir(parents=True, exist_ok=True)
+        report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
+        written = report.write_report(table, ctx, out, plots=not args.no_plots)
+        _show(table, written, out)
+        failures = len(table) - sum(table.column("ok").to_pylist())
+        return 1 if failures else 0
+    if not args.graphs:
+        raise ValueError("give at least one GRAPH (or --from-rows ROWS...)")
+
+    variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude)), ablation=_csv(args.ablation),
+                             baselines=_csv(args.baselines), locality_k=_ints(args.locality_k))
+    settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
+                             runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
+                             count_work=not args.no_count_work,
+                             baseline_max_arcs=args.baseline_max_arcs, slow_ms=args.slow_ms,
+                             slow_sources=args.slow_sources, graph_time_limit_s=args.graph_time_limit)
+    for raw in args.graphs:  # fail early on a missing file, before hours of timing
+        if not Path(raw).exists():
+            raise FileNotFoundError(f"{raw}: no such file")
+    env = environment()
+    console.print(f"device: {env.get('gpu') or 'none (CPU only)'}; timing: "
+                  + ", ".join(v.label for v in variants), highlight=False, markup=False)
+
+    # one graph at a time: only one graph in memory, and the rows so far are on disk
+    # after each graph (a run cut short keeps what it measured)
+    import pyarrow as pa
+
+    tables, notes, infos, names = [], [], [], set()
+    opts = _graph_opts(args)
+    ctx: dict = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False) as bar:
+        state = {"task": None}
+
+        def progress(event, **info):
+            if event == "graph":
+                state["task"] = bar.add_task(info["name"], total=info["total"])
+            elif event == "step" and state["task"] is not None:
+                bar.advance(state["task"], info.get("advance", 1))
+            elif event == "note":
+                bar.console.print(f"[yellow]note:[/] {escape(info['text'])}", highlight=False)
+
+        for raw in args.graphs:
+            graph = _load_graph(raw, opts, names)
+            outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
+            del graph
+            tables.append(outcome.table)
+            notes += outcome.notes
+            infos += outcome.graphs
+            ctx = {"env": env, "graphs": infos, "notes": notes, "settings": outcome.settings}
+            table = pa.concat_tables(tables)
+            report.write_rows(table, out / report.ROWS_FILE, ctx)
+            report.write_report(table, ctx, out, plots=False)
+
+    table = pa.concat_tables(tables)
+    written = report.write_report(table, ctx, out, plots=not args.no_plots)
+    _show(table, written, out)
+    failures = len(table) - sum(table.column("ok").to_pylist())
+    return 1 if failures else 0
+
+
+def _show(table, written, out: Path) -> None:
+    from pipeline import bench as report
+
+    agg = report.aggregate(table)
+    sp = {(s["graph"], s["variant"]): s for s in report.speedups(agg)}
+    t = Table(title="sssp bench (ms per source)")
+    for col in ("graph", "method", "mean", "min", "max", "vs SciPy", "relax/|E|", "ok"):
+        t.add_column(col, justify="left" if col in ("graph", "method") else "right")
+    f = report._f
+    for a in agg:
+        s = sp.get((a["graph"], a["variant"]))
+        t.add_row(escape(a["graph"]), escape(a["variant"]), f(a["mean_ms"]), f(a["min_ms"]), f(a["max_ms"]),
+                  (f(s["vs_scipy"]) + "x") if s and s["vs_scipy"] else "-", f(a["relax_per_arc"]),
+                  "[green]yes[/]" if not a["failures"] else f"[bold red]{a['failures']} failed[/]")
+    out_console.print(t)
+    for n in written.get("notes", []):
+        console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
+    files = [out / report.ROWS_FILE, written["summary"], *written["plots"]]
+    console.print("wrote " + ", ".join(str(p) for p in files), highlight=False, markup=False)
+    failures = len(table) - sum(table.column("ok").to_pylist())
+    if failures:
+        console.print(f"[bold red]{failures} row(s) failed the check against the SciPy reference "
+                      f"(see {written['summary']})[/]")
