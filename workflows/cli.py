@@ -41,10 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    # our own loggers only: Dask's loggers keep their own configuration, quieted
+    # unless -vv asks for everything
+    for name in ("pipeline", "kernels", "workflows"):
+        lg = logging.getLogger(name)
+        lg.setLevel(level)
+        lg.addHandler(handler)
+    if args.verbose < 2:
+        for name in ("distributed", "dask_cuda", "bokeh", "tornado"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     from kernels.result import NegativeCycleError
 
     try:
