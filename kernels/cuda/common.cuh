@@ -1,0 +1,160 @@
+// Shared device helpers for the SSSP kernels: distance types, +inf sentinels,
+// atomicMin for every distance type, order-preserving 32-bit keys (for the
+// 64-bit (distance, iteration) words of H-BF), and the passes that run after the
+// distances are known (sink fix-up, predecessors, reached-arc counts).
+//
+// Template parameters used everywhere:  W = weight type (int, long long, float,
+// double), D = distance type (W, or long long for int weights whose paths could
+// overflow 32 bits).
+#pragma once
+
+typedef unsigned long long u64;
+
+template <typename T> struct Lim;
+template <> struct Lim<int> {
+    __device__ __forceinline__ static int inf() { return 0x7fffffff; }
+};
+template <> struct Lim<long long> {
+    __device__ __forceinline__ static long long inf() { return 0x7fffffffffffffffLL; }
+};
+template <> struct Lim<float> {
+    __device__ __forceinline__ static float inf() { return __int_as_float(0x7f800000); }
+};
+template <> struct Lim<double> {
+    __device__ __forceinline__ static double inf() { return __longlong_as_double(0x7ff0000000000000LL); }
+};
+
+// atomic_min returns the previous value; the caller improved the word iff old > val.
+__device__ __forceinline__ int atomic_min(int* a, int v) { return atomicMin(a, v); }
+__device__ __forceinline__ long long atomic_min(long long* a, long long v) { return atomicMin(a, v); }
+__device__ __forceinline__ float atomic_min(float* a, float v) {
+    int* ai = reinterpret_cast<int*>(a);
+    int old = *((volatile int*)ai);
+    while (__int_as_float(old) > v) {
+        int assumed = old;
+        old = atomicCAS(ai, assumed, __float_as_int(v));
+        if (old == assumed) break;
+    }
+    return __int_as_float(old);
+}
+__device__ __forceinline__ double atomic_min(double* a, double v) {
+    unsigned long long* ai = reinterpret_cast<unsigned long long*>(a);
+    unsigned long long old = *((volatile unsigned long long*)ai);
+    while (__longlong_as_double((long long)old) > v) {
+        unsigned long long assumed = old;
+        old = atomicCAS(ai, assumed, (unsigned long long)__double_as_longlong(v));
+        if (old == assumed) break;
+    }
+    return __longlong_as_double((long long)old);
+}
+
+// Order-preserving maps of 32-bit distances to unsigned keys (for packed words).
+__device__ __forceinline__ unsigned key32(int d) { return ((unsigned)d) ^ 0x80000000u; }
+__device__ __forceinline__ unsigned key32(float d) {
+    unsigned u = __float_as_uint(d);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+template <typename D> __device__ __forceinline__ D unkey32(unsigned k);
+template <> __device__ __forceinline__ int unkey32<int>(unsigned k) { return (int)(k ^ 0x80000000u); }
+template <> __device__ __forceinline__ float unkey32<float>(unsigned k) {
+    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+template <typename D> __device__ __forceinline__ u64 pack(D d, unsigned stamp) {
+    return ((u64)key32(d) << 32) | (u64)stamp;
+}
+template <typename D> __device__ __forceinline__ D packed_dist(u64 p) { return unkey32<D>((unsigned)(p >> 32)); }
+
+__device__ __forceinline__ void add_count(unsigned long long* ctr, unsigned long long c) {
+    if (ctr != nullptr && c != 0ull) atomicAdd(ctr, c);
+}
+
+// ----------------------------------------------------------------- after the loop
+
+// Distances held as packed (distance, iteration) words -> plain distances.
+template <typename D>
+__global__ void unpack_dist(const u64* __restrict__ p, D* __restrict__ d, int n) {
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x)
+        d[v] = packed_dist<D>(p[v]);
+}
+
+// H-BF's out-degree-0 class: vertices whose incoming arcs were skipped during the
+// iterations get min over in-arcs of d[u] + w here (pull over the reverse CSR).
+template <typename W, typename D>
+__global__ void sink_fixup(const int* __restrict__ list, int count, const long long* __restrict__ rptr,
+                           const int* __restrict__ rsrc, const W* __restrict__ rw, D* __restrict__ d) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        int v = list[i];
+        D best = d[v];
+        for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+            D du = d[rsrc[e]];
+            if (du == Lim<D>::inf()) continue;
+            D c = du + (D)rw[e];
+            if (c < best) best = c;
+        }
+        d[v] = best;
+    }
+}
+
+// Predecessors when every arc weight is positive: any tight in-arc from a strictly
+// closer vertex; distances strictly grow along such arcs, so the choice is a tree.
+template <typename W, typename D>
+__global__ void pred_tight(int n, const long long* __restrict__ rptr, const int* __restrict__ rsrc,
+                           const W* __restrict__ rw, const D* __restrict__ d, long long* __restrict__ pred,
+                           int src) {
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+        long long p = -1;
+        D dv = d[v];
+        if (v != src && dv != Lim<D>::inf()) {
+            for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+                int u = rsrc[e];
+                D du = d[u];
+                if (du == Lim<D>::inf() || !(du < dv)) continue;
+                if (du + (D)rw[e] == dv) { p = u; break; }
+            }
+        }
+        pred[v] = p;
+    }
+}
+
+// Predecessors with zero or negative weights (tight cycles of weight 0 are possible):
+// a BFS over the tight arcs from the source, one level per launch; a vertex takes a
+// predecessor from the previous level only, so the tree has no cycle.
+template <typename W, typename D>
+__global__ void pred_level(int n, const long long* __restrict__ rptr, const int* __restrict__ rsrc,
+                           const W* __restrict__ rw, const D* __restrict__ d, int* __restrict__ level,
+                           long long* __restrict__ pred, int L, int* __restrict__ flag) {
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+        if (level[v] != -1) continue;
+        D dv = d[v];
+        if (dv == Lim<D>::inf()) continue;
+        for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+            int u = rsrc[e];
+            if (level[u] != L) continue;
+            D du = d[u];
+            if (du != Lim<D>::inf() && du + (D)rw[e] == dv) {
+                pred[v] = u;
+                level[v] = L + 1;
+                *flag = 1;
+                break;
+            }
+        }
+    }
+}
+
+// Distances in the kernels' type -> float64 with +inf for unreachable (one row).
+template <typename D>
+__global__ void to_float64(const D* __restrict__ d, double* __restrict__ out, int n) {
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+        D x = d[v];
+        out[v] = (x == Lim<D>::inf()) ? __longlong_as_double(0x7ff0000000000000LL) : (double)x;
+    }
+}
+
+#ifdef SSSP_NVCC_CHECK
+#define SSSP_COMMON_INST(W, D)                                                                       \
+    template __global__ void sink_fixup<W, D>(const int*, int, const long long*, const int*, const W*, D*); \
+    template __global__ void pred_tight<W, D>(int, const long long*, const int*, const W*, const D*,     \
+                                              long long*, int);                                      \
+    template __global__ void pred_level<W, D>(int, const long long*, const int*, const W*, const D*,     \
+                                              int*, long long*, int, int*);
+#endif

@@ -1,0 +1,324 @@
+// H-BF (Busato & Bombieri): frontier-based Bellman-Ford with its optimisations, each
+// switchable for ablation:
+//   classes    edge classification, 2 bits in the high bits of each arc's head id:
+//              1 = skip (self-loop, or head whose out-arcs cannot help: out-degree 0,
+//              or (non-negative weights) a leaf whose only out-arc returns to the
+//              tail) - fixed after the loop by sink_fixup; 2 = head of in-degree 1
+//              (plain store, no atomic; only with duplicate removal, which makes the
+//              tail the only writer in a round); source arcs in round 0 are plain
+//              stores (the lightest of each parallel group, the others skipped).
+//   MODE       0 = no duplicate removal; 1 = duplicates removed with a per-vertex
+//              iteration stamp (atomicExch; the sound variant for 64-bit distances);
+//              2 = H-BF's single 64-bit atomicMin on (key(distance) << 32 | iteration)
+//              for 32-bit distances.
+//   coalesced  warp-aggregated enqueue (ballot + popc, one atomicAdd per warp step,
+//              contiguous writes) instead of one atomicAdd per enqueued vertex.
+//   lanes      0 = dynamic virtual warps: lanes per frontier vertex = largest power of
+//              two <= resident threads / |F|, clamped to [4, 32]; else fixed lanes.
+//   heavy      frontier vertices of out-degree > heavy go to a separate queue whose
+//              arcs the whole grid splits (H-BF's dynamic-parallelism launch).
+// Round r reads frontier F[r & 1] and heavy queue H[r & 1] (counts in the int2 at
+// st[4 * (r % 3)]), writes F/H[(r + 1) & 1] and zeroes the counts of round r + 2, so a
+// round needs no host work: one persistent kernel (co-resident grid) runs every round
+// with a grid-wide barrier between rounds, or the host queues single-round launches and reads
+// the counts every few launches.
+// st[12] = rounds done, st[13] = 2 when the round limit (a negative cycle) was hit,
+// st[14] = 1 when a queue overflowed (possible only without duplicate removal), st[15] = 1
+// once the loop has stopped (later single-round launches then do nothing), st[16] =
+// barrier arrivals (monotonic within a solve).
+#include "common.cuh"
+
+#define HBF_MASK 0x3fffffff
+#define ST_ROUNDS 12
+#define ST_STATUS 13
+#define ST_OVF 14
+#define ST_DONE 15
+#define ST_BAR 16
+#define ST_WORDS 32
+__device__ __forceinline__ int* fcount(int* st, int r) { return &st[4 * (r % 3)]; }
+__device__ __forceinline__ int* hcount(int* st, int r) { return &st[4 * (r % 3) + 1]; }
+#define HBF_SKIP 1
+#define HBF_INDEG1 2
+
+template <typename D, int MODE> struct Dist;
+template <typename D> struct Dist<D, 0> {
+    D* d;
+    unsigned* stamp;
+    __device__ __forceinline__ D load(int v) const { return ((volatile D*)d)[v]; }
+    __device__ __forceinline__ bool relax_atomic(int v, D c, unsigned) const { return atomic_min(&d[v], c) > c; }
+    __device__ __forceinline__ bool relax_store(int v, D c, unsigned) const {
+        if (c < load(v)) { d[v] = c; return true; }
+        return false;
+    }
+    __device__ __forceinline__ void init(int v, bool src) const { d[v] = src ? (D)0 : Lim<D>::inf(); }
+};
+template <typename D> struct Dist<D, 1> {
+    D* d;
+    unsigned* stamp;
+    __device__ __forceinline__ D load(int v) const { return ((volatile D*)d)[v]; }
+    __device__ __forceinline__ bool relax_atomic(int v, D c, unsigned s) const {
+        if (atomic_min(&d[v], c) > c) return atomicExch(&stamp[v], s) != s;
+        return false;
+    }
+    __device__ __forceinline__ bool relax_store(int v, D c, unsigned s) const {
+        if (c < load(v)) { d[v] = c; return atomicExch(&stamp[v], s) != s; }
+        return false;
+    }
+    __device__ __forceinline__ void init(int v, bool src) const {
+        d[v] = src ? (D)0 : Lim<D>::inf();
+        stamp[v] = 0u;
+    }
+};
+template <typename D> struct Dist<D, 2> {
+    u64* p;
+    unsigned* stamp;
+    __device__ __forceinline__ D load(int v) const { return packed_dist<D>(((volatile u64*)p)[v]); }
+    __device__ __forceinline__ bool relax_atomic(int v, D c, unsigned s) const {
+        u64 old = atomicMin(&p[v], pack<D>(c, s));
+        return packed_dist<D>(old) > c && (unsigned)old != s;
+    }
+    __device__ __forceinline__ bool relax_store(int v, D c, unsigned s) const {
+        u64 cur = ((volatile u64*)p)[v];
+        if (c < packed_dist<D>(cur)) { p[v] = pack<D>(c, s); return (unsigned)cur != s; }
+        return false;
+    }
+    __device__ __forceinline__ void init(int v, bool src) const { p[v] = pack<D>(src ? (D)0 : Lim<D>::inf(), 0u); }
+};
+
+struct HbfArgs {
+    int n, src, heavy, classes, lanes, coalesced, cap, max_rounds;
+    const long long* ptr;
+    const int* idx;
+    int* F0; int* F1; int* H0; int* H1;
+    int* st;
+    unsigned long long* relax;
+};
+
+__device__ __forceinline__ int vol(const int* p) { return *((volatile const int*)p); }
+
+// Enqueue v (when want) into the next frontier or the next heavy queue.  Warp-collective.
+__device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, int v) {
+    bool hv = false;
+    if (want && a.heavy != 0x7fffffff) hv = (a.ptr[v + 1] - a.ptr[v]) > (long long)a.heavy;
+    int* Fout = (r & 1) ? a.F0 : a.F1;
+    if (hv) {
+        int* Hout = (r & 1) ? a.H0 : a.H1;
+        int pos = atomicAdd(hcount(a.st, r + 1), 1);
+        if (pos < a.cap) Hout[pos] = v; else a.st[ST_OVF] = 1;
+    }
+    bool nv = want && !hv;
+    if (a.coalesced) {
+        unsigned b = __ballot_sync(0xffffffffu, nv);
+        if (b == 0u) return;
+        int lane = threadIdx.x & 31;
+        int leader = __ffs(b) - 1;
+        int base = 0;
+        if (lane == leader) base = atomicAdd(fcount(a.st, r + 1), __popc(b));
+        base = __shfl_sync(0xffffffffu, base, leader);
+        if (nv) {
+            int pos = base + __popc(b & ((1u << lane) - 1u));
+            if (pos < a.cap) Fout[pos] = v; else a.st[ST_OVF] = 1;
+        }
+    } else if (nv) {
+        int pos = atomicAdd(fcount(a.st, r + 1), 1);
+        if (pos < a.cap) Fout[pos] = v; else a.st[ST_OVF] = 1;
+    }
+}
+
+// Relax arc k of frontier vertex u (distance du); returns whether to enqueue *v.
+template <typename W, typename D, int MODE>
+__device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt,
+                                          int r, int u, D du, long long beg, long long k, int* vout,
+                                          unsigned long long& cnt) {
+    int raw = __ldg(&a.idx[k]);
+    int v = a.classes ? (raw & HBF_MASK) : raw;
+    *vout = v;
+    int cls = a.classes ? (int)((unsigned)raw >> 30) : 0;
+    if (cls == HBF_SKIP) return false;
+    bool plain = false;
+    if (a.classes) {
+        if (r == 0 && u == a.src) {
+            if (k > beg && (__ldg(&a.idx[k - 1]) & HBF_MASK) == v) return false;  // heavier parallel arc
+            plain = true;
+        } else if (cls == HBF_INDEG1 && MODE != 0) {
+            plain = true;
+        }
+    }
+    D c = du + (D)__ldg(&wt[k]);
+    ++cnt;
+    unsigned s = (unsigned)r + 1u;
+    return plain ? dist.relax_store(v, c, s) : dist.relax_atomic(v, c, s);
+}
+
+template <typename W, typename D, int MODE>
+__device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt, int r, int n1,
+                          int nh) {
+    const int lane = threadIdx.x & 31;
+    const long long tt = (long long)gridDim.x * blockDim.x;
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long gwarp = gtid >> 5, nwarps = tt >> 5;
+    const int* Fin = (r & 1) ? a.F1 : a.F0;
+    const int* Hin = (r & 1) ? a.H1 : a.H0;
+    unsigned long long cnt = 0;
+    int vw = a.lanes;
+    if (vw == 0) {
+        long long q = n1 > 0 ? tt / n1 : 32;
+        vw = 4;
+        while (vw < 32 && (long long)(vw * 2) <= q) vw *= 2;
+    }
+    const int per = 32 / vw, sub = lane & (vw - 1), slot = lane / vw;
+    for (long long base = gwarp * per; base < n1; base += nwarps * per) {  // warp-uniform
+        long long i = base + slot;
+        bool valid = i < n1;
+        int u = valid ? __ldcg(&Fin[i]) : 0;
+        long long beg = valid ? a.ptr[u] : 0, end = valid ? a.ptr[u + 1] : 0;
+        D du = valid ? dist.load(u) : (D)0;
+        for (long long k = beg + sub;; k += vw) {
+            bool active = k < end;
+            if (!__any_sync(0xffffffffu, active)) break;
+            int v = 0;
+            bool want = active && hbf_relax<W, D, MODE>(a, dist, wt, r, u, du, beg, k, &v, cnt);
+            hbf_enqueue(a, r, want, v);
+        }
+    }
+    for (int j = 0; j < nh; ++j) {  // heavy vertices: the whole grid splits their arcs
+        int u = __ldcg(&Hin[j]);
+        long long beg = a.ptr[u], end = a.ptr[u + 1];
+        D du = dist.load(u);
+        for (long long k0 = beg + gwarp * 32; k0 < end; k0 += tt) {  // warp-uniform
+            long long k = k0 + lane;
+            int v = 0;
+            bool want = k < end && hbf_relax<W, D, MODE>(a, dist, wt, r, u, du, beg, k, &v, cnt);
+            hbf_enqueue(a, r, want, v);
+        }
+    }
+    add_count(a.relax, cnt);
+}
+
+// Returns false when the loop must stop before round r (empty, overflow, round limit).
+// The counts of round r are not written during round r, so every thread of the
+// persistent grid reads the same values and takes the same branch.
+__device__ __forceinline__ bool hbf_round_start(const HbfArgs& a, int r, int* n1, int* nh, bool persistent) {
+    if (!persistent && vol(&a.st[ST_DONE]) != 0) return false;  // finished in an earlier launch
+    int2 c = __ldcg(reinterpret_cast<const int2*>(fcount(a.st, r)));
+    *n1 = c.x;
+    *nh = c.y;
+    bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+    if (*n1 + *nh == 0) {
+        if (lead) a.st[ST_DONE] = 1;
+        return false;
+    }
+    if (*n1 > a.cap || *nh > a.cap) {  // a queue overflowed
+        if (lead) { a.st[ST_OVF] = 1; a.st[ST_DONE] = 1; }
+        return false;
+    }
+    if (r >= a.max_rounds) {
+        if (lead) { a.st[ST_STATUS] = 2; a.st[ST_DONE] = 1; }
+        return false;
+    }
+    if (lead) {
+        *fcount(a.st, r + 2) = 0;
+        *hcount(a.st, r + 2) = 0;
+        a.st[ST_ROUNDS] = r + 1;
+    }
+    return true;
+}
+
+#define HBF_PARAMS                                                                                      \
+    int n, int src, int heavy, int classes, int lanes, int coalesced, int cap, int max_rounds,          \
+        const long long *ptr, const int *idx, const W *wt, void *dptr, unsigned *stamp, int *F0, int *F1, \
+        int *H0, int *H1, int *st, unsigned long long *relax
+
+
+// The distance storage of each mode from the untyped kernel argument.
+template <typename W, typename D, int MODE>
+__device__ __forceinline__ Dist<D, MODE> make_dist(void* dptr, unsigned* stamp) {
+    Dist<D, MODE> x;
+    x.stamp = stamp;
+    if constexpr (MODE == 2) x.p = (u64*)dptr; else x.d = (D*)dptr;
+    return x;
+}
+
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_init(HBF_PARAMS) {
+    HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
+    Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) dist.init(v, v == src);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        for (int i = 0; i < ST_WORDS; ++i) st[i] = 0;
+        bool hv = heavy != 0x7fffffff && (ptr[src + 1] - ptr[src]) > (long long)heavy;
+        if (hv) { H0[0] = src; st[1] = 1; } else { F0[0] = src; st[0] = 1; }
+    }
+}
+
+// One round per launch (the host queues several and reads st every few launches).
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_step(HBF_PARAMS, int r) {
+    HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
+    Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
+    int n1, nh;
+    if (!hbf_round_start(a, r, &n1, &nh, false)) return;
+    hbf_round<W, D, MODE>(a, dist, wt, r, n1, nh);
+}
+
+// Grid-wide barrier for the persistent kernel: st[ST_BAR] counts arrivals and is
+// never reset within a solve, so the barrier after round r is passed once it reaches
+// (r + 1) * gridDim.x (one atomic and a spin, no reset on the critical path).  The
+// grid is sized on the host to be co-resident (blocks per SM from the kernel's
+// register use), so every block reaches the barrier.
+__device__ __forceinline__ void grid_barrier(int* st, int r) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned* arrive = reinterpret_cast<unsigned*>(&st[ST_BAR]);
+        unsigned target = (unsigned)(r + 1) * gridDim.x;
+        __threadfence();
+        atomicAdd(arrive, 1u);
+        while (*((volatile unsigned*)arrive) < target) {
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// Every round in one launch of a co-resident grid, a grid-wide barrier between rounds.
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_persistent(HBF_PARAMS) {
+    HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
+    Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
+    for (int r = 0;; ++r) {
+        int n1, nh;
+        if (!hbf_round_start(a, r, &n1, &nh, true)) break;
+        hbf_round<W, D, MODE>(a, dist, wt, r, n1, nh);
+        grid_barrier(st, r);
+    }
+}
+
+#ifdef SSSP_NVCC_CHECK
+#define INSTM(W, D, M)                                                                                  \
+    template __global__ void hbf_init<W, D, M>(int, int, int, int, int, int, int, int, const long long*, \
+                                               const int*, const W*, void*, unsigned*, int*, int*, int*, \
+                                               int*, int*, unsigned long long*);                        \
+    template __global__ void hbf_step<W, D, M>(int, int, int, int, int, int, int, int, const long long*, \
+                                               const int*, const W*, void*, unsigned*, int*, int*, int*, \
+                                               int*, int*, unsigned long long*, int);                   \
+    template __global__ void hbf_persistent<W, D, M>(int, int, int, int, int, int, int, int,             \
+                                                     const long long*, const int*, const W*, void*,      \
+                                                     unsigned*, int*, int*, int*, int*, int*,            \
+                                                     unsigned long long*);
+#define INST(W, D) INSTM(W, D, 0) INSTM(W, D, 1) SSSP_COMMON_INST(W, D)
+INST(int, int)
+INST(int, long long)
+INST(long long, long long)
+INST(float, float)
+INST(double, double)
+INST(long long, int)
+INSTM(int, int, 2)
+INSTM(long long, int, 2)
+INSTM(float, float, 2)
+template __global__ void unpack_dist<int>(const u64*, int*, int);
+template __global__ void unpack_dist<float>(const u64*, float*, int);
+template __global__ void to_float64<int>(const int*, double*, int);
+template __global__ void to_float64<long long>(const long long*, double*, int);
+template __global__ void to_float64<float>(const float*, double*, int);
+template __global__ void to_float64<double>(const double*, double*, int);
+#endif

@@ -1,0 +1,284 @@
+"""Host helpers shared by the single-source GPU solvers (harish, hbf, spmv-*).
+
+* the weight dtype -> C type mapping used in ``name_expressions`` templates, and the
+  distance type: integer weights get int32 distances only while ``n * max|w|`` fits in
+  int32 (and no weight is negative), otherwise int64 (integer results stay exact);
+* :class:`SourceLoop`: one object per ``solve`` call that loads the module, uploads
+  the derived arrays once per device (``DeviceGraph.cached``), counts kernel launches
+  and host synchronisations, times each source with CUDA events, runs the
+  predecessor pass and the reductions on the GPU and builds the :class:`Result`.
+
+Predecessors: with every weight positive any tight in-arc from a strictly closer
+vertex is taken (distances grow along the chosen arcs, so the choice is a tree).
+With zero or negative weights a tight cycle of weight 0 can exist, so the tree is
+built as a BFS over the tight arcs from the source, one level per launch, each
+vertex taking its predecessor from the previous level only.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from kernels._gpu import cupy as _cupy, device_name
+from kernels.gpu.loader import check_fits, device_graph, load_module
+from kernels.result import NegativeCycleError, Result, reduce_distances
+
+log = logging.getLogger(__name__)
+
+CTYPES = {
+    np.dtype(np.int32): "int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+INT32_MAX = np.iinfo(np.int32).max
+BLOCK = 256
+
+
+def ctype(dtype) -> str:
+    """C type name of a NumPy dtype (for template arguments)."""
+    try:
+        return CTYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"weights of type {np.dtype(dtype)} are not supported on the GPU "
+                        "(use int32, int64, float32 or float64)") from None
+
+
+def dist_dtype(graph) -> np.dtype:
+    """Distance type of the kernels for ``graph``.
+
+    Integer weights (int32 or int64): int32 distances when ``n * max|w|`` (a bound on
+    any path and any candidate d[u] + w) fits in int32 and no weight is negative,
+    otherwise int64 (int32 weights widen).  Float weights: their own type."""
+    w = np.dtype(graph.weights.dtype)
+    if w in (np.int32, np.int64):
+        if graph.has_negative:  # a negative cycle must not wrap a distance before detection
+            return np.dtype(np.int64)
+        bound = float(graph.n) * float(np.abs(graph.weights).max(initial=0))
+        return np.dtype(np.int64) if bound >= INT32_MAX else np.dtype(np.int32)
+    if w.kind == "u":
+        raise TypeError(f"unsigned weights ({w}) are not supported; convert to int64")
+    ctype(w)
+    return w
+
+
+def inf_value(dtype):
+    dtype = np.dtype(dtype)
+    return dtype.type(np.inf) if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def common_names(wt: str, dt: str) -> list[str]:
+    """Name expressions of the shared kernels of common.cuh for weight/distance types."""
+    return [f"sink_fixup<{wt}, {dt}>", f"pred_tight<{wt}, {dt}>", f"pred_level<{wt}, {dt}>",
+            f"to_float64<{dt}>"]
+
+
+def check_options(method: str, options: dict, allowed: dict) -> dict:
+    """Merge ``options`` over ``allowed`` defaults; unknown names raise TypeError."""
+    bad = sorted(set(options) - set(allowed))
+    if bad:
+        raise TypeError(f"method {method!r} got unknown option(s) {bad}; it takes {sorted(allowed)}")
+    out = dict(allowed)
+    out.update(options)
+    return out
+
+
+class SourceLoop:
+    """State of one solve call over B sources, one source at a time.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    method : str
+        Registry name (for the result and messages).
+    filename : str
+        ``kernels/cuda/<filename>``.
+    names : callable (wt, dt) -> list of str
+        The algorithm's own name expressions; the shared ones are added.
+    count_work : bool
+        Count relax operations exactly with an atomic counter.
+    extra_bytes : int
+        Device bytes the method needs beyond the graph (checked before allocating).
+    """
+
+    def __init__(self, graph, method, filename, names, *, count_work=False, predecessors=False,
+                 distances=True, extra_bytes=0, options=(), cooperative=False):
+        cp = self.cp = _cupy()
+        if graph.integer_weights:
+            graph.check_exact()
+        self.graph = graph
+        self.method = method
+        self.W = np.dtype(graph.weights.dtype)
+        self.D = dist_dtype(graph)
+        self.wt, self.dt = ctype(self.W), ctype(self.D)
+        self.dg = device_graph(graph)
+        n = graph.n
+        need = extra_bytes + n * (self.D.itemsize + 8 + 8)  # distances, float64 row, predecessors
+        if predecessors:
+            need += (n + 1) * 8 + graph.m * (4 + self.W.itemsize)
+        check_fits(graph, need, what=f"{method} working set for")
+        self.mod = load_module(filename, list(names(self.wt, self.dt)) + common_names(self.wt, self.dt),
+                               tuple(options), cooperative=cooperative)
+        self.count_work = count_work
+        self.want_pred = predecessors
+        self.want_dist = distances
+        self.relax_buf = cp.zeros(1, dtype=cp.uint64)
+        dev = cp.cuda.Device()
+        self.sms = int(dev.attributes["MultiProcessorCount"])
+        self.launches = 0
+        self.host_syncs = 0
+        self.kernel_ms = 0.0
+        self.rows, self.preds, self.stats, self.stats_int = [], [], [], []
+        self.iters, self.relax = [], []
+        self.reached_arcs = 0
+        self._start = cp.cuda.Event()
+        self._stop = cp.cuda.Event()
+        self.extra = {}
+
+    # ------------------------------------------------------------------ helpers
+    def fn(self, name: str):
+        return self.mod.get_function(name)
+
+    def grid(self, items: int, cap_per_sm: int = 16) -> int:
+        return int(max(1, min((int(items) + BLOCK - 1) // BLOCK, self.sms * cap_per_sm)))
+
+    def launch(self, fn, grid, args, *, block=BLOCK):
+        self.launches += 1
+        fn((int(grid),), (int(block),), args)
+
+    def read(self, arr):
+        """Device -> host copy (one host synchronisation)."""
+        self.host_syncs += 1
+        return arr.get()
+
+    @property
+    def relax_ptr(self):
+        return self.relax_buf if self.count_work else np.uint64(0)
+
+    def ptr64(self):
+        cp = self.cp
+        return self.dg.cached("ptr64", lambda: self.dg.indptr.astype(cp.int64))
+
+    def reverse(self):
+        """Reverse CSR on the device: (rptr int64, rsrc int32, rweights)."""
+        cp, g = self.cp, self.graph
+
+        def build():
+            rp, rs, rw, _ = g.reverse()
+            return (cp.asarray(rp.astype(np.int64)), cp.asarray(rs.astype(np.int32)), cp.asarray(rw))
+
+        return self.dg.cached("reverse", build)
+
+    def out_degree(self):
+        cp = self.cp
+        return self.dg.cached("outdeg64", lambda: cp.asarray(self.graph.out_degree()))
+
+    # ------------------------------------------------------------------ per source
+    def begin(self):
+        if self.count_work:
+            self.relax_buf.fill(0)
+        self._start.record()
+
+    def end(self, s: int, d_row, iterations: int):
+        """Stop the clock for source ``s`` and take its distances (kernel dtype)."""
+        ev = self._stop
+        ev.record()
+        ev.synchronize()
+        self.host_syncs += 1
+        self.kernel_ms += self.cp.cuda.get_elapsed_time(self._start, self._stop)
+        self.iters.append(int(iterations))
+        self.relax.append(int(self.read(self.relax_buf)[0]) if self.count_work else 0)
+        self._finish_row(s, d_row)
+
+    def _finish_row(self, s, d_row):
+        cp, n = self.cp, self.graph.n
+        out = cp.empty(n, dtype=cp.float64)
+        if n:
+            self.launch(self.fn(f"to_float64<{self.dt}>"), self.grid(n), (d_row, out, np.int32(n)))
+        reached, ecc, tot = reduce_distances(out.reshape(1, n), integer=self.graph.integer_weights, xp=cp)
+        arcs = (self.out_degree() * cp.isfinite(out)).sum() if n else cp.zeros((), cp.int64)
+        self.stats.append(cp.stack([reached[0].astype(cp.float64), ecc[0], tot[0].astype(cp.float64),
+                                    arcs.astype(cp.float64)]))
+        self.stats_int.append(tot[0])
+        if self.want_pred:
+            self.preds.append(self._predecessors(s, d_row))
+        if self.want_dist:
+            self.rows.append(out)
+
+    def _predecessors(self, s, d_row):
+        cp, g = self.cp, self.graph
+        n = g.n
+        rptr, rsrc, rw = self.reverse()
+        pred = cp.full(n, -1, dtype=cp.int64)
+        if n == 0 or g.m == 0:
+            return pred
+        if g.min_weight > 0:
+            self.launch(self.fn(f"pred_tight<{self.wt}, {self.dt}>"), self.grid(n),
+                        (np.int32(n), rptr, rsrc, rw, d_row, pred, np.int32(s)))
+            return pred
+        level = cp.full(n, -1, dtype=cp.int32)
+        level[s] = 0
+        flag = cp.zeros(1, dtype=cp.int32)
+        k = self.fn(f"pred_level<{self.wt}, {self.dt}>")
+        for L in range(n):
+            flag.fill(0)
+            self.launch(k, self.grid(n), (np.int32(n), rptr, rsrc, rw, d_row, level, pred, np.int32(L), flag))
+            if not self.read(flag)[0]:
+                break
+        return pred
+
+    def negative_cycle(self, s: int):
+        """Raise NegativeCycleError for source ``s`` naming a vertex on the cycle."""
+        from kernels.cpu import find_negative_cycle
+
+        cyc = find_negative_cycle(self.graph, [int(s)])
+        if not cyc:  # the GPU bound says there is one; name the source's cycle search failure
+            raise NegativeCycleError(int(s), int(s), self.graph.id_base)
+        raise NegativeCycleError(cyc[0], int(s), self.graph.id_base, cyc)
+
+    # ------------------------------------------------------------------ result
+    def result(self, sources, **more_counters) -> Result:
+        cp = self.cp
+        b = len(sources)
+        st = self.read(cp.stack(self.stats)) if b else np.zeros((0, 4))
+        tot_exact = self.read(cp.stack(self.stats_int)) if b else np.zeros(0)
+        reached = st[:, 0].astype(np.int64)
+        ecc = st[:, 1]
+        if self.graph.integer_weights:
+            sums = tot_exact.astype(np.int64)
+        else:
+            sums = tot_exact.astype(np.float64)
+        arcs = float(st[:, 3].sum())
+        dist = self.read(cp.stack(self.rows)) if self.want_dist and b else None
+        pred = self.read(cp.stack(self.preds)) if self.want_pred and b else None
+        iters = np.asarray(self.iters, dtype=np.int64)
+        relax = np.asarray(self.relax, dtype=np.int64)
+        counters = {
+            "iterations": int(iters.max(initial=0)),
+            "iterations_total": int(iters.sum()),
+            "launches": self.launches,
+            "host_syncs": self.host_syncs,
+            "relaxations": int(relax.sum()),
+            "relaxations_counted": bool(self.count_work),
+            "kernel_ms": float(self.kernel_ms),
+            "ms_per_source": float(self.kernel_ms) / max(b, 1),
+            "reached_arcs": int(arcs),
+            "mteps": arcs / (self.kernel_ms * 1e3) if self.kernel_ms > 0 else 0.0,
+            "distance_type": str(self.D),
+        }
+        counters.update(more_counters)
+        return Result(
+            sources=np.asarray(sources, dtype=np.int64),
+            distances=dist,
+            predecessors=pred,
+            reached=reached,
+            eccentricity=ecc,
+            sum_distance=sums,
+            iterations=iters,
+            relaxations=relax,
+            method=self.method,
+            backend="gpu",
+            device=device_name(),
+            counters=counters,
+        )

@@ -1,0 +1,278 @@
+"""GPU kernels (harish, hbf and its ablation variants, spmv-*) against the CPU backend.
+
+Integer weights must match exactly (``np.array_equal``); float32 within rtol 1e-5.
+Predecessors must satisfy ``dist[pred] + w(pred, v) == dist[v]`` and form a tree
+rooted at the source.  Random graphs are fresh every run (the seed is printed).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernels
+from kernels.result import NegativeCycleError
+
+from . import graphs as G
+
+pytestmark = pytest.mark.gpu
+
+METHODS = ["harish", "hbf", "spmv-csr-scalar", "spmv-csr-vector", "spmv-ell"]
+HBF_VARIANTS = {
+    "launch": dict(persistent=False),
+    "noclass": dict(edge_classes=False),
+    "nodedup": dict(dedup64=False),
+    "nocoal": dict(coalesced_enqueue=False),
+    "fixedvw": dict(virtual_warps=False, lanes=8),
+    "heavy4": dict(heavy_threshold=4),
+    "alloff": dict(edge_classes=False, dedup64=False, coalesced_enqueue=False, virtual_warps=False,
+                   heavy_threshold=0, persistent=False),
+}
+ALL = [(m, {}) for m in METHODS] + [("hbf", v) for v in HBF_VARIANTS.values()]
+ALL_IDS = METHODS + [f"hbf-{k}" for k in HBF_VARIANTS]
+DTYPES = [np.int32, np.int64, np.float32, np.float64]
+
+
+def _ell_refuses(g, method, max_fill=3.0):
+    if method != "spmv-ell" or g.m == 0:
+        return False
+    return g.n * int(g.in_degree().max()) > max_fill * g.m
+
+
+def _min_arc_weight(g):
+    """(tail, head) -> lightest weight, as sorted arrays for lookups."""
+    t = g.tails().astype(np.int64)
+    h = g.indices.astype(np.int64)
+    key = t * g.n + h
+    order = np.lexsort((g.weights, key))
+    key, w = key[order], g.weights[order]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    return key[first], w[first]
+
+
+def check_predecessors(g, res, ref_dist):
+    keys, wmin = _min_arc_weight(g)
+    D = np.float32 if g.weights.dtype == np.float32 else np.float64
+    for b, s in enumerate(res.sources):
+        pred = res.predecessors[b]
+        dist = res.distances[b]
+        assert pred[s] == -1
+        has = np.nonzero(pred >= 0)[0]
+        # every reached vertex but the source has a predecessor
+        reached = np.nonzero(np.isfinite(ref_dist[b]))[0]
+        missing = np.setdiff1d(reached, np.append(has, s))
+        if g.integer_weights:
+            assert len(missing) == 0, f"source {s}: reached vertices without predecessor {missing[:10]}"
+        assert np.all(pred[np.isinf(ref_dist[b])] == -1)
+        u = pred[has]
+        k = u * g.n + has
+        pos = np.searchsorted(keys, k)
+        assert np.all(keys[np.minimum(pos, len(keys) - 1)] == k), "predecessor is not an in-neighbour"
+        w = wmin[pos]
+        if g.integer_weights:
+            assert np.array_equal(dist[u] + w, dist[has]), "dist[pred] + w != dist[v]"
+        else:
+            lhs = (dist[u].astype(D) + w.astype(D)).astype(np.float64)
+            np.testing.assert_allclose(lhs, dist[has], rtol=1e-5 if D is np.float32 else 1e-12)
+        # a tree: following predecessors from any vertex reaches the source
+        anc = np.where(pred >= 0, pred, np.arange(g.n))
+        for _ in range(int(np.ceil(np.log2(max(g.n, 2)))) + 1):
+            anc = anc[anc]
+        assert np.all(anc[has] == s), f"source {s}: predecessor graph has a cycle"
+
+
+def check(g, sources, method, opts=None, *, preds=True, negative=False):
+    opts = opts or {}
+    sources = np.asarray(sources, dtype=np.int64)
+    ref = kernels.solve(g, sources, method="bellman-ford" if negative else "dijkstra", backend="cpu")
+    if _ell_refuses(g, method):
+        with pytest.raises(ValueError, match="max_fill"):
+            kernels.solve(g, sources, method=method, **opts)
+        opts = dict(opts, max_fill=float("inf"))  # still check the kernel on this graph
+    res = kernels.solve(g, sources, method=method, predecessors=preds, count_work=True, **opts)
+    assert res.backend == "gpu" and res.distances.shape == (len(sources), g.n)
+    assert res.distances.dtype == np.float64
+    if g.integer_weights:
+        assert np.array_equal(res.distances, ref.distances), _diff(res.distances, ref.distances)
+        assert np.array_equal(res.sum_distance, ref.sum_distance)
+        assert res.sum_distance.dtype == np.int64
+    else:
+        assert np.array_equal(np.isinf(res.distances), np.isinf(ref.distances))
+        fin = np.isfinite(ref.distances)
+        rtol = 1e-5 if g.weights.dtype == np.float32 else 1e-9
+        np.testing.assert_allclose(res.distances[fin], ref.distances[fin], rtol=rtol)
+    assert np.array_equal(res.reached, ref.reached)
+    c = res.counters
+    for key in ("iterations", "launches", "host_syncs", "relaxations", "kernel_ms", "mteps"):
+        assert key in c, key
+    assert c["launches"] > 0 and c["host_syncs"] > 0 and c["kernel_ms"] > 0
+    if g.m and np.any(ref.reached > 1):
+        assert c["relaxations"] > 0
+    if preds:
+        check_predecessors(g, res, ref.distances)
+    return res
+
+
+def _diff(a, b):
+    bad = np.argwhere(a != b)
+    return f"{len(bad)} differences, first {bad[:5].tolist()}: {a[tuple(bad[:5].T)]} vs {b[tuple(bad[:5].T)]}"
+
+
+# ---------------------------------------------------------------------- real graphs
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_rome99_checksums(method, opts):
+    g = G.load("dimacs9/rome99.gr")
+    res = check(g, [0, 1000, 3352], method, opts)
+    assert res.reached[0] == 3353
+    assert res.sum_distance[0] == 116_006_476
+    assert res.eccentricity[0] == 69_102
+    assert res.counters["distance_type"] == "int32"  # int64 weights, bound fits: narrowed
+
+
+@pytest.mark.parametrize("parallel", ["min", "keep"])
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_gapbs(method, opts, parallel):
+    g = G.load("gapbs/4.gr", parallel=parallel)
+    res = check(g, np.arange(g.n), method, opts)
+    assert (res.reached < g.n).any()  # the unreachable vertex
+
+
+@pytest.mark.parametrize("weights", [None, "random:1:1000:7"], ids=["unit", "seeded"])
+@pytest.mark.parametrize("method", METHODS)
+def test_delaunay_n15(method, weights):
+    g = G.load("metis/delaunay_n15.graph", weights=weights)
+    check(g, [0, 12345, 32767], method)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("method", METHODS)
+def test_usair97_float(method, dtype):
+    g = G.with_dtype(G.load("mtx/USAir97.mtx"), dtype)
+    check(g, [0, 100, 331], method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_lederberg_directed(method):
+    g = G.load("mtx/Lederberg.tar.gz")
+    assert g.directed
+    check(g, [0, 17, 4000, 8842], method)
+
+
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_ny_seeded(method, opts):
+    g = G.load("road-topology/NY.gr.xz", weights="random:1:1000:7")
+    assert (g.n, g.m) == (264_346, 730_100)
+    rng = np.random.default_rng(G.fresh_seed())
+    check(g, rng.integers(0, g.n, size=2), method, opts)
+
+
+# ---------------------------------------------------------------------- generated
+@pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
+@pytest.mark.parametrize("method", METHODS)
+def test_rmat_and_grid(method, dtype):
+    seed = G.fresh_seed()
+    rng = np.random.default_rng(seed)
+    for g in (G.rmat(10, 8, seed=seed, dtype=dtype), G.grid(40, 30, seed=seed, dtype=dtype),
+              G.random_graph(500, 3000, seed=seed, dtype=dtype, parallel="keep")):
+        check(g, rng.integers(0, g.n, size=3), method)
+
+
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_hbf_variants_rmat(method, opts):
+    seed = G.fresh_seed()
+    g = G.rmat(12, 16, seed=seed, dtype=np.int32)
+    check(g, np.random.default_rng(seed).integers(0, g.n, size=3), method, opts)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64], ids=["int32", "int64", "float64"])
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_negative_weights(method, opts, dtype):
+    seed = G.fresh_seed()
+    base = G.grid(20, 20, seed=seed, dtype=np.int64)
+    g = G.with_potentials(base, seed=seed)
+    g = G.with_dtype(g, dtype)
+    check(g, [0, 399, 123], method, opts, negative=True)
+    g2 = G.with_dtype(G.with_potentials(G.random_graph(300, 2000, seed=seed), seed=seed + 1), dtype)
+    check(g2, [0, 5], method, opts, negative=True)
+
+
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_negative_cycle(method, opts):
+    g, cycle = G.negative_cycle_graph()
+    for s in (0, 1, 5):
+        with pytest.raises(NegativeCycleError) as err:
+            kernels.solve(g, [s], method=method, **opts)
+        assert err.value.vertex in cycle
+    res = kernels.solve(g, [4, 6], method=method, **opts)
+    assert res.reached.tolist() == [1, 1]
+
+
+def test_negative_cycle_large():
+    seed = G.fresh_seed()
+    g = G.with_potentials(G.grid(30, 30, seed=seed), seed=seed)
+    t, h, w = g.tails(), g.indices.copy(), g.weights.copy()
+    # a planted cycle 10 -> 11 -> 10 made negative
+    k = np.nonzero((t == 10) & (h == 11))[0][0]
+    k2 = np.nonzero((t == 11) & (h == 10))[0][0]
+    w[k] = -(abs(int(w[k2])) + 5)
+    from pipeline.graph import Graph
+
+    g2 = Graph.from_edges(t, h, w, g.n, parallel="keep")
+    for method in METHODS:
+        with pytest.raises(NegativeCycleError) as err:
+            kernels.solve(g2, [0], method=method)
+        assert err.value.vertex in (10, 11)
+
+
+# ---------------------------------------------------------------------- small cases
+@pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_single_vertex_and_isolated(method, opts, dtype):
+    from pipeline.graph import Graph
+
+    one = Graph.from_edges(np.array([], np.int64), np.array([], np.int64), np.array([], dtype), 1)
+    res = kernels.solve(one, [0], method=method, predecessors=True, **opts)
+    assert res.distances.tolist() == [[0.0]] and res.predecessors.tolist() == [[-1]]
+    loop = Graph.from_edges(np.array([0]), np.array([0]), np.array([3], dtype), 1)
+    assert kernels.solve(loop, [0], method=method, **opts).distances.tolist() == [[0.0]]
+    g = Graph.from_edges(np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1, 2, 3], dtype), 5)
+    res = kernels.solve(g, [3, 0], method=method, predecessors=True, **opts)
+    assert res.reached.tolist() == [1, 3]
+    assert np.isinf(res.distances[0, [0, 1, 2, 4]]).all() and res.distances[0, 3] == 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_int32_widening(method):
+    from pipeline.graph import Graph
+
+    n = 6
+    w = np.full(n - 1, 2**30, dtype=np.int32)
+    g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), w, n)
+    res = kernels.solve(g, [0], method=method)
+    assert res.counters["distance_type"] == "int64"
+    assert res.distances[0].tolist() == [float(i * 2**30) for i in range(n)]
+    assert res.sum_distance[0] == sum(i * 2**30 for i in range(n))
+
+
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_zero_weights_predecessor_tree(method, opts):
+    seed = G.fresh_seed()
+    g = G.grid(25, 25, seed=seed, lo=0, hi=2)
+    assert g.min_weight == 0
+    check(g, [0, 624], method, opts)
+
+
+def test_ell_refuses_padding():
+    from pipeline.graph import Graph
+
+    n = 1000
+    g = Graph.from_edges(np.arange(1, n), np.zeros(n - 1, np.int64), np.ones(n - 1, np.int64), n)
+    with pytest.raises(ValueError, match="max_fill"):
+        kernels.solve(g, [1], method="spmv-ell")
+    assert kernels.solve(g, [1], method="spmv-ell", max_fill=2000).reached[0] == 2
+
+
+def test_unknown_option():
+    g = G.grid(5, 5)
+    with pytest.raises(TypeError):
+        kernels.solve(g, [0], method="hbf", nonsense=1)
