@@ -1,0 +1,471 @@
+"""Batched multi-source shortest paths: many sources per kernel, reductions on the GPU.
+
+Measured figures and the commands that produced them: ``BENCH-BATCHED.md``.
+
+``batched(graph, sources)`` solves ``B`` sources at once (``B`` = 32 x words, chosen
+per graph and device when not given; longer source lists run in chunks of ``B``) with
+one cooperative persistent kernel per chunk (``kernels/cuda/batched.cu``): distances
+vertex-major (a vertex's B values contiguous), only improved (vertex, source) pairs
+relaxed next, a near-far threshold shared by the batch (pairs at or above it wait
+until no pair below it is left), termination decided on the device.  Per-source
+reached count, eccentricity, exact sum of distances and an optional histogram are
+reduced on the GPU; the (B, n) distances and predecessors are copied to the host only
+when asked.
+
+Negative weights run the same kernel without a threshold (frontier Bellman-Ford);
+more than ``n + 4`` rounds means a reachable negative cycle, which is then located and
+raised as :class:`kernels.result.NegativeCycleError`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+
+import numpy as np
+
+from kernels._gpu import cupy as _cupy
+from kernels._gpu import device_name
+from kernels.gpu.loader import check_fits, device_graph, load_module
+from kernels.result import NegativeCycleError, Result
+
+log = logging.getLogger(__name__)
+
+_CTYPE = {"int32": "int", "int64": "long long", "float64": "double"}
+_NPTYPE = {"int32": np.int32, "int64": np.int64, "float64": np.float64}
+_INF = {"int32": np.iinfo(np.int32).max, "int64": np.iinfo(np.int64).max, "float64": np.inf}
+_WORDS = (1, 2, 4, 8, 16, 32)
+_C_A, _C_Q, _C_F, _C_ITERS, _C_STATUS, _C_BUCKETS, _C_MAXQ, _C_MAXA, _C_SIZE = 0, 2, 4, 7, 8, 9, 10, 11, 16
+_L_MF, _L_SUMQ, _L_SUMA, _L_SUMF, _L_SIZE = 0, 3, 4, 5, 8
+#: default sources per kernel (lowered to fit device memory)
+DEFAULT_BATCH = 512
+#: default kernel for integer weights ("pull" or "push"; floats always pull)
+DEFAULT_MODE = "push"
+_LLMAX = np.iinfo(np.int64).max
+_BLOCK = 256
+#: default near-far bucket width, in units of the mean |weight| (set from the NY sweep)
+DELTA_FACTOR = 16.0
+_rank_lock = threading.Lock()
+_ranks: dict = {}
+
+
+def _dist_type(graph) -> str:
+    if not graph.integer_weights:
+        return "float64"
+    wmax = float(np.abs(graph.weights).max()) if graph.m else 0.0
+    bound = graph.max_path_bound() + wmax
+    return "int32" if bound < 2**31 - 2 else "int64"
+
+
+def _words_for(b: int) -> int:
+    need = max(1, math.ceil(b / 32))
+    for w in _WORDS:
+        if w >= need:
+            return w
+    raise ValueError(f"batch_size {b} is larger than the kernel's limit {32 * _WORDS[-1]}")
+
+
+def _device_arrays(dg, graph, tname):
+    """Forward and reverse CSR (int32) with weights in the distance type, cached."""
+    cp = _cupy()
+
+    def build():
+        if graph.m >= 2**31 or graph.n >= 2**31:
+            raise MemoryError(f"{graph.name}: the batched kernel indexes arcs with int32")
+        rptr, ridx, rw, _ = graph.reverse()
+        return (
+            cp.asarray(graph.indptr.astype(np.int32)),
+            cp.asarray(graph.indices.astype(np.int32)),
+            cp.asarray(rptr.astype(np.int32)),
+            cp.asarray(ridx.astype(np.int32)),
+            cp.asarray(rw.astype(_NPTYPE[tname])),
+            cp.asarray(graph.weights.astype(_NPTYPE[tname])),
+        )
+
+    return dg.cached(("batched", tname), build)
+
+
+def _locality_rank(graph):
+    """Position of every vertex in a breadth-first order (undirected view), cached."""
+    key = graph.fingerprint or id(graph)
+    with _rank_lock:
+        r = _ranks.get(key)
+    if r is not None:
+        return r
+    import scipy.sparse.csgraph as csg
+
+    mat = graph.to_scipy()
+    rank = np.full(graph.n, -1, dtype=np.int64)
+    start = int(np.argmax(graph.out_degree() + graph.in_degree())) if graph.n else 0
+    order = csg.breadth_first_order(mat, start, directed=False, return_predecessors=False)
+    rank[order] = np.arange(len(order))
+    left = rank < 0  # other components keep their id order, after this one
+    rank[left] = len(order) + np.arange(int(left.sum()))
+    with _rank_lock:
+        _ranks[key] = rank
+    return rank
+
+
+def _coop_blocks(kern, cp) -> int:
+    dev = cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    per_sm = None
+    try:
+        from cupy.cuda import driver
+
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, _BLOCK, 0))
+    except Exception:  # older CuPy: estimate from the register count
+        try:
+            regs = max(1, int(kern.num_regs))
+            per_sm = max(1, min(2048 // _BLOCK, 65536 // (((regs + 7) // 8) * 8 * _BLOCK)))
+        except Exception:
+            per_sm = 1
+    return max(1, per_sm) * sms
+
+
+def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
+            batch_size=None, histogram_bins=None, delta=None, locality=True, mode=None,
+            **options) -> Result:
+    """Shortest paths from every source, ``batch_size`` sources per kernel.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    sources : ndarray of int64
+        Internal 0-based source indices (repeats allowed).
+    predecessors : bool
+        Also return a predecessor per (source, vertex) with ``dist[p] + w == dist[v]``.
+    distances : bool
+        Return the (B, n) float64 distances; False keeps only the statistics.
+    count_work : bool
+        Accepted for the common interface; relax operations are always counted.
+    batch_size : int, optional
+        Sources per kernel (1..512); default min(256, len(sources)), lowered to fit memory.
+    histogram_bins : int or array_like, optional
+        An int: that many equal bins per source from its smallest to its largest finite
+        distance; an increasing array: shared bin edges.  Reported in
+        ``counters["histogram"]`` as ``{"edges", "counts"}`` (counts: (len(sources), bins)).
+    delta : float, optional
+        Near-far bucket width (default ``DELTA_FACTOR`` x mean |weight|; ``inf`` for plain
+        frontier Bellman-Ford, always used with negative weights).
+    locality : bool
+        Group sources that are close in breadth-first order into the same batch.
+    mode : {"pull", "push"}, optional
+        ``pull``: a warp per vertex whose in-neighbours changed gathers the
+        improvements, no atomics on distances, a settle phase per iteration (floats
+        always).  ``push`` (integer weights; their default, ``DEFAULT_MODE``): a warp
+        per changed vertex scatters with ``atomicMin``; one phase per iteration.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    NegativeCycleError
+        A negative cycle is reachable from a source.
+    MemoryError
+        The batch does not fit on the device.
+    """
+    cp = _cupy()
+    if options:
+        log.debug("batched: ignoring options %s", sorted(options))
+    sources = np.asarray(sources, dtype=np.int64)
+    N = len(sources)
+    n = graph.n
+    tname = _dist_type(graph)
+    ctype = _CTYPE[tname]
+    tsize = np.dtype(_NPTYPE[tname]).itemsize
+    dg = device_graph(graph)
+    optr, oidx, rptr, ridx, rw, ow = _device_arrays(dg, graph, tname)
+
+    if batch_size is None:
+        bs = min(DEFAULT_BATCH, N)
+    else:
+        bs = int(batch_size)
+        if bs < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        bs = min(bs, 32 * _WORDS[-1])
+    W = _words_for(bs)
+    while True:
+        Bcap = 32 * W
+        need = n * (Bcap * tsize + 8 * W + 4 * 8 + 1) + (n * Bcap * 4 if predecessors else 0)
+        try:
+            check_fits(graph, need, what=f"batched (B={Bcap})")
+            break
+        except MemoryError:
+            if W == 1 or batch_size is not None:
+                raise
+            W //= 2
+            bs = min(bs, 32 * W)
+
+    if graph.has_negative:
+        dlt = math.inf
+    elif delta is None:
+        mean_w = float(np.abs(graph.weights).mean()) if graph.m else 1.0
+        dlt = DELTA_FACTOR * max(mean_w, 1e-300)
+    else:
+        dlt = float(delta)
+        if not dlt > 0:
+            raise ValueError(f"delta must be positive, got {delta}")
+    inf_t = _INF[tname]
+    npT = _NPTYPE[tname]
+    if math.isinf(dlt):
+        thr0 = npT(inf_t)
+        delta_t = npT(inf_t) if tname != "float64" else np.float64(np.inf)
+    elif tname == "float64":
+        thr0, delta_t = np.float64(dlt), np.float64(dlt)
+    else:
+        d = int(min(max(1, math.ceil(dlt)), inf_t))
+        thr0, delta_t = npT(d), npT(d)
+    if graph.has_negative:
+        maxit = n + 4
+    else:
+        maxit = int(min(2**31 - 1, 64 * n + 4096))
+
+    stname = "double" if tname == "float64" else "long long"
+    # one module per distance type holds every batch width (one compile, not six);
+    # the reductions live in a plain module: CuPy caps every grid of a cooperative one
+    if mode is None:
+        mode = DEFAULT_MODE if tname != "float64" else "pull"
+    if mode not in ("pull", "push"):
+        raise ValueError(f"mode must be 'pull' or 'push', got {mode!r}")
+    if mode == "push" and tname == "float64":
+        raise TypeError("mode='push' needs integer weights (atomicMin on integers)")
+    kname = "batched_solve" if mode == "pull" else "batched_push"
+    mod = load_module(
+        "batched.cu",
+        name_expressions=[f"batched::{kname}<{ctype}, {w}>" for w in _WORDS],
+        cooperative=True,
+    )
+    aux = load_module(
+        "batched.cu",
+        name_expressions=[f"batched::batched_reduce<{ctype}, {stname}>",
+                          f"batched::batched_histogram<{ctype}>",
+                          f"batched::batched_predecessors<{ctype}>"],
+    )
+    k_solve = mod.get_function(f"batched::{kname}<{ctype}, {W}>")
+    k_reduce = aux.get_function(f"batched::batched_reduce<{ctype}, {stname}>")
+    k_hist = aux.get_function(f"batched::batched_histogram<{ctype}>")
+    k_pred = aux.get_function(f"batched::batched_predecessors<{ctype}>")
+
+    # plan: chunks of bs sources, close ones together
+    if locality and N > bs:
+        rank = _locality_rank(graph)
+        order = np.argsort(rank[sources], kind="stable")
+    else:
+        order = np.arange(N)
+    chunks = [order[i:i + bs] for i in range(0, N, bs)]
+
+    # work arrays (reused by every chunk: the stream orders them)
+    dist = cp.empty(n * Bcap, dtype=npT)
+    pend = cp.empty(n * W, dtype=cp.uint32)
+    imp = cp.empty(n * W, dtype=cp.uint32)
+    inF = cp.empty(n, dtype=cp.uint8)
+    qstamp = cp.empty(n, dtype=cp.int32)
+    astamp = cp.empty(n, dtype=cp.int32)
+    lists = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(6)]
+    ctl = cp.zeros((len(chunks), _C_SIZE), dtype=cp.int32)
+    ll0 = np.zeros(_L_SIZE, dtype=np.int64)
+    ll0[_L_MF:_L_MF + 3] = _LLMAX
+    ll = cp.asarray(np.tile(ll0, (len(chunks), 1)))
+    integer = tname != "float64"
+    stype = cp.int64 if integer else cp.float64
+    reached = cp.zeros(N, dtype=cp.uint64)
+    ecc = cp.full(N, np.iinfo(np.int64).min if integer else -np.inf, dtype=stype)
+    total = cp.zeros(N, dtype=stype)
+    relax = cp.zeros(N, dtype=cp.uint64)
+    hist_edges = hist_counts = None
+    shared_edges = None
+    if histogram_bins is not None:
+        if np.ndim(histogram_bins) == 0:
+            nbins = int(histogram_bins)
+            if nbins < 1:
+                raise ValueError(f"histogram_bins must be at least 1, got {histogram_bins}")
+        else:
+            shared_edges = np.asarray(histogram_bins, dtype=np.float64)
+            if shared_edges.ndim != 1 or len(shared_edges) < 2 or np.any(np.diff(shared_edges) < 0):
+                raise ValueError("histogram_bins as edges must be a 1-D increasing array of >= 2 values")
+            nbins = len(shared_edges) - 1
+        hist_edges = cp.zeros((N, nbins + 1), dtype=cp.float64)
+        hist_counts = cp.zeros((N, nbins), dtype=cp.uint64)
+    out_dist = np.empty((N, n), dtype=np.float64) if distances else None
+    out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
+    pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
+
+    blocks = _coop_blocks(k_solve, cp)
+    launches = 0
+    host_syncs = 0
+    red_grid_x = max(1, min(1024, (n + 255) // 256))
+    start_ev, end_ev = cp.cuda.Event(), cp.cuda.Event()
+    start_ev.record()
+    for ci, rows in enumerate(chunks):
+        k = len(rows)
+        srcs = sources[rows]
+        outrow = np.full(Bcap, -1, dtype=np.int64)
+        outrow[:k] = rows
+        outrow_d = cp.asarray(outrow)
+        src_slots = np.full(Bcap, -1, dtype=np.int64)
+        src_slots[:k] = srcs
+        uniq, inv = np.unique(srcs, return_inverse=True)
+        slot = np.arange(k)
+        masks = np.zeros((len(uniq), W), dtype=np.uint32)
+        np.bitwise_or.at(masks, (inv, slot // 32), (np.uint32(1) << (slot % 32).astype(np.uint32)))
+        uniq_d = cp.asarray(uniq.astype(np.int32))
+        dist.fill(inf_t)
+        dist.reshape(n, Bcap)[cp.asarray(srcs), cp.asarray(slot)] = 0
+        pend.fill(0)
+        imp.fill(0)
+        imp.reshape(n, W)[uniq_d] = cp.asarray(masks)
+        inF.fill(0)
+        qstamp.fill(0)
+        astamp.fill(-1)
+        astamp[uniq_d] = 0
+        lists[0][:len(uniq)] = uniq_d
+        c = np.zeros(_C_SIZE, dtype=np.int32)
+        c[_C_A] = len(uniq)
+        ctl[ci] = cp.asarray(c)
+        if mode == "pull":
+            args = (np.int32(n), np.int32(Bcap), optr, oidx, rptr, ridx, rw, dist, pend, imp, inF,
+                    qstamp, astamp, lists[0], lists[1], lists[2], lists[3], lists[4], lists[5],
+                    ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
+        else:
+            args = (np.int32(n), np.int32(Bcap), optr, oidx, ow, dist, pend, imp, inF, astamp,
+                    lists[0], lists[1], lists[4], lists[5], ctl[ci], ll[ci], thr0, delta_t,
+                    np.int32(maxit), relax, outrow_d)
+        while True:
+            try:
+                k_solve((blocks,), (_BLOCK,), args)
+                break
+            except Exception as exc:  # cooperative grid too large for this device state
+                if blocks <= 1 or "TOO_LARGE" not in str(exc).upper():
+                    raise
+                blocks //= 2
+        launches += 1
+        k_reduce((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
+                 (np.int32(n), np.int32(Bcap), np.int32(k), dist, outrow_d, reached, ecc, total))
+        launches += 1
+        if graph.has_negative:
+            st = int(ctl[ci, _C_STATUS].get())
+            host_syncs += 1
+            if st == 1:
+                _raise_negative_cycle(graph, pend | imp, W, src_slots, k)
+        if hist_edges is not None:
+            rows_d = cp.asarray(rows)
+            if shared_edges is not None:
+                hist_edges[rows_d] = cp.asarray(shared_edges)[None, :]
+            else:
+                blk = dist.reshape(n, Bcap)[:, :k]
+                fin = blk != inf_t
+                lo = cp.where(fin, blk, inf_t).min(axis=0).astype(cp.float64)
+                hi = ecc[rows_d].astype(cp.float64)
+                lo = cp.where(fin.any(axis=0), lo, 0.0)
+                hi = cp.where(fin.any(axis=0), hi, 1.0)
+                same = hi <= lo
+                lo = cp.where(same, lo - 0.5, lo)
+                hi = cp.where(same, hi + 0.5, hi)
+                t = cp.arange(nbins + 1, dtype=cp.float64) / nbins
+                e = lo[:, None] + (hi - lo)[:, None] * t[None, :]
+                e[:, -1] = hi
+                hist_edges[rows_d] = e
+            k_hist((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
+                   (np.int32(n), np.int32(Bcap), np.int32(k), np.int32(nbins), dist, outrow_d,
+                    hist_edges, hist_counts))
+            launches += 1
+        if distances:
+            blk = dist.reshape(n, Bcap)[:, :k].T
+            d64 = cp.where(blk == inf_t, cp.inf, blk.astype(cp.float64))
+            out_dist[rows] = d64.get()
+            host_syncs += 1
+        if predecessors:
+            tot = n * Bcap
+            k_pred(((tot + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
+                   (np.int32(n), np.int32(Bcap), np.int32(k), rptr, ridx, rw, dist,
+                    cp.asarray(src_slots), pred_buf))
+            launches += 1
+            out_pred[rows] = pred_buf.reshape(n, Bcap)[:, :k].T.astype(cp.int64).get()
+            host_syncs += 1
+    end_ev.record()
+    end_ev.synchronize()
+    host_syncs += 1
+    kernel_ms = cp.cuda.get_elapsed_time(start_ev, end_ev)
+    ctl_h = ctl.get()
+    ll_h = ll.get()
+    status = ctl_h[:, _C_STATUS]
+    if np.any(status == 2):
+        raise RuntimeError(f"batched kernel on {graph.name}: inconsistent state (status 2)")
+    if np.any(status == 1):
+        if graph.has_negative:  # pragma: no cover - raised per chunk above
+            raise RuntimeError("negative cycle suspected but not located")
+        raise RuntimeError(
+            f"batched kernel on {graph.name} did not converge in {maxit} iterations")
+    reached_h = reached.get().astype(np.int64)
+    ecc_h = ecc.get().astype(np.float64)
+    sum_h = total.get()
+    ecc_h = np.where(reached_h > 0, ecc_h, np.nan)
+    relax_h = relax.get().astype(np.int64)
+    iters = np.zeros(N, dtype=np.int64)
+    for ci, rows in enumerate(chunks):
+        iters[rows] = ctl_h[ci, _C_ITERS]
+    total_relax = int(relax_h.sum())
+    counters = {
+        "iterations": int(ctl_h[:, _C_ITERS].sum()),
+        "launches": launches,
+        "host_syncs": host_syncs,
+        "relaxations": total_relax,
+        "kernel_ms": float(kernel_ms),
+        "mteps": total_relax / (kernel_ms * 1e3) if kernel_ms > 0 else 0.0,
+        "mteps_dijkstra_equivalent": N * graph.m / (kernel_ms * 1e3) if kernel_ms > 0 else 0.0,
+        "batches": len(chunks),
+        "batch_size": bs,
+        "words": W,
+        "delta": dlt,
+        "dist_type": tname,
+        "mode": mode,
+        "grid_blocks": blocks,
+        "bucket_advances": int(ctl_h[:, _C_BUCKETS].sum()),
+        "max_q": int(ctl_h[:, _C_MAXQ].max()) if len(chunks) else 0,
+        "max_a": int(ctl_h[:, _C_MAXA].max()) if len(chunks) else 0,
+        "pull_visits": int(ll_h[:, _L_SUMQ].sum()),
+        "settle_visits": int(ll_h[:, _L_SUMA].sum()),
+        "far_scans": int(ll_h[:, _L_SUMF].sum()),
+        "ms_per_source": float(kernel_ms) / max(N, 1),
+    }
+    if hist_edges is not None:
+        counters["histogram"] = {
+            "edges": shared_edges if shared_edges is not None else hist_edges.get(),
+            "counts": hist_counts.get().astype(np.int64),
+        }
+    return Result(
+        sources=sources,
+        distances=out_dist,
+        predecessors=out_pred,
+        reached=reached_h,
+        eccentricity=ecc_h,
+        sum_distance=sum_h.astype(np.int64) if integer else sum_h.astype(np.float64),
+        iterations=iters,
+        relaxations=relax_h,
+        method="batched",
+        backend="gpu",
+        device=device_name(),
+        counters=counters,
+    )
+
+
+def _raise_negative_cycle(graph, pend, W, src_slots, k):
+    """Name a negative cycle reachable from a source of the chunk whose pairs never settled."""
+    from kernels.cpu import find_negative_cycle
+
+    bits = pend.reshape(-1, W).get()
+    words = np.bitwise_or.reduce(bits, axis=0) if len(bits) else np.zeros(W, np.uint32)
+    pending = [j for j in range(k) if (int(words[j // 32]) >> (j % 32)) & 1]
+    candidates = [int(src_slots[j]) for j in pending] or [int(s) for s in src_slots[:k]]
+    seen = set()
+    for s in candidates:
+        if s in seen:
+            continue
+        seen.add(s)
+        cyc = find_negative_cycle(graph, [s])
+        if cyc:
+            raise NegativeCycleError(cyc[0], source=s, id_base=graph.id_base, cycle=cyc)
+    raise NegativeCycleError(candidates[0], source=candidates[0], id_base=graph.id_base)

@@ -1,0 +1,171 @@
+"""The batched multi-source GPU kernel against the CPU backend, every source of a batch.
+
+Integer weights compare exactly; float weights with the checker's tolerance.  Every
+solve is also repeated in statistics-only mode (``distances=False``) and its reductions
+must equal those of the distance vectors.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import kernels
+from kernels.check import compare
+from kernels.result import NegativeCycleError, reduce_distances
+from tests.kernels import batched_graphs as bg
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _need_gpu():
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+
+
+def _fresh_seed() -> int:
+    seed = int(time.time_ns() % 2**31)
+    print(f"random seed {seed}")
+    return seed
+
+
+def check(g, sources, *, ref="dijkstra", batch_size=None, predecessors=True, **opts):
+    """Every kernel variant (pull; push too for integer weights) against the CPU backend."""
+    sources = np.asarray(sources, dtype=np.int64)
+    want = kernels.solve(g, sources, method=ref)
+    modes = ["pull", "push"] if g.integer_weights and "mode" not in opts else [opts.pop("mode", None)]
+    for mode in modes:
+        got = kernels.solve(g, sources, method="batched", batch_size=batch_size,
+                            predecessors=predecessors, mode=mode, **opts)
+        problems = compare(g, want, got)
+        assert problems == [], (mode, problems)
+        e_w = np.where(want.reached > 0, want.eccentricity, np.nan)
+        np.testing.assert_allclose(got.eccentricity, e_w, rtol=1e-12, equal_nan=True)
+        # the device reductions agree with the distances they summarise
+        r, e, s = reduce_distances(got.distances, integer=g.integer_weights)
+        assert np.array_equal(r, got.reached)
+        # statistics only: no distance vectors, same figures
+        lite = kernels.solve(g, sources, method="batched", batch_size=batch_size,
+                             distances=False, mode=mode, **opts)
+        assert lite.distances is None and lite.predecessors is None
+        assert np.array_equal(lite.reached, got.reached)
+        np.testing.assert_allclose(lite.eccentricity, got.eccentricity, rtol=0, equal_nan=True)
+        if g.integer_weights:
+            assert np.array_equal(lite.sum_distance, np.asarray(want.sum_distance).astype(np.int64))
+        else:
+            np.testing.assert_allclose(lite.sum_distance, want.sum_distance, rtol=1e-9)
+        assert got.counters["relaxations"] == int(got.relaxations.sum()) > 0
+        assert got.counters["host_syncs"] >= 1
+    return got
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+def test_rome99_vertex_1_checksums(mode):
+    g = bg.load("dimacs9/rome99.gr")
+    res = kernels.solve(g, g.to_index([1]), method="batched", mode=mode)
+    assert res.reached[0] == 3353
+    assert res.sum_distance[0] == 116_006_476
+    assert res.eccentricity[0] == 69_102
+
+
+@pytest.mark.parametrize("bs", [None, 1, 32, 96])
+def test_rome99_batches(bs):
+    g = bg.load("dimacs9/rome99.gr")
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, g.n, 100)
+    src[5] = src[17] = src[40]  # repeated sources, in one batch and across batches
+    check(g, src, batch_size=bs)
+
+
+def test_gapbs_all_sources():
+    g = bg.load("gapbs/4.gr")
+    check(g, np.arange(g.n), batch_size=5)  # one vertex unreachable from 1
+
+
+def test_delaunay_n15():
+    g = bg.load("metis/delaunay_n15.graph")
+    check(g, np.random.default_rng(1).integers(0, g.n, 300), batch_size=128)
+
+
+def test_usair97_float_weights():
+    g = bg.load("mtx/USAir97.mtx")
+    assert not g.integer_weights
+    check(g, np.arange(g.n))
+
+
+def test_lederberg_directed():
+    g = bg.load("mtx/Lederberg.tar.gz")
+    check(g, np.random.default_rng(2).integers(0, g.n, 200))
+
+
+def test_ny_seeded_weights():
+    g = bg.road("NY")
+    assert (g.n, g.m) == (264_346, 730_100)
+    src = np.random.default_rng(11).integers(0, g.n, 40)
+    check(g, src, batch_size=None)
+
+
+def test_random_graphs_fresh_seed():
+    seed = _fresh_seed()
+    for i in range(3):
+        g = bg.random_graph(2000 + 500 * i, 9000, seed + i, isolated=3)
+        src = np.r_[np.random.default_rng(seed).integers(0, g.n, 70), g.n - 1, g.n - 1]
+        check(g, src, batch_size=[None, 64, 33][i])
+    g = bg.random_graph(1500, 6000, seed + 7, floats=True, lo=0.0, hi=10.0)
+    check(g, np.arange(0, g.n, 7))
+
+
+def test_unreachable_isolated_source():
+    g = bg.random_graph(500, 2000, 5, isolated=2)
+    res = check(g, [g.n - 1, 0, g.n - 2, g.n - 1], batch_size=32)
+    assert res.reached[0] == 1 and res.sum_distance[0] == 0 and res.eccentricity[0] == 0
+
+
+def test_negative_weights_without_cycle():
+    seed = _fresh_seed()
+    base = bg.load("dimacs9/rome99.gr")
+    g, p = bg.reweighted(base, seed)
+    assert g.has_negative
+    src = np.random.default_rng(seed).integers(0, g.n, 40)
+    check(g, src, ref="bellman-ford", batch_size=32)
+    r = bg.random_graph(800, 4000, seed, isolated=1)
+    g2, _ = bg.reweighted(r, seed + 1)
+    check(g2, np.r_[np.arange(0, 800, 13), 799], ref="bellman-ford")
+
+
+def test_negative_cycle_raises():
+    base = bg.random_graph(400, 2400, 9)
+    g, cyc = bg.with_negative_cycle(base, 4)
+    for mode in ("pull", "push"):
+        with pytest.raises(NegativeCycleError) as info:
+            kernels.solve(g, np.arange(0, 400, 20), method="batched", mode=mode)
+    err = info.value
+    assert err.cycle and err.vertex in err.cycle
+    # the named cycle has negative weight
+    import scipy.sparse as sp
+
+    mat = sp.csr_array(g.to_scipy())
+    c = err.cycle
+    total = sum(float(mat[c[i], c[(i + 1) % len(c)]]) for i in range(len(c)))
+    assert total < 0
+
+
+def test_histogram_and_delta_inf():
+    g = bg.load("dimacs9/rome99.gr")
+    src = np.arange(0, g.n, 97)
+    want = kernels.solve(g, src, method="dijkstra")
+    got = kernels.solve(g, src, method="batched", histogram_bins=16, distances=False)
+    h = got.counters["histogram"]
+    for i in range(len(src)):
+        d = want.distances[i][np.isfinite(want.distances[i])]
+        c, _ = np.histogram(d, bins=h["edges"][i])
+        assert np.array_equal(c, h["counts"][i])
+    edges = np.linspace(0, 80_000, 9)
+    got = kernels.solve(g, src, method="batched", histogram_bins=edges, distances=False)
+    for i in range(len(src)):
+        d = want.distances[i][np.isfinite(want.distances[i])]
+        assert np.array_equal(np.histogram(d, bins=edges)[0], got.counters["histogram"]["counts"][i])
+    check(g, src, delta=float("inf"))
+    check(g, src, delta=1.0, batch_size=64)
