@@ -17,6 +17,11 @@
 //              two <= resident threads / |F|, clamped to [4, 32]; else fixed lanes.
 //   heavy      frontier vertices of out-degree > heavy go to a separate queue whose
 //              arcs the whole grid splits (H-BF's dynamic-parallelism launch).
+//   HOPS       1 = H-BF.  2 (kernels hbf_step_h2 / hbf_persistent_h2; an addition from
+//              the locality paper, not part of H-BF): a lane whose relaxation of v
+//              returns "enqueue" also relaxes v's out-arcs at once with the distance it
+//              wrote (v of out-degree <= 32 and not heavy); every arc is then an atomic
+//              relaxation (no plain stores: v's in-arcs may have two writers in a round).
 // Round r reads frontier F[r & 1] and heavy queue H[r & 1] (counts in the int2 at
 // st[4 * (r % 3)]), writes F/H[(r + 1) & 1] and zeroes the counts of round r + 2, so a
 // round needs no host work: one persistent kernel (co-resident grid) runs every round
@@ -126,10 +131,11 @@ __device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, 
 }
 
 // Relax arc k of frontier vertex u (distance du); returns whether to enqueue *v.
-template <typename W, typename D, int MODE>
+// HOPS = 2: *cout = the distance offered to *v; no plain stores.
+template <typename W, typename D, int MODE, int HOPS>
 __device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt,
                                           int r, int u, D du, long long beg, long long k, int* vout,
-                                          unsigned long long& cnt) {
+                                          D* cout, unsigned long long& cnt) {
     int raw = __ldg(&a.idx[k]);
     int v = a.classes ? (raw & HBF_MASK) : raw;
     *vout = v;
@@ -139,18 +145,56 @@ __device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>&
     if (a.classes) {
         if (r == 0 && u == a.src) {
             if (k > beg && (__ldg(&a.idx[k - 1]) & HBF_MASK) == v) return false;  // heavier parallel arc
-            plain = true;
-        } else if (cls == HBF_INDEG1 && MODE != 0) {
+            plain = HOPS == 1;
+        } else if (cls == HBF_INDEG1 && MODE != 0 && HOPS == 1) {
             plain = true;
         }
     }
     D c = du + (D)__ldg(&wt[k]);
+    if constexpr (HOPS > 1) *cout = c;
     ++cnt;
     unsigned s = (unsigned)r + 1u;
     return plain ? dist.relax_store(v, c, s) : dist.relax_atomic(v, c, s);
 }
 
+// HOPS = 2, second hop: the lane that got "enqueue v" (want) for distance c relaxes
+// v's out-arcs with c now.  v is enqueued all the same, so whatever distance v holds at
+// the start of round r + 1 (c, or lower from another lane) reaches v's arcs then; a
+// lane that lowered v but found it already stamped does no second hop.
+// Every write is relax_atomic with this round's stamp, so a vertex improved here is
+// enqueued for round r + 1 exactly as by a first-hop relaxation.  Skipped arcs
+// (class 1) stay skipped (sink_fixup); v of out-degree > 32 or heavy waits for the
+// next round.  Warp-collective (called by every lane of the warp).
 template <typename W, typename D, int MODE>
+__device__ __forceinline__ void hbf_second_hop(const HbfArgs& a, const Dist<D, MODE>& dist,
+                                               const W* __restrict__ wt, int r, bool want, int v, D c,
+                                               unsigned long long& cnt) {
+    long long k = 0, end = 0;
+    if (want) {
+        k = __ldg(&a.ptr[v]);
+        end = __ldg(&a.ptr[v + 1]);
+        if (end - k > 32 || end - k > (long long)a.heavy) end = k;
+    }
+    const unsigned s = (unsigned)r + 1u;
+    for (;; ++k) {
+        bool act = k < end;
+        if (!__any_sync(0xffffffffu, act)) break;
+        int x = 0;
+        bool w2 = false;
+        if (act) {
+            int raw = __ldg(&a.idx[k]);
+            x = a.classes ? (raw & HBF_MASK) : raw;
+            int cls = a.classes ? (int)((unsigned)raw >> 30) : 0;
+            if (cls != HBF_SKIP) {
+                ++cnt;
+                w2 = dist.relax_atomic(x, c + (D)__ldg(&wt[k]), s);
+            }
+        }
+        hbf_enqueue(a, r, w2, x);
+    }
+}
+
+template <typename W, typename D, int MODE, int HOPS>
 __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt, int r, int n1,
                           int nh) {
     const int lane = threadIdx.x & 31;
@@ -177,8 +221,10 @@ __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* 
             bool active = k < end;
             if (!__any_sync(0xffffffffu, active)) break;
             int v = 0;
-            bool want = active && hbf_relax<W, D, MODE>(a, dist, wt, r, u, du, beg, k, &v, cnt);
+            D c = (D)0;
+            bool want = active && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, cnt);
             hbf_enqueue(a, r, want, v);
+            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want, v, c, cnt);
         }
     }
     for (int j = 0; j < nh; ++j) {  // heavy vertices: the whole grid splits their arcs
@@ -188,8 +234,10 @@ __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* 
         for (long long k0 = beg + gwarp * 32; k0 < end; k0 += tt) {  // warp-uniform
             long long k = k0 + lane;
             int v = 0;
-            bool want = k < end && hbf_relax<W, D, MODE>(a, dist, wt, r, u, du, beg, k, &v, cnt);
+            D c = (D)0;
+            bool want = k < end && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, cnt);
             hbf_enqueue(a, r, want, v);
+            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want, v, c, cnt);
         }
     }
     add_count(a.relax, cnt);
@@ -252,13 +300,23 @@ __global__ void __launch_bounds__(256) hbf_init(HBF_PARAMS) {
 }
 
 // One round per launch (the host queues several and reads st every few launches).
-template <typename W, typename D, int MODE>
-__global__ void __launch_bounds__(256) hbf_step(HBF_PARAMS, int r) {
+template <typename W, typename D, int MODE, int HOPS>
+__device__ __forceinline__ void hbf_step_body(HBF_PARAMS, int r) {
     HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
     Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
     int n1, nh;
     if (!hbf_round_start(a, r, &n1, &nh, false)) return;
-    hbf_round<W, D, MODE>(a, dist, wt, r, n1, nh);
+    hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh);
+}
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_step(HBF_PARAMS, int r) {
+    hbf_step_body<W, D, MODE, 1>(n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, wt, dptr,
+                                 stamp, F0, F1, H0, H1, st, relax, r);
+}
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_step_h2(HBF_PARAMS, int r) {
+    hbf_step_body<W, D, MODE, 2>(n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, wt, dptr,
+                                 stamp, F0, F1, H0, H1, st, relax, r);
 }
 
 // Grid-wide barrier for the persistent kernel: st[ST_BAR] counts arrivals and is
@@ -281,16 +339,26 @@ __device__ __forceinline__ void grid_barrier(int* st, int r) {
 }
 
 // Every round in one launch of a co-resident grid, a grid-wide barrier between rounds.
-template <typename W, typename D, int MODE>
-__global__ void __launch_bounds__(256) hbf_persistent(HBF_PARAMS) {
+template <typename W, typename D, int MODE, int HOPS>
+__device__ __forceinline__ void hbf_persistent_body(HBF_PARAMS) {
     HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
     Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
     for (int r = 0;; ++r) {
         int n1, nh;
         if (!hbf_round_start(a, r, &n1, &nh, true)) break;
-        hbf_round<W, D, MODE>(a, dist, wt, r, n1, nh);
+        hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh);
         grid_barrier(st, r);
     }
+}
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_persistent(HBF_PARAMS) {
+    hbf_persistent_body<W, D, MODE, 1>(n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, wt,
+                                       dptr, stamp, F0, F1, H0, H1, st, relax);
+}
+template <typename W, typename D, int MODE>
+__global__ void __launch_bounds__(256) hbf_persistent_h2(HBF_PARAMS) {
+    hbf_persistent_body<W, D, MODE, 2>(n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, wt,
+                                       dptr, stamp, F0, F1, H0, H1, st, relax);
 }
 
 #ifdef SSSP_NVCC_CHECK
@@ -304,7 +372,15 @@ __global__ void __launch_bounds__(256) hbf_persistent(HBF_PARAMS) {
     template __global__ void hbf_persistent<W, D, M>(int, int, int, int, int, int, int, int,             \
                                                      const long long*, const int*, const W*, void*,      \
                                                      unsigned*, int*, int*, int*, int*, int*,            \
-                                                     unsigned long long*);
+                                                     unsigned long long*);                              \
+    template __global__ void hbf_step_h2<W, D, M>(int, int, int, int, int, int, int, int,                \
+                                                  const long long*, const int*, const W*, void*,         \
+                                                  unsigned*, int*, int*, int*, int*, int*,               \
+                                                  unsigned long long*, int);                             \
+    template __global__ void hbf_persistent_h2<W, D, M>(int, int, int, int, int, int, int, int,          \
+                                                        const long long*, const int*, const W*, void*,   \
+                                                        unsigned*, int*, int*, int*, int*, int*,         \
+                                                        unsigned long long*);
 #define INST(W, D) INSTM(W, D, 0) INSTM(W, D, 1) SSSP_COMMON_INST(W, D)
 INST(int, int)
 INST(int, long long)

@@ -34,6 +34,14 @@ Each optimisation is an option, so the ablation table is one loop over options:
     ``check_every``).
 ``blocks_per_sm`` (2)
     Resident blocks of 256 threads per SM for the fixed grid.
+``hops`` (1)
+    2: a lane that improves v (and enqueues it) also relaxes v's out-arcs at once with
+    the distance it wrote, when v has out-degree <= 32 and is not heavy (kernels
+    ``hbf_step_h2`` / ``hbf_persistent_h2``).  v is still enqueued, so nothing is lost;
+    fewer rounds on road networks.  Borrowed from the locality paper's multi-step
+    relaxation; not part of H-BF.  Every relaxation is then atomic (the in-degree-1
+    and round-0 source plain stores are off: two writers per round become possible).
+    1 runs exactly the H-BF kernels.
 
 Distances are int32 for integer weights whenever ``n * max|w|`` fits and no weight is
 negative (int64 weights included), so the 64-bit (distance, round) word of
@@ -64,6 +72,7 @@ DEFAULTS = {
     "persistent": True,
     "blocks_per_sm": 2,
     "check_every": 0,
+    "hops": 1,
 }
 SKIP, INDEG1 = 1, 2
 ST_ROUNDS, ST_STATUS, ST_OVF, ST_DONE = 12, 13, 14, 15  # words of the state array (hbf.cu)
@@ -119,6 +128,11 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         raise ValueError(f"hbf: lanes must be a power of two up to 32, got {opts['lanes']}")
     coalesced = int(bool(opts["coalesced_enqueue"]))
     persistent = bool(opts["persistent"])
+    hops = opts["hops"]
+    if isinstance(hops, bool) or hops not in (1, 2):
+        raise ValueError(f"hbf: hops must be 1 or 2, got {hops!r}")
+    hops = int(hops)
+    k_step, k_pers = ("hbf_step", "hbf_persistent") if hops == 1 else ("hbf_step_h2", "hbf_persistent_h2")
 
     def mode_of(D):
         if not opts["dedup64"]:
@@ -130,8 +144,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         for md in (0, 1, 2):  # every mode in one module: one compile per type pair
             if md == 2 and dt not in ("int", "float"):
                 continue
-            out += [f"hbf_init<{wt}, {dt}, {md}>", f"hbf_step<{wt}, {dt}, {md}>",
-                    f"hbf_persistent<{wt}, {dt}, {md}>"]
+            out += [f"hbf_init<{wt}, {dt}, {md}>", f"{k_step}<{wt}, {dt}, {md}>",
+                    f"{k_pers}<{wt}, {dt}, {md}>"]
         if dt in ("int", "float"):
             out.append(f"unpack_dist<{dt}>")
         return out
@@ -159,7 +173,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     def resident_blocks(tmpl):
         """Blocks that are surely co-resident (the persistent kernel's barrier needs it)."""
         nonlocal blocks
-        regs = max(1, int(loop.fn("hbf_persistent" + tmpl).num_regs))
+        regs = max(1, int(loop.fn(k_pers + tmpl).num_regs))
         per_sm = max(1, min(8, 65536 // (((regs + 7) // 8) * 8 * 256)))
         blocks = loop.sms * max(1, min(int(opts["blocks_per_sm"]), per_sm))
         return blocks
@@ -177,9 +191,9 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         tmpl = f"<{loop.wt}, {loop.dt}, {md}>"
         loop.launch(loop.fn("hbf_init" + tmpl), loop.grid(n), base)
         if persistent:
-            loop.launch(loop.fn("hbf_persistent" + tmpl), resident_blocks(tmpl), base)
+            loop.launch(loop.fn(k_pers + tmpl), resident_blocks(tmpl), base)
             return loop.read(st)
-        step = loop.fn("hbf_step" + tmpl)
+        step = loop.fn(k_step + tmpl)
         r = 0
         k = int(opts["check_every"]) or 8
         while True:
@@ -220,6 +234,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         edge_classes=classes,
         heavy_threshold=None if heavy == NO_HEAVY else heavy,
         lanes="dynamic" if lanes == 0 else lanes,
+        hops=hops,
         overflow_restarts=restarts,
         **info,
     )

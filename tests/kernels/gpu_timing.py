@@ -6,7 +6,9 @@ NY road topology (264,346 vertices, 730,100 arcs) with weights U[1,1000] seed 7,
 random sources (seed 2026): ms per source from CUDA events (kernel_ms / sources), the
 H-BF ablation, launches / host syncs per source, iterations, MTEPS (arcs of the reached
 part / kernel time), relax operations per source from a count_work run.  ``--extra``
-adds BAY, COL, delaunay_n15, RMAT 2^20 x 16 and a 2^22-vertex grid (hbf, spmv-csr-vector).
+adds BAY, COL, delaunay_n15, RMAT 2^20 x 16 and a 2^22-vertex grid (hbf, spmv-csr-vector;
+hbf also with hops=2).  The hops=2 rows (two-hop relaxation, an hbf option) come right
+after the all-on row, so the time budget does not skip them.
 """
 from __future__ import annotations
 
@@ -25,6 +27,12 @@ from kernels._gpu import device_name  # noqa: E402
 
 ABLATION = [
     ("hbf (all on, persistent)", {}),
+    ("hbf hops=2 (two-hop relaxation)", dict(hops=2)),
+    ("hbf hops=2 launch mode", dict(hops=2, persistent=False)),
+    ("hbf hops=2 -edge_classes", dict(hops=2, edge_classes=False)),
+    ("hbf hops=2 -dedup64", dict(hops=2, dedup64=False)),
+    ("hbf hops=2 -virtual_warps (32 lanes)", dict(hops=2, virtual_warps=False, lanes=32)),
+    ("hbf hops=2 -virtual_warps (4 lanes)", dict(hops=2, virtual_warps=False, lanes=4)),
     ("hbf launch mode (K-batched checks)", dict(persistent=False)),
     ("hbf -edge_classes", dict(edge_classes=False)),
     ("hbf -dedup64", dict(dedup64=False)),
@@ -109,7 +117,8 @@ def main():
         try:
             res = bench(g, "hbf", opts, sources, ref=ref, log=log)
             log(f"|   ^ {label}: mode={res.counters.get('mode')} blocks={res.counters.get('blocks')} "
-                f"dedup={res.counters.get('dedup')} distances={res.counters.get('distance_type')} | | | | | | | | |")
+                f"dedup={res.counters.get('dedup')} distances={res.counters.get('distance_type')} "
+                f"hops={res.counters.get('hops')} | | | | | | | | |")
         except Exception as exc:
             log(f"| {label} | FAILED: {type(exc).__name__}: {exc} |")
     if args.extra:
@@ -135,6 +144,8 @@ def main():
                 srcs = np.random.default_rng(7).integers(0, gg.n, size=10)
                 for method in args.extra_methods.split(","):
                     bench(gg, method, {}, srcs, log=log)
+                    if method == "hbf":
+                        bench(gg, method, dict(hops=2), srcs, log=log)
             except Exception as exc:
                 log(f"| {name} | FAILED: {type(exc).__name__}: {exc} |")
     log(f"total {time.perf_counter() - t_start:.1f} s")

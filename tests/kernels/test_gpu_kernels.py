@@ -1,5 +1,9 @@
 """GPU kernels (harish, hbf and its ablation variants, spmv-*) against the CPU backend.
 
+hbf with ``hops=2`` (two-hop relaxation) runs wherever plain hbf runs: in ``ALL`` (with
+the ablation switches that change its code path) and in ``METHOD_OPTS`` for the tests
+parametrized by method only.
+
 Integer weights must match exactly (``np.array_equal``); float32 within rtol 1e-5.
 Predecessors must satisfy ``dist[pred] + w(pred, v) == dist[v]`` and form a tree
 rooted at the source.  Random graphs are fresh every run (the seed is printed).
@@ -26,9 +30,20 @@ HBF_VARIANTS = {
     "heavy4": dict(heavy_threshold=4),
     "alloff": dict(edge_classes=False, dedup64=False, coalesced_enqueue=False, virtual_warps=False,
                    heavy_threshold=0, persistent=False),
+    # hops=2: hbf_persistent_h2 / hbf_step_h2, alone and with the switches that change its path
+    "hops2": dict(hops=2),
+    "hops2-launch": dict(hops=2, persistent=False),
+    "hops2-noclass": dict(hops=2, edge_classes=False),
+    "hops2-nodedup": dict(hops=2, dedup64=False),
+    "hops2-heavy4": dict(hops=2, heavy_threshold=4),
+    "hops2-alloff": dict(hops=2, edge_classes=False, dedup64=False, coalesced_enqueue=False,
+                         virtual_warps=False, heavy_threshold=0, persistent=False),
 }
 ALL = [(m, {}) for m in METHODS] + [("hbf", v) for v in HBF_VARIANTS.values()]
 ALL_IDS = METHODS + [f"hbf-{k}" for k in HBF_VARIANTS]
+# every method with its defaults, plus hbf hops=2 (tests that take no ablation variants)
+METHOD_OPTS = [(m, {}) for m in METHODS] + [("hbf", dict(hops=2))]
+METHOD_IDS = METHODS + ["hbf-hops2"]
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 
 
@@ -138,24 +153,24 @@ def test_gapbs(method, opts, parallel):
 
 
 @pytest.mark.parametrize("weights", [None, "random:1:1000:7"], ids=["unit", "seeded"])
-@pytest.mark.parametrize("method", METHODS)
-def test_delaunay_n15(method, weights):
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_delaunay_n15(method, opts, weights):
     g = G.load("metis/delaunay_n15.graph", weights=weights)
-    check(g, [0, 12345, 32767], method)
+    check(g, [0, 12345, 32767], method, opts)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("method", METHODS)
-def test_usair97_float(method, dtype):
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_usair97_float(method, opts, dtype):
     g = G.with_dtype(G.load("mtx/USAir97.mtx"), dtype)
-    check(g, [0, 100, 331], method)
+    check(g, [0, 100, 331], method, opts)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_lederberg_directed(method):
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_lederberg_directed(method, opts):
     g = G.load("mtx/Lederberg.tar.gz")
     assert g.directed
-    check(g, [0, 17, 4000, 8842], method)
+    check(g, [0, 17, 4000, 8842], method, opts)
 
 
 @pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
@@ -168,13 +183,13 @@ def test_ny_seeded(method, opts):
 
 # ---------------------------------------------------------------------- generated
 @pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
-@pytest.mark.parametrize("method", METHODS)
-def test_rmat_and_grid(method, dtype):
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_rmat_and_grid(method, opts, dtype):
     seed = G.fresh_seed()
     rng = np.random.default_rng(seed)
     for g in (G.rmat(10, 8, seed=seed, dtype=dtype), G.grid(40, 30, seed=seed, dtype=dtype),
               G.random_graph(500, 3000, seed=seed, dtype=dtype, parallel="keep")):
-        check(g, rng.integers(0, g.n, size=3), method)
+        check(g, rng.integers(0, g.n, size=3), method, opts)
 
 
 @pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
@@ -218,9 +233,9 @@ def test_negative_cycle_large():
     from pipeline.graph import Graph
 
     g2 = Graph.from_edges(t, h, w, g.n, parallel="keep")
-    for method in METHODS:
+    for method, opts in METHOD_OPTS:
         with pytest.raises(NegativeCycleError) as err:
-            kernels.solve(g2, [0], method=method)
+            kernels.solve(g2, [0], method=method, **opts)
         assert err.value.vertex in (10, 11)
 
 
@@ -241,14 +256,14 @@ def test_single_vertex_and_isolated(method, opts, dtype):
     assert np.isinf(res.distances[0, [0, 1, 2, 4]]).all() and res.distances[0, 3] == 0
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_int32_widening(method):
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_int32_widening(method, opts):
     from pipeline.graph import Graph
 
     n = 6
     w = np.full(n - 1, 2**30, dtype=np.int32)
     g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), w, n)
-    res = kernels.solve(g, [0], method=method)
+    res = kernels.solve(g, [0], method=method, **opts)
     assert res.counters["distance_type"] == "int64"
     assert res.distances[0].tolist() == [float(i * 2**30) for i in range(n)]
     assert res.sum_distance[0] == sum(i * 2**30 for i in range(n))
@@ -276,3 +291,23 @@ def test_unknown_option():
     g = G.grid(5, 5)
     with pytest.raises(TypeError):
         kernels.solve(g, [0], method="hbf", nonsense=1)
+
+
+@pytest.mark.parametrize("hops", [0, 3, True, "2"])
+def test_hbf_bad_hops(hops):
+    g = G.grid(5, 5)
+    with pytest.raises(ValueError, match="hops"):
+        kernels.solve(g, [0], method="hbf", hops=hops)
+
+
+def test_hbf_hops2_counters_and_rounds():
+    """hops=2 reports itself, matches hops=1 exactly and takes fewer rounds on a road graph
+    (rounds vary run to run, so only the total over the sources is compared)."""
+    g = G.load("dimacs9/rome99.gr")
+    src = [0, 1000, 3352]
+    one = kernels.solve(g, src, method="hbf", count_work=True)
+    two = kernels.solve(g, src, method="hbf", count_work=True, hops=2)
+    assert one.counters["hops"] == 1 and two.counters["hops"] == 2
+    assert np.array_equal(one.distances, two.distances)
+    assert two.iterations.sum() < one.iterations.sum(), (two.iterations, one.iterations)
+    assert np.all(two.relaxations > 0)
