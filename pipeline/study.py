@@ -171,7 +171,10 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
     if algorithm != "auto" and graph.has_negative and not kernels.get(algorithm).negative_weights:
         raise StudyError(f"algorithm {algorithm!r} needs non-negative weights; {graph.name} has negative arcs")
-    batch_size = int(setting("study.batch-size", batch_size))
+    batch_size = setting("study.batch-size", batch_size)
+    if batch_size in (None, "auto"):  # the CLI resolves auto by backend; the API's default
+        batch_size = 64
+    batch_size = int(batch_size)
     if batch_size < 1:
         raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
     outputs = parse_outputs(outputs)

@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
     sol = p.add_argument_group("solving and outputs")
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,
-                     help="sources per task (default: config sssp.study.batch-size, 64)")
+                     help="sources per task (default: config sssp.study.batch-size; auto = 512 on GPUs, 64 on CPU workers)")
     sol.add_argument("--outputs", default="stats",
                      help="comma list of stats, distances, predecessors (default stats)")
     sol.add_argument("--distance-form", choices=("long", "wide"), default=None,
@@ -180,8 +180,11 @@ def run(args) -> int:
         est = distance_bytes(sp.count, graph.n, form, "predecessors" in outputs)
         console.print(f"distance outputs: up to {_fmt_bytes(est)} before compression "
                       f"({sp.count:,} sources x {graph.n:,} vertices, {form} form)")
+    batch_size = args.batch_size
+    if batch_size is None and setting("study.batch-size", None) in (None, "auto"):
+        batch_size = _default_batch_size(args)
     plan = plan_study(graph, args.graph, sp, out=args.out, algorithm=args.algorithm,
-                      batch_size=args.batch_size, outputs=outputs, distance_form=args.distance_form,
+                      batch_size=batch_size, outputs=outputs, distance_form=args.distance_form,
                       max_distance_bytes=args.max_distance_bytes)
     study = Study(plan, resume=args.resume)  # folder checks before any cluster starts
     if args.resume and not study.pending:
@@ -231,3 +234,19 @@ def run(args) -> int:
     console.print(f"wrote {args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
                   + (f"; report {args.report}" if args.report else ""))
     return 0
+
+
+def _default_batch_size(args) -> int:
+    """Sources per task when neither --batch-size nor the config sets it.
+
+    GPU workers solve a batch in one call of the batched kernel, which fills the GPU
+    best with a few hundred sources (BENCH-BATCHED.md); CPU workers solve one source
+    after another, where small batches balance better and resume loses less.
+    """
+    import kernels
+
+    gpu_algo = (args.algorithm in kernels.available_methods() and args.algorithm != "auto"
+                and kernels.get(args.algorithm).backend == "gpu")
+    local_gpu = (args.cpu_workers is None and args.scheduler is None and args.scheduler_file is None
+                 and kernels.device_count() > 0)
+    return 512 if (gpu_algo or local_gpu or args.gpus) else 64
