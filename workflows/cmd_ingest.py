@@ -48,7 +48,7 @@ def add_parser(subparsers):
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"),
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
                         "a weight that does not fit is an error")
-    p.add_argument("--chunk-mb", type=int, default=32, help="text parsed per step, MiB (bounds memory; default 32)")
+    p.add_argument("--chunk-mb", type=int, default=16, help="text parsed per step, MiB (bounds memory; default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
     return p

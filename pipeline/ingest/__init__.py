@@ -34,7 +34,7 @@ __all__ = ["ingest", "read_meta", "read_sources", "detect_format", "FORMATS", "W
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHUNK_BYTES = 32 << 20
+DEFAULT_CHUNK_BYTES = 16 << 20
 
 try:  # the distribution's version, for created_by
     from importlib.metadata import version as _v

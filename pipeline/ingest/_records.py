@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..errors import InputError
@@ -69,8 +68,13 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
         for i, name in enumerate(spec.fields):
             if name.endswith("id") or name in ("row", "column"):
                 types[f"f{i}"] = id_type
+    extra = {}
     if spec.kind is not None:
-        types["k"] = pa.string()
+        # the kind token parsed as a boolean whose only accepted spelling is the kind
+        # itself: any other token ('c', 'p', 'A', '') fails the conversion and sends the
+        # chunk to the precise path, with no string column to build and compare
+        types["k"] = pa.bool_()
+        extra = {"true_values": [spec.kind.decode()], "false_values": []}
     bad = []
 
     def on_invalid(row):
@@ -93,7 +97,7 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types=types, null_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
+                quoted_strings_can_be_null=False, **extra,
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -101,10 +105,7 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
     if bad:
         return None
     if spec.kind is not None:
-        k = tbl.column("k")
-        if k.null_count:
-            return None
-        if len(k) and not pc.all(pc.equal(k, spec.kind.decode())).as_py():
+        if tbl.column("k").null_count:
             return None
     out = []
     for i in range(len(spec.fields)):

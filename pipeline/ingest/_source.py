@@ -7,7 +7,9 @@ import gzip
 import hashlib
 import io
 import lzma
+import queue
 import tarfile
+import threading
 from pathlib import Path
 
 from ..errors import InputError
@@ -96,6 +98,7 @@ class Source:
         self._tar = None
         self._raw = None
         self._digest = None
+        self._closers = []
         name = strip_compression(self.path.name)
         self.inner_name = name
         if name.lower().endswith((".tar", ".tgz")) or self._looks_like_tar():
@@ -167,6 +170,8 @@ class Source:
         return self._digest
 
     def close(self):
+        for stop in list(self._closers):  # read-ahead threads first, then the stream
+            stop()
         try:
             self.stream.close()
         finally:
@@ -255,52 +260,178 @@ class LineCursor:
     def chunks(self):
         """Yield ``(buf, end, first_line, nlines)``: ``buf[:end]`` holds whole lines.
 
-        ``buf`` is one reused ``bytearray`` filled with ``readinto`` (no per-chunk
-        allocation or copy); it is valid until the next chunk is requested, so the
-        consumer parses it (``pyarrow.py_buffer(buf)[:end]`` is free) or copies it.
+        A background thread reads ahead (``readinto`` into a small pool of reused
+        ``bytearray`` buffers, so no per-chunk allocation), feeding the sha256 and
+        counting the newlines as it goes; decompression, hashing and counting thus
+        overlap the parsing on the calling thread (all of them release the GIL).
+        ``buf`` is valid until the next chunk is requested, so the consumer parses it
+        (``pyarrow.py_buffer(buf)[:end]`` is free) or copies it.
         """
-        size = self.chunk_bytes
-        ba = bytearray(size + (1 << 20))
-        filled = len(self._buf)
-        if filled > len(ba):
-            ba = bytearray(filled + size)
-        ba[:filled] = self._buf
+        reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof)
         self._buf = b""
-        while True:
-            if not self._eof:
-                want = size - filled if filled < size else (1 << 20)
-                if filled + want > len(ba):
-                    # never resize in place: pyarrow may still hold an export of ba
-                    nb = bytearray(2 * (filled + want))
-                    nb[:filled] = ba[:filled]
-                    ba = nb
-                got = self.source.readinto_exact(memoryview(ba)[filled : filled + want])
-                if got == 0:
+        self.source._closers.append(reader.stop)
+        try:
+            while True:
+                item = reader.next()
+                if item is None:
                     self._eof = True
-                filled += got
-            if filled == 0:
+                    return
+                ba, end, nlines = item
+                first = self.lineno
+                self.lineno += nlines
+                try:
+                    yield ba, end, first, nlines
+                finally:
+                    reader.release(ba)
+        finally:
+            reader.stop()
+            try:
+                self.source._closers.remove(reader.stop)
+            except ValueError:
+                pass
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _ChunkReader:
+    """Read-ahead thread behind :meth:`LineCursor.chunks`.
+
+    Three buffers circulate: one held by the consumer, one ready in the queue, one
+    being filled, so memory stays at ~3 chunks. The newline count uses NumPy on a
+    reused mask (GIL released) rather than ``bytes.count`` (GIL held).
+    """
+
+    _POLL = 0.2
+
+    def __init__(self, source, size, carry: bytes, eof: bool):
+        self.source = source
+        self.size = size
+        self._carry = bytes(carry)
+        self._eof = eof
+        self._free = queue.Queue()
+        for _ in range(3):
+            self._free.put(None)  # allocated lazily, on first use
+        self._ready = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._mask = None
+        self._thread = threading.Thread(target=self._run, name="sssp-ingest-read", daemon=True)
+        self._thread.start()
+
+    # -- consumer side -------------------------------------------------------------
+    def next(self):
+        while True:
+            try:
+                item = self._ready.get(timeout=self._POLL)
+            except queue.Empty:
+                if not self._thread.is_alive() and self._ready.empty():
+                    raise RuntimeError("ingest reader thread ended unexpectedly")  # pragma: no cover
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            return item
+
+    def release(self, ba):
+        self._free.put(ba)
+
+    def stop(self):
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        while self._thread.is_alive():
+            try:  # unblock a put() on a full queue
+                while True:
+                    self._ready.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(timeout=self._POLL)
+
+    # -- reader thread -------------------------------------------------------------
+    def _put(self, item):
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                self._ready.put(item, timeout=self._POLL)
                 return
-            if self._eof:
-                if ba[filled - 1] != 10:
-                    if filled + 1 > len(ba):
-                        nb = bytearray(filled + 1)
+            except queue.Full:
+                continue
+
+    def _take(self):
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                return self._free.get(timeout=self._POLL)
+            except queue.Empty:
+                continue
+
+    def _count_lines(self, ba, end) -> int:
+        import numpy as np
+
+        if end < (1 << 16):
+            return ba.count(b"\n", 0, end)
+        if self._mask is None or len(self._mask) < end:
+            self._mask = np.empty(max(end, self.size + (1 << 20)), dtype=bool)
+        m = self._mask[:end]
+        np.equal(np.frombuffer(ba, dtype=np.uint8, count=end), 10, out=m)
+        return int(np.count_nonzero(m))
+
+    def _run(self):
+        try:
+            self._loop()
+            self._put(None)
+        except _Stopped:
+            return
+        except BaseException as exc:  # handed to the consumer, raised there
+            try:
+                self._put(exc)
+            except _Stopped:
+                return
+
+    def _loop(self):
+        size = self.size
+        carry = self._carry
+        eof = self._eof
+        while True:
+            ba = self._take()
+            if ba is None or len(ba) < max(size + (1 << 20), len(carry) + size):
+                ba = bytearray(max(size + (1 << 20), len(carry) + size))
+            filled = len(carry)
+            ba[:filled] = carry
+            while True:
+                if self._stop.is_set():
+                    raise _Stopped
+                if not eof:
+                    want = size - filled if filled < size else (1 << 20)
+                    if filled + want > len(ba):
+                        nb = bytearray(2 * (filled + want))
                         nb[:filled] = ba[:filled]
                         ba = nb
-                    ba[filled] = 10
-                    filled += 1
-                end = filled
-            else:
+                    got = self.source.readinto_exact(memoryview(ba)[filled : filled + want])
+                    if got == 0:
+                        eof = True
+                    filled += got
+                if filled == 0:
+                    return
+                if eof:
+                    if ba[filled - 1] != 10:
+                        if filled + 1 > len(ba):
+                            nb = bytearray(filled + 1)
+                            nb[:filled] = ba[:filled]
+                            ba = nb
+                        ba[filled] = 10
+                        filled += 1
+                    end = filled
+                    break
                 i = ba.rfind(b"\n", 0, filled)
-                if i < 0:  # one line longer than a chunk: keep reading
-                    continue
-                end = i + 1
-            first = self.lineno
-            nlines = ba.count(b"\n", 0, end)
-            self.lineno += nlines
-            yield ba, end, first, nlines
-            rest = filled - end
-            if rest:
-                ba[:rest] = ba[end:filled]
-            filled = rest
-            if self._eof and filled == 0:
+                if i >= 0:
+                    end = i + 1
+                    break
+                # one line longer than a chunk: keep reading into this buffer
+            carry = bytes(ba[end:filled])
+            nlines = self._count_lines(ba, end)
+            self._put((ba, end, nlines))
+            if eof and not carry:
                 return
