@@ -240,7 +240,7 @@ def _default_batch_size(args) -> int:
     """Sources per task when neither --batch-size nor the config sets it.
 
     GPU workers solve a batch in one call of the batched kernel, which fills the GPU
-    best with a few hundred sources (BENCH-BATCHED.md); CPU workers solve one source
+    best with a few hundred sources (BENCHMARKS.md); CPU workers solve one source
     after another, where small batches balance better and resume loses less.
     """
     import kernels

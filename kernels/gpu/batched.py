@@ -1,6 +1,6 @@
 """Batched multi-source shortest paths: many sources per kernel, reductions on the GPU.
 
-Measured figures and the commands that produced them: ``BENCH-BATCHED.md``.
+Measured figures and the commands that produced them: ``BENCHMARKS.md``.
 
 ``batched(graph, sources)`` solves ``B`` sources at once (``B`` = 32 x words, chosen
 per graph and device when not given; longer source lists run in chunks of ``B``) with

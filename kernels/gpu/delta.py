@@ -11,7 +11,7 @@ entries.  No host communication until the source is done.
 ``"median"`` - the median arc weight;  ``"mean"`` - the mean arc weight;
 ``"maxw-maxdeg"`` - max weight / max out-degree (the paper's choice);  ``"RULE*F"`` - a
 rule's width times ``F`` (e.g. ``"mean*32"``);  a number.
-The default, ``"mean*128"``, is the width measured best on NY (BENCH-PAPERS.md:
+The default, ``"mean*128"``, is the width measured best on NY (BENCHMARKS.md:
 of the three named rules mean and median tie and max-weight/max-degree is twice as slow,
 and wider buckets are faster still on road networks, whose hop depth, not their bucket
 count, bounds the number of phases).

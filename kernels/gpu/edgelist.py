@@ -36,7 +36,7 @@ import numpy as np
 from kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"restrict": True, "segment": "auto", "directed": "auto", "check_every": 4}
-SEGMENT_AUTO = (8_000_000, 1 << 14)  # graphs of >= 8 million arcs get P = 2^14 (BENCH-PAPERS.md)
+SEGMENT_AUTO = (8_000_000, 1 << 14)  # graphs of >= 8 million arcs get P = 2^14 (BENCHMARKS.md)
 
 
 def symmetric(graph) -> bool:

@@ -18,12 +18,12 @@ it is exact without negative cycles; each launch does at least one Bellman-Ford 
 a launch count above ``n`` with flags still set proves a negative cycle, which raises
 :class:`~kernels.result.NegativeCycleError` naming a vertex on it.
 
-``persistent=True`` (the default, measured faster: BENCH-PAPERS.md) runs the same steps in
+``persistent=True`` (the default, measured faster: BENCHMARKS.md) runs the same steps in
 one cooperative launch per source with a grid-wide barrier between steps and the flag
 test on the device (no host round trip at all); ``persistent=False`` is the paper's host
 protocol above.
 
-Options: ``k`` (1..5; default: measured best on NY/BAY/COL (BENCH-PAPERS.md), 1 in
+Options: ``k`` (1..5; default: measured best on NY/BAY/COL (BENCHMARKS.md), 1 in
 persistent mode - the barrier is cheaper than a longer per-thread chain - and 2 in the
 launched mode; the paper found 4 on its GPU),
 ``vertices_per_thread`` (1, 2, 4; default 1, measured - the paper used 2), ``blind`` (int or None; launched mode),
@@ -60,7 +60,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         A negative cycle is reachable from a source.
     """
     opts = check_options("locality", options, DEFAULTS)
-    if opts["k"] is None:  # measured best (BENCH-PAPERS.md): 1 in one persistent launch, 2 launched
+    if opts["k"] is None:  # measured best (BENCHMARKS.md): 1 in one persistent launch, 2 launched
         opts["k"] = 1 if opts["persistent"] else 2
     k = int(opts["k"])
     vpt = int(opts["vertices_per_thread"])

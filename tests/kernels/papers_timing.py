@@ -102,7 +102,7 @@ def part_locality(log, args):
         if base:
             base["graph"] = name
             rows.append(base)
-        if args.launched:  # the paper's host protocol (run 1 of BENCH-PAPERS.md)
+        if args.launched:  # the paper's host protocol (run 1 of BENCHMARKS.md)
             configs = [dict(k=k, vertices_per_thread=2, persistent=False) for k in range(1, 6)]
             configs += [dict(k=4, vertices_per_thread=v, persistent=False) for v in (1, 4)]
             configs += [dict(k=k, vertices_per_thread=1, persistent=False) for k in (2, 3, 5)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmark behind BENCHMARKS.md (BENCH-HOWTO.md explains it).  From the repo root:
+# The GPU benchmark behind BENCHMARKS.md (BENCHMARKS.md explains it).  From the repo root:
 #
 #   bash tests/pipeline/gpu_bench_check.sh            # everything, about 6-7 minutes on an H100
 #
