@@ -204,3 +204,10 @@ def _accepts_n_workers(client) -> bool:
         return "n_workers" in inspect.signature(client.scheduler_info).parameters
     except (TypeError, ValueError):
         return False
+
+
+def performance_report(filename):
+    """Dask's performance report (an HTML file) around the code in a ``with`` block."""
+    from distributed import performance_report as _report
+
+    return _report(filename=str(filename))

@@ -151,7 +151,7 @@ def _adopt_from_manifest(args) -> None:
 
 
 def run(args) -> int:
-    from pipeline.cluster import describe_cluster, start_cluster
+    from pipeline.cluster import describe_cluster, performance_report, start_cluster
     from pipeline.sources import plan_sources
     from pipeline.study import BatchError, Study, StudyError, plan_study, run_study
     from pipeline.config import setting
@@ -201,11 +201,7 @@ def run(args) -> int:
             console.print(f"dashboard: {link}")
         console.print(f"study {plan.study_id}: {sp.count:,} sources ({sp.how['kind']}) in {len(plan.batches):,} "
                       f"batches of {plan.batch_size}, {len(study.pending):,} to do -> {args.out}")
-        report = contextlib.nullcontext()
-        if args.report:
-            from distributed import performance_report
-
-            report = performance_report(filename=args.report)
+        report = performance_report(args.report) if args.report else contextlib.nullcontext()
         progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
                             transient=False)
