@@ -61,7 +61,22 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
     """Differences between two :class:`~kernels.result.Result` objects (empty = equal).
 
     Integer-weighted graphs compare exactly; float weights with ``rtol`` (default
-    1e-5 for float32 weights, 1e-12 for float64).
+    1e-5 for float32 weights, 1e-12 for float64).  Distances are compared when both
+    results hold them; reached counts, eccentricities and sums always; ``res``'s
+    predecessors (if any) are checked against its own distances.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    ref, res : kernels.result.Result
+        The reference and the result under test, for the same sources.
+    rtol : float, optional
+        Relative tolerance for float weights; 0 means exact.
+
+    Returns
+    -------
+    list of str
+        One line per kind of difference found; empty when the results agree.
     """
     problems = []
     if rtol is None:
@@ -86,6 +101,12 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
                             f"vertex {int(j)}: {a[i, j]} vs {b[i, j]}")
     if not np.array_equal(ref.reached, res.reached):
         problems.append("reached counts differ")
+    # checked on its own: without distance arrays it is the only check of the maximum
+    ea = np.asarray(ref.eccentricity, dtype=np.float64)
+    eb = np.asarray(res.eccentricity, dtype=np.float64)
+    if ea.shape != eb.shape or not (np.array_equal(ea, eb, equal_nan=True) if rtol == 0.0
+                                    else np.allclose(ea, eb, rtol=rtol, atol=0, equal_nan=True)):
+        problems.append("eccentricities differ")
     if rtol == 0.0:
         if not np.array_equal(np.asarray(ref.sum_distance, dtype=np.float64),
                               np.asarray(res.sum_distance, dtype=np.float64)):

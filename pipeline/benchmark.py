@@ -515,9 +515,9 @@ def _release_device() -> None:
         from kernels.gpu import loader
 
         loader.forget_graphs()
-        import cupy
+        from kernels._gpu import cupy  # the one module that imports CuPy
 
-        cupy.get_default_memory_pool().free_all_blocks()
+        cupy().get_default_memory_pool().free_all_blocks()
     except Exception as exc:  # only memory is at stake
         log.debug("could not release device memory: %s", exc)
 

@@ -279,13 +279,36 @@ class Graph:
 
     # ------------------------------------------------------------------ ids
     def to_index(self, ids, *, what: str = "vertex") -> np.ndarray:
-        """File ids -> internal indices, with a clear error for ids that do not exist."""
+        """File ids -> internal indices, with a clear error for ids that do not exist.
+
+        Parameters
+        ----------
+        ids : int or array_like of int
+            The input file's vertex ids (integral floats and numeric strings accepted).
+        what : str
+            What the ids are, for the error message ("source", ...).
+
+        Returns
+        -------
+        ndarray of int64
+            0-based internal indices.
+
+        Raises
+        ------
+        ValueError
+            An id that is not an integer or names no vertex of the graph.
+        """
         ids = np.atleast_1d(np.asarray(ids))
         if ids.dtype.kind not in "iu":
+            # casting straight to int64 would truncate 1.5 (or "1.5") to vertex 1
             try:
-                ids = ids.astype(np.int64)
+                as_float = ids.astype(np.float64)
+                ok = np.isfinite(as_float) & (np.floor(as_float) == as_float)
             except (TypeError, ValueError):
-                raise ValueError(f"{what} ids must be integers, got {ids[:5].tolist()}") from None
+                ok = np.zeros(len(ids), dtype=bool)
+            if not ok.all():
+                raise ValueError(f"{what} ids must be integers, got {ids[:5].tolist()}")
+            ids = as_float.astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)
         if bad.any():

@@ -178,7 +178,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = np.arange(graph.n, dtype=np.int64)
         how = {"kind": "all"}
     elif chosen == ["ids"]:
-        file_ids = np.asarray(list(ids), dtype=np.int64)
+        file_ids = np.asarray(list(ids))  # to_index rejects 1.5 rather than truncating it
         if len(file_ids) == 0:
             raise ValueError("no source ids given")
         idx = graph.to_index(file_ids, what="source")

@@ -102,3 +102,12 @@ def test_exactness_guard():
     g = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52], dtype=np.int64), 3)
     with pytest.raises(ValueError, match="2\\*\\*53"):
         g.check_exact()
+
+
+def test_fractional_ids_rejected_not_truncated():
+    g = Graph.from_edges([0, 1], [1, 2], [1, 1], 3, id_base=1, name="tiny")
+    assert g.to_index(np.array([1.0, 3.0])).tolist() == [0, 2]
+    with pytest.raises(ValueError, match="integers"):
+        g.to_index([1.5])
+    with pytest.raises(ValueError, match="integers"):
+        g.to_index(["2.7"])

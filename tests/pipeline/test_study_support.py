@@ -108,6 +108,8 @@ def test_plan_sources_kinds(tmp_path):
     assert lst.sources.tolist() == [5, 7, 9] and lst.how["duplicates_dropped"] == 1
     with pytest.raises(ValueError, match="source 100 does not exist"):
         plan_sources(g, ids=[1, 100])
+    with pytest.raises(ValueError, match="must be integers"):
+        plan_sources(g, ids=[1, 2.5])  # not silently vertex 2
     with pytest.raises(ValueError, match="between 1 and"):
         plan_sources(g, random=101)
     with pytest.raises(ValueError, match="one way only"):

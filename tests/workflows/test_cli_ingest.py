@@ -67,14 +67,10 @@ def test_generate(tmp_path, capsys, argv):
     assert "vertices" in capsys.readouterr().out
 
 
-def test_full_cli_if_available(tmp_path):
-    try:
-        from workflows.cli import build_parser
+def test_full_cli(tmp_path):
+    from workflows.cli import build_parser, main
 
-        build_parser()
-    except Exception as exc:  # the other subcommands may not exist yet
-        pytest.skip(f"workflows.cli not complete: {exc}")
-    from workflows.cli import main
+    build_parser()  # every subcommand registers; a broken one fails here, not skips
 
     out = tmp_path / "r.parquet"
     assert main(["ingest", str(DATA / "rome99.gr"), "-o", str(out), "-q"]) == 0
