@@ -29,15 +29,12 @@ def _matrix(graph):
     return mat
 
 
-def _finish(graph, sources, dist, pred, method, t0, *, predecessors, distances, iterations=None):
+def _finish(graph, sources, dist, pred, method, t0, *, predecessors, distances):
+    # Dijkstra's work, exact and always counted: one settle per reached vertex, one
+    # relax per arc leaving a reached vertex (count_work is therefore not needed here)
     reached, ecc, s = reduce_distances(dist, integer=graph.integer_weights)
-    if iterations is None:
-        od = graph.out_degree()
-        fin = np.isfinite(dist)
-        iterations = reached.copy()
-        relax = (fin * od[None, :]).sum(axis=1).astype(np.int64)
-    else:
-        relax = iterations * graph.m
+    iterations = reached.copy()
+    relax = (np.isfinite(dist) @ graph.out_degree()).astype(np.int64)
     if pred is not None:
         pred = np.where(pred < 0, -1, pred).astype(np.int64)
     ms = (time.perf_counter() - t0) * 1e3
