@@ -1,24 +1,57 @@
 """``method="auto"``: choose a method from the graph's statistics.
 
-The rule (documented in the README, justified by BENCHMARKS.md):
+The rule (README "Algorithms"; the figures are in BENCHMARKS.md, kernel times on an
+H200):
+
 - CPU backend: ``dijkstra`` for non-negative weights, else ``bellman-ford``.
-- GPU backend: the best registered GPU method for the graph, in order of preference
-  listed in ``GPU_PREFERENCE`` (methods that cannot take negative weights are skipped
-  when the graph has some).
+- GPU, more than one source: ``batched`` (NY: 0.48 ms per source against 3.7-3.9 ms for
+  the best single-source kernels; RMAT 2^20: 1.9 against 3.2).
+- GPU, one source: ``edgelist`` on dense graphs (mean degree >= ``DENSE_DEGREE``: RMAT
+  2^18-2^21 with 16 arcs per vertex, where it is 2.0-2.7x faster than ``hbf``: shallow
+  graphs, so a sweep over every arc per round beats a frontier), else ``hbf`` (road
+  graphs, meshes, grids: within 4% of the fastest on every one of them; BFS is not
+  faster even for unit weights).
+Methods that need non-negative weights are skipped for a graph that has negative ones.
 """
 from __future__ import annotations
 
 from kernels import registry
 
-#: Preference order on the GPU, many sources first then one source.
+#: Mean out-degree from which one source is solved by sweeping every arc (edgelist).
+DENSE_DEGREE = 8.0
+
 GPU_PREFERENCE_MANY = ["batched", "hbf", "harish"]
 GPU_PREFERENCE_ONE = ["hbf", "harish", "batched"]
+GPU_PREFERENCE_ONE_DENSE = ["edgelist", "hbf", "harish", "batched"]
 
 
 def choose(graph, n_sources: int, backend: str) -> str:
+    """Name of the method ``kernels.solve(method="auto")`` runs.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    n_sources : int
+        Number of sources of the call.
+    backend : {"cpu", "gpu"}
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        No registered GPU method accepts the graph.
+    """
     if backend == "cpu":
         return "bellman-ford" if graph.has_negative else "dijkstra"
-    prefs = GPU_PREFERENCE_MANY if n_sources > 1 else GPU_PREFERENCE_ONE
+    if n_sources > 1:
+        prefs = GPU_PREFERENCE_MANY
+    elif graph.n and graph.m / graph.n >= DENSE_DEGREE:
+        prefs = GPU_PREFERENCE_ONE_DENSE
+    else:
+        prefs = GPU_PREFERENCE_ONE
     names = set(registry.available_methods("gpu"))
     for name in prefs:
         if name in names and (registry.get(name).negative_weights or not graph.has_negative):
