@@ -11,6 +11,26 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
     predecessor (the lightest arc ``pred[v] -> v`` is used), that reached vertices
     other than the source have one, and that unreached vertices and the source have
     none.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    dist : ndarray, shape (n,)
+        The source's distances (``+inf`` where unreached).
+    pred : ndarray of int, shape (n,)
+        The source's predecessors as internal indices (``-1`` for none).
+    source : int
+        Internal index of the source.
+    rtol : float
+        Relative tolerance of the ``dist[pred] + w == dist[v]`` test; 0 (default)
+        compares exactly, as integer weights need.
+
+    Returns
+    -------
+    list of str
+        One line per kind of problem, with a count and an example; empty when the
+        predecessors form a valid shortest-path tree.  A predecessor index outside
+        ``0 .. n - 1`` stops the checks there (the arc test cannot run on it).
     """
     problems = []
     n = graph.n

@@ -63,7 +63,39 @@ def _finish(graph, sources, dist, pred, method, t0, *, predecessors, distances):
 
 
 def dijkstra(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
-    """SciPy Dijkstra from every source (non-negative weights)."""
+    """Shortest paths from every source by SciPy's Dijkstra (non-negative weights).
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    sources : array_like of int
+        Internal 0-based source indices; repeats are solved once and their rows
+        copied, so the result keeps the order asked.
+    predecessors : bool
+        Also return the shortest-path tree of each source.
+    distances : bool
+        Keep the ``(B, n)`` distance array in the result (the per-source reductions
+        are computed either way).
+    count_work : bool
+        Accepted for the common solver interface; ignored, because this backend
+        always counts its work exactly.
+    **options
+        None are accepted; the parameter exists so that a misplaced option fails
+        loudly instead of being dropped.
+
+    Returns
+    -------
+    kernels.result.Result
+        With ``method="dijkstra"`` and ``backend="cpu"``.
+
+    Raises
+    ------
+    TypeError
+        Any keyword in ``options``.
+    ValueError
+        The graph has a negative arc, or its integer path lengths may exceed 2**53
+        (float64 distances would not be exact).
+    """
     if options:
         raise TypeError(f"dijkstra takes no options, got {sorted(options)}")
     if graph.has_negative:
@@ -87,6 +119,20 @@ def find_negative_cycle(graph, sources=None):
     A vectorised Bellman-Ford that keeps parent pointers; every few rounds it looks
     for a cycle in the parent graph by pointer doubling (a cycle there has negative
     weight).  The cycle is returned as a list of internal vertex indices.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    sources : array_like of int, optional
+        Internal 0-based indices to start from.  ``None`` starts from every vertex
+        at distance 0, which finds a negative cycle anywhere in the graph.
+
+    Returns
+    -------
+    list of int or None
+        The vertices of a negative cycle in arc order (each one's parent precedes
+        it, the last closing the cycle to the first), or ``None`` when no negative
+        cycle is reachable.
     """
     n = graph.n
     tails = graph.tails().astype(np.int64)
@@ -144,10 +190,41 @@ def _cycle_vertex(parent: np.ndarray):
 def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
     """Shortest paths with negative weights (SciPy Johnson), cycles named.
 
+    Graphs without negative arcs go straight to SciPy's Dijkstra.  With negative
+    arcs, a negative cycle reachable from the sources is looked for first and
+    Johnson then runs only on the part of the graph the sources reach, because
+    SciPy's Johnson would also reject cycles no source can reach.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    sources : array_like of int
+        Internal 0-based source indices; repeats are solved once and their rows
+        copied, so the result keeps the order asked.
+    predecessors : bool
+        Also return the shortest-path tree of each source.
+    distances : bool
+        Keep the ``(B, n)`` distance array in the result.
+    count_work : bool
+        Accepted for the common solver interface; ignored (work is always counted,
+        by Dijkstra's definition).
+    **options
+        None are accepted; a misplaced option fails loudly instead of being dropped.
+
+    Returns
+    -------
+    kernels.result.Result
+        With ``method="bellman-ford"`` and ``backend="cpu"``.
+
     Raises
     ------
+    TypeError
+        Any keyword in ``options``.
+    ValueError
+        Integer path lengths may exceed 2**53 (float64 distances would not be exact).
     NegativeCycleError
-        Naming a vertex on a negative cycle reachable from one of the sources.
+        Naming a vertex on a negative cycle reachable from one of the sources (and
+        that source, when found).
     """
     if options:
         raise TypeError(f"bellman-ford takes no options, got {sorted(options)}")

@@ -138,10 +138,32 @@ class Graph:
         The CSR is cached in ``<path>.csr.npz`` and reused while the Parquet file is
         unchanged.
 
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The Parquet edge list (columns ``src``, ``dst``, ``weight`` in file ids,
+            ``sssp`` schema metadata).
+        cache : bool
+            Read and write the CSR cache.  An unreadable or stale cache is rebuilt;
+            failing to write it only logs a warning, so a read-only folder still
+            loads.
+        parallel : {"min", "keep"}
+            Parallel arcs policy (see :meth:`from_edges`); each policy has its own
+            cache file, so switching does not evict the other.
+
+        Returns
+        -------
+        Graph
+            Named after the file's stem, with ``path`` set to the file's absolute
+            path.
+
         Raises
         ------
         ValueError
-            The file is not an edge list of this project (missing columns/metadata).
+            The file is not an edge list of this project (missing columns/metadata),
+            or its arcs do not fit the recorded vertex count.
+        OSError
+            The file cannot be opened (``FileNotFoundError`` when it does not exist).
         """
         path = Path(path)
         pf = pq.ParquetFile(path)
@@ -320,6 +342,19 @@ class Graph:
         return idx
 
     def to_ids(self, idx) -> np.ndarray:
+        """Internal indices -> the input file's ids (the inverse of :meth:`to_index`).
+
+        Parameters
+        ----------
+        idx : int or array_like of int
+            0-based internal indices.  They are not range-checked: internal indices
+            come from the solvers, not from users.
+
+        Returns
+        -------
+        ndarray of int64
+            ``idx + id_base``, with the shape of ``idx``.
+        """
         return np.asarray(idx, dtype=np.int64) + self.id_base
 
     def to_scipy(self):
@@ -356,6 +391,33 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
 
     Non-Parquet inputs are ingested once into ``<cache_dir or input dir>/.sssp-cache``
     keyed by the input's size, mtime and options, then loaded from there.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A Parquet edge list (``.parquet``, loaded as it is) or any input
+        :func:`pipeline.ingest.ingest` reads.
+    cache_dir : str or os.PathLike, optional
+        Folder for ingested copies.  When it (or the default next to the input)
+        cannot be written, ``$XDG_CACHE_HOME/sssp`` (default ``~/.cache/sssp``) is
+        used instead, so read-only input folders still work.
+    **ingest_options
+        Passed to :func:`pipeline.ingest.ingest`; they are part of the cache key,
+        so different options never share an ingested copy.
+
+    Returns
+    -------
+    Graph
+        For non-Parquet inputs, named after the input file without its
+        compression suffix and extension.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        The input is malformed (``pipeline.errors.InputError`` from ingestion) or the
+        Parquet file is not an edge list of this project.
     """
     path = Path(path)
     if not path.exists():

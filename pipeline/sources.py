@@ -51,7 +51,25 @@ class SourcePlan:
 
 
 def make_batches(sources: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Split ``sources`` into consecutive batches of at most ``batch_size``."""
+    """Split ``sources`` into consecutive batches of at most ``batch_size``.
+
+    Parameters
+    ----------
+    sources : ndarray
+        The sources in solving order.
+    batch_size : int
+        Largest batch; the last batch holds the remainder.
+
+    Returns
+    -------
+    list of ndarray
+        Slices (views) of ``sources``, in order; empty when ``sources`` is.
+
+    Raises
+    ------
+    ValueError
+        ``batch_size`` is below 1.
+    """
     batch_size = int(batch_size)
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
@@ -63,11 +81,26 @@ def read_source_file(path, graph) -> np.ndarray:
 
     Uses ``pipeline.ingest.read_sources`` when it is available.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The sources file.
+    graph : pipeline.graph.Graph
+        Gives the vertex count and id base that ``read_sources`` checks ids against.
+
+    Returns
+    -------
+    ndarray of int64
+        The listed ids as the file writes them (file ids, not internal indices), in
+        file order with repeats kept.
+
     Raises
     ------
     ValueError
-        The file lists no source, or a line is malformed.
+        The file lists no source, or a line is malformed (or, through
+        ``read_sources``, names a vertex that does not exist).
     FileNotFoundError
+        ``path`` does not exist.
     """
     path = Path(path)
     if not path.exists():
@@ -105,6 +138,20 @@ def bfs_rank(graph, seed: int = 0) -> np.ndarray:
 
     Vertices of other components follow, each component in BFS order from its
     lowest vertex (reverse Cuthill-McKee would also do; plain BFS keeps it simple).
+    With more than 64 weakly connected components only the seed's component is
+    traversed; the other vertices follow by component label, then index, which
+    keeps the cost at one BFS however many components there are.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    seed : int
+        Internal index of the vertex ranked 0.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        ``rank[v]`` is the position of vertex ``v``; a permutation of ``0 .. n - 1``.
     """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import breadth_first_order, connected_components

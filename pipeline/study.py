@@ -68,6 +68,21 @@ def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: boo
     Long form: 32 bytes a row (source, vertex, distance, predecessor as 8-byte
     columns).  Wide form: 8 bytes per (source, vertex) distance, 8 more with
     predecessors (plus the small ``vertex`` column).
+
+    Parameters
+    ----------
+    n_sources, n_vertices : int
+        Size of the study.
+    form : {"long", "wide"}
+        Distance layout; anything other than ``"long"`` is costed as wide.
+    predecessors : bool
+        Whether predecessors are written too (wide form only; the long form's
+        estimate always includes the predecessor column).
+
+    Returns
+    -------
+    int
+        Bytes, before compression.
     """
     cells = int(n_sources) * int(n_vertices)
     if form == "long":
@@ -211,6 +226,29 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     The input itself when it is Parquet; the ingestion cache file when it can be
     found (``graph.path`` or the cache name ``load_graph`` uses); else the graph is
     written once to ``<out_dir>/graph.parquet``.
+
+    Parameters
+    ----------
+    graph : pipeline.graph.Graph
+    input_path : str or os.PathLike or None
+        The input the graph was loaded from.
+    out_dir : str or os.PathLike
+        The study folder.  An existing ``graph.parquet`` there is reused when its
+        fingerprint matches (a resumed study does not rewrite it), and rewritten
+        otherwise.
+
+    Returns
+    -------
+    str
+        Absolute path of the Parquet file.
+
+    Raises
+    ------
+    RuntimeError
+        The written file does not load back to the same graph (fingerprint
+        mismatch), which would make the workers solve a different graph.
+    OSError
+        ``graph.parquet`` cannot be written.
     """
     from pipeline.graph import Graph
 
@@ -426,7 +464,27 @@ class Study:
         return sum(len(self.plan.batches[i]) for i in self.done)
 
     def start(self, cluster_info: dict | None = None) -> None:
-        """Create the folder and write the manifest (status ``running``)."""
+        """Create the folder and write the manifest (status ``running``).
+
+        Leftover temporary files of a killed run are removed, and when the plan has
+        no Parquet file for the workers yet, one is found or written (see
+        :func:`graph_parquet_path`).  On a resume the manifest's ``created`` time
+        and earlier ``runs`` are kept, and a new run entry is appended.
+
+        Parameters
+        ----------
+        cluster_info : dict, optional
+            Stored in the manifest and in this run's entry
+            (``pipeline.cluster.describe_cluster``).
+
+        Raises
+        ------
+        RuntimeError
+            The graph written for the workers does not load back identical (see
+            :func:`graph_parquet_path`).
+        OSError
+            The folder or its files cannot be written.
+        """
         self.out.mkdir(parents=True, exist_ok=True)
         for sub in ("stats",) + (("distances",) if {"distances", "predecessors"} & set(self.plan.outputs) else ()):
             (self.out / sub).mkdir(exist_ok=True)
@@ -458,7 +516,27 @@ class Study:
         write_json_atomic(self.manifest, self.out / MANIFEST)
 
     def record(self, meta: dict) -> None:
-        """Journal a finished batch (after its files exist)."""
+        """Journal a finished batch (after its files exist).
+
+        The journal line is what marks the batch done on resume, so it must be
+        written only once the batch's files are complete.
+
+        Parameters
+        ----------
+        meta : dict
+            The metadata :func:`solve_batch` returned; ``meta["batch"]`` is the batch
+            index.  It is stored with a ``done`` timestamp added.
+
+        Raises
+        ------
+        KeyError
+            ``meta`` has no ``batch``.  It is raised after the line is journaled;
+            a resume ignores such a line, as it has no batch index.
+        TypeError
+            ``meta`` holds something that cannot be serialised to JSON.
+        OSError
+            The journal cannot be written.
+        """
         entry = dict(meta, done=_now())
         self.journal.append(entry)
         self.done[int(meta["batch"])] = entry
@@ -516,6 +594,31 @@ def summarize(stats: pa.Table, plan: StudyPlan, *, wall_s: float = 0.0, run_sour
       exact when every vertex was a source, else an ``upper bound``.
     - ``closeness``: ``(reached - 1) / sum_distance`` per source; largest and smallest
       with their sources (sources reaching nothing else are left out).
+
+    Parameters
+    ----------
+    stats : pyarrow.Table
+        Per-source statistics of every finished batch (``STATS_SCHEMA``).
+    plan : StudyPlan
+    wall_s : float
+        Wall-clock seconds of this run.
+    run_sources : int
+        Sources solved in this run (fewer than ``stats`` holds after a resume).
+    run_meta : list of dict, optional
+        The metadata :func:`solve_batch` returned for this run's batches; the
+        ``*_this_run`` timings are summed from it.
+    workers : int
+        Workers of the cluster, to set the kernel time against the workers' total
+        time.
+
+    Returns
+    -------
+    dict
+        Counts (``sources_planned``, ``sources_solved``, ``complete``, ...),
+        ``eccentricity_max``, ``diameter``, ``radius``, ``closeness_max`` and
+        ``closeness_min`` (each ``{"value", "source"}`` or ``None``), totals, the
+        algorithms and devices used, and ``timings``.  Sources are file ids as in
+        the stats table.
     """
     run_meta = run_meta or []
     g = plan.graph
@@ -589,6 +692,25 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
 
     Tasks are not pinned to workers (a dead worker's batches go elsewhere); keys are
     ``sssp-batch-<study id>-<index>``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    plan : StudyPlan
+        Its ``graph_path`` must already be set (see :meth:`Study.start`).
+    indices : iterable of int
+        Batch indices to run.
+    backend : {"auto", "gpu", "cpu"}
+        Backend the tasks ask for; ignored when the plan names an algorithm, whose
+        own backend is used so that a method never runs on the wrong device.
+    retries : int, optional
+        Retries per task; default from dask config ``sssp.study.retries``.  Whether
+        workers fsync their files comes from ``sssp.study.fsync`` (default on).
+
+    Returns
+    -------
+    dict
+        ``{future: batch index}``.
     """
     retries = int(setting("study.retries", retries))
     fsync = bool(setting("study.fsync", None, default=True))
@@ -610,7 +732,19 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
 
 
 def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
-    """Register the graph's worker plugin (runs now on every worker, and on restarts)."""
+    """Register the graph's worker plugin (runs now on every worker, and on restarts).
+
+    Registering a plugin rather than scattering the graph means a worker that
+    restarts or joins later loads the graph too.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    plan : StudyPlan
+        Gives the Parquet path the workers read and the fingerprint they check.
+    backend : {"auto", "gpu", "cpu"}
+        Passed to :class:`pipeline.plugins.GraphPlugin`.
+    """
     from pipeline.plugins import GraphPlugin
 
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))

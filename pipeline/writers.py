@@ -82,7 +82,27 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
 
 
 def write_json_atomic(obj, path) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    """Write ``obj`` as indented JSON to ``path`` atomically.
+
+    The file and its folder are always fsync'd: the JSON documents (manifest,
+    summary) are small and rare, so durability costs little.
+
+    Parameters
+    ----------
+    obj : object
+        JSON-serialisable; NumPy scalars and arrays and ``Path`` objects are
+        converted.
+    path : str or os.PathLike
+        Final name; its folder is created when missing.
+
+    Raises
+    ------
+    TypeError
+        ``obj`` holds something that cannot be serialised.  As for any failure, the
+        temporary file is removed and ``path`` is left as it was.
+    OSError
+        The file cannot be written.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temp_for(path)
@@ -135,6 +155,21 @@ class Journal:
         self.path = Path(path)
 
     def append(self, entry: dict) -> None:
+        """Append ``entry`` as one JSON line and fsync it.
+
+        Parameters
+        ----------
+        entry : dict
+            JSON-serialisable; NumPy scalars and arrays and ``Path`` objects are
+            converted.  The journal file is created when missing.
+
+        Raises
+        ------
+        TypeError
+            ``entry`` holds something that cannot be serialised (nothing is written).
+        OSError
+            The journal cannot be opened or written.
+        """
         line = json.dumps(entry, default=_json_default, separators=(",", ":")) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -172,6 +207,27 @@ def wide_distance_table(result, id_base: int, *, field: str = "distances") -> pa
 
     Column names are the sources' file ids as strings (``"17"``); distances are
     float64 (``+inf`` unreachable), predecessors int64 (file ids, ``-1`` none).
+
+    Parameters
+    ----------
+    result : kernels.result.Result
+        A batch's result holding the array named by ``field``.
+    id_base : int
+        Offset from internal indices to file ids.
+    field : {"distances", "predecessors"}
+        Which ``(B, n)`` array of ``result`` to lay out.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``n`` rows; column ``vertex`` (int64 file ids) then one column per distinct
+        source.  A source repeated in the batch keeps only its first column, since
+        column names must be unique.
+
+    Raises
+    ------
+    AttributeError
+        ``result`` has no such field, or does not hold it (``None``).
     """
     arr = getattr(result, field)
     n = arr.shape[1]
