@@ -34,6 +34,10 @@ BENCH=$!
 TESTS=$!
 wait $TESTS
 wait $BENCH
+# `timeout` stops the benchmark script but not the `sssp bench` it started; a leftover
+# would share GPU 1 with the study below (this spoiled a 2-GPU measurement once)
+pkill -9 -f "workflows.cli" 2>/dev/null
+sleep 2
 echo "[$(( SECONDS - T0 ))s] bench and tests done" | tee -a "$R/session.log"
 
 left=$(( ${TOTAL_END:-575} - (SECONDS - T0) ))
