@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.atomic import atomic_path, write_parquet
+from pipeline.writers import atomic_path, write_parquet_atomic
 from pipeline.benchmark import ROW_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,8 @@ def context_of(outcome) -> dict:
 
 def write_rows(table: pa.Table, path, context: dict) -> Path:
     """Write the rows atomically with the run context as ``sssp`` metadata."""
-    return write_parquet(table, path, metadata={"kind": "bench-rows", **context})
+    write_parquet_atomic(table, path, metadata={"kind": "bench-rows", **context})
+    return Path(path)
 
 
 def load_rows(paths) -> tuple[pa.Table, dict]:

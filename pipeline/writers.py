@@ -7,6 +7,7 @@ temporary name in the same folder, flushed to disk, then renamed with ``os.repla
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -44,6 +45,44 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def atomic_path(path, *, fsync: bool = True):
+    """Yield a temporary path next to ``path``; rename it over ``path`` on success.
+
+    The one mechanism behind every output of the project that is not streamed: the
+    caller writes the temporary file, which on a clean exit is flushed (``fsync``),
+    renamed over ``path`` with ``os.replace`` and its folder flushed.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Final name; its folder is created when missing.
+    fsync : bool
+        Flush the file and its folder to disk (survives a power loss, not only a
+        killed process; the rename alone already protects against the latter).
+
+    Raises
+    ------
+    BaseException
+        Whatever the caller's block raised: the temporary file is removed first and
+        ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_for(path)
+    try:
+        yield tmp
+        if fsync and tmp.exists():
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if fsync:
+        _fsync_dir(path.parent)
+
+
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
@@ -60,24 +99,12 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         killed process; the rename alone already protects against the latter).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         meta = dict(table.schema.metadata or {})
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
-    tmp = _temp_for(path)
-    try:
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression=compression)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if fsync:
-        _fsync_dir(path.parent)
+    with atomic_path(path, fsync=fsync) as tmp:
+        pq.write_table(table, tmp, compression=compression)
     return path.stat().st_size
 
 
@@ -103,20 +130,10 @@ def write_json_atomic(obj, path) -> None:
     OSError
         The file cannot be written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_for(path)
-    try:
+    with atomic_path(path) as tmp:
         with open(tmp, "w") as fh:
             json.dump(obj, fh, indent=2, default=_json_default)
             fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
 
 def _json_default(o):

@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     import kernels
-    from pipeline.atomic import write_parquet
+    from pipeline.writers import write_parquet_atomic
 
     graph = load_graph_from_args(args)
     src = sources_from_args(graph, args.source, args.sources_file)
@@ -59,6 +59,6 @@ def run(args) -> int:
         meta = {"graph": graph.name, "fingerprint": graph.fingerprint, "method": res.method,
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,
                 "sources": graph.to_ids(src).tolist()[:1000]}
-        write_parquet(out, args.out, metadata=meta)
+        write_parquet_atomic(out, args.out, metadata=meta)
         console.print(f"wrote {out.num_rows:,} rows to {args.out}")
     return 0
