@@ -29,6 +29,22 @@ def _matrix(graph):
     return mat
 
 
+def _per_distinct_source(solver, mat, sources, predecessors):
+    """Solve each distinct source once with ``solver(mat, distinct, predecessors) ->
+    (dist, pred or None)`` and give every asked source (repeats kept) its row."""
+    uniq, inv = np.unique(sources, return_inverse=True)
+    dist, pred = solver(mat, uniq, predecessors)
+    dist = np.atleast_2d(dist)[inv]
+    if pred is not None:
+        pred = np.atleast_2d(pred)[inv]
+    return dist, pred
+
+
+def _scipy_dijkstra(mat, sources, predecessors):
+    out = csg.dijkstra(mat, directed=True, indices=sources, return_predecessors=predecessors)
+    return out if predecessors else (out, None)
+
+
 def _finish(graph, sources, dist, pred, method, t0, *, predecessors, distances):
     # Dijkstra's work, exact and always counted: one settle per reached vertex, one
     # relax per arc leaving a reached vertex (count_work is therefore not needed here)
@@ -102,13 +118,7 @@ def dijkstra(graph, sources, *, predecessors=False, distances=True, count_work=F
         raise ValueError(f"dijkstra needs non-negative weights; {graph.name} has negative arcs")
     graph.check_exact()
     t0 = time.perf_counter()
-    mat = _matrix(graph)
-    uniq, inv = np.unique(sources, return_inverse=True)
-    out = csg.dijkstra(mat, directed=True, indices=uniq, return_predecessors=predecessors)
-    dist, pred = (out if predecessors else (out, None))
-    dist = np.atleast_2d(dist)[inv]
-    if pred is not None:
-        pred = np.atleast_2d(pred)[inv]
+    dist, pred = _per_distinct_source(_scipy_dijkstra, _matrix(graph), sources, predecessors)
     return _finish(graph, sources, dist, pred, "dijkstra", t0,
                    predecessors=predecessors, distances=distances)
 
@@ -233,16 +243,8 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
     cyc = find_negative_cycle(graph, sources) if graph.has_negative else None
     if cyc is not None:
         raise NegativeCycleError(cyc[0], _source_reaching(graph, sources, cyc[0]), graph.id_base, cyc)
-    mat = _matrix(graph)
-    uniq, inv = np.unique(sources, return_inverse=True)
-    if graph.has_negative:
-        dist, pred = _johnson_reachable(mat, uniq, predecessors)
-    else:
-        out = csg.dijkstra(mat, directed=True, indices=uniq, return_predecessors=predecessors)
-        dist, pred = (out if predecessors else (out, None))
-    dist = np.atleast_2d(dist)[inv]
-    if pred is not None:
-        pred = np.atleast_2d(pred)[inv]
+    solver = _johnson_reachable if graph.has_negative else _scipy_dijkstra
+    dist, pred = _per_distinct_source(solver, _matrix(graph), sources, predecessors)
     return _finish(graph, sources, dist, pred, "bellman-ford", t0,
                    predecessors=predecessors, distances=distances)
 

@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from workflows.common import graph_options
+
 console = Console(stderr=True)
 out_console = Console()
 
@@ -111,17 +113,6 @@ def _expand_algorithms(spec: str, exclude=()) -> list[str]:
     return out
 
 
-def _graph_opts(args) -> dict:
-    opts = {}
-    for key in ("format", "weights"):
-        if getattr(args, key, None):
-            opts[key] = getattr(args, key)
-    for key in ("undirected", "zero_based"):
-        if getattr(args, key, False):
-            opts[key] = True
-    return opts
-
-
 def _load_graph(raw: str, opts: dict, names: set):
     from pipeline.graph import load_graph
 
@@ -187,7 +178,7 @@ def run(args) -> int:
     import pyarrow as pa
 
     tables, notes, infos, names = [], [], [], set()
-    opts = _graph_opts(args)
+    opts = graph_options(args)
     ctx: dict = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as bar:

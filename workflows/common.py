@@ -15,9 +15,8 @@ def add_graph_options(p) -> None:
     p.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
 
 
-def load_graph_from_args(args):
-    from pipeline.graph import load_graph
-
+def graph_options(args) -> dict:
+    """The ingest options given on the command line (only those set)."""
     opts = {}
     for key in ("format", "weights"):
         if getattr(args, key, None):
@@ -25,6 +24,13 @@ def load_graph_from_args(args):
     for key in ("undirected", "zero_based"):
         if getattr(args, key, False):
             opts[key] = True
+    return opts
+
+
+def load_graph_from_args(args):
+    from pipeline.graph import load_graph
+
+    opts = graph_options(args)
     path = Path(args.graph)
     if path.suffix == ".parquet" and opts:
         raise TypeError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
