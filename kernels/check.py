@@ -4,7 +4,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: int, *, rtol: float = 0.0) -> list[str]:
+def _arc_lookup(graph):
+    """Arcs as sorted keys ``tail * n + head`` with their weights, lightest first among
+    parallel arcs, for ``searchsorted`` look-ups of ``w(u, v)``."""
+    keys = graph.tails().astype(np.int64) * graph.n + graph.indices.astype(np.int64)
+    order = np.lexsort((graph.weights, keys))
+    return keys[order], graph.weights[order]
+
+
+def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: int, *, rtol: float = 0.0,
+                           arcs=None) -> list[str]:
     """Problems with one source's predecessor array (empty list = valid tree).
 
     Checks ``dist[pred[v]] + w(pred[v], v) == dist[v]`` for every vertex with a
@@ -24,6 +33,9 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
     rtol : float
         Relative tolerance of the ``dist[pred] + w == dist[v]`` test; 0 (default)
         compares exactly, as integer weights need.
+    arcs : tuple, optional
+        The graph's arc look-up (``_arc_lookup(graph)``), when checking many sources
+        of one graph; built here when not given.
 
     Returns
     -------
@@ -51,11 +63,7 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
         if (u < 0).any() or (u >= n).any():
             return problems + ["predecessor index out of range"]
         # lightest arc u -> v (parallel arcs may exist with parallel="keep")
-        tails = graph.tails().astype(np.int64)
-        key_arcs = tails * n + graph.indices.astype(np.int64)
-        order = np.lexsort((graph.weights, key_arcs))
-        k_sorted = key_arcs[order]
-        w_sorted = graph.weights[order]
+        k_sorted, w_sorted = arcs if arcs is not None else _arc_lookup(graph)
         k = u.astype(np.int64) * n + v
         pos = np.searchsorted(k_sorted, k)
         found = (pos < len(k_sorted)) & (k_sorted[np.minimum(pos, len(k_sorted) - 1)] == k)
@@ -134,8 +142,10 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
     elif not np.allclose(ref.sum_distance, res.sum_distance, rtol=max(rtol, 1e-9) * 10):
         problems.append("sums of distances differ")
     if res.predecessors is not None and res.distances is not None:
+        arcs = _arc_lookup(graph)
         for i, s in enumerate(res.sources):
-            p = predecessor_violations(graph, res.distances[i], res.predecessors[i], int(s), rtol=rtol)
+            p = predecessor_violations(graph, res.distances[i], res.predecessors[i], int(s), rtol=rtol,
+                                       arcs=arcs)
             if p:
                 problems.append(f"source {int(s)}: " + "; ".join(p))
                 break
