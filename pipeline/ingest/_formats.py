@@ -147,6 +147,20 @@ class CountCheck:
 
 
 # -- DIMACS .gr -----------------------------------------------------------------------
+def _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based, what):
+    """Record batches of a DIMACS-style body (``.gr`` arcs, PACE edges) checked against
+    the ``p`` line: ids in ``base .. base + n - 1`` and exactly ``m`` records.
+    Yields ``(u, v, w or None, batch)``."""
+    cc = CountCheck(display, m, hline, htext, what)
+    desc = f" (from '{htext}' at line {hline})"
+    for b in iter_batches(cursor, spec, display, hline):
+        u, v = b.cols[0], b.cols[1]
+        cc.add(len(u), b)
+        check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
+        yield u, v, (b.cols[2] if len(b.cols) > 2 else None), b
+    cc.finish()
+
+
 def read_gr(cursor, display, *, zero_based=False, undirected=False):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"sp",), record=b"a", what="p sp N M")
     n, m = ints
@@ -155,18 +169,7 @@ def read_gr(cursor, display, *, zero_based=False, undirected=False):
     hdr = Header(n, base, not undirected, True, wfloat, m, hline, htext)
     spec = RecordSpec(b"a", ("source id", "target id", "weight"), (False, False, wfloat),
                       comments=(b"c",), header=b"p", describe="'a U V W'")
-    desc = f" (from '{htext}' at line {hline})"
-
-    def batches():
-        cc = CountCheck(display, m, hline, htext, "arcs")
-        for b in iter_batches(cursor, spec, display, hline):
-            u, v, w = b.cols
-            cc.add(len(u), b)
-            check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
-            yield u, v, w, b
-        cc.finish()
-
-    return hdr, batches()
+    return hdr, _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based, "arcs")
 
 
 # -- PACE p tw -------------------------------------------------------------------------
@@ -177,18 +180,7 @@ def read_pace(cursor, display, *, zero_based=False, undirected=True):
     hdr = Header(n, base, False, False, False, m, hline, htext)
     spec = RecordSpec(None, ("first id", "second id"), (False, False), comments=(b"c",), header=b"p",
                       describe="'U V' (PACE edge)")
-    desc = f" (from '{htext}' at line {hline})"
-
-    def batches():
-        cc = CountCheck(display, m, hline, htext, "edges")
-        for b in iter_batches(cursor, spec, display, hline):
-            u, v = b.cols
-            cc.add(len(u), b)
-            check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
-            yield u, v, None, b
-        cc.finish()
-
-    return hdr, batches()
+    return hdr, _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based, "edges")
 
 
 # -- MatrixMarket ------------------------------------------------------------------------
