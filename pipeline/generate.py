@@ -96,12 +96,7 @@ def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, s
             # quadrant: a (0,0), b (0,1), c (1,0), d (1,1)
             s |= (r >= ab).astype(idt) << idt(level)
             t |= (((r >= a) & (r < ab)) | (r >= abc)).astype(idt) << idt(level)
-    w = _weights(rng, m, weights[0], weights[1], weight_type)
-    if undirected:
-        src, dst, w = _both(src, dst, w)
-    if negative_fraction > 0:
-        w = apply_potentials(src, dst, w, n, negative_fraction, rng=rng)
-    return src, dst, w, n
+    return _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction)
 
 
 def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64", negative_fraction=0.0,
@@ -166,7 +161,13 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     idt = np.int32 if n <= 2**31 else np.int64
     src = (keys // n).astype(idt)
     dst = (keys % n).astype(idt)
-    w = _weights(rng, m, weights[0], weights[1], weight_type)
+    return _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction)
+
+
+def _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction):
+    """Draw one weight per edge, emit both directions when undirected, then make the
+    asked fraction of arcs negative by potentials; returns ``(src, dst, w, n)``."""
+    w = _weights(rng, len(src), weights[0], weights[1], weight_type)
     if undirected:
         src, dst, w = _both(src, dst, w)
     if negative_fraction > 0:
