@@ -2,10 +2,10 @@
 
 A plan is one of ``all`` vertices, an explicit list of file ids, ``random`` K distinct
 vertices drawn with a seed, or a DIMACS ``.ss`` file.  Repeated sources are dropped
-(a study solves each source once).  ``order="locality"`` sorts the sources by their
-position in a breadth-first order of the (undirected view of the) graph from a seed
-vertex, so that a batch holds sources close to each other: on the GPU close sources
-share their wavefronts and a batch finishes in fewer iterations.
+(a study solves each source once).  ``order="locality"`` orders the sources along a
+k-d tree over landmark distances (:func:`locality_order`), so that a batch holds
+sources of one region of the graph: on the GPU their wavefronts travel together and
+a batch finishes in fewer iterations.
 """
 from __future__ import annotations
 
@@ -133,54 +133,100 @@ def _parse_ss(path: Path) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def bfs_rank(graph, seed: int = 0) -> np.ndarray:
-    """Rank of every vertex in a BFS order of the undirected view from ``seed``.
+def _hops(pattern, start: int) -> np.ndarray:
+    """Hop distances from ``start`` in the undirected ``pattern`` (inf where unreachable)."""
+    from scipy.sparse.csgraph import dijkstra
 
-    Vertices of other components follow, each component in BFS order from its
-    lowest vertex (reverse Cuthill-McKee would also do; plain BFS keeps it simple).
-    With more than 64 weakly connected components only the seed's component is
-    traversed; the other vertices follow by component label, then index, which
-    keeps the cost at one BFS however many components there are.
+    return dijkstra(pattern, directed=False, indices=int(start), unweighted=True)
+
+
+def landmark_coordinates(graph, start: int = 0, landmarks: int = 3) -> np.ndarray:
+    """Hop distances of every vertex from ``landmarks`` far-apart vertices.
+
+    The first landmark is the vertex farthest from ``start`` (undirected view), each next
+    one the vertex farthest from all chosen so far (farthest-point sampling).  On road
+    and mesh-like graphs these distances act as coordinates: vertices close in the
+    graph are close in them.  Vertices outside ``start``'s component get -1.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, landmarks)
+    """
+    import scipy.sparse as sp
+
+    n = graph.n
+    pattern = sp.csr_array((np.ones(graph.m, dtype=np.float64), graph.indices, graph.indptr),
+                           shape=(n, n))
+    d0 = _hops(pattern, start)
+    fin = np.isfinite(d0)
+    coords = np.full((n, landmarks), -1.0)
+    near = np.where(fin, np.inf, -np.inf)  # distance to the nearest chosen landmark
+    far = int(np.argmax(np.where(fin, d0, -1.0)))
+    for k in range(landmarks):
+        d = _hops(pattern, far)
+        coords[fin, k] = d[fin]
+        near = np.minimum(near, np.where(fin, d, -np.inf))
+        far = int(np.argmax(near))
+    return coords
+
+
+def locality_order(graph, sources, leaf: int = 32) -> np.ndarray:
+    """Order ``sources`` so that every run of consecutive sources is compact in the graph.
+
+    Sources are placed by :func:`landmark_coordinates` and split recursively at the
+    median of the coordinate with the largest spread (a k-d tree) down to ``leaf``
+    sources; the leaves in tree order give the order.  A batch cut from it holds
+    sources of one region, whose shortest-path waves reach every vertex at nearly the
+    same distance: the batched GPU kernel then needs fewer iterations and shares more
+    work (NY, 4,096 random sources: BENCHMARKS.md).  Sources outside the first source's
+    component follow, by component.
 
     Parameters
     ----------
     graph : pipeline.graph.Graph
-    seed : int
-        Internal index of the vertex ranked 0.
+    sources : array_like of int
+        Internal indices.
+    leaf : int
+        Largest group left unsplit.
 
     Returns
     -------
-    ndarray of int64, shape (n,)
-        ``rank[v]`` is the position of vertex ``v``; a permutation of ``0 .. n - 1``.
+    ndarray of int64
+        A permutation of ``range(len(sources))``.
     """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import breadth_first_order, connected_components
+    from scipy.sparse.csgraph import connected_components
 
-    n = graph.n
-    pattern = sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr), shape=(n, n))
-    rank = np.full(n, -1, dtype=np.int64)
-    ncomp, labels = connected_components(pattern, directed=True, connection="weak")
-    # the seed's component first, then the others from their lowest vertex
-    starts = np.full(ncomp, n, dtype=np.int64)
-    np.minimum.at(starts, labels, np.arange(n, dtype=np.int64))
-    order_comps = [labels[seed]] + [c for c in range(ncomp) if c != labels[seed]]
-    pos = 0
-    few = ncomp <= 64
-    for c in order_comps:
-        if not few:
-            break
-        start = seed if c == labels[seed] else int(starts[c])
-        order = breadth_first_order(pattern, start, directed=False, return_predecessors=False)
-        rank[order] = np.arange(pos, pos + len(order))
-        pos += len(order)
-    if not few:
-        # many components: BFS of the seed's component, then the rest by component and id
-        order = breadth_first_order(pattern, seed, directed=False, return_predecessors=False)
-        rank[order] = np.arange(len(order))
-        rest = np.flatnonzero(rank < 0)
-        rest = rest[np.lexsort((rest, labels[rest]))]
-        rank[rest] = np.arange(len(order), n)
-    return rank
+    src = np.asarray(sources, dtype=np.int64)
+    if len(src) <= 1 or graph.n == 0:
+        return np.arange(len(src), dtype=np.int64)
+    coords = landmark_coordinates(graph, int(src[0]))[src]
+    inside = coords[:, 0] >= 0
+    out = []
+    stack = [np.flatnonzero(inside)]
+    while stack:
+        ids = stack.pop()
+        if len(ids) <= leaf:
+            out.append(ids)
+            continue
+        c = coords[ids]
+        spread = c.max(axis=0) - c.min(axis=0)
+        ax = int(np.argmax(spread))
+        if spread[ax] == 0:
+            out.append(ids)
+            continue
+        h = len(ids) // 2
+        part = np.argpartition(c[:, ax], h)
+        stack.append(ids[part[h:]])
+        stack.append(ids[part[:h]])
+    rest = np.flatnonzero(~inside)
+    if len(rest):
+        import scipy.sparse as sp
+
+        pattern = sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
+                               shape=(graph.n, graph.n))
+        _, labels = connected_components(pattern, directed=True, connection="weak")
+        out.append(rest[np.lexsort((src[rest], labels[src[rest]]))])
+    return np.concatenate(out).astype(np.int64)
 
 
 def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
@@ -201,7 +247,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     seed : int, optional
         Seed for ``random`` (default 0).
     order : {"locality", "given"}
-        Batch order; ``locality`` sorts the sources by BFS order from the first source.
+        Batch order; ``locality``: :func:`locality_order` (compact batches).
 
     Returns
     -------
@@ -250,8 +296,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = idx[np.sort(first)]
     how["duplicates_dropped"] = int(dropped)
     if order == "locality" and len(idx) > 1:
-        rank = bfs_rank(graph, int(idx[0]) if how["kind"] != "all" else 0)
-        idx = idx[np.argsort(rank[idx], kind="stable")]
+        idx = idx[locality_order(graph, idx)]
     how["order"] = order
     how["count"] = int(len(idx))
     return SourcePlan(idx.astype(np.int64), how)

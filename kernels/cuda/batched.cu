@@ -77,11 +77,12 @@ __device__ __forceinline__ void atomic_max_d(double* p, double v) {
 // Control block (int32): [0..1] A counts (vertices to settle), [2..3] Q counts (vertices
 // to pull), [4..6] F counts (far list, one slot per bucket generation mod 3), [7]
 // iterations run, [8] status (0 done, 1 iteration cap hit), [9] bucket advances,
-// [10] largest Q, [11] largest A.
+// [10] largest Q, [11] largest A, [12..14] list counts of the push and pairs kernels
+// (rotating: slot it % 3 is read, (it + 1) % 3 appended to, (it + 2) % 3 reset).
 // ll (int64): [0..2] smallest far distance (ordered key) per generation slot,
 // [3] sum of Q sizes, [4] sum of A sizes, [5] sum of F scans.
 enum { C_A = 0, C_Q = 2, C_F = 4, C_ITERS = 7, C_STATUS = 8, C_BUCKETS = 9, C_MAXQ = 10,
-       C_MAXA = 11, C_SIZE = 16 };
+       C_MAXA = 11, C_R = 12, C_SIZE = 16 };
 enum { L_MF = 0, L_SUMQ = 3, L_SUMA = 4, L_SUMF = 5, L_SIZE = 8 };
 #define LL_MAX 9223372036854775807LL
 #define FULL 0xffffffffu
@@ -285,6 +286,9 @@ batched_solve(int n, int B, const int* __restrict__ optr, const int* __restrict_
     if (ctl[C_A + nxt] == 0) {
       // ---------------- C: nothing active: next bucket from the far list
       while (true) {
+        // every thread has read the count that brought it here before any thread
+        // appends to that list again
+        grid.sync();
         const int nf = ctl[C_F + g % 3];
         if (nf == 0) { done = true; break; }
         const long long mk = ll[L_MF + g % 3];
@@ -400,11 +404,12 @@ batched_push(int n, int B, const int* __restrict__ optr, const int* __restrict__
   int maxa = 0, status = 0;
   long long suma = 0, sumf = 0;
   while (true) {
-    const int cur = it & 1, nxt = cur ^ 1;
+    const int cur = it & 1;
     int* const al_cur = cur ? alist1 : alist0;
     int* const al_nxt = cur ? alist0 : alist1;
-    if (leader) ctl[C_A + nxt] = 0;
-    const int na = ctl[C_A + cur];
+    int* const cn = &ctl[C_R + (it + 1) % 3];
+    if (leader) ctl[C_R + (it + 2) % 3] = 0;
+    const int na = *((volatile int*)&ctl[C_R + it % 3]);
     if (na > maxa) maxa = na;
     suma += na;
     {
@@ -466,7 +471,7 @@ batched_push(int n, int B, const int* __restrict__ optr, const int* __restrict__
                   const int v = vq[q];
                   atomicOr(&imp[(size_t)v * W + j], m);
                   if (atomicExch(&astamp[v], it + 1) != it + 1)
-                    al_nxt[atomicAdd(&ctl[C_A + nxt], 1)] = v;
+                    al_nxt[atomicAdd(cn, 1)] = v;
                 }
               }
             }
@@ -484,8 +489,11 @@ batched_push(int n, int B, const int* __restrict__ optr, const int* __restrict__
     }
     grid.sync();
     bool done = false;
-    if (ctl[C_A + nxt] == 0) {
+    if (*((volatile int*)cn) == 0) {
       while (true) {
+        // every thread has read the count that brought it here before any thread
+        // appends to that list again
+        grid.sync();
         const int nf = ctl[C_F + g % 3];
         if (nf == 0) { done = true; break; }
         const long long mk = ll[L_MF + g % 3];
@@ -524,7 +532,7 @@ batched_push(int n, int B, const int* __restrict__ optr, const int* __restrict__
           }
           if (anya && lane == 0 && astamp[u] != it + 1) {
             astamp[u] = it + 1;
-            al_nxt[atomicAdd(&ctl[C_A + nxt], 1)] = u;
+            al_nxt[atomicAdd(cn, 1)] = u;
           }
           if (anyf) {
             const long long k = warp_min_key<T>(fmin);
@@ -538,7 +546,308 @@ batched_push(int n, int B, const int* __restrict__ optr, const int* __restrict__
         }
         grid.sync();
         ++g;
-        if (ctl[C_A + nxt] > 0) break;
+        if (*((volatile int*)cn) > 0) break;
+      }
+    }
+    if (done) break;
+    if (it + 1 >= maxit) { status = 1; break; }
+    ++it;
+  }
+  if (leader) {
+    ctl[C_ITERS] = it + 1;
+    ctl[C_STATUS] = status;
+    ctl[C_BUCKETS] = g;
+    ctl[C_MAXQ] = 0;
+    ctl[C_MAXA] = maxa;
+    ll[L_SUMQ] = 0;
+    ll[L_SUMA] = suma;
+    ll[L_SUMF] = sumf;
+  }
+  __syncthreads();
+  for (int s = threadIdx.x; s < B; s += blockDim.x) {
+    const unsigned long long c = scnt[s];
+    if (c && outrow[s] >= 0) atomicAdd(&relax_out[outrow[s]], c);
+  }
+}
+
+// Pair-parallel variant (integer distances; the default for them): the work list holds
+// (vertex, slot) pairs p = v * B + s and a thread owns one pair.  A vertex visited by a
+// warp in the push and pull kernels has only a few of its B slots active (waves of
+// different sources reach it in different buckets), so most lanes idle and every visit
+// is a long chain of dependent loads and atomics; here the chain per pair is short
+// (bit clear, distance, arcs, atomicMin, bit set, append) and all pairs of an
+// iteration are in flight at once.
+//   near lists L0/L1 (parity of the iteration) with bit arrays N0/N1: a pair improved
+//     below the threshold joins the next near list once (atomicOr on its bit decides);
+//     the thread that processes it clears its bit;
+//   far list (generation g, parity g & 1) with bit array F: a pair improved at or above
+//     the threshold joins it once; when no near pair is left the far list is scanned:
+//     d < old threshold: already handled through a near list, dropped; d < new
+//     threshold: moved to the next near list; else kept for the next generation.
+// Appends are staged per block in shared memory and copied out with one global
+// atomicAdd per block and phase (one list counter per warp step was the bottleneck).
+// Out-arcs of a pair whose vertex has more than PAIRS_HEAVY of them are relaxed by the
+// whole warp (one such pair at a time), the others by their own thread.
+// Counters rotate over three slots (C_R + it % 3): the slot reset in iteration it is
+// the one read in iteration it - 1 and first appended to in iteration it + 1.  Every
+// pass of the far-list loop starts with a grid barrier, so that all threads have read
+// the count that sent them there before any thread appends to that list.
+#define PAIRS_HEAVY 32
+#ifndef PAIRS_ILP
+#define PAIRS_ILP 4
+#endif
+#define PAIRS_STAGE_A 2048
+#define PAIRS_STAGE_B 1024
+
+struct PairStage {
+  unsigned a[PAIRS_STAGE_A];  // near list / moved pairs
+  unsigned b[PAIRS_STAGE_B];  // far list / kept pairs
+  int na, nb;
+  int base[4];
+  long long kmin;             // smallest far distance staged (ordered key)
+};
+
+// Warp-aggregated append to a block stage; what does not fit goes straight to the
+// global list.  The whole warp calls it.
+__device__ __forceinline__ void stage_append(bool want, unsigned p, unsigned* sbuf, int* scount,
+                                             int cap, unsigned* list, int* gcount) {
+  const unsigned b = __ballot_sync(FULL, want);
+  if (b == 0u) return;
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(b) - 1;
+  const int k = __popc(b);
+  int sbase = 0, gbase = 0;
+  if (lane == leader) {
+    sbase = atomicAdd(scount, k);
+    const int spill = sbase + k - cap;
+    if (spill > 0) gbase = atomicAdd(gcount, min(spill, k));
+  }
+  sbase = __shfl_sync(FULL, sbase, leader);
+  gbase = __shfl_sync(FULL, gbase, leader);
+  if (want) {
+    const int at = sbase + __popc(b & ((1u << lane) - 1u));
+    if (at < cap) sbuf[at] = p;
+    else list[gbase + (at - max(sbase, cap))] = p;
+  }
+}
+
+// Copy both stages of the block to their global lists, fold the staged minimum into
+// *mf.  The whole block calls it.
+__device__ __forceinline__ void stage_flush(PairStage& st, unsigned* la, int* ca, unsigned* lb,
+                                            int* cb, long long* mf) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int xa = min(st.na, PAIRS_STAGE_A), xb = min(st.nb, PAIRS_STAGE_B);
+    st.base[0] = xa > 0 ? atomicAdd(ca, xa) : 0;
+    st.base[1] = xa;
+    st.base[2] = xb > 0 ? atomicAdd(cb, xb) : 0;
+    st.base[3] = xb;
+    st.na = 0;
+    st.nb = 0;
+    if (st.kmin != LL_MAX && st.kmin < *((volatile long long*)mf)) atomicMin(mf, st.kmin);
+    st.kmin = LL_MAX;
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < st.base[1]; t += blockDim.x) la[st.base[0] + t] = st.a[t];
+  for (int t = threadIdx.x; t < st.base[3]; t += blockDim.x) lb[st.base[2] + t] = st.b[t];
+}
+
+template <typename T>
+__device__ __forceinline__ void stage_min(T x, PairStage& st) {
+  const long long k = warp_min_key<T>(x);
+  if ((threadIdx.x & 31) == 0 && k != Lim<T>::key(Lim<T>::inf()) && k < st.kmin)
+    atomicMin(&st.kmin, k);
+}
+
+// Relax arc (u -> v, w) for slot s at distance d; the whole warp calls it.
+template <typename T>
+__device__ __forceinline__ void pair_relax(bool act, int v, T w, unsigned s, T d, int B, T thr,
+                                           T* dist, unsigned* nbits, unsigned* fbits,
+                                           PairStage& st, unsigned* nlist, int* ncount,
+                                           unsigned* flist, int* fcount, T& fmin) {
+  bool nearq = false, farq = false;
+  unsigned q = 0u;
+  if (act) {
+    const T cand = d + w;
+    q = (unsigned)v * (unsigned)B + s;
+    if (cand < atomic_min_t<T>(&dist[q], cand)) {
+      const unsigned bit = 1u << (q & 31u);
+      if (cand < thr) {
+        nearq = !(atomicOr(&nbits[q >> 5], bit) & bit);
+      } else {
+        farq = !(atomicOr(&fbits[q >> 5], bit) & bit);
+        if (cand < fmin) fmin = cand;
+      }
+    }
+  }
+  stage_append(nearq, q, st.a, &st.na, PAIRS_STAGE_A, nlist, ncount);
+  stage_append(farq, q, st.b, &st.nb, PAIRS_STAGE_B, flist, fcount);
+}
+
+template <typename T, int W>
+__global__ void __launch_bounds__(256)
+batched_pairs(int n, int B, int logB, const int* __restrict__ optr, const int* __restrict__ oidx,
+              const T* __restrict__ ow, T* dist, unsigned* nbit0, unsigned* nbit1,
+              unsigned* fbits, unsigned* list0, unsigned* list1, unsigned* flist0,
+              unsigned* flist1, int* ctl, long long* ll, T thr0, T delta, int maxit,
+              unsigned long long* relax_out, const long long* __restrict__ outrow) {
+  cg::grid_group grid = cg::this_grid();
+  __shared__ unsigned long long scnt[MAX_B];
+  __shared__ PairStage st;
+  for (int s = threadIdx.x; s < B; s += blockDim.x) scnt[s] = 0ull;
+  if (threadIdx.x == 0) {
+    st.na = 0;
+    st.nb = 0;
+    st.kmin = LL_MAX;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long nthreads = (long long)gridDim.x * blockDim.x;
+  const bool leader = (blockIdx.x == 0 && threadIdx.x == 0);
+  const T INF = Lim<T>::inf();
+  const unsigned smask = (unsigned)B - 1u;
+
+  T thr = thr0;
+  int it = 0, g = 0;
+  int maxa = 0, status = 0;
+  long long suma = 0, sumf = 0;
+  while (true) {
+    const int cur = it & 1;
+    const unsigned* const lc = cur ? list1 : list0;
+    unsigned* const ln = cur ? list0 : list1;
+    unsigned* const bc = cur ? nbit1 : nbit0;
+    unsigned* const bn = cur ? nbit0 : nbit1;
+    int* const cn = &ctl[C_R + (it + 1) % 3];
+    if (leader) ctl[C_R + (it + 2) % 3] = 0;
+    const int nc = *((volatile int*)&ctl[C_R + it % 3]);
+    if (nc > maxa) maxa = nc;
+    suma += nc;
+    unsigned* const fl = (g & 1) ? flist1 : flist0;
+    int* const fc = &ctl[C_F + g % 3];
+    long long* const mf = &ll[L_MF + g % 3];
+    T fmin = INF;
+    const long long ncr = ((long long)nc + 31) & ~31LL;
+    for (long long i = gtid; i < ncr; i += nthreads) {
+      const bool ok = i < nc;
+      unsigned p = 0u;
+      T d = T(0);
+      int e0 = 0, e1 = 0;
+      if (ok) {
+        p = lc[i];
+        atomicAnd(&bc[p >> 5], ~(1u << (p & 31u)));
+        const int u = (int)(p >> logB);
+        d = dist[p];
+        e0 = optr[u];
+        e1 = optr[u + 1];
+        if (e1 > e0) atomicAdd(&scnt[p & smask], (unsigned long long)(e1 - e0));
+      }
+      const unsigned s = p & smask;
+      const bool heavy = (e1 - e0) > PAIRS_HEAVY;
+      const int deg = heavy ? 0 : e1 - e0;
+      // PAIRS_ILP arcs at a time: their loads, then their atomicMins, then their bit
+      // updates are issued back to back, so a thread waits for one round trip per step
+      // and group instead of one per arc
+      for (int k0 = 0; __any_sync(FULL, k0 < deg); k0 += PAIRS_ILP) {
+        unsigned qq[PAIRS_ILP];
+        T cq[PAIRS_ILP];
+        bool aq[PAIRS_ILP];
+#pragma unroll
+        for (int j = 0; j < PAIRS_ILP; ++j) {
+          aq[j] = k0 + j < deg;
+          qq[j] = 0u;
+          cq[j] = T(0);
+          if (aq[j]) {
+            qq[j] = (unsigned)oidx[e0 + k0 + j] * (unsigned)B + s;
+            cq[j] = d + ow[e0 + k0 + j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < PAIRS_ILP; ++j)
+          if (aq[j]) aq[j] = cq[j] < atomic_min_t<T>(&dist[qq[j]], cq[j]);
+        bool nq[PAIRS_ILP], fq[PAIRS_ILP];
+#pragma unroll
+        for (int j = 0; j < PAIRS_ILP; ++j) {
+          nq[j] = false;
+          fq[j] = false;
+          if (aq[j]) {
+            const unsigned bit = 1u << (qq[j] & 31u);
+            if (cq[j] < thr) {
+              nq[j] = !(atomicOr(&bn[qq[j] >> 5], bit) & bit);
+            } else {
+              fq[j] = !(atomicOr(&fbits[qq[j] >> 5], bit) & bit);
+              if (cq[j] < fmin) fmin = cq[j];
+            }
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < PAIRS_ILP; ++j) {
+          stage_append(nq[j], qq[j], st.a, &st.na, PAIRS_STAGE_A, ln, cn);
+          stage_append(fq[j], qq[j], st.b, &st.nb, PAIRS_STAGE_B, fl, fc);
+        }
+      }
+      unsigned hv = __ballot_sync(FULL, heavy);
+      while (hv) {
+        const int b = __ffs(hv) - 1;
+        hv &= hv - 1u;
+        const unsigned pb = __shfl_sync(FULL, p, b);
+        const T db = __shfl_sync(FULL, d, b);
+        const int h0 = __shfl_sync(FULL, e0, b), h1 = __shfl_sync(FULL, e1, b);
+        for (int base = h0; base < h1; base += 32) {
+          const int e = base + lane;
+          const bool act = e < h1;
+          int v = 0;
+          T w = T(0);
+          if (act) { v = oidx[e]; w = ow[e]; }
+          pair_relax<T>(act, v, w, pb & smask, db, B, thr, dist, bn, fbits, st, ln, cn, fl, fc,
+                        fmin);
+        }
+      }
+    }
+    stage_min<T>(fmin, st);
+    stage_flush(st, ln, cn, fl, fc, mf);
+    grid.sync();
+    bool done = false;
+    if (*((volatile int*)cn) == 0) {
+      // ---------------- no near pair left: next bucket from the far list
+      while (true) {
+        grid.sync();  // all threads have read *cn before anyone appends to it again
+        const int nf = *((volatile int*)&ctl[C_F + g % 3]);
+        if (nf == 0) { done = true; break; }
+        const T told = thr;
+        const long long mk = *((volatile long long*)&ll[L_MF + g % 3]);
+        if (mk != LL_MAX) {
+          const T nt = Lim<T>::sat_add(Lim<T>::unkey(mk), delta);
+          if (thr < nt) thr = nt;
+        }
+        if (leader) {
+          ctl[C_F + (g + 2) % 3] = 0;
+          ll[L_MF + (g + 2) % 3] = LL_MAX;
+        }
+        sumf += nf;
+        const unsigned* const f1 = (g & 1) ? flist1 : flist0;
+        unsigned* const f2 = (g & 1) ? flist0 : flist1;
+        int* const fc2 = &ctl[C_F + (g + 1) % 3];
+        long long* const mf2 = &ll[L_MF + (g + 1) % 3];
+        T kmin = INF;
+        const long long nfr = ((long long)nf + 31) & ~31LL;
+        for (long long i = gtid; i < nfr; i += nthreads) {
+          const bool ok = i < nf;
+          unsigned p = 0u;
+          T d = INF;
+          if (ok) { p = f1[i]; d = dist[p]; }
+          const bool keep = ok && !(d < thr);
+          const bool move = ok && d < thr && !(d < told);
+          if (ok && !keep) atomicAnd(&fbits[p >> 5], ~(1u << (p & 31u)));
+          if (keep && d < kmin) kmin = d;
+          stage_append(move, p, st.a, &st.na, PAIRS_STAGE_A, ln, cn);
+          stage_append(keep, p, st.b, &st.nb, PAIRS_STAGE_B, f2, fc2);
+        }
+        stage_min<T>(kmin, st);
+        stage_flush(st, ln, cn, f2, fc2, mf2);
+        grid.sync();
+        ++g;
+        if (*((volatile int*)cn) > 0) break;
       }
     }
     if (done) break;
@@ -684,6 +993,14 @@ INST_SOLVE(double, 32)
 INST_PUSH(int, 1)
 INST_PUSH(int, 16)
 INST_PUSH(long long, 32)
+#define INST_PAIRS(T, W)                                                                      \
+  template __global__ void batched::batched_pairs<T, W>(                                      \
+      int, int, int, const int*, const int*, const T*, T*, unsigned*, unsigned*, unsigned*,   \
+      unsigned*, unsigned*, unsigned*, unsigned*, int*, long long*, T, T, int,                \
+      unsigned long long*, const long long*);
+INST_PAIRS(int, 1)
+INST_PAIRS(int, 16)
+INST_PAIRS(long long, 32)
 template __global__ void batched::batched_reduce<int, long long>(int, int, int, const int*,
     const long long*, unsigned long long*, long long*, long long*);
 template __global__ void batched::batched_reduce<double, double>(int, int, int, const double*,

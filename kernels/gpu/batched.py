@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 
 import numpy as np
 
@@ -35,18 +34,36 @@ _CTYPE = {"int32": "int", "int64": "long long", "float64": "double"}
 _NPTYPE = {"int32": np.int32, "int64": np.int64, "float64": np.float64}
 _INF = {"int32": np.iinfo(np.int32).max, "int64": np.iinfo(np.int64).max, "float64": np.inf}
 _WORDS = (1, 2, 4, 8, 16, 32)
-_C_A, _C_Q, _C_F, _C_ITERS, _C_STATUS, _C_BUCKETS, _C_MAXQ, _C_MAXA, _C_SIZE = 0, 2, 4, 7, 8, 9, 10, 11, 16
+_C_A, _C_Q, _C_F, _C_ITERS, _C_STATUS, _C_BUCKETS, _C_MAXQ, _C_MAXA, _C_R, _C_SIZE = (
+    0, 2, 4, 7, 8, 9, 10, 11, 12, 16)
 _L_MF, _L_SUMQ, _L_SUMA, _L_SUMF, _L_SIZE = 0, 3, 4, 5, 8
 #: default sources per kernel (lowered to fit device memory)
 DEFAULT_BATCH = 512
-#: default kernel for integer weights ("pull" or "push"; floats always pull)
-DEFAULT_MODE = "push"
+#: kernels: "pairs" (integer weights), "push" (integer weights), "pull" (any weights)
+_MODES = ("pull", "push", "pairs")
+#: "pairs" relaxes the arcs of a vertex with more than this many with a whole warp,
+#: one such vertex at a time (the value of PAIRS_HEAVY in batched.cu)
+PAIRS_HEAVY = 32
+#: default for integer weights: "pairs" unless more than this share of the arcs leaves
+#: vertices of more than PAIRS_HEAVY arcs (RMAT 2^20: 81%, where "push" is 1.8x faster;
+#: road graphs, delaunay_n15, rgg_n_2_15: 0%, where "pairs" is 2.1-4.7x faster), or
+#: n x B does not fit the 32-bit pair index; "push" then
+PAIRS_MAX_HEAVY_SHARE = 0.5
+
+
+def default_mode(graph, tname: str, n_b: int) -> str:
+    """The kernel ``batched`` runs when ``mode`` is not given (see PAIRS_MAX_HEAVY_SHARE)."""
+    if tname == "float64":
+        return "pull"
+    deg = graph.out_degree()
+    heavy = float(deg[deg > PAIRS_HEAVY].sum()) / max(graph.m, 1)
+    if heavy > PAIRS_MAX_HEAVY_SHARE or graph.n * n_b >= 2**32:
+        return "push"
+    return "pairs"
 _LLMAX = np.iinfo(np.int64).max
 _BLOCK = 256
 #: default near-far bucket width, in units of the mean |weight| (set from the NY sweep)
 DELTA_FACTOR = 16.0
-_rank_lock = threading.Lock()
-_ranks: dict = {}
 
 
 def _dist_type(graph) -> str:
@@ -85,28 +102,7 @@ def _device_arrays(dg, graph, tname):
     return dg.cached(("batched", tname), build)
 
 
-def _locality_rank(graph):
-    """Position of every vertex in a breadth-first order (undirected view), cached."""
-    key = graph.fingerprint or id(graph)
-    with _rank_lock:
-        r = _ranks.get(key)
-    if r is not None:
-        return r
-    import scipy.sparse.csgraph as csg
-
-    mat = graph.to_scipy()
-    rank = np.full(graph.n, -1, dtype=np.int64)
-    start = int(np.argmax(graph.out_degree() + graph.in_degree())) if graph.n else 0
-    order = csg.breadth_first_order(mat, start, directed=False, return_predecessors=False)
-    rank[order] = np.arange(len(order))
-    left = rank < 0  # other components keep their id order, after this one
-    rank[left] = len(order) + np.arange(int(left.sum()))
-    with _rank_lock:
-        _ranks[key] = rank
-    return rank
-
-
-def _coop_blocks(kern, cp) -> int:
+def _coop_blocks(kern, cp, limit=None) -> int:
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     per_sm = None
@@ -120,12 +116,15 @@ def _coop_blocks(kern, cp) -> int:
             per_sm = max(1, min(2048 // _BLOCK, 65536 // (((regs + 7) // 8) * 8 * _BLOCK)))
         except Exception:
             per_sm = 1
-    return max(1, per_sm) * sms
+    per_sm = max(1, per_sm)
+    if limit:
+        per_sm = min(per_sm, int(limit))
+    return per_sm * sms
 
 
 def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
             batch_size=None, histogram_bins=None, delta=None, locality=True, mode=None,
-            **options) -> Result:
+            blocks_per_sm=None, **options) -> Result:
     """Shortest paths from every source, ``batch_size`` sources per kernel.
 
     Parameters
@@ -149,12 +148,19 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         Near-far bucket width (default ``DELTA_FACTOR`` x mean |weight|; ``inf`` for plain
         frontier Bellman-Ford, always used with negative weights).
     locality : bool
-        Group sources that are close in breadth-first order into the same batch.
-    mode : {"pull", "push"}, optional
+        Cut the batches from :func:`pipeline.sources.locality_order` (sources of one
+        region together) instead of the given order.
+    mode : {"pairs", "push", "pull"}, optional
+        ``pairs`` (integer weights): a thread per improved (vertex, source) pair
+        scatters with ``atomicMin`` (a warp for a vertex of more than 32 out-arcs);
+        needs n x B below 2**32.  ``push`` (integer weights): a warp per changed
+        vertex, all its improved sources.  Default: :func:`default_mode`.
         ``pull``: a warp per vertex whose in-neighbours changed gathers the
         improvements, no atomics on distances, a settle phase per iteration (floats
-        always).  ``push`` (integer weights; their default, ``DEFAULT_MODE``): a warp
-        per changed vertex scatters with ``atomicMin``; one phase per iteration.
+        always).
+    blocks_per_sm : int, optional
+        Resident blocks per SM of the cooperative kernel (default: as many as fit);
+        fewer blocks make the grid-wide barrier cheaper.
 
     Returns
     -------
@@ -187,9 +193,19 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         bs = min(bs, 32 * _WORDS[-1])
     W = _words_for(bs)
+    if mode is None:
+        mode = default_mode(graph, tname, 32 * W)
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    if mode in ("push", "pairs") and tname == "float64":
+        raise TypeError(f"mode={mode!r} needs integer weights (atomicMin on integers)")
+    if mode == "pairs" and n * 32 * W >= 2**32:
+        raise ValueError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
     while True:
         Bcap = 32 * W
         need = n * (Bcap * tsize + 8 * W + 4 * 8 + 1) + (n * Bcap * 4 if predecessors else 0)
+        if mode == "pairs":  # four pair lists (near x 2, far x 2) and three bit arrays
+            need += n * (4 * Bcap * 4 + 12 * W)
         try:
             check_fits(graph, need, what=f"batched (B={Bcap})")
             break
@@ -226,13 +242,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     stname = "double" if tname == "float64" else "long long"
     # one module per distance type holds every batch width (one compile, not six);
     # the reductions live in a plain module: CuPy caps every grid of a cooperative one
-    if mode is None:
-        mode = DEFAULT_MODE if tname != "float64" else "pull"
-    if mode not in ("pull", "push"):
-        raise ValueError(f"mode must be 'pull' or 'push', got {mode!r}")
-    if mode == "push" and tname == "float64":
-        raise TypeError("mode='push' needs integer weights (atomicMin on integers)")
-    kname = "batched_solve" if mode == "pull" else "batched_push"
+    kname = {"pull": "batched_solve", "push": "batched_push", "pairs": "batched_pairs"}[mode]
     mod = load_module(
         "batched.cu",
         name_expressions=[f"batched::{kname}<{ctype}, {w}>" for w in _WORDS],
@@ -251,20 +261,27 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
 
     # plan: chunks of bs sources, close ones together
     if locality and N > bs:
-        rank = _locality_rank(graph)
-        order = np.argsort(rank[sources], kind="stable")
+        from pipeline.sources import locality_order
+
+        order = locality_order(graph, sources)
     else:
         order = np.arange(N)
     chunks = [order[i:i + bs] for i in range(0, N, bs)]
 
     # work arrays (reused by every chunk: the stream orders them)
     dist = cp.empty(n * Bcap, dtype=npT)
-    pend = cp.empty(n * W, dtype=cp.uint32)
-    imp = cp.empty(n * W, dtype=cp.uint32)
-    inF = cp.empty(n, dtype=cp.uint8)
-    qstamp = cp.empty(n, dtype=cp.int32)
-    astamp = cp.empty(n, dtype=cp.int32)
-    lists = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(6)]
+    if mode == "pairs":
+        # near bits x 2, far bits; near lists x 2, far lists x 2 of (vertex, slot) pairs
+        pbits = [cp.empty(n * W, dtype=cp.uint32) for _ in range(3)]
+        plists = [cp.empty(max(n * Bcap, 1), dtype=cp.uint32) for _ in range(4)]
+        log_b = int(Bcap).bit_length() - 1
+    else:
+        pend = cp.empty(n * W, dtype=cp.uint32)
+        imp = cp.empty(n * W, dtype=cp.uint32)
+        inF = cp.empty(n, dtype=cp.uint8)
+        qstamp = cp.empty(n, dtype=cp.int32)
+        astamp = cp.empty(n, dtype=cp.int32)
+        lists = [cp.empty(max(n, 1), dtype=cp.int32) for _ in range(6)]
     ctl = cp.zeros((len(chunks), _C_SIZE), dtype=cp.int32)
     ll0 = np.zeros(_L_SIZE, dtype=np.int64)
     ll0[_L_MF:_L_MF + 3] = _LLMAX
@@ -293,7 +310,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
     pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
 
-    blocks = _coop_blocks(k_solve, cp)
+    blocks = _coop_blocks(k_solve, cp, blocks_per_sm)
     launches = 0
     host_syncs = 0
     red_grid_x = max(1, min(1024, (n + 255) // 256))
@@ -307,25 +324,37 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         outrow_d = cp.asarray(outrow)
         src_slots = np.full(Bcap, -1, dtype=np.int64)
         src_slots[:k] = srcs
-        uniq, inv = np.unique(srcs, return_inverse=True)
         slot = np.arange(k)
-        masks = np.zeros((len(uniq), W), dtype=np.uint32)
-        np.bitwise_or.at(masks, (inv, slot // 32), (np.uint32(1) << (slot % 32).astype(np.uint32)))
-        uniq_d = cp.asarray(uniq.astype(np.int32))
         dist.fill(inf_t)
         dist.reshape(n, Bcap)[cp.asarray(srcs), cp.asarray(slot)] = 0
-        pend.fill(0)
-        imp.fill(0)
-        imp.reshape(n, W)[uniq_d] = cp.asarray(masks)
-        inF.fill(0)
-        qstamp.fill(0)
-        astamp.fill(-1)
-        astamp[uniq_d] = 0
-        lists[0][:len(uniq)] = uniq_d
         c = np.zeros(_C_SIZE, dtype=np.int32)
-        c[_C_A] = len(uniq)
+        if mode == "pairs":
+            for b in pbits:
+                b.fill(0)
+            # one near pair per slot (repeated sources are separate slots)
+            plists[0][:k] = cp.asarray((srcs * Bcap + slot).astype(np.uint32))
+            c[_C_R] = k
+        else:
+            uniq, inv = np.unique(srcs, return_inverse=True)
+            masks = np.zeros((len(uniq), W), dtype=np.uint32)
+            np.bitwise_or.at(masks, (inv, slot // 32),
+                             (np.uint32(1) << (slot % 32).astype(np.uint32)))
+            uniq_d = cp.asarray(uniq.astype(np.int32))
+            pend.fill(0)
+            imp.fill(0)
+            imp.reshape(n, W)[uniq_d] = cp.asarray(masks)
+            inF.fill(0)
+            qstamp.fill(0)
+            astamp.fill(-1)
+            astamp[uniq_d] = 0
+            lists[0][:len(uniq)] = uniq_d
+            c[_C_A if mode == "pull" else _C_R] = len(uniq)
         ctl[ci] = cp.asarray(c)
-        if mode == "pull":
+        if mode == "pairs":
+            args = (np.int32(n), np.int32(Bcap), np.int32(log_b), optr, oidx, ow, dist,
+                    pbits[0], pbits[1], pbits[2], plists[0], plists[1], plists[2], plists[3],
+                    ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
+        elif mode == "pull":
             args = (np.int32(n), np.int32(Bcap), optr, oidx, rptr, ridx, rw, dist, pend, imp, inF,
                     qstamp, astamp, lists[0], lists[1], lists[2], lists[3], lists[4], lists[5],
                     ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
@@ -349,7 +378,8 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             st = int(ctl[ci, _C_STATUS].get())
             host_syncs += 1
             if st == 1:
-                _raise_negative_cycle(graph, pend | imp, W, src_slots, k)
+                _raise_negative_cycle(graph, (pbits[0] | pbits[1]) if mode == "pairs" else (pend | imp),
+                                      W, src_slots, k)
         if hist_edges is not None:
             rows_d = cp.asarray(rows)
             if shared_edges is not None:

@@ -43,6 +43,9 @@ def rmat(scale: int, edge_factor: int, seed: int) -> Graph:
                             name=f"rmat{scale}")
 
 
+_METIS = {"delaunay_n15": "metis/delaunay_n15.graph", "rgg_n_2_15": "metis/rgg_n_2_15_s0.graph"}
+
+
 def measure(g, sources, **opts):
     cp = cupy()
     cp.cuda.Device().synchronize()
@@ -97,8 +100,9 @@ def main(argv=None):
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--factors", default="4,16,64")
     ap.add_argument("--sizes", default="512")
-    ap.add_argument("--graphs", default="NY,BAY,COL,RMAT")
-    ap.add_argument("--modes", default="pull,push")
+    ap.add_argument("--graphs", default="NY,BAY,COL,RMAT,delaunay_n15,rgg_n_2_15")
+    ap.add_argument("--modes", default="pairs,push")
+    ap.add_argument("--blocks", default="", help="blocks per SM to sweep (pairs), e.g. 2,4,8")
     args = ap.parse_args(argv)
     out = open(args.out, "a") if args.out else None
 
@@ -130,7 +134,12 @@ def main(argv=None):
     nsrc = 512 if args.quick else 4096
     for name in args.graphs.split(","):
         try:
-            g = rmat(20, 8, 1) if name == "RMAT" else bg.road(name)
+            if name == "RMAT":
+                g = rmat(20, 8, 1)
+            elif name in _METIS:
+                g = bg.load(_METIS[name], weights="random:1:1000:7")
+            else:
+                g = bg.road(name)
             src = np.random.default_rng(2026).choice(g.n, min(nsrc, g.n), replace=False)
             if name == "RMAT":
                 src = src[:1024]
@@ -139,6 +148,8 @@ def main(argv=None):
                 emit(measure(g, src, mode=mode))
             if name == "NY":
                 emit({**measure(g, src, locality=False), "locality": False})
+                for b in [int(x) for x in args.blocks.split(",") if x]:
+                    emit({**measure(g, src, blocks_per_sm=b), "blocks_per_sm": b})
         except Exception as exc:
             emit({"graph": name, "error": repr(exc)})
             traceback.print_exc()

@@ -14,6 +14,7 @@ import pytest
 import kernels
 from kernels.check import compare
 from kernels.result import NegativeCycleError, reduce_distances
+from pipeline.graph import Graph
 from tests.kernels import batched_graphs as bg
 
 pytestmark = pytest.mark.gpu
@@ -32,10 +33,11 @@ def _fresh_seed() -> int:
 
 
 def check(g, sources, *, ref="dijkstra", batch_size=None, predecessors=True, **opts):
-    """Every kernel variant (pull; push too for integer weights) against the CPU backend."""
+    """Every kernel variant (pull; pairs and push too for integer weights) against the CPU backend."""
     sources = np.asarray(sources, dtype=np.int64)
     want = kernels.solve(g, sources, method=ref)
-    modes = ["pull", "push"] if g.integer_weights and "mode" not in opts else [opts.pop("mode", None)]
+    modes = (["pull", "push", "pairs"] if g.integer_weights and "mode" not in opts
+             else [opts.pop("mode", None)])
     for mode in modes:
         got = kernels.solve(g, sources, method="batched", batch_size=batch_size,
                             predecessors=predecessors, mode=mode, **opts)
@@ -61,7 +63,7 @@ def check(g, sources, *, ref="dijkstra", batch_size=None, predecessors=True, **o
     return got
 
 
-@pytest.mark.parametrize("mode", ["pull", "push"])
+@pytest.mark.parametrize("mode", ["pull", "push", "pairs"])
 def test_rome99_vertex_1_checksums(mode):
     g = bg.load("dimacs9/rome99.gr")
     res = kernels.solve(g, g.to_index([1]), method="batched", mode=mode)
@@ -117,6 +119,38 @@ def test_random_graphs_fresh_seed():
     check(g, np.arange(0, g.n, 7))
 
 
+def test_hub_vertices_fresh_seed():
+    """Vertices of hundreds of arcs (the pairs kernel hands them to a whole warp)."""
+    seed = _fresh_seed()
+    rng = np.random.default_rng(seed)
+    base = bg.random_graph(3000, 9000, seed)
+    hubs = rng.integers(0, 3000, 4)
+    ends = rng.integers(0, 3000, (4, 400))
+    src = np.r_[base.tails(), np.repeat(hubs, 400), ends.ravel()]
+    dst = np.r_[base.indices, ends.ravel(), np.repeat(hubs, 400)]
+    w = np.r_[base.weights, rng.integers(1, 2000, 3200)]
+    g = Graph.from_edges(src, dst, w, 3000, name=f"hubs-{seed}")
+    assert int(g.out_degree().max()) > 300
+    res = check(g, np.r_[hubs, rng.integers(0, 3000, 90)], batch_size=64)
+    assert res.counters["mode"] == "pairs"
+
+
+def test_default_mode_is_pairs_for_integers():
+    g = bg.random_graph(500, 2000, 5)
+    assert kernels.solve(g, [0, 1], method="batched").counters["mode"] == "pairs"
+    # most arcs at hubs of more than 32 arcs: push
+    hubs = np.repeat(np.arange(10), 150)  # 10 hubs x 150 arcs to leaves 10..499
+    leaves = np.arange(1500) % 490 + 10
+    back = np.arange(10, 500)  # every leaf -> one hub
+    star = Graph.from_edges(np.r_[hubs, back], np.r_[leaves, back % 10],
+                            np.ones(1990, np.int64), 500)
+    res = kernels.solve(star, [0, 20], method="batched")
+    assert res.counters["mode"] == "push" and res.reached.tolist() == [500, 500]
+    with pytest.raises(TypeError):
+        kernels.solve(bg.random_graph(50, 200, 1, floats=True), [0], method="batched",
+                      mode="pairs")
+
+
 def test_unreachable_isolated_source():
     g = bg.random_graph(500, 2000, 5, isolated=2)
     res = check(g, [g.n - 1, 0, g.n - 2, g.n - 1], batch_size=32)
@@ -138,18 +172,18 @@ def test_negative_weights_without_cycle():
 def test_negative_cycle_raises():
     base = bg.random_graph(400, 2400, 9)
     g, cyc = bg.with_negative_cycle(base, 4)
-    for mode in ("pull", "push"):
-        with pytest.raises(NegativeCycleError) as info:
-            kernels.solve(g, np.arange(0, 400, 20), method="batched", mode=mode)
-    err = info.value
-    assert err.cycle and err.vertex in err.cycle
-    # the named cycle has negative weight
     import scipy.sparse as sp
 
     mat = sp.csr_array(g.to_scipy())
-    c = err.cycle
-    total = sum(float(mat[c[i], c[(i + 1) % len(c)]]) for i in range(len(c)))
-    assert total < 0
+    for mode in ("pull", "push", "pairs"):
+        with pytest.raises(NegativeCycleError) as info:
+            kernels.solve(g, np.arange(0, 400, 20), method="batched", mode=mode)
+        err = info.value
+        assert err.cycle and err.vertex in err.cycle, mode
+        # the named cycle has negative weight
+        c = err.cycle
+        total = sum(float(mat[c[i], c[(i + 1) % len(c)]]) for i in range(len(c)))
+        assert total < 0, mode
 
 
 def test_histogram_and_delta_inf():
