@@ -7,7 +7,8 @@ Modes, first match wins:
    but the client.
 2. ``gpus`` given, or a GPU visible here and ``dask_cuda`` importable (and no
    ``cpu_workers``): a ``LocalCUDACluster``, one worker per GPU
-   (``gpus="0,1"`` becomes ``CUDA_VISIBLE_DEVICES``).
+   (``gpus="0,1"`` becomes ``CUDA_VISIBLE_DEVICES``) with ``sssp.cluster.threads-per-gpu``
+   task threads (2: a batch's files are written while the next batch solves).
 3. Otherwise a local CPU ``LocalCluster`` of ``cpu_workers`` processes with one
    thread each, solving with the CPU backend.
 
@@ -144,7 +145,13 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 raise ValueError(
                     f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
                 ) from exc
-            kw = dict(dashboard_address=dash, silence_logs=level, threads_per_worker=1)
+            # two task threads: one batch's files are written (and the next task fetched)
+            # while the other thread's batch is on the GPU; solve_batch lets one solve
+            # at a time run per device, so kernel times do not overlap
+            threads = int(setting("cluster.threads-per-gpu", None, default=2))
+            if threads < 1:
+                raise ValueError(f"sssp.cluster.threads-per-gpu must be at least 1, got {threads}")
+            kw = dict(dashboard_address=dash, silence_logs=level, threads_per_worker=threads)
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)

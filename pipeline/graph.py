@@ -6,6 +6,8 @@ rebuilt when any of them changes.
 """
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import logging
@@ -231,22 +233,40 @@ class Graph:
     def integer_weights(self) -> bool:
         return self.weights.dtype.kind in "iu"
 
+    @functools.cached_property
+    def _weight_facts(self) -> dict:
+        """min, max, largest and mean |w|, computed once (a Graph's arrays never change)."""
+        if not self.m:
+            return {"min": 0, "max": 0, "absmax": 0, "absmean": 0.0}
+        w = self.weights
+        lo, hi = w.min(), w.max()
+        return {"min": lo, "max": hi, "absmax": max(abs(lo), abs(hi)),
+                "absmean": float(np.abs(w).mean()) if lo < 0 else float(w.mean())}
+
     @property
     def min_weight(self):
-        return self.weights.min() if self.m else 0
+        return self._weight_facts["min"]
 
     @property
     def max_weight(self):
-        return self.weights.max() if self.m else 0
+        return self._weight_facts["max"]
+
+    @property
+    def max_abs_weight(self):
+        return self._weight_facts["absmax"]
+
+    @property
+    def mean_abs_weight(self) -> float:
+        return self._weight_facts["absmean"]
 
     @property
     def has_negative(self) -> bool:
-        return bool(self.m and self.weights.min() < 0)
+        return bool(self.m and self.min_weight < 0)
 
     @property
     def unweighted(self) -> bool:
         """Every arc has the same positive weight (BFS gives the distances)."""
-        return bool(self.m and self.weights.min() == self.weights.max() and self.weights[0] > 0)
+        return bool(self.m and self.min_weight == self.max_weight and self.min_weight > 0)
 
     def out_degree(self) -> np.ndarray:
         return np.diff(self.indptr).astype(np.int64)
@@ -289,7 +309,7 @@ class Graph:
         """An upper bound on |any simple path length|: (n - 1) * max |w|."""
         if not self.m:
             return 0.0
-        return float(max(self.n - 1, 0)) * float(np.abs(self.weights).max())
+        return float(max(self.n - 1, 0)) * float(self.max_abs_weight)
 
     def check_exact(self) -> None:
         """Raise if integer distances might not be exact in float64 (beyond 2**53)."""

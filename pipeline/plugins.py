@@ -65,6 +65,11 @@ class GraphPlugin(WorkerPlugin):
         ``auto`` and ``gpu`` upload the graph when the worker sees a CUDA device.
     """
 
+    #: registering it again (a second study of the same graph on a long-lived cluster)
+    #: keeps the loaded graph instead of tearing it down and loading it again; workers
+    #: that join or restart later still get it from the scheduler
+    idempotent = True
+
     def __init__(self, path: str, fingerprint: str, backend: str = "auto"):
         self.path = os.fspath(path)
         self.fingerprint = fingerprint

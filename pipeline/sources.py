@@ -140,6 +140,30 @@ def _hops(pattern, start: int) -> np.ndarray:
     return dijkstra(pattern, directed=False, indices=int(start), unweighted=True)
 
 
+_coords_cache: dict = {}
+
+
+def _cached_coordinates(graph, start: int) -> np.ndarray:
+    """landmark_coordinates of ``start``'s component, computed once per graph and component."""
+    from scipy.sparse.csgraph import connected_components
+    import scipy.sparse as sp
+
+    key = (graph.fingerprint or id(graph), graph.n, graph.m)
+    entry = _coords_cache.get(key)
+    if entry is None:
+        pattern = sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
+                               shape=(graph.n, graph.n))
+        _, labels = connected_components(pattern, directed=True, connection="weak")
+        entry = {"labels": labels}
+        if len(_coords_cache) >= 4:
+            _coords_cache.clear()
+        _coords_cache[key] = entry
+    label = int(entry["labels"][start])
+    if label not in entry:
+        entry[label] = landmark_coordinates(graph, start)
+    return entry[label], entry["labels"]
+
+
 def landmark_coordinates(graph, start: int = 0, landmarks: int = 3) -> np.ndarray:
     """Hop distances of every vertex from ``landmarks`` far-apart vertices.
 
@@ -179,7 +203,8 @@ def locality_order(graph, sources, leaf: int = 32) -> np.ndarray:
     sources of one region, whose shortest-path waves reach every vertex at nearly the
     same distance: the batched GPU kernel then needs fewer iterations and shares more
     work (NY, 4,096 random sources: BENCHMARKS.md).  Sources outside the first source's
-    component follow, by component.
+    component follow, by component.  The landmark distances are computed once per graph
+    and component (four breadth-first searches) and cached.
 
     Parameters
     ----------
@@ -194,12 +219,11 @@ def locality_order(graph, sources, leaf: int = 32) -> np.ndarray:
     ndarray of int64
         A permutation of ``range(len(sources))``.
     """
-    from scipy.sparse.csgraph import connected_components
-
     src = np.asarray(sources, dtype=np.int64)
     if len(src) <= 1 or graph.n == 0:
         return np.arange(len(src), dtype=np.int64)
-    coords = landmark_coordinates(graph, int(src[0]))[src]
+    all_coords, labels = _cached_coordinates(graph, int(src[0]))
+    coords = all_coords[src]
     inside = coords[:, 0] >= 0
     out = []
     stack = [np.flatnonzero(inside)]
@@ -220,11 +244,6 @@ def locality_order(graph, sources, leaf: int = 32) -> np.ndarray:
         stack.append(ids[part[:h]])
     rest = np.flatnonzero(~inside)
     if len(rest):
-        import scipy.sparse as sp
-
-        pattern = sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
-                               shape=(graph.n, graph.n))
-        _, labels = connected_components(pattern, directed=True, connection="weak")
         out.append(rest[np.lexsort((src[rest], labels[src[rest]]))])
     return np.concatenate(out).astype(np.int64)
 

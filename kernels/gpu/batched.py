@@ -51,12 +51,26 @@ PAIRS_HEAVY = 32
 PAIRS_MAX_HEAVY_SHARE = 0.5
 
 
+_heavy_cache: dict = {}
+
+
+def _heavy_share(graph) -> float:
+    key = (graph.fingerprint or id(graph), graph.m)
+    h = _heavy_cache.get(key)
+    if h is None:
+        deg = graph.out_degree()
+        h = float(deg[deg > PAIRS_HEAVY].sum()) / max(graph.m, 1)
+        if len(_heavy_cache) > 64:
+            _heavy_cache.clear()
+        _heavy_cache[key] = h
+    return h
+
+
 def default_mode(graph, tname: str, n_b: int) -> str:
     """The kernel ``batched`` runs when ``mode`` is not given (see PAIRS_MAX_HEAVY_SHARE)."""
     if tname == "float64":
         return "pull"
-    deg = graph.out_degree()
-    heavy = float(deg[deg > PAIRS_HEAVY].sum()) / max(graph.m, 1)
+    heavy = _heavy_share(graph)
     if heavy > PAIRS_MAX_HEAVY_SHARE or graph.n * n_b >= 2**32:
         return "push"
     return "pairs"
@@ -69,7 +83,7 @@ DELTA_FACTOR = 16.0
 def _dist_type(graph) -> str:
     if not graph.integer_weights:
         return "float64"
-    wmax = float(np.abs(graph.weights).max()) if graph.m else 0.0
+    wmax = float(graph.max_abs_weight) if graph.m else 0.0
     bound = graph.max_path_bound() + wmax
     return "int32" if bound < 2**31 - 2 else "int64"
 
@@ -218,7 +232,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     if graph.has_negative:
         dlt = math.inf
     elif delta is None:
-        mean_w = float(np.abs(graph.weights).mean()) if graph.m else 1.0
+        mean_w = graph.mean_abs_weight if graph.m else 1.0
         dlt = DELTA_FACTOR * max(mean_w, 1e-300)
     else:
         dlt = float(delta)

@@ -25,7 +25,7 @@ def hop_weight(graph):
     """The common arc weight (1 for a graph without arcs); ValueError if weights differ."""
     if graph.m == 0:
         return 1
-    lo, hi = graph.weights.min(), graph.weights.max()
+    lo, hi = graph.min_weight, graph.max_weight
     if lo != hi or lo < 0:
         raise ValueError(
             f"BFS computes hop distances; {graph.name} has weights {lo}..{hi} "

@@ -55,7 +55,7 @@ def dist_dtype(graph) -> np.dtype:
     if w in (np.int32, np.int64):
         if graph.has_negative:  # a negative cycle must not wrap a distance before detection
             return np.dtype(np.int64)
-        bound = float(graph.n) * float(np.abs(graph.weights).max(initial=0))
+        bound = float(graph.n) * float(graph.max_abs_weight)
         return np.dtype(np.int64) if bound >= INT32_MAX else np.dtype(np.int32)
     if w.kind == "u":
         raise TypeError(f"unsigned weights ({w}) are not supported; convert to int64")

@@ -10,7 +10,8 @@
 # Knobs (environment): PHASES ("warm road small rmat grid"; warm = compile every kernel once
 #   on a tiny graph so CuPy's on-disk cache makes later phases' warm-up cheap), RMAT_SCALES ("18 19 20 21 22"),
 #   EF (R-MAT edge factor, 16), GRID_SIDE (2048 -> 2^22 vertices), ALGOS (gpu),
-#   ROAD_SOURCES (16), SMALL_SOURCES (32), BIG_SOURCES (3), WORK (scratch, /tmp/sssp-bench),
+#   ROAD_SOURCES (16), SMALL_SOURCES (32), BIG_SOURCES (3), BIG_LIMIT (40 s per big graph),
+#   RMAT_TIMEOUT (300), GRID_TIMEOUT (120), WORK (scratch, /tmp/sssp-bench),
 #   PY (python3).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +27,9 @@ PY=${PY:-python3}
 ROAD_SOURCES=${ROAD_SOURCES:-16}
 SMALL_SOURCES=${SMALL_SOURCES:-32}
 BIG_SOURCES=${BIG_SOURCES:-3}
+BIG_LIMIT=${BIG_LIMIT:-40}          # seconds per RMAT / grid graph (methods after it are cut)
+RMAT_TIMEOUT=${RMAT_TIMEOUT:-300}   # seconds for the whole rmat phase
+GRID_TIMEOUT=${GRID_TIMEOUT:-120}
 mkdir -p "$OUT" "$WORK"
 T0=$SECONDS
 log() { echo "[$(( SECONDS - T0 ))s] $*" | tee -a "$OUT/bench.log"; }
@@ -110,15 +114,15 @@ for phase in $PHASES; do
       args+=("$WORK/rmat$s.parquet")
     done
     log "rmat graphs ready"
-    bench rmat 300 "${args[@]}" --ablation hbf --sources "$BIG_SOURCES" --min-component 100000 \
-      --baselines scipy,networkit,rustworkx --baseline-max-arcs 5000000 --graph-time-limit 40
+    bench rmat "$RMAT_TIMEOUT" "${args[@]}" --ablation hbf --sources "$BIG_SOURCES" --min-component 100000 \
+      --baselines scipy,networkit,rustworkx --baseline-max-arcs 5000000 --graph-time-limit "$BIG_LIMIT"
     ;;
   grid)
     [ -e "$WORK/grid22.parquet" ] || $SSSP generate grid --rows "$GRID_SIDE" --cols "$GRID_SIDE" --seed 7 \
       --weights 1:1000 -o "$WORK/grid22.parquet" -q
     log "grid ready"
-    bench grid 120 "$WORK/grid22.parquet" --sources "$BIG_SOURCES" --min-component 100000 \
-      --baseline-max-arcs 5000000 --graph-time-limit 40
+    bench grid "$GRID_TIMEOUT" "$WORK/grid22.parquet" --sources "$BIG_SOURCES" --min-component 100000 \
+      --baseline-max-arcs 5000000 --graph-time-limit "$BIG_LIMIT"
     ;;
   *) log "unknown phase $phase" ;;
   esac

@@ -82,6 +82,28 @@ def check_against_cpu(graph, stats, sample: int, seed: int = 0) -> dict:
     return {"checked": int(len(ids)), "mismatches": len(bad), "examples": bad[:5]}
 
 
+def task_breakdown(out: Path, wall_s: float, workers: int) -> dict:
+    """Where the time outside kernels went, from the batches' journal lines (seconds)."""
+    from pipeline.study import JOURNAL
+
+    rows = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if "task_ms" in r]
+    tot = {k: sum(r.get(k, 0.0) for r in rows) / 1e3 for k in ("load_ms", "solve_ms", "kernel_ms",
+                                                                 "write_ms", "task_ms", "wait_ms")}
+    per_worker = {}
+    for r in rows:
+        per_worker[r["worker"]] = per_worker.get(r["worker"], 0.0) + r["kernel_ms"] / 1e3
+    return {
+        "tasks": len(rows),
+        "solve_outside_kernel_s": tot["solve_ms"] - tot["kernel_ms"],
+        "write_s_tasks": tot["write_ms"], "load_s": tot["load_ms"], "task_s": tot["task_ms"],
+        "lock_wait_s": tot["wait_ms"],
+        # tasks overlap (two threads per GPU worker: one writes while the other solves), so
+        # the GPU's idle time is wall x workers - kernel time (outside_kernels_s)
+        "kernel_s_per_worker": per_worker,
+    }
+
+
 def run_one(client, handle_backend, info, gpath, sources_kw, out: Path, args, *, warm: bool):
     import pyarrow.parquet as pq
 
@@ -166,6 +188,7 @@ def main(argv=None) -> int:
                     "outside_kernels_s": tm["outside_kernels_s"],
                     "outside_vs_kernel": tm["outside_kernels_vs_kernel"],
                     "diameter": s["diameter"], "radius": s["radius"],
+                    **task_breakdown(work / f"study-{name}-{label}", tm["wall_s"], info["workers"]),
                 }
                 result["runs"].append(row)
                 chk = check_against_cpu(g, stats, args.sample)

@@ -58,6 +58,12 @@ def _plugin_holds_graph(fingerprint, dask_worker=None):
     return plugin is not None and plugin.graph is not None and plugin.graph.fingerprint == fingerprint
 
 
+def _graph_id(fingerprint, dask_worker=None):
+    from pipeline.plugins import plugin_name
+
+    return id(dask_worker.plugins[plugin_name(fingerprint)].graph)
+
+
 def _stats(out):
     t = pq.read_table(out / "stats")
     return t.sort_by("source")
@@ -91,6 +97,14 @@ def test_all_sources_rome99_equals_scipy(client, data, tmp_path):
     assert json.loads((tmp_path / "study" / "summary.json").read_text())["study_id"] == plan.study_id
     lines = (tmp_path / "study" / "journal.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["batch"] for x in lines) == list(range(len(plan.batches)))
+
+
+def test_second_study_keeps_the_loaded_graph(client, data, tmp_path):
+    path = rome_parquet(data)
+    g, _, _ = _run(client, path, tmp_path / "a", random=40, seed=1, batch_size=16)
+    before = client.run(_graph_id, g.fingerprint)
+    _, _, s = _run(client, path, tmp_path / "b", random=40, seed=2, batch_size=16)
+    assert s["complete"] and client.run(_graph_id, g.fingerprint) == before
 
 
 def test_random_sources_grid_with_distances(client, data, tmp_path):
