@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
     src.add_argument("--source", "-s", type=int, action="append", metavar="ID",
                      help="a source id as in the input file (repeatable)")
     src.add_argument("--order", choices=("locality", "given"), default=None,
-                     help="batch order: locality (BFS order, close sources together; default) or given")
+                     help="batch order: locality (sources of one region of the graph together; default) or given")
     sol = p.add_argument_group("solving and outputs")
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,

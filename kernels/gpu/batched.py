@@ -3,8 +3,10 @@
 Measured figures and the commands that produced them: ``BENCHMARKS.md``.
 
 ``batched(graph, sources)`` solves ``B`` sources at once (``B`` = 32 x words, chosen
-per graph and device when not given; longer source lists run in chunks of ``B``) with
-one cooperative persistent kernel per chunk (``kernels/cuda/batched.cu``): distances
+per graph and device when not given; longer source lists run in chunks of ``B`` cut
+from :func:`pipeline.sources.locality_order`, one region of the graph per chunk) with
+one cooperative persistent kernel per chunk (``kernels/cuda/batched.cu``; ``mode``
+picks a thread per improved pair, a warp per changed vertex, or a pull kernel): distances
 vertex-major (a vertex's B values contiguous), only improved (vertex, source) pairs
 relaxed next, a near-far threshold shared by the batch (pairs at or above it wait
 until no pair below it is left), termination decided on the device.  Per-source
