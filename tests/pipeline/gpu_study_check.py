@@ -89,7 +89,8 @@ def task_breakdown(out: Path, wall_s: float, workers: int) -> dict:
     rows = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if "task_ms" in r]
     tot = {k: sum(r.get(k, 0.0) for r in rows) / 1e3 for k in ("load_ms", "solve_ms", "kernel_ms",
-                                                                 "write_ms", "task_ms", "wait_ms")}
+                                                                 "write_ms", "task_ms", "wait_ms",
+                                                                 "stats_table_ms")}
     per_worker = {}
     for r in rows:
         per_worker[r["worker"]] = per_worker.get(r["worker"], 0.0) + r["kernel_ms"] / 1e3
@@ -97,7 +98,7 @@ def task_breakdown(out: Path, wall_s: float, workers: int) -> dict:
         "tasks": len(rows),
         "solve_outside_kernel_s": tot["solve_ms"] - tot["kernel_ms"],
         "write_s_tasks": tot["write_ms"], "load_s": tot["load_ms"], "task_s": tot["task_ms"],
-        "lock_wait_s": tot["wait_ms"],
+        "lock_wait_s": tot["wait_ms"], "stats_table_s": tot["stats_table_ms"],
         # tasks overlap (two threads per GPU worker: one writes while the other solves), so
         # the GPU's idle time is wall x workers - kernel time (outside_kernels_s)
         "kernel_s_per_worker": per_worker,
