@@ -4,7 +4,7 @@ Measured figures and the commands that produced them: ``BENCHMARKS.md``.
 
 ``batched(graph, sources)`` solves ``B`` sources at once (``B`` = 32 x words, chosen
 per graph and device when not given; longer source lists run in chunks of ``B`` cut
-from :func:`pipeline.sources.locality_order`, one region of the graph per chunk) with
+from :func:`kernels.order.locality_order`, one region of the graph per chunk) with
 one cooperative persistent kernel per chunk (``kernels/cuda/batched.cu``; ``mode``
 picks a thread per improved pair, a warp per changed vertex, or a pull kernel): distances
 vertex-major (a vertex's B values contiguous), only improved (vertex, source) pairs
@@ -28,6 +28,7 @@ import numpy as np
 from kernels._gpu import cupy as _cupy
 from kernels._gpu import device_name
 from kernels.gpu.loader import check_fits, device_graph, load_module
+from kernels.order import locality_order
 from kernels.result import NegativeCycleError, Result
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         Near-far bucket width (default ``DELTA_FACTOR`` x mean |weight|; ``inf`` for plain
         frontier Bellman-Ford, always used with negative weights).
     locality : bool
-        Cut the batches from :func:`pipeline.sources.locality_order` (sources of one
+        Cut the batches from :func:`kernels.order.locality_order` (sources of one
         region together) instead of the given order.
     mode : {"pairs", "push", "pull"}, optional
         ``pairs`` (integer weights): a thread per improved (vertex, source) pair
@@ -277,8 +278,6 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
 
     # plan: chunks of bs sources, close ones together
     if locality and N > bs:
-        from pipeline.sources import locality_order
-
         order = locality_order(graph, sources)
     else:
         order = np.arange(N)

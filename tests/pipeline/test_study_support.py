@@ -131,44 +131,6 @@ def test_sources_file(tmp_path):
         plan_sources(g, sources_file=empty)
 
 
-def test_locality_order_groups_close_sources(tmp_path):
-    from pipeline.graph import Graph
-    from pipeline.sources import locality_order
-
-    side = 40
-    g = Graph.from_parquet(grid_parquet(tmp_path, side, side))
-    src = np.random.default_rng(3).permutation(g.n)[:800]
-    order = locality_order(g, src, leaf=16)
-    assert sorted(order.tolist()) == list(range(len(src)))
-    rows, cols = np.divmod(src[order], side)
-
-    def mean_span(r, c, size):  # mean bounding-box half-perimeter of consecutive groups
-        k = len(r) // size
-        r, c = r[:k * size].reshape(k, size), c[:k * size].reshape(k, size)
-        return float(np.mean(np.ptp(r, axis=1) + np.ptp(c, axis=1)))
-
-    rr, cc = np.divmod(src, side)
-    # far more compact than the given (random) order (a BFS order from the first
-    # source gave 48 / 53 / 57 here: long thin bands)
-    for size, most in ((16, 0.35), (50, 0.6), (100, 0.6)):
-        assert mean_span(rows, cols, size) < most * mean_span(rr, cc, size), size
-    assert mean_span(rows, cols, 16) < 20
-
-
-def test_locality_order_other_components_last():
-    from pipeline.graph import Graph
-    from pipeline.sources import locality_order
-
-    # two paths 0-1-2-3 and 4-5, and an isolated vertex 6
-    g = Graph.from_edges([0, 1, 2, 4], [1, 2, 3, 5], [1, 1, 1, 1], 7, directed=False)
-    src = np.array([6, 1, 4, 3, 0, 5])
-    order = locality_order(g, src)
-    assert sorted(order.tolist()) == list(range(6))
-    first = src[order]
-    # the first source's component first, then the others by component, then id
-    assert first.tolist() == [6, 0, 1, 3, 4, 5]
-
-
 def test_writers_atomic_and_journal(tmp_path):
     from pipeline.writers import Journal, remove_temporaries, write_json_atomic, write_parquet_atomic
 
