@@ -3,7 +3,8 @@
 #   GPU 1: the benchmark behind BENCHMARKS.md (tests/pipeline/gpu_bench_check.sh)
 #   GPU 0: `pytest -m gpu`, then the single-source kernel timings (hbf ablation)
 #   both : the study on 1 and 2 GPUs (tests/pipeline/gpu_study_check.py)
-# Results are packed into $OUT/results.tgz (plus the logs beside it).
+# Results are packed into $OUT/results.tgz (plus the logs beside it).  STUDY_ALL=1 adds the
+# all-sources NY study (with where its time outside kernels went) to the study step.
 # Run from the repository root with the wheels of `../shared/tools/offline-wheels.sh`
 # (plus networkit / rustworkx) in .whl/ and the real graphs in shared/data/.
 set -uo pipefail
@@ -43,7 +44,7 @@ echo "[$(( SECONDS - T0 ))s] bench and tests done" | tee -a "$R/session.log"
 left=$(( ${TOTAL_END:-575} - (SECONDS - T0) ))
 if [ "$left" -gt 60 ]; then
   timeout "$left" python3 tests/pipeline/gpu_study_check.py --rome data/rome99.gr \
-    --ny shared/data/road-topology/NY.gr.xz --batch-size "${STUDY_BATCH:-512}" --gpus 0,1 \
+    --ny shared/data/road-topology/NY.gr.xz --batch-size "${STUDY_BATCH:-512}" --gpus 0,1 ${STUDY_ALL:+--ny-all} \
     --out "$R/study.json" > "$R/study.log" 2>&1
   echo "study exit $?" >> "$R/study.log"
 fi

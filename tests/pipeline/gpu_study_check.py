@@ -54,6 +54,8 @@ def build_graphs(args, work: Path) -> dict:
         if not out.exists():
             ingest(args.ny, out, weights="random:1:1000:7")
         graphs["NY"] = {"path": out, "sources": {"random": args.random, "seed": args.seed}}
+        if args.ny_all and not args.cpu_dry_run:
+            graphs["NY-all"] = {"path": out, "sources": {"sources": "all"}}
     if not graphs:
         raise SystemExit("give --rome and/or --ny")
     return graphs
@@ -136,6 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument("--algorithm", default="auto")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--random", type=int, default=4096)
+    ap.add_argument("--ny-all", action="store_true",
+                    help="also every vertex of NY as a source (264,346; about 30 s per GPU)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gpus", default="0,1", help="devices; runs on the first one, then on all")
     ap.add_argument("--sample", type=int, default=24, help="sources checked against the CPU per study")
