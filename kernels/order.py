@@ -22,8 +22,9 @@ def _hops(pattern, start: int) -> np.ndarray:
 _coords_cache: dict = {}
 
 
-def _cached_coordinates(graph, start: int) -> np.ndarray:
-    """landmark_coordinates of ``start``'s component, computed once per graph and component."""
+def _cached_coordinates(graph, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """(landmark_coordinates of ``start``'s component, weak component labels), computed
+    once per graph and component (two threads may both compute one: harmless)."""
     from scipy.sparse.csgraph import connected_components
     import scipy.sparse as sp
 
