@@ -41,6 +41,18 @@ def _int_or_none(tok: bytes):
         return None
 
 
+def _next_content_line(cursor, comments=(b"%",)):
+    """The next line that is neither blank nor a comment, unstripped, with its line number;
+    ``(None, None)`` at the end of the input."""
+    while True:
+        line = cursor.readline()
+        if line is None:
+            return None, None
+        s = line.strip()
+        if s and not s.startswith(comments):
+            return line, cursor.lineno - 1
+
+
 def _is_float_token(tok: bytes) -> bool:
     if _int_or_none(tok) is not None:
         return False
@@ -202,15 +214,10 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False):
         raise InputError(display, cursor.lineno - 1, f"MatrixMarket field '{fld}' not supported (expected pattern, integer or real)")
     if sym not in ("general", "symmetric"):
         raise InputError(display, cursor.lineno - 1, f"MatrixMarket symmetry '{sym}' not supported (expected general or symmetric)")
-    while True:
-        line = cursor.readline()
-        if line is None:
-            raise InputError(display, None, "missing the size line 'ROWS COLS ENTRIES'")
-        s = line.strip()
-        if not s or s.startswith(b"%"):
-            continue
-        break
-    sline = cursor.lineno - 1
+    line, sline = _next_content_line(cursor)
+    if line is None:
+        raise InputError(display, None, "missing the size line 'ROWS COLS ENTRIES'")
+    s = line.strip()
     size = [_int_or_none(t) for t in s.split()]
     if len(size) != 3 or any(v is None or v < 0 for v in size):
         raise InputError(display, sline, f"expected the size line 'ROWS COLS ENTRIES', got {_show(s)}")
@@ -245,19 +252,9 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False):
 
 # -- edge lists ------------------------------------------------------------------------
 def read_edgelist(cursor, display, *, zero_based=True, undirected=False):
-    first = None
-    while True:
-        line = cursor.readline()
-        if line is None:
-            break
-        s = line.strip()
-        if not s or s.startswith((b"#", b"%")):
-            continue
-        first = line
-        break
+    first, lineno = _next_content_line(cursor, (b"#", b"%"))
     if first is None:
         raise InputError(display, None, "empty file: expected lines 'U V' or 'U V W'")
-    lineno = cursor.lineno - 1
     toks = first.split()
     if len(toks) not in (2, 3):
         raise InputError(display, lineno, f"expected 2 or 3 columns ('U V' or 'U V W'), found {len(toks)}: {_show(first)}")
@@ -288,15 +285,10 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False):
     Standard METIS lists every undirected edge at both ends (``2*M`` entries for the
     header's ``M``); the gapbs test files list each directed arc once (``M`` entries).
     """
-    while True:
-        line = cursor.readline()
-        if line is None:
-            raise InputError(display, None, "empty file: expected a METIS header 'N M [FMT [NCON]]'")
-        s = line.strip()
-        if not s or s.startswith(b"%"):
-            continue
-        break
-    hline = cursor.lineno - 1
+    line, hline = _next_content_line(cursor)
+    if line is None:
+        raise InputError(display, None, "empty file: expected a METIS header 'N M [FMT [NCON]]'")
+    s = line.strip()
     toks = s.split()
     ints = [_int_or_none(t) for t in toks]
     if len(toks) not in (2, 3, 4) or any(v is None or v < 0 for v in ints):
