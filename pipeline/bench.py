@@ -390,6 +390,18 @@ def _grid(n: int, plt, width_per=5.5, height_per=None, rows_hint=1):
     return fig, list(axes.flat)
 
 
+def _bar_panels(rows, plt, graphs):
+    """One horizontal-bar panel per graph: the figure and, per panel, (axes, graph, the
+    graph's rows bottom-up, their y positions)."""
+    per = max(len([r for r in rows if r["graph"] == g]) for g in graphs)
+    fig, axes = _grid(len(graphs), plt, rows_hint=per)
+    panels = []
+    for ax, g in zip(axes, graphs):
+        items = [r for r in rows if r["graph"] == g][::-1]
+        panels.append((ax, g, items, np.arange(len(items))))
+    return fig, panels
+
+
 def _switch_name(key: str) -> str:
     return {"heavy_threshold": "heavy-vertex split"}.get(key, key)
 
@@ -435,11 +447,8 @@ def make_plots(table: pa.Table, outdir) -> list[Path]:
     # time per algorithm per graph: horizontal bars, min/max error bars, log scale
     main = [a for a in agg if a["role"] != "ablation" and a["mean_ms"]]
     if main:
-        per = max(len([a for a in main if a["graph"] == g]) for g in graphs)
-        fig, axes = _grid(len(graphs), plt, rows_hint=per)
-        for ax, g in zip(axes, graphs):
-            items = [a for a in main if a["graph"] == g][::-1]
-            y = np.arange(len(items))
+        fig, panels = _bar_panels(main, plt, graphs)
+        for ax, g, items, y in panels:
             means = np.array([a["mean_ms"] for a in items])
             err = np.array([[a["mean_ms"] - a["min_ms"] for a in items], [a["max_ms"] - a["mean_ms"] for a in items]])
             ax.barh(y, means, xerr=err, capsize=3, color=[_KIND_COLOURS.get(a["kind"], "C0") for a in items],
@@ -459,12 +468,8 @@ def make_plots(table: pa.Table, outdir) -> list[Path]:
 
     sp = [s for s in speedups(agg) if s["vs_scipy"]]
     if sp:
-        sg = _graph_order(sp)
-        per = max(len([s for s in sp if s["graph"] == g]) for g in sg)
-        fig, axes = _grid(len(sg), plt, rows_hint=per)
-        for ax, g in zip(axes, sg):
-            items = [s for s in sp if s["graph"] == g][::-1]
-            y = np.arange(len(items))
+        fig, panels = _bar_panels(sp, plt, _graph_order(sp))
+        for ax, g, items, y in panels:
             vals = np.array([s["vs_scipy"] for s in items])
             ax.barh(y, vals, color=[_KIND_COLOURS.get(s["kind"], "C0") for s in items])
             ax.set_yticks(y, [s["variant"] for s in items], fontsize=8)
@@ -479,12 +484,8 @@ def make_plots(table: pa.Table, outdir) -> list[Path]:
 
     ab = [a for a in ablation(agg) if a["slowdown"]]
     if ab:
-        ag = _graph_order(ab)
-        per = max(len([a for a in ab if a["graph"] == g]) for g in ag)
-        fig, axes = _grid(len(ag), plt, rows_hint=per)
-        for ax, g in zip(axes, ag):
-            items = [a for a in ab if a["graph"] == g][::-1]
-            y = np.arange(len(items))
+        fig, panels = _bar_panels(ab, plt, _graph_order(ab))
+        for ax, g, items, y in panels:
             vals = np.array([a["slowdown"] for a in items])
             # bars grow from 1 (no effect): right = the optimisation pays, left = it costs
             ax.barh(y, vals - 1.0, left=1.0, color=["#2ca02c" if v >= 1 else "#d62728" for v in vals])
