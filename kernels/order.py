@@ -26,13 +26,12 @@ def _cached_coordinates(graph, start: int) -> tuple[np.ndarray, np.ndarray]:
     """(landmark_coordinates of ``start``'s component, weak component labels), computed
     once per graph and component (two threads may both compute one: harmless)."""
     from scipy.sparse.csgraph import connected_components
-    import scipy.sparse as sp
 
     key = (graph.fingerprint or id(graph), graph.n, graph.m)
     entry = _coords_cache.get(key)
+    pattern = None
     if entry is None:
-        pattern = sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
-                               shape=(graph.n, graph.n))
+        pattern = graph.pattern(np.float64)  # float: what the hop searches work on
         _, labels = connected_components(pattern, directed=True, connection="weak")
         entry = {"labels": labels}
         if len(_coords_cache) >= 4:
@@ -40,27 +39,27 @@ def _cached_coordinates(graph, start: int) -> tuple[np.ndarray, np.ndarray]:
         _coords_cache[key] = entry
     label = int(entry["labels"][start])
     if label not in entry:
-        entry[label] = landmark_coordinates(graph, start)
+        entry[label] = landmark_coordinates(graph, start, pattern=pattern)
     return entry[label], entry["labels"]
 
 
-def landmark_coordinates(graph, start: int = 0, landmarks: int = 3) -> np.ndarray:
+def landmark_coordinates(graph, start: int = 0, landmarks: int = 3, *,
+                         pattern=None) -> np.ndarray:
     """Hop distances of every vertex from ``landmarks`` far-apart vertices.
 
     The first landmark is the vertex farthest from ``start`` (undirected view), each next
     one the vertex farthest from all chosen so far (farthest-point sampling).  On road
     and mesh-like graphs these distances act as coordinates: vertices close in the
     graph are close in them.  Vertices outside ``start``'s component get -1.
+    ``pattern`` is ``graph.pattern(np.float64)`` when the caller has it already.
 
     Returns
     -------
     ndarray of float64, shape (n, landmarks)
     """
-    import scipy.sparse as sp
-
     n = graph.n
-    pattern = sp.csr_array((np.ones(graph.m, dtype=np.float64), graph.indices, graph.indptr),
-                           shape=(n, n))
+    if pattern is None:
+        pattern = graph.pattern(np.float64)
     d0 = _hops(pattern, start)
     fin = np.isfinite(d0)
     coords = np.full((n, landmarks), -1.0)

@@ -104,13 +104,6 @@ class SourceDraw:
     notes: list[str] = field(default_factory=list)
 
 
-def _pattern(graph):
-    import scipy.sparse as sp
-
-    return sp.csr_array((np.ones(graph.m, dtype=np.int8), graph.indices, graph.indptr),
-                        shape=(graph.n, graph.n))
-
-
 def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int = 0,
                  max_checks: int = 2000) -> SourceDraw:
     """Draw ``count`` distinct random sources that each reach ``min_component`` vertices.
@@ -137,7 +130,7 @@ def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int =
         raise ValueError(f"{graph.name} has no vertices")
     asked = int(min_component)
     notes: list[str] = []
-    pat = _pattern(graph)
+    pat = graph.pattern()
     _, weak = connected_components(pat, directed=True, connection="weak")
     largest_weak = int(np.bincount(weak).max())
     threshold = max(1, asked)

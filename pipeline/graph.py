@@ -377,6 +377,14 @@ class Graph:
         """
         return np.asarray(idx, dtype=np.int64) + self.id_base
 
+    def pattern(self, dtype=np.int8):
+        """The arcs as a ``scipy.sparse.csr_array`` of ones (weights dropped): for
+        components, reachability and hop distances."""
+        import scipy.sparse as sp
+
+        return sp.csr_array((np.ones(self.m, dtype=dtype), self.indices, self.indptr),
+                            shape=(self.n, self.n))
+
     def to_scipy(self):
         """A ``scipy.sparse.csr_array`` with explicit zero weights kept as arcs."""
         import scipy.sparse as sp
