@@ -72,6 +72,19 @@ def _choose(graph, n_sources: int, backend: str) -> str:
     return auto.choose(graph, n_sources, backend)
 
 
+def resolve_backend(method: str, backend: str = "auto") -> str:
+    """The backend ("gpu" or "cpu") :func:`solve` runs ``method`` on for ``backend``:
+    ``auto`` takes the named method's own, and for ``method="auto"`` the GPU when a
+    device is visible."""
+    if backend not in ("auto", "gpu", "cpu"):
+        raise ValueError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
+    if backend != "auto":
+        return backend
+    if method != "auto":
+        return get(method).backend
+    return "gpu" if device_count() > 0 else "cpu"
+
+
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
           predecessors: bool = False, distances: bool = True, **options) -> Result:
     """Shortest paths from each of ``sources`` (internal 0-based indices).
@@ -117,13 +130,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
             f"source index {v} out of range for {graph.name} with {graph.n} vertices "
             f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
-    if backend not in ("auto", "gpu", "cpu"):
-        raise ValueError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
-    if backend == "auto":
-        if method != "auto":
-            backend = get(method).backend
-        else:
-            backend = "gpu" if device_count() > 0 else "cpu"
+    backend = resolve_backend(method, backend)
     if method == "auto":
         method = _choose(graph, len(src), backend)
     spec = get(method)

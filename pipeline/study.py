@@ -283,13 +283,13 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
 _SOLVE_LOCK = threading.Lock()
 
 
-def _solve_guard(backend: str):
+def _solve_guard(method: str, backend: str):
     """The per-process solve lock for GPU solves; CPU solves of several threads run freely."""
     import contextlib
 
-    import kernels
+    from kernels.registry import resolve_backend
 
-    if backend == "gpu" or (backend == "auto" and kernels.device_count() > 0):
+    if resolve_backend(method, backend) == "gpu":
         return _SOLVE_LOCK
     return contextlib.nullcontext()
 
@@ -320,7 +320,7 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     try:
         # one solve at a time per process (= per GPU for dask-cuda workers): a worker's
         # second thread writes the previous batch meanwhile, and kernel times stay honest
-        with _solve_guard(backend):
+        with _solve_guard(method, backend):
             t1 = time.perf_counter()
             res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
                                 backend=backend, distances=want_dist,
