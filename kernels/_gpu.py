@@ -72,7 +72,12 @@ def cupy():
 def device_name(device_id: int | None = None) -> str:
     """Human name of the current (or given) CUDA device, e.g. 'NVIDIA H100 80GB HBM3'."""
     cp = cupy()
-    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
-    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    return _device_name(cp.cuda.Device(device_id).id if device_id is not None else cp.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_name(dev_id: int) -> str:
+    # cudaGetDeviceProperties takes about a millisecond; every solve names its device
+    props = cupy().cuda.runtime.getDeviceProperties(dev_id)
     name = props["name"]
     return name.decode() if isinstance(name, bytes) else str(name)

@@ -27,7 +27,7 @@ import numpy as np
 
 from kernels._gpu import cupy as _cupy
 from kernels._gpu import device_name
-from kernels.gpu.loader import check_fits, device_graph, load_module
+from kernels.gpu.loader import check_fits, coop_blocks, device_graph, load_module
 from kernels.order import locality_order
 from kernels.result import NegativeCycleError, Result
 
@@ -117,26 +117,6 @@ def _device_arrays(dg, graph, tname):
         )
 
     return dg.cached(("batched", tname), build)
-
-
-def _coop_blocks(kern, cp, limit=None) -> int:
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
-    per_sm = None
-    try:
-        from cupy.cuda import driver
-
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, _BLOCK, 0))
-    except Exception:  # older CuPy: estimate from the register count
-        try:
-            regs = max(1, int(kern.num_regs))
-            per_sm = max(1, min(2048 // _BLOCK, 65536 // (((regs + 7) // 8) * 8 * _BLOCK)))
-        except Exception:
-            per_sm = 1
-    per_sm = max(1, per_sm)
-    if limit:
-        per_sm = min(per_sm, int(limit))
-    return per_sm * sms
 
 
 def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
@@ -325,7 +305,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
     pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
 
-    blocks = _coop_blocks(k_solve, cp, blocks_per_sm)
+    blocks = coop_blocks(k_solve, blocks_per_sm, _BLOCK)
     launches = 0
     host_syncs = 0
     red_grid_x = max(1, min(1024, (n + 255) // 256))

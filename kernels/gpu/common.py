@@ -21,7 +21,7 @@ import logging
 import numpy as np
 
 from kernels._gpu import cupy as _cupy, device_name
-from kernels.gpu.loader import check_fits, device_graph, load_module
+from kernels.gpu.loader import check_fits, device_graph, load_module, sm_count
 from kernels.result import NegativeCycleError, Result, reduce_distances
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,7 @@ class SourceLoop:
         self.want_pred = predecessors
         self.want_dist = distances
         self.relax_buf = cp.zeros(1, dtype=cp.uint64)
-        dev = cp.cuda.Device()
-        self.sms = int(dev.attributes["MultiProcessorCount"])
+        self.sms = sm_count(cp.cuda.Device().id)
         self.launches = 0
         self.host_syncs = 0
         self.kernel_ms = 0.0

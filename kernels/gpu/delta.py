@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import BLOCK, SourceLoop, check_options
-from kernels.gpu.loader import load_module
+from kernels.gpu.common import SourceLoop, check_options
+from kernels.gpu.loader import coop_blocks, load_module
 
 RULES = ("median", "mean", "maxw-maxdeg")
 DEFAULT_RULE = "mean*128"
@@ -68,22 +68,6 @@ def choose_delta(graph, rule):
     return val
 
 
-def _coop_blocks(kern, cp, sms, want_per_sm):
-    per_sm = None
-    try:
-        from cupy.cuda import driver
-
-        ptr = kern.kernel.ptr if hasattr(kern, "kernel") else kern.ptr
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, BLOCK, 0))
-    except Exception:
-        try:
-            regs = max(1, int(kern.num_regs))
-            per_sm = max(1, min(2048 // BLOCK, 65536 // (((regs + 7) // 8) * 8 * BLOCK)))
-        except Exception:
-            per_sm = 1
-    return sms * max(1, min(int(want_per_sm), per_sm))
-
-
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
     """Delta-stepping from each source; see the module docstring.
 
@@ -109,7 +93,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     ptr = loop.ptr64()
     coop = load_module("delta.cu", [f"delta_solve<{loop.wt}, {loop.dt}>"], cooperative=True)
     kern = coop.get_function(f"delta_solve<{loop.wt}, {loop.dt}>")
-    blocks = _coop_blocks(kern, cp, loop.sms, opts["blocks_per_sm"])
+    blocks = coop_blocks(kern, opts["blocks_per_sm"])
     cap = max(n, 1)
     d = cp.empty(n, dtype=loop.D)
     cq0, cq1, fq0, fq1, rq = (cp.empty(cap, dtype=cp.int32) for _ in range(5))

@@ -59,6 +59,7 @@ import logging
 import numpy as np
 
 from kernels.gpu.common import SourceLoop, check_options
+from kernels.gpu.loader import coop_blocks
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +174,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     def resident_blocks(tmpl):
         """Blocks that are surely co-resident (the persistent kernel's barrier needs it)."""
         nonlocal blocks
-        regs = max(1, int(loop.fn(k_pers + tmpl).num_regs))
-        per_sm = max(1, min(8, 65536 // (((regs + 7) // 8) * 8 * 256)))
-        blocks = loop.sms * max(1, min(int(opts["blocks_per_sm"]), per_sm))
+        blocks = coop_blocks(loop.fn(k_pers + tmpl), int(opts["blocks_per_sm"]))
         return blocks
 
     def run_source(s, md):

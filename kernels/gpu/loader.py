@@ -12,6 +12,7 @@ both figures.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -59,6 +60,45 @@ def load_module(filename: str, name_expressions=(), options=(), *, cooperative: 
                                enable_cooperative_groups=cooperative)
             _modules[key] = mod
         return mod
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(dev_id: int) -> int:
+    """Streaming multiprocessors of device ``dev_id`` (asked once: Device.attributes
+    queries every attribute)."""
+    return int(_cupy().cuda.Device(dev_id).attributes["MultiProcessorCount"])
+
+
+_per_sm: dict = {}
+
+
+def coop_blocks(kern, per_sm_limit=None, block: int = 256) -> int:
+    """Blocks of a grid of ``kern`` (a ``cupy.RawKernel``) that are surely co-resident on
+    the current device: SMs x min(``per_sm_limit``, blocks per SM from the occupancy
+    calculator, which counts registers and static shared memory).  Persistent kernels
+    with a grid-wide barrier need every block resident.  Cached per kernel and device.
+    """
+    cp = _cupy()
+    dev = cp.cuda.Device().id
+    ptr = kern.kernel.ptr if hasattr(kern, "kernel") else kern.ptr
+    key = (ptr, block, dev)
+    per_sm = _per_sm.get(key)
+    if per_sm is None:
+        try:
+            from cupy.cuda import driver
+
+            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, block, 0))
+        except Exception:  # older CuPy: estimate from the register count
+            try:
+                regs = max(1, int(kern.num_regs))
+                per_sm = min(2048 // block, 65536 // (((regs + 7) // 8) * 8 * block))
+            except Exception:
+                per_sm = 1
+        per_sm = max(1, per_sm)
+        _per_sm[key] = per_sm
+    if per_sm_limit:
+        per_sm = min(per_sm, int(per_sm_limit))
+    return sm_count(dev) * max(1, per_sm)
 
 
 @dataclass

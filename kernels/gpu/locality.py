@@ -130,13 +130,12 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
 def _persistent(loop, graph, sources, d, flags, k, vpt, blocks_per_sm, ab):
     """One cooperative launch per source (see the module docstring)."""
-    from kernels.gpu.delta import _coop_blocks
-    from kernels.gpu.loader import load_module
+    from kernels.gpu.loader import coop_blocks, load_module
 
     cp, dg, n = loop.cp, loop.dg, graph.n
     name = f"loc_persistent<{loop.wt}, {loop.dt}, {k}, {vpt}, {ab}>"
     kern = load_module("locality.cu", [name], cooperative=True).get_function(name)
-    blocks = _coop_blocks(kern, cp, loop.sms, blocks_per_sm)
+    blocks = coop_blocks(kern, blocks_per_sm)
     init = loop.fn(f"loc_init<{loop.dt}>")
     ptr = loop.ptr64()
     act = cp.zeros(3, dtype=cp.int32)
