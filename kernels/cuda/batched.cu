@@ -25,6 +25,8 @@
 #ifndef SSSP_CUPY
 #include <cstdint>
 #endif
+// common.cuh: stage_append
+#include "common.cuh"
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -606,30 +608,6 @@ struct PairStage {
   int base[4];
   long long kmin;             // smallest far distance staged (ordered key)
 };
-
-// Warp-aggregated append to a block stage; what does not fit goes straight to the
-// global list.  The whole warp calls it.
-__device__ __forceinline__ void stage_append(bool want, unsigned p, unsigned* sbuf, int* scount,
-                                             int cap, unsigned* list, int* gcount) {
-  const unsigned b = __ballot_sync(FULL, want);
-  if (b == 0u) return;
-  const int lane = threadIdx.x & 31;
-  const int leader = __ffs(b) - 1;
-  const int k = __popc(b);
-  int sbase = 0, gbase = 0;
-  if (lane == leader) {
-    sbase = atomicAdd(scount, k);
-    const int spill = sbase + k - cap;
-    if (spill > 0) gbase = atomicAdd(gcount, min(spill, k));
-  }
-  sbase = __shfl_sync(FULL, sbase, leader);
-  gbase = __shfl_sync(FULL, gbase, leader);
-  if (want) {
-    const int at = sbase + __popc(b & ((1u << lane) - 1u));
-    if (at < cap) sbuf[at] = p;
-    else list[gbase + (at - max(sbase, cap))] = p;
-  }
-}
 
 // Copy both stages of the block to their global lists, fold the staged minimum into
 // *mf.  The whole block calls it.

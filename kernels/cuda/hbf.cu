@@ -11,8 +11,11 @@
 //              iteration stamp (atomicExch; the sound variant for 64-bit distances);
 //              2 = H-BF's single 64-bit atomicMin on (key(distance) << 32 | iteration)
 //              for 32-bit distances.
-//   coalesced  warp-aggregated enqueue (ballot + popc, one atomicAdd per warp step,
-//              contiguous writes) instead of one atomicAdd per enqueued vertex.
+//   coalesced  1 = warp-aggregated enqueue (ballot + popc, one atomicAdd per warp step,
+//              contiguous writes: H-BF's) instead of one atomicAdd per enqueued vertex;
+//              2 = block-staged (warps append to a shared-memory stage, the block
+//              reserves its range with one atomicAdd per round and copies it out): the
+//              thousands of same-address atomics of a round become one per block.
 //   lanes      0 = dynamic virtual warps: lanes per frontier vertex = largest power of
 //              two <= resident threads / |F|, clamped to [4, 32]; else fixed lanes.
 //   heavy      frontier vertices of out-degree > heavy go to a separate queue whose
@@ -29,8 +32,10 @@
 // the counts every few launches.
 // st[12] = rounds done, st[13] = 2 when the round limit (a negative cycle) was hit,
 // st[14] = 1 when a queue overflowed (possible only without duplicate removal), st[15] = 1
-// once the loop has stopped (later single-round launches then do nothing), st[16] =
-// barrier arrivals (monotonic within a solve).
+// once the loop has stopped (later single-round launches then do nothing); the grid
+// barrier's words live in their own 128-byte line (st[32..]; st[32] = arrivals,
+// monotonic within a solve, or the three per-round words of the block-staged enqueue at
+// st[34..39]), away from the counts that every block's atomics hit.
 #include "common.cuh"
 
 #define HBF_MASK 0x3fffffff
@@ -38,9 +43,13 @@
 #define ST_STATUS 13
 #define ST_OVF 14
 #define ST_DONE 15
-#define ST_BAR 16
-#define ST_WORDS 32
+#define ST_BAR 32
+#define ST_WORDS 64
 __device__ __forceinline__ int* fcount(int* st, int r) { return &st[4 * (r % 3)]; }
+// Barrier word of round r (block-staged enqueue): arrivals in the low 32 bits, the
+// round's enqueued vertices in the high 32 bits; three rotate in st[34..39].
+#define ST_BW 34
+__device__ __forceinline__ u64* bar_word(int* st, int r) { return reinterpret_cast<u64*>(&st[ST_BW]) + (r % 3); }
 __device__ __forceinline__ int* hcount(int* st, int r) { return &st[4 * (r % 3) + 1]; }
 #define HBF_SKIP 1
 #define HBF_INDEG1 2
@@ -101,10 +110,24 @@ struct HbfArgs {
 
 __device__ __forceinline__ int vol(const int* p) { return *((volatile const int*)p); }
 
-// Enqueue v (when want) into the next frontier or the next heavy queue.  Warp-collective.
-__device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, int v) {
-    bool hv = false;
-    if (want && a.heavy != 0x7fffffff) hv = (a.ptr[v + 1] - a.ptr[v]) > (long long)a.heavy;
+#define HBF_STAGE 2048
+struct HbfStage {
+    unsigned buf[HBF_STAGE];
+    int n;        // entries appended this round (may exceed HBF_STAGE: the rest went straight out)
+    int base, k;  // the block's reserved range when flushing
+    int total;    // the round's n, kept by the flush for the barrier
+};
+
+// Out-degree test of a head, issued before the relaxation's atomic so that its loads
+// overlap it (the enqueue then needs no dependent load).
+__device__ __forceinline__ bool hbf_is_heavy(const HbfArgs& a, int v) {
+    if (a.heavy == 0x7fffffff) return false;
+    return (__ldg(&a.ptr[v + 1]) - __ldg(&a.ptr[v])) > (long long)a.heavy;
+}
+
+// Enqueue v (when want) into the next frontier or (hv) the next heavy queue.  Warp-collective.
+__device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, int v, bool hv, HbfStage* stg) {
+    hv = want && hv;
     int* Fout = (r & 1) ? a.F0 : a.F1;
     if (hv) {
         int* Hout = (r & 1) ? a.H0 : a.H1;
@@ -112,7 +135,11 @@ __device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, 
         if (pos < a.cap) Hout[pos] = v; else a.st[ST_OVF] = 1;
     }
     bool nv = want && !hv;
-    if (a.coalesced) {
+    if (a.coalesced == 2) {
+        if (stage_append(nv, (unsigned)v, stg->buf, &stg->n, HBF_STAGE, reinterpret_cast<unsigned*>(Fout),
+                         fcount(a.st, r + 1), a.cap))
+            a.st[ST_OVF] = 1;
+    } else if (a.coalesced) {
         unsigned b = __ballot_sync(0xffffffffu, nv);
         if (b == 0u) return;
         int lane = threadIdx.x & 31;
@@ -130,17 +157,48 @@ __device__ __forceinline__ void hbf_enqueue(const HbfArgs& a, int r, bool want, 
     }
 }
 
+// coalesced == 2: copy the block's stage to the next frontier (one atomicAdd per block).
+// The whole block calls it at the end of a round.
+__device__ __forceinline__ void hbf_flush(const HbfArgs& a, int r, HbfStage* stg) {
+    if (a.coalesced != 2) return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const int k = min(stg->n, HBF_STAGE);
+        stg->base = k > 0 ? atomicAdd(fcount(a.st, r + 1), k) : 0;
+        stg->k = k;
+        stg->total = stg->n;
+        stg->n = 0;
+        if (k > 0 && stg->base + k > a.cap) a.st[ST_OVF] = 1;
+    }
+    __syncthreads();
+    int* Fout = (r & 1) ? a.F0 : a.F1;
+    for (int t = threadIdx.x; t < stg->k; t += blockDim.x) {
+        const int pos = stg->base + t;
+        if (pos < a.cap) Fout[pos] = (int)stg->buf[t];
+    }
+}
+
 // Relax arc k of frontier vertex u (distance du); returns whether to enqueue *v.
 // HOPS = 2: *cout = the distance offered to *v; no plain stores.
+// *hv = whether v is heavy; HOPS = 2: *vb, *ve = v's arc range (for the second hop).
+// Both are loaded before the atomic, so their latency hides behind it.
 template <typename W, typename D, int MODE, int HOPS>
 __device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt,
                                           int r, int u, D du, long long beg, long long k, int* vout,
-                                          D* cout, unsigned long long& cnt) {
+                                          D* cout, bool* hv, long long* vb, long long* ve,
+                                          unsigned long long& cnt) {
     int raw = __ldg(&a.idx[k]);
     int v = a.classes ? (raw & HBF_MASK) : raw;
     *vout = v;
     int cls = a.classes ? (int)((unsigned)raw >> 30) : 0;
     if (cls == HBF_SKIP) return false;
+    if constexpr (HOPS > 1) {
+        *vb = __ldg(&a.ptr[v]);
+        *ve = __ldg(&a.ptr[v + 1]);
+        *hv = a.heavy != 0x7fffffff && (*ve - *vb) > (long long)a.heavy;
+    } else {
+        *hv = hbf_is_heavy(a, v);
+    }
     bool plain = false;
     if (a.classes) {
         if (r == 0 && u == a.src) {
@@ -164,39 +222,70 @@ __device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>&
 // Every write is relax_atomic with this round's stamp, so a vertex improved here is
 // enqueued for round r + 1 exactly as by a first-hop relaxation.  Skipped arcs
 // (class 1) stay skipped (sink_fixup); v of out-degree > 32 or heavy waits for the
-// next round.  Warp-collective (called by every lane of the warp).
+// next round.  The warp relaxes the second-hop arcs of all its lanes together: a scan
+// of the lanes' out-degrees numbers the arcs, each lane takes every 32nd of them and
+// finds its arc's owner by a binary search over the scan (in shared memory), so the
+// arcs cost one pass of memory round trips instead of one per arc of the longest list.
+// Warp-collective (called by every lane of the warp).
+template <typename D> struct HbfHopWarp {
+    long long beg[32];  // owner's first arc minus its first slot number
+    D c[32];            // owner's distance
+    int end[32];        // inclusive scan of the out-degrees (slot ends)
+};
+#define HBF_WARPS 8     // warps per block (the kernels run 256 threads)
+
 template <typename W, typename D, int MODE>
 __device__ __forceinline__ void hbf_second_hop(const HbfArgs& a, const Dist<D, MODE>& dist,
-                                               const W* __restrict__ wt, int r, bool want, int v, D c,
+                                               const W* __restrict__ wt, int r, bool want, long long vb,
+                                               long long ve, D c, HbfHopWarp<D>* hop, HbfStage* stg,
                                                unsigned long long& cnt) {
-    long long k = 0, end = 0;
+    const int lane = threadIdx.x & 31;
+    int deg = 0;
     if (want) {
-        k = __ldg(&a.ptr[v]);
-        end = __ldg(&a.ptr[v + 1]);
-        if (end - k > 32 || end - k > (long long)a.heavy) end = k;
+        const long long d = ve - vb;
+        deg = (d > 32 || d > (long long)a.heavy) ? 0 : (int)d;
     }
+    int incl = deg;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += t;
+    }
+    const int total = __shfl_sync(0xffffffffu, incl, 31);
+    if (total == 0) return;
+    HbfHopWarp<D>& hw = hop[threadIdx.x >> 5];
+    hw.end[lane] = incl;
+    hw.beg[lane] = vb - (long long)(incl - deg);
+    hw.c[lane] = c;
+    __syncwarp();
     const unsigned s = (unsigned)r + 1u;
-    for (;; ++k) {
-        bool act = k < end;
-        if (!__any_sync(0xffffffffu, act)) break;
+    for (int base = 0; base < total; base += 32) {  // warp-uniform
+        const int j = base + lane;
         int x = 0;
-        bool w2 = false;
-        if (act) {
-            int raw = __ldg(&a.idx[k]);
+        bool w2 = false, hx = false;
+        if (j < total) {
+            int o = 0;  // the first lane whose slots end after j
+#pragma unroll
+            for (int step = 16; step > 0; step >>= 1)
+                if (hw.end[o + step - 1] <= j) o += step;
+            const long long k = hw.beg[o] + j;
+            const int raw = __ldg(&a.idx[k]);
             x = a.classes ? (raw & HBF_MASK) : raw;
-            int cls = a.classes ? (int)((unsigned)raw >> 30) : 0;
+            const int cls = a.classes ? (int)((unsigned)raw >> 30) : 0;
             if (cls != HBF_SKIP) {
                 ++cnt;
-                w2 = dist.relax_atomic(x, c + (D)__ldg(&wt[k]), s);
+                hx = hbf_is_heavy(a, x);
+                w2 = dist.relax_atomic(x, hw.c[o] + (D)__ldg(&wt[k]), s);
             }
         }
-        hbf_enqueue(a, r, w2, x);
+        hbf_enqueue(a, r, w2, x, hx, stg);
     }
+    __syncwarp();  // hw is reused by the warp's next call
 }
 
 template <typename W, typename D, int MODE, int HOPS>
 __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* __restrict__ wt, int r, int n1,
-                          int nh) {
+                          int nh, HbfStage* stg, HbfHopWarp<D>* hop) {
     const int lane = threadIdx.x & 31;
     const long long tt = (long long)gridDim.x * blockDim.x;
     const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -222,9 +311,11 @@ __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* 
             if (!__any_sync(0xffffffffu, active)) break;
             int v = 0;
             D c = (D)0;
-            bool want = active && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, cnt);
-            hbf_enqueue(a, r, want, v);
-            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want, v, c, cnt);
+            bool hv = false;
+            long long vb = 0, ve = 0;
+            bool want = active && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, &hv, &vb, &ve, cnt);
+            hbf_enqueue(a, r, want, v, hv, stg);
+            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want && !hv, vb, ve, c, hop, stg, cnt);
         }
     }
     for (int j = 0; j < nh; ++j) {  // heavy vertices: the whole grid splits their arcs
@@ -235,20 +326,25 @@ __device__ void hbf_round(const HbfArgs& a, const Dist<D, MODE>& dist, const W* 
             long long k = k0 + lane;
             int v = 0;
             D c = (D)0;
-            bool want = k < end && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, cnt);
-            hbf_enqueue(a, r, want, v);
-            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want, v, c, cnt);
+            bool hv = false;
+            long long vb = 0, ve = 0;
+            bool want = k < end && hbf_relax<W, D, MODE, HOPS>(a, dist, wt, r, u, du, beg, k, &v, &c, &hv, &vb, &ve, cnt);
+            hbf_enqueue(a, r, want, v, hv, stg);
+            if constexpr (HOPS > 1) hbf_second_hop<W, D, MODE>(a, dist, wt, r, want && !hv, vb, ve, c, hop, stg, cnt);
         }
     }
+    hbf_flush(a, r, stg);
     add_count(a.relax, cnt);
 }
 
 // Returns false when the loop must stop before round r (empty, overflow, round limit).
 // The counts of round r are not written during round r, so every thread of the
 // persistent grid reads the same values and takes the same branch.
-__device__ __forceinline__ bool hbf_round_start(const HbfArgs& a, int r, int* n1, int* nh, bool persistent) {
+// `known` (persistent kernel, rounds > 0): the counts the barrier read for the block.
+__device__ __forceinline__ bool hbf_round_start(const HbfArgs& a, int r, int* n1, int* nh, bool persistent,
+                                                const int2* known = nullptr) {
     if (!persistent && vol(&a.st[ST_DONE]) != 0) return false;  // finished in an earlier launch
-    int2 c = __ldcg(reinterpret_cast<const int2*>(fcount(a.st, r)));
+    int2 c = known != nullptr ? *known : __ldcg(reinterpret_cast<const int2*>(fcount(a.st, r)));
     *n1 = c.x;
     *nh = c.y;
     bool lead = blockIdx.x == 0 && threadIdx.x == 0;
@@ -267,6 +363,7 @@ __device__ __forceinline__ bool hbf_round_start(const HbfArgs& a, int r, int* n1
     if (lead) {
         *fcount(a.st, r + 2) = 0;
         *hcount(a.st, r + 2) = 0;
+        *bar_word(a.st, r + 1) = 0ull;  // last used by barrier r - 2, which every block has left
         a.st[ST_ROUNDS] = r + 1;
     }
     return true;
@@ -304,9 +401,13 @@ template <typename W, typename D, int MODE, int HOPS>
 __device__ __forceinline__ void hbf_step_body(HBF_PARAMS, int r) {
     HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
     Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
+    __shared__ HbfStage stg;
+    __shared__ HbfHopWarp<D> hop[HOPS > 1 ? HBF_WARPS : 1];
+    if (threadIdx.x == 0) stg.n = 0;
+    __syncthreads();
     int n1, nh;
     if (!hbf_round_start(a, r, &n1, &nh, false)) return;
-    hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh);
+    hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh, &stg, hop);
 }
 template <typename W, typename D, int MODE>
 __global__ void __launch_bounds__(256) hbf_step(HBF_PARAMS, int r) {
@@ -319,21 +420,28 @@ __global__ void __launch_bounds__(256) hbf_step_h2(HBF_PARAMS, int r) {
                                  stamp, F0, F1, H0, H1, st, relax, r);
 }
 
-// Grid-wide barrier for the persistent kernel: st[ST_BAR] counts arrivals and is
-// never reset within a solve, so the barrier after round r is passed once it reaches
-// (r + 1) * gridDim.x (one atomic and a spin, no reset on the critical path).  The
-// grid is sized on the host to be co-resident (blocks per SM from the kernel's
-// register use), so every block reaches the barrier.
-__device__ __forceinline__ void grid_barrier(int* st, int r) {
+// Grid-wide barrier for the persistent kernel.  The grid is sized on the host to be
+// co-resident (blocks per SM from the kernel's register use), so every block reaches it.
+// Block-staged enqueue (coalesced == 2): one thread per block adds (1 | the block's
+// enqueued count << 32) to round r's barrier word and spins until all blocks arrived
+// (grid_arrive_wait_word); the same load gives round r + 1's
+// frontier size, so no further load is needed (the heavy queue's count is read only
+// when heavy vertices exist).  Otherwise st[ST_BAR] counts arrivals, never reset within
+// a solve (the barrier after round r is passed at (r + 1) x gridDim.x), and the waiting
+// thread then reads round r + 1's counts.  Either way the counts reach the block's
+// threads through shared memory (*next).
+__device__ __forceinline__ void grid_barrier(const HbfArgs& a, int r, int2* next, const HbfStage* stg) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned* arrive = reinterpret_cast<unsigned*>(&st[ST_BAR]);
-        unsigned target = (unsigned)(r + 1) * gridDim.x;
-        __threadfence();
-        atomicAdd(arrive, 1u);
-        while (*((volatile unsigned*)arrive) < target) {
+        if (a.coalesced == 2) {
+            const u64 add = ((u64)(unsigned)stg->total << 32) | 1ull;
+            const u64 seen = grid_arrive_wait_word<u64>(bar_word(a.st, r), add, gridDim.x);
+            next->x = (int)(seen >> 32);
+            next->y = a.heavy != 0x7fffffff ? __ldcg(hcount(a.st, r + 1)) : 0;
+        } else {
+            grid_arrive_wait(reinterpret_cast<unsigned*>(&a.st[ST_BAR]), (unsigned)(r + 1) * gridDim.x);
+            *next = __ldcg(reinterpret_cast<const int2*>(fcount(a.st, r + 1)));
         }
-        __threadfence();
     }
     __syncthreads();
 }
@@ -343,11 +451,16 @@ template <typename W, typename D, int MODE, int HOPS>
 __device__ __forceinline__ void hbf_persistent_body(HBF_PARAMS) {
     HbfArgs a{n, src, heavy, classes, lanes, coalesced, cap, max_rounds, ptr, idx, F0, F1, H0, H1, st, relax};
     Dist<D, MODE> dist = make_dist<W, D, MODE>(dptr, stamp);
+    __shared__ HbfStage stg;
+    __shared__ HbfHopWarp<D> hop[HOPS > 1 ? HBF_WARPS : 1];
+    __shared__ int2 next;
+    if (threadIdx.x == 0) stg.n = 0;
+    __syncthreads();
     for (int r = 0;; ++r) {
         int n1, nh;
-        if (!hbf_round_start(a, r, &n1, &nh, true)) break;
-        hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh);
-        grid_barrier(st, r);
+        if (!hbf_round_start(a, r, &n1, &nh, true, r > 0 ? &next : nullptr)) break;
+        hbf_round<W, D, MODE, HOPS>(a, dist, wt, r, n1, nh, &stg, hop);
+        grid_barrier(a, r, &next, &stg);
     }
 }
 template <typename W, typename D, int MODE>

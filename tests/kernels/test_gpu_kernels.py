@@ -1,8 +1,9 @@
 """GPU kernels (harish, hbf and its ablation variants, spmv-*) against the CPU backend.
 
-hbf with ``hops=2`` (two-hop relaxation) runs wherever plain hbf runs: in ``ALL`` (with
-the ablation switches that change its code path) and in ``METHOD_OPTS`` for the tests
-parametrized by method only.
+hbf's default picks ``hops=2`` (two-hop relaxation) on sparse graphs and ``hops=1`` (H-BF's
+own kernels) elsewhere; both run wherever plain hbf runs: the ablation variants in ``ALL``
+pin one or the other, and ``METHOD_OPTS`` has both for the tests parametrized by method
+only.
 
 Integer weights must match exactly (``np.array_equal``); float32 within rtol 1e-5.
 Predecessors must satisfy ``dist[pred] + w(pred, v) == dist[v]`` and form a tree
@@ -15,6 +16,7 @@ import pytest
 
 import kernels
 from kernels.result import NegativeCycleError
+from pipeline.graph import Graph
 
 from . import graphs as G
 
@@ -22,13 +24,17 @@ pytestmark = pytest.mark.gpu
 
 METHODS = ["harish", "hbf", "spmv-csr-scalar", "spmv-csr-vector", "spmv-ell"]
 HBF_VARIANTS = {
-    "launch": dict(persistent=False),
-    "noclass": dict(edge_classes=False),
-    "nodedup": dict(dedup64=False),
-    "nocoal": dict(coalesced_enqueue=False),
-    "fixedvw": dict(virtual_warps=False, lanes=8),
-    "heavy4": dict(heavy_threshold=4),
-    "alloff": dict(edge_classes=False, dedup64=False, coalesced_enqueue=False, virtual_warps=False,
+    # hops=1: exactly H-BF's kernels (the default picks hops=2 on sparse graphs)
+    "hops1": dict(hops=1),
+    "launch": dict(hops=1, persistent=False),
+    "noclass": dict(hops=1, edge_classes=False),
+    "nodedup": dict(hops=1, dedup64=False),
+    "nocoal": dict(hops=1, coalesced_enqueue=False),
+    "warpcoal": dict(hops=1, coalesced_enqueue="warp"),  # H-BF's warp enqueue (the default is "block")
+    "warpcoal-launch": dict(hops=1, coalesced_enqueue="warp", persistent=False),
+    "fixedvw": dict(hops=1, virtual_warps=False, lanes=8),
+    "heavy4": dict(hops=1, heavy_threshold=4),
+    "alloff": dict(hops=1, edge_classes=False, dedup64=False, coalesced_enqueue=False, virtual_warps=False,
                    heavy_threshold=0, persistent=False),
     # hops=2: hbf_persistent_h2 / hbf_step_h2, alone and with the switches that change its path
     "hops2": dict(hops=2),
@@ -36,14 +42,15 @@ HBF_VARIANTS = {
     "hops2-noclass": dict(hops=2, edge_classes=False),
     "hops2-nodedup": dict(hops=2, dedup64=False),
     "hops2-heavy4": dict(hops=2, heavy_threshold=4),
+    "hops2-warpcoal": dict(hops=2, coalesced_enqueue="warp"),
     "hops2-alloff": dict(hops=2, edge_classes=False, dedup64=False, coalesced_enqueue=False,
                          virtual_warps=False, heavy_threshold=0, persistent=False),
 }
 ALL = [(m, {}) for m in METHODS] + [("hbf", v) for v in HBF_VARIANTS.values()]
 ALL_IDS = METHODS + [f"hbf-{k}" for k in HBF_VARIANTS]
 # every method with its defaults, plus hbf hops=2 (tests that take no ablation variants)
-METHOD_OPTS = [(m, {}) for m in METHODS] + [("hbf", dict(hops=2))]
-METHOD_IDS = METHODS + ["hbf-hops2"]
+METHOD_OPTS = [(m, {}) for m in METHODS] + [("hbf", dict(hops=1)), ("hbf", dict(hops=2))]
+METHOD_IDS = METHODS + ["hbf-hops1", "hbf-hops2"]
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 
 
@@ -305,9 +312,36 @@ def test_hbf_hops2_counters_and_rounds():
     (rounds vary run to run, so only the total over the sources is compared)."""
     g = G.load("dimacs9/rome99.gr")
     src = [0, 1000, 3352]
-    one = kernels.solve(g, src, method="hbf", count_work=True)
+    one = kernels.solve(g, src, method="hbf", count_work=True, hops=1)
     two = kernels.solve(g, src, method="hbf", count_work=True, hops=2)
+    auto = kernels.solve(g, src[:1], method="hbf")
+    assert auto.counters["hops"] == 2  # rome99: mean out-degree 2.7
     assert one.counters["hops"] == 1 and two.counters["hops"] == 2
     assert np.array_equal(one.distances, two.distances)
     assert two.iterations.sum() < one.iterations.sum(), (two.iterations, one.iterations)
     assert np.all(two.relaxations > 0)
+
+
+def _fan_graph(seed, fan=20_000, dtype=np.int64):
+    """Vertex 0 with ``fan`` out-arcs, then random arcs among the others: the source's
+    round puts ``fan`` vertices into one block's frontier stage (2048 entries), so most
+    of them take the spill path straight to the global frontier."""
+    rng = np.random.default_rng(seed)
+    n = fan + 1
+    src = np.concatenate([np.zeros(fan, np.int64), rng.integers(1, n, size=3 * fan)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, size=3 * fan)])
+    w = rng.integers(1, 1000, size=len(src)).astype(dtype)
+    return Graph.from_edges(src, dst, w, n, name=f"fan{fan}")
+
+
+@pytest.mark.parametrize("opts", [dict(heavy_threshold=0, blocks_per_sm=1, hops=1),
+                                  dict(heavy_threshold=0, blocks_per_sm=1, dedup64=False, hops=1),
+                                  dict(heavy_threshold=0, persistent=False, hops=1),
+                                  dict(heavy_threshold=0, blocks_per_sm=1, hops=2)],
+                         ids=["persistent", "nodedup", "launch", "hops2"])
+def test_hbf_block_stage_spill(opts):
+    """More enqueues in one block and round than its stage holds: exact all the same."""
+    seed = G.fresh_seed()
+    g = _fan_graph(seed)
+    res = check(g, [0, 1], "hbf", opts)
+    assert res.counters["enqueue"] == "block", (seed, res.counters["enqueue"])
