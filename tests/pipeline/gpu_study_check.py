@@ -84,8 +84,14 @@ def check_against_cpu(graph, stats, sample: int, seed: int = 0) -> dict:
     return {"checked": int(len(ids)), "mismatches": len(bad), "examples": bad[:5]}
 
 
-def task_breakdown(out: Path, wall_s: float, workers: int) -> dict:
-    """Where the time outside kernels went, from the batches' journal lines (seconds)."""
+def task_breakdown(out: Path, wall_s: float, workers: int, called: float | None = None,
+                   returned: float | None = None) -> dict:
+    """Where the time outside kernels went, from the batches' journal lines (seconds).
+
+    ``called`` / ``returned``: wall-clock times around ``run_study`` on the client; with
+    them the start latency (call to the first task's start on each worker) and the drain
+    (each worker's last task end to the return) are reported too.
+    """
     from pipeline.study import JOURNAL
 
     rows = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines() if line.strip()]
@@ -96,7 +102,14 @@ def task_breakdown(out: Path, wall_s: float, workers: int) -> dict:
     per_worker = {}
     for r in rows:
         per_worker[r["worker"]] = per_worker.get(r["worker"], 0.0) + r["kernel_ms"] / 1e3
+    timeline = {}
+    if called is not None and returned is not None and all("started" in r for r in rows):
+        for w in sorted({r["worker"] for r in rows}):
+            mine = [r for r in rows if r["worker"] == w]
+            timeline[w] = {"start_latency_s": min(r["started"] for r in mine) - called,
+                           "drain_s": returned - max(r["ended"] for r in mine)}
     return {
+        "timeline": timeline,
         "tasks": len(rows),
         "solve_outside_kernel_s": tot["solve_ms"] - tot["kernel_ms"],
         "write_s_tasks": tot["write_ms"], "load_s": tot["load_ms"], "task_s": tot["task_ms"],
@@ -124,8 +137,10 @@ def run_one(client, handle_backend, info, gpath, sources_kw, out: Path, args, *,
         shutil.rmtree(out)
     plan = plan_study(g, gpath, sp, out=out, algorithm=args.algorithm, batch_size=args.batch_size)
     t0 = time.perf_counter()
+    called = time.time()
     summary = run_study(client, plan, backend=handle_backend, cluster_info=info)
     wall = time.perf_counter() - t0
+    summary = dict(summary, _called_returned=(called, called + wall))
     stats = pq.read_table(out / "stats")
     return g, plan, summary, stats, wall
 
@@ -193,7 +208,8 @@ def main(argv=None) -> int:
                     "outside_kernels_s": tm["outside_kernels_s"],
                     "outside_vs_kernel": tm["outside_kernels_vs_kernel"],
                     "diameter": s["diameter"], "radius": s["radius"],
-                    **task_breakdown(work / f"study-{name}-{label}", tm["wall_s"], info["workers"]),
+                    **task_breakdown(work / f"study-{name}-{label}", tm["wall_s"], info["workers"],
+                                     *s["_called_returned"]),
                 }
                 result["runs"].append(row)
                 chk = check_against_cpu(g, stats, args.sample)

@@ -148,6 +148,15 @@ def test_writers_atomic_and_journal(tmp_path):
         fh.write('{"batch": 1, "ro')  # a line torn by a crash
     j.append({"batch": 2})
     assert [e["batch"] for e in j.entries()] == [0, 2]
+    # several batches journaled with one write and one fsync, after another torn line
+    with open(tmp_path / "journal.jsonl", "a") as fh:
+        fh.write('{"batch": 3, "ro')
+    j.extend([{"batch": 4}, {"batch": 5, "files": [tmp_path / "a"]}])
+    j.extend([])
+    assert [e["batch"] for e in j.entries()] == [0, 2, 4, 5]
+    with pytest.raises(TypeError):
+        j.extend([{"batch": 6}, {"batch": 7, "x": object()}])
+    assert [e["batch"] for e in j.entries()] == [0, 2, 4, 5]  # nothing of a failed extend
 
 
 def test_distance_estimate_and_limit(tmp_path):
