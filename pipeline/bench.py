@@ -202,7 +202,7 @@ def ablation(agg: list[dict]) -> list[dict]:
             continue
         base = next((b for b in agg if b["graph"] == a["graph"] and b["algorithm"] == a["algorithm"]
                      and not b["options"]), None)
-        off = ", ".join(_switch_name(k) for k in a["options"])
+        off = ", ".join(_switch_name(k, v) for k, v in a["options"].items())
         out.append({
             "graph": a["graph"], "algorithm": a["algorithm"], "off": off, "variant": a["variant"],
             "mean_ms": a["mean_ms"], "all_on_ms": base["mean_ms"] if base else None,
@@ -402,7 +402,12 @@ def _bar_panels(rows, plt, graphs):
     return fig, panels
 
 
-def _switch_name(key: str) -> str:
+def _switch_name(key: str, value=False) -> str:
+    """The optimisation an ablation row turns off, from the option it sets."""
+    if key == "coalesced_enqueue" and value == "warp":
+        return "block-staged enqueue (H-BF's warp enqueue instead)"
+    if key == "hops":
+        return "two-hop relaxation" if value == 1 else f"hops={value}"
     return {"heavy_threshold": "heavy-vertex split"}.get(key, key)
 
 

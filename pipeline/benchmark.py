@@ -44,14 +44,19 @@ import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
-#: H-BF's per-optimisation switches; the ablation turns each off in turn.
+#: H-BF's per-optimisation switches, and our two additions; the ablation turns each off
+#: in turn (one at a time, the others at their defaults).
 HBF_ABLATION = (
     ("edge_classes", {"edge_classes": False}),
     ("dedup64", {"dedup64": False}),
-    ("coalesced_enqueue", {"coalesced_enqueue": False}),
+    ("coalesced_enqueue", {"coalesced_enqueue": False}),  # neither warp nor block aggregation
     ("virtual_warps", {"virtual_warps": False}),
     # no separate path for high-degree vertices (hbf: 0 or None turns it off)
     ("heavy_threshold", {"heavy_threshold": 0}),
+    # additions: the block-staged enqueue (off = H-BF's warp enqueue) and the two-hop
+    # relaxation (off = H-BF's one hop per round; the default uses two on sparse graphs)
+    ("block_enqueue", {"coalesced_enqueue": "warp"}),
+    ("two_hop", {"hops": 1}),
 )
 ABLATIONS = {"hbf": HBF_ABLATION}
 

@@ -4,7 +4,8 @@
 #   GPU 0: `pytest -m gpu`, then the single-source kernel timings (hbf ablation)
 #   both : the study on 1 and 2 GPUs (tests/pipeline/gpu_study_check.py)
 # Results are packed into $OUT/results.tgz (plus the logs beside it).  STUDY_ALL=1 adds the
-# all-sources NY study (with where its time outside kernels went) to the study step.
+# all-sources NY study (with where its time outside kernels went) to the study step;
+# TIMING_ARGS passes options to gpu_timing.py (e.g. "--extra --methods hbf,locality").
 # Run from the repository root with the wheels of `../shared/tools/offline-wheels.sh`
 # (plus networkit / rustworkx) in .whl/ and the real graphs in shared/data/.
 set -uo pipefail
@@ -29,7 +30,7 @@ BENCH=$!
   left=$(( ${KERNEL_END:-370} - (SECONDS - T0) ))
   if [ "$left" -gt 40 ]; then
     timeout "$left" python3 tests/kernels/gpu_timing.py --sources 100 --budget-s $(( left - 20 )) \
-      --out "$R/hbf-timing.md" > "$R/hbf-timing.log" 2>&1
+      ${TIMING_ARGS:-} --out "$R/hbf-timing.md" > "$R/hbf-timing.log" 2>&1
     echo "timing exit $?" >> "$R/hbf-timing.log"
   fi ) &
 TESTS=$!

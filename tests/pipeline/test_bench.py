@@ -22,7 +22,7 @@ from pipeline import bench as report
 from pipeline import benchmark as bm
 from pipeline.graph import Graph
 
-HBF_SWITCHES = {"edge_classes", "dedup64", "coalesced_enqueue", "virtual_warps", "heavy_threshold"}
+HBF_SWITCHES = {"edge_classes", "dedup64", "coalesced_enqueue", "virtual_warps", "heavy_threshold", "hops"}
 CALLS: list[dict] = []
 
 
@@ -176,8 +176,9 @@ def test_plan_variants_expands_sweep_ablation_and_baselines(fakes):
     labels = [v.label for v in vs]
     assert labels == ["harish", "locality[k=1]", "locality[k=4]", "dijkstra", "hbf",
                       "hbf[edge_classes=off]", "hbf[dedup64=off]", "hbf[coalesced_enqueue=off]",
-                      "hbf[virtual_warps=off]", "hbf[heavy_threshold=0]", "scipy", "networkit"]
-    assert [v.role for v in vs].count("ablation") == 5
+                      "hbf[virtual_warps=off]", "hbf[heavy_threshold=0]", "hbf[coalesced_enqueue=warp]",
+                      "hbf[hops=1]", "scipy", "networkit"]
+    assert [v.role for v in vs].count("ablation") == 7
     assert vs[-1].kind == "baseline"
 
 
@@ -239,7 +240,7 @@ def test_benchmark_rows_cover_every_variant_source_and_run(fakes, tmp_path):
     assert out.failures == 0, [r["error"] for r in t.to_pylist() if not r["ok"]]
     rows = t.to_pylist()
     n_base = 1 + sum(bl.unavailable_reason(b, g) is None for b in ("networkit", "rustworkx"))
-    per_graph = (1 + 3 + 1 + 1 + 2 + 1 + 5 + n_base) * 6 * 2
+    per_graph = (1 + 3 + 1 + 1 + 2 + 1 + 7 + n_base) * 6 * 2  # 7 ablation rows
     assert len(rows) == 2 * per_graph
     # the same sources for every variant of a graph
     for gname in ("grid", "dir"):
@@ -323,7 +324,7 @@ def test_ablation_switch_unknown_to_the_method_is_skipped_with_a_note(registry_g
     out, _ = _run([grid_graph()], ["hbf"], ablation=["hbf"], baselines=[])
     assert out.failures == 0
     assert {r["variant"] for r in out.table.to_pylist()} == {"hbf"}
-    assert sum("skipped" in n for n in out.notes) == 5
+    assert sum("skipped" in n for n in out.notes) == len(bm.HBF_ABLATION)
 
 
 def test_gpu_methods_are_skipped_with_a_note_without_a_device(registry_guard, monkeypatch):
