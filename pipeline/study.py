@@ -584,11 +584,12 @@ class Study:
             return STATS_SCHEMA.empty_table()
         return pa.concat_tables(parts)
 
-    def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int) -> dict:
+    def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
+               clock: tuple[float, float] | None = None) -> dict:
         """Summarise, write ``summary.json`` and the final manifest; return the summary."""
         stats = self.stats_table()
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,
-                            run_meta=run_meta, workers=workers)
+                            run_meta=run_meta, workers=workers, clock=clock)
         write_json_atomic(summary, self.out / SUMMARY)
         complete = not self.pending
         self.manifest["status"] = "complete" if complete else "incomplete"
@@ -612,7 +613,8 @@ def _pick(values: np.ndarray, ids: np.ndarray, mask: np.ndarray, fn) -> dict | N
 
 
 def summarize(stats: pa.Table, plan: StudyPlan, *, wall_s: float = 0.0, run_sources: int = 0,
-              run_meta: list | None = None, workers: int = 1) -> dict:
+              run_meta: list | None = None, workers: int = 1,
+              clock: tuple[float, float] | None = None) -> dict:
     """The study summary from its stats table.
 
     Definitions (``n`` = vertices, over the solved sources):
@@ -643,6 +645,11 @@ def summarize(stats: pa.Table, plan: StudyPlan, *, wall_s: float = 0.0, run_sour
     workers : int
         Workers of the cluster, to set the kernel time against the workers' total
         time.
+    clock : (float, float), optional
+        Wall-clock (epoch) times at which the timed part of the run began (before the
+        graph's registration and the submissions) and its last batch was collected;
+        kept as ``timings["started_at"]`` / ``["collected_at"]`` so that the batches'
+        own ``started`` / ``ended`` stamps can be set against them.
 
     Returns
     -------
@@ -697,6 +704,8 @@ def summarize(stats: pa.Table, plan: StudyPlan, *, wall_s: float = 0.0, run_sour
         "outside_kernels_s": outside,
         "outside_kernels_vs_kernel": (outside / (run_kernel / 1e3)) if run_kernel > 0 else None,
     }
+    if clock is not None:
+        timings["started_at"], timings["collected_at"] = float(clock[0]), float(clock[1])
     return {
         "study_id": plan.study_id,
         "graph": g.name,
@@ -752,16 +761,25 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
         import kernels
 
         backend = kernels.get(method).backend
-    futures = {}
-    for i in indices:
-        fut = client.submit(
-            solve_batch, fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, index=i,
-            sources=plan.batches[i], method=method, backend=backend, outputs=plan.outputs,
-            distance_form=plan.distance_form, out=os.fspath(plan.out.resolve()),
-            fsync=fsync, key=plan.task_key(i), pure=False, retries=retries,
-        )
-        futures[fut] = i
-    return futures
+    indices = [int(i) for i in indices]
+    if not indices:
+        return {}
+    # one message for every batch (client.map): submitted one by one, the batches after
+    # the first waited for the client's next batched send (10 ms), and so did the GPU
+    # that got none of the first ones
+    futs = client.map(
+        _solve_batch_task, indices, [plan.batches[i] for i in indices],
+        key=[plan.task_key(i) for i in indices], pure=False, retries=retries,
+        fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
+        backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
+        out=os.fspath(plan.out.resolve()), fsync=fsync,
+    )
+    return dict(zip(futs, indices))
+
+
+def _solve_batch_task(index: int, sources, **kwargs) -> dict:
+    """``solve_batch`` with the batch index and sources positional (for ``client.map``)."""
+    return solve_batch(index=index, sources=sources, **kwargs)
 
 
 def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
@@ -826,6 +844,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     pending = study.pending
     run_meta: list[dict] = []
     t0 = time.perf_counter()
+    started_at = time.time()
     if pending:
         register_graph(client, plan, backend)
         futures = submit_batches(client, plan, pending, backend=backend)
@@ -846,4 +865,5 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             raise
     wall = time.perf_counter() - t0
     run_sources = sum(m["rows"] for m in run_meta)
-    return study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers)
+    return study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers,
+                        clock=(started_at, started_at + wall))

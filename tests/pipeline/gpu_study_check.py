@@ -84,13 +84,16 @@ def check_against_cpu(graph, stats, sample: int, seed: int = 0) -> dict:
     return {"checked": int(len(ids)), "mismatches": len(bad), "examples": bad[:5]}
 
 
-def task_breakdown(out: Path, wall_s: float, workers: int, called: float | None = None,
-                   returned: float | None = None) -> dict:
+def task_breakdown(out: Path, wall_s: float, workers: int, started_at: float | None = None,
+                   collected_at: float | None = None) -> dict:
     """Where the time outside kernels went, from the batches' journal lines (seconds).
 
-    ``called`` / ``returned``: wall-clock times around ``run_study`` on the client; with
-    them the start latency (call to the first task's start on each worker) and the drain
-    (each worker's last task end to the return) are reported too.
+    ``started_at`` / ``collected_at``: the wall-clock bounds of the study's timed part
+    (``timings`` of its summary).  With them each worker's time outside kernels splits
+    into the start latency (to its first task's start), the busy span's time outside
+    kernels (first start to last end, minus its kernel time: host work of the solves,
+    writing not hidden by the second thread, gaps between tasks) and the drain (its last
+    task's end to the collection of the last batch).
     """
     from pipeline.study import JOURNAL
 
@@ -103,11 +106,13 @@ def task_breakdown(out: Path, wall_s: float, workers: int, called: float | None 
     for r in rows:
         per_worker[r["worker"]] = per_worker.get(r["worker"], 0.0) + r["kernel_ms"] / 1e3
     timeline = {}
-    if called is not None and returned is not None and all("started" in r for r in rows):
+    if started_at is not None and collected_at is not None and all("started" in r for r in rows):
         for w in sorted({r["worker"] for r in rows}):
             mine = [r for r in rows if r["worker"] == w]
-            timeline[w] = {"start_latency_s": min(r["started"] for r in mine) - called,
-                           "drain_s": returned - max(r["ended"] for r in mine)}
+            first, last = min(r["started"] for r in mine), max(r["ended"] for r in mine)
+            timeline[w] = {"start_latency_s": first - started_at,
+                           "span_outside_kernel_s": (last - first) - per_worker[w],
+                           "drain_s": collected_at - last}
     return {
         "timeline": timeline,
         "tasks": len(rows),
@@ -137,10 +142,8 @@ def run_one(client, handle_backend, info, gpath, sources_kw, out: Path, args, *,
         shutil.rmtree(out)
     plan = plan_study(g, gpath, sp, out=out, algorithm=args.algorithm, batch_size=args.batch_size)
     t0 = time.perf_counter()
-    called = time.time()
     summary = run_study(client, plan, backend=handle_backend, cluster_info=info)
     wall = time.perf_counter() - t0
-    summary = dict(summary, _called_returned=(called, called + wall))
     stats = pq.read_table(out / "stats")
     return g, plan, summary, stats, wall
 
@@ -209,7 +212,7 @@ def main(argv=None) -> int:
                     "outside_vs_kernel": tm["outside_kernels_vs_kernel"],
                     "diameter": s["diameter"], "radius": s["radius"],
                     **task_breakdown(work / f"study-{name}-{label}", tm["wall_s"], info["workers"],
-                                     *s["_called_returned"]),
+                                     tm.get("started_at"), tm.get("collected_at")),
                 }
                 result["runs"].append(row)
                 chk = check_against_cpu(g, stats, args.sample)
