@@ -5,11 +5,12 @@ H200):
 
 - CPU backend: ``dijkstra`` for non-negative weights, else ``bellman-ford``.
 - GPU, more than one source: ``batched`` (NY, 4,096 sources: 0.092 ms per source against
-  3.7-3.9 ms for the best single-source kernels; RMAT 2^20: 2.2 against 3.2).
+  2.5 ms for the best single-source kernel; RMAT 2^20: 2.2 against 3.1).
 - GPU, one source: ``edgelist`` on dense graphs (mean degree >= ``DENSE_DEGREE``: RMAT
-  2^18-2^21 with 16 arcs per vertex, where it is 2.0-2.7x faster than ``hbf``: shallow
-  graphs, so a sweep over every arc per round beats a frontier), else ``hbf`` (road
-  graphs, meshes, grids: within 4% of the fastest on every one of them; BFS is not
+  2^18-2^21 with 16 arcs per vertex, where it is 1.8-2.1x faster than ``hbf``: shallow
+  graphs, so a sweep over every arc per round beats a frontier; on RMAT 2^21-2^22
+  ``harish`` is faster still, not followed yet), else ``hbf`` (road graphs, meshes, grids:
+  the fastest on every one of them, within 5% of ``edgelist`` on Lederberg; BFS is not
   faster even for unit weights).
 Methods that need non-negative weights are skipped for a graph that has negative ones.
 """
