@@ -195,20 +195,17 @@ class Journal:
         if not entries:
             return
         line = "".join(json.dumps(e, default=_json_default, separators=(",", ":")) + "\n" for e in entries)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            # a torn previous line (crash mid-write) must not swallow this entry
-            if os.fstat(fd).st_size and not self._ends_with_newline():
+            # a torn previous line (crash mid-write) must not swallow this entry; its last
+            # byte is read through the descriptor already open (no second open per append)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = "\n" + line
             os.write(fd, line.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
-
-    def _ends_with_newline(self) -> bool:
-        with open(self.path, "rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) == b"\n"
 
     def entries(self) -> list[dict]:
         if not self.path.exists():
