@@ -7,7 +7,7 @@ aggregates them into the tables the papers print and draws them:
   edges per second, work efficiency (relax operations / arcs), iterations;
 - speedup over ``harish`` and over SciPy Dijkstra (ratios of mean times measured in
   the same run, on the same sources);
-- the H-BF ablation: each optimisation switched off in turn against all on;
+- the H-BF and locality ablations: each optimisation switched off in turn against all on;
 - time versus ``k`` for ``locality``; edges per second versus graph size for ``edgelist``.
 
 Run context (GPU, driver, versions, sources, notes) travels in the Parquet file's
@@ -408,6 +408,10 @@ def _switch_name(key: str, value=False) -> str:
         return "block-staged enqueue (H-BF's warp enqueue instead)"
     if key == "hops":
         return "two-hop relaxation" if value == 1 else f"hops={value}"
+    if key == "resident":
+        return "block-resident arcs (global-memory kernel, k=1)"
+    if key == "prefetch":
+        return "distance prefetch with the flags"
     return {"heavy_threshold": "heavy-vertex split"}.get(key, key)
 
 

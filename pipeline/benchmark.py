@@ -58,7 +58,14 @@ HBF_ABLATION = (
     ("block_enqueue", {"coalesced_enqueue": "warp"}),
     ("two_hop", {"hops": 1}),
 )
-ABLATIONS = {"hbf": HBF_ABLATION}
+#: locality's additions (the paper's method is the global-memory kernel): the
+#: block-resident arcs (off = the global kernel, whose best k is 1) and the distance
+#: prefetch with the flags.
+LOCALITY_ABLATION = (
+    ("resident_arcs", {"resident": False}),
+    ("prefetch", {"prefetch": False}),
+)
+ABLATIONS = {"hbf": HBF_ABLATION, "locality": LOCALITY_ABLATION}
 
 #: Methods that solve many sources per call (timed per batch, divided by its size).
 BATCHED_METHODS = {"batched"}
@@ -225,7 +232,7 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
     """Expand the command line's choices into the configurations to time.
 
     ``locality`` is timed once per ``k`` in ``locality_k``; each name in ``ablation``
-    (only ``hbf``) adds its all-on run (if not asked already) and one run per
+    (``hbf``, ``locality``) adds its all-on run (if not asked already) and one run per
     optimisation switched off.  Baselines come last.
 
     Raises

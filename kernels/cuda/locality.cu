@@ -238,6 +238,154 @@ __global__ void loc_persistent(int n, const long long* __restrict__ ptr, const i
     loc_count(relax, cnt);
 }
 
+// Block-resident variant (option resident, persistent mode, k = 1 or 2, one vertex per
+// thread unit): block b owns the contiguous vertices [b * span, (b + 1) * span) and copies
+// their CSR slice (row offsets relative to the slice, heads, weights) into shared memory
+// once per solve - the paper's thread-owns-its-vertices locality carried to the adjacency
+// itself.  Each step a thread loads the flags of its vertices (SPEC: their distances too,
+// in the same round trip), reads the flagged ones' arcs from shared memory, loads the
+// heads' distances side by side and, for each improvement, issues the atomicMin without
+// waiting for its result.  k = 1: the improved head is flagged (a head lowered further by
+// another thread is flagged by that thread as well, so no flag is spurious).  k = 2: the
+// improved heads (depth 1) go to a per-warp list and the warp relaxes their arcs
+// together, a lane per head (arcs from shared memory when the head is the block's own,
+// else from global memory), flagging the heads improved at depth 2; a list that fills up
+// flags the rest, which is always safe.  A head relaxed with a value another thread has
+// since beaten only relaxes weaker (every value is a real path length), and that thread
+// relaxes or flags it too, so the label-correcting argument of loc_visit holds.
+// Steps are separated by a count-carrying barrier word (grid_arrive_wait_word; three
+// rotate in bar[0..2]): the number of threads that set a flag arrives with the barrier,
+// so the quiet test needs no further load.
+// Dynamic shared memory: W sw[cap]; int sx[cap]; int sp[span + 1].
+#define LOC_HOP 64
+#define LOC_WARPS 8
+template <typename D> struct LocHop {
+    int n;
+    int x[LOC_HOP];
+    D v[LOC_HOP];
+};
+
+// Relax arcs [a0, a1) (heads I, weights Wt: shared or global) of a vertex at distance du,
+// AB at a time; improved heads go to `hop` while it has room, else are flagged in fout.
+template <typename W, typename D, int AB>
+__device__ __forceinline__ void loc_res_relax(D du, const int* I, const W* Wt, long long a0, long long a1, D* d,
+                                              unsigned char* fout, LocHop<D>* hop, int& set,
+                                              unsigned long long& cnt) {
+    for (long long b = a0; b < a1; b += AB) {
+        int xs[AB];
+        D nds[AB], cur[AB];
+#pragma unroll
+        for (int t = 0; t < AB; ++t) {
+            xs[t] = b + t < a1 ? I[b + t] : 0;
+            nds[t] = b + t < a1 ? du + (D)Wt[b + t] : (D)0;
+        }
+#pragma unroll
+        for (int t = 0; t < AB; ++t) cur[t] = b + t < a1 ? loc_ld(d + xs[t]) : nds[t];
+#pragma unroll
+        for (int t = 0; t < AB; ++t) {
+            if (nds[t] < cur[t]) {
+                atomic_min(d + xs[t], nds[t]);
+                const int pos = hop != nullptr ? atomicAdd(&hop->n, 1) : LOC_HOP;
+                if (pos < LOC_HOP) {
+                    hop->x[pos] = xs[t];
+                    hop->v[pos] = nds[t];
+                } else {
+                    fout[xs[t]] = 1;
+                    set = 1;
+                }
+            }
+        }
+        cnt += (unsigned long long)min((long long)AB, a1 - b);
+    }
+}
+
+template <typename W, typename D, int SPEC, int K>
+__global__ void __launch_bounds__(256, 4) loc_resident(int n, int span, int cap, const long long* __restrict__ ptr,
+                                                       const int* __restrict__ idx, const W* __restrict__ wt,
+                                                       unsigned char* f0, unsigned char* f1, D* d, u64* bar,
+                                                       int maxit, int* info, unsigned long long* relax) {
+    static_assert(K == 1 || K == 2, "resident steps relax one or two hops");
+    extern __shared__ __align__(16) unsigned char loc_smem[];
+    W* sw = reinterpret_cast<W*>(loc_smem);
+    int* sx = reinterpret_cast<int*>(sw + cap);
+    int* sp = sx + cap;
+    __shared__ unsigned more;
+    __shared__ LocHop<D> hops[K > 1 ? LOC_WARPS : 1];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    LocHop<D>* hop = K > 1 ? &hops[warp] : nullptr;
+    if (K > 1 && lane == 0) hops[warp].n = 0;
+    const int lo = (int)min((long long)n, (long long)blockIdx.x * span);
+    const int nv = min(span, n - lo);
+    const long long base = ptr[lo];
+    for (int j = threadIdx.x; j <= nv; j += blockDim.x) sp[j] = (int)(ptr[lo + j] - base);
+    const int na = (int)(ptr[lo + nv] - base);
+    for (int e = threadIdx.x; e < na; e += blockDim.x) {
+        sx[e] = idx[base + e];
+        sw[e] = wt[base + e];
+    }
+    __syncthreads();
+    constexpr int U = 4, AB = 8;
+    unsigned long long cnt = 0;
+    int i = 0;
+    bool overflow = false;
+    while (true) {
+        unsigned char* fin = (i & 1) ? f1 : f0;
+        unsigned char* fout = (i & 1) ? f0 : f1;
+        if (blockIdx.x == 0 && threadIdx.x == 0) bar[(i + 1) % 3] = 0ull;  // last used by barrier i - 2
+        int set = 0;
+        for (int j0 = threadIdx.x; j0 < nv; j0 += U * blockDim.x) {
+            unsigned char fl[U];
+            D dv[U];
+#pragma unroll
+            for (int q = 0; q < U; ++q) {
+                const int j = j0 + q * (int)blockDim.x;
+                fl[q] = j < nv ? loc_ld(fin + lo + j) : (unsigned char)0;
+                if (SPEC) dv[q] = j < nv ? loc_ld(d + lo + j) : (D)0;
+            }
+#pragma unroll
+            for (int q = 0; q < U; ++q) {
+                if (!fl[q]) continue;
+                const int j = j0 + q * (int)blockDim.x;
+                fin[lo + j] = 0;
+                const D du = SPEC ? dv[q] : loc_ld(d + lo + j);
+                loc_res_relax<W, D, AB>(du, sx, sw, sp[j], sp[j + 1], d, fout, hop, set, cnt);
+            }
+        }
+        if (K > 1) {  // depth 2: the warp relaxes the heads its lanes improved
+            __syncwarp();
+            const int h = min(hops[warp].n, LOC_HOP);
+            for (int e = lane; e < h; e += 32) {
+                const int x = hops[warp].x[e];
+                const D v = hops[warp].v[e];
+                const int jx = x - lo;
+                if (jx >= 0 && jx < nv)
+                    loc_res_relax<W, D, AB>(v, sx, sw, sp[jx], sp[jx + 1], d, fout, nullptr, set, cnt);
+                else
+                    loc_res_relax<W, D, AB>(v, idx, wt, ptr[x], ptr[x + 1], d, fout, nullptr, set, cnt);
+            }
+            __syncwarp();
+            if (lane == 0) hops[warp].n = 0;
+        }
+        const int c = __syncthreads_count(set);
+        if (threadIdx.x == 0) {
+            const u64 seen = grid_arrive_wait_word<u64>(bar + i % 3, ((u64)(unsigned)c << 32) | 1ull, gridDim.x);
+            more = (unsigned)(seen >> 32);
+        }
+        __syncthreads();
+        ++i;
+        if (more == 0) break;
+        if (i >= maxit) {
+            overflow = true;
+            break;
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        info[0] = i;
+        info[1] = overflow ? 1 : 0;
+    }
+    loc_count(relax, cnt);
+}
+
 template <typename D>
 __global__ void loc_init(int n, unsigned char* __restrict__ f0, unsigned char* __restrict__ f1,
                          D* __restrict__ d, int src) {
@@ -266,6 +414,12 @@ LOC_INST(int, int, 2, 1) SSSP_COMMON_INST(int, int)
 LOC_INST(int, long long, 2, 1) SSSP_COMMON_INST(int, long long)
 LOC_INST(float, float, 2, 1) SSSP_COMMON_INST(float, float)
 LOC_INST(double, double, 5, 2) SSSP_COMMON_INST(double, double)
+#define LOC_RES1(W, D, S, K)                                                                            \
+    template __global__ void loc_resident<W, D, S, K>(int, int, int, const long long*, const int*, const W*,  \
+                                                      unsigned char*, unsigned char*, D*, u64*, int, int*, \
+                                                      unsigned long long*);
+#define LOC_RES(W, D) LOC_RES1(W, D, 0, 1) LOC_RES1(W, D, 1, 1) LOC_RES1(W, D, 0, 2) LOC_RES1(W, D, 1, 2)
+LOC_RES(int, int) LOC_RES(long long, long long) LOC_RES(int, long long) LOC_RES(float, float) LOC_RES(double, double)
 template __global__ void loc_init<int>(int, unsigned char*, unsigned char*, int*, int);
 template __global__ void loc_init<long long>(int, unsigned char*, unsigned char*, long long*, int);
 template __global__ void loc_init<float>(int, unsigned char*, unsigned char*, float*, int);

@@ -27,7 +27,7 @@ import numpy as np
 
 from kernels._gpu import cupy as _cupy
 from kernels._gpu import device_name
-from kernels.gpu.loader import check_fits, coop_blocks, device_graph, load_module
+from kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
 from kernels.order import locality_order
 from kernels.result import NegativeCycleError, Result
 
@@ -357,14 +357,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             args = (np.int32(n), np.int32(Bcap), optr, oidx, ow, dist, pend, imp, inF, astamp,
                     lists[0], lists[1], lists[4], lists[5], ctl[ci], ll[ci], thr0, delta_t,
                     np.int32(maxit), relax, outrow_d)
-        while True:
-            try:
-                k_solve((blocks,), (_BLOCK,), args)
-                break
-            except Exception as exc:  # cooperative grid too large for this device state
-                if blocks <= 1 or "TOO_LARGE" not in str(exc).upper():
-                    raise
-                blocks //= 2
+        blocks = launch_cooperative(lambda b: k_solve((b,), (_BLOCK,), args), blocks)
         launches += 1
         k_reduce((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
                  (np.int32(n), np.int32(Bcap), np.int32(k), dist, outrow_d, reached, ecc, total))

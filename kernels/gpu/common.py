@@ -142,9 +142,9 @@ class SourceLoop:
     def grid(self, items: int, cap_per_sm: int = 16) -> int:
         return int(max(1, min((int(items) + BLOCK - 1) // BLOCK, self.sms * cap_per_sm)))
 
-    def launch(self, fn, grid, args, *, block=BLOCK):
+    def launch(self, fn, grid, args, *, block=BLOCK, shared_mem=0):
         self.launches += 1
-        fn((int(grid),), (int(block),), args)
+        fn((int(grid),), (int(block),), args, shared_mem=int(shared_mem))
 
     def read(self, arr):
         """Device -> host copy (one host synchronisation)."""

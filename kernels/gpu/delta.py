@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernels.gpu.common import SourceLoop, check_options
-from kernels.gpu.loader import coop_blocks, load_module
+from kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
 
 RULES = ("median", "mean", "maxw-maxdeg")
 DEFAULT_RULE = "mean*128"
@@ -114,14 +114,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         loop.launch(init, loop.grid(n), (np.int32(n), d, cq0, cmark, rmark, infar, cc, fc, rc, mins, np.int32(s)))
         args = (ptr, dg.indices, dg.weights, d, dval, cq0, cq1, fq0, fq1, rq, cmark, rmark, infar, cc, fc, rc,
                 mins, info, loop.relax_ptr)
-        while True:
-            try:
-                loop.launch(kern, blocks, args)
-                break
-            except Exception as exc:  # cooperative grid too large for this device state
-                if blocks <= 1 or "TOO_LARGE" not in str(exc).upper():
-                    raise
-                blocks //= 2
+        blocks = launch_cooperative(lambda b: loop.launch(kern, b, args), blocks)
         infos.append(info.copy())
         loop.end(s, d, 0)
     got = loop.read(cp.stack(infos)) if infos else np.zeros((0, 2), np.int32)

@@ -72,26 +72,28 @@ def sm_count(dev_id: int) -> int:
 _per_sm: dict = {}
 
 
-def coop_blocks(kern, per_sm_limit=None, block: int = 256) -> int:
+def coop_blocks(kern, per_sm_limit=None, block: int = 256, smem: int = 0) -> int:
     """Blocks of a grid of ``kern`` (a ``cupy.RawKernel``) that are surely co-resident on
     the current device: SMs x min(``per_sm_limit``, blocks per SM from the occupancy
-    calculator, which counts registers and static shared memory).  Persistent kernels
-    with a grid-wide barrier need every block resident.  Cached per kernel and device.
+    calculator, which counts registers, static shared memory and ``smem`` bytes of dynamic
+    shared memory per block).  Persistent kernels with a grid-wide barrier need every
+    block resident.  Cached per kernel, block size, shared memory and device.
     """
     cp = _cupy()
     dev = cp.cuda.Device().id
     ptr = kern.kernel.ptr if hasattr(kern, "kernel") else kern.ptr
-    key = (ptr, block, dev)
+    key = (ptr, block, smem, dev)
     per_sm = _per_sm.get(key)
     if per_sm is None:
         try:
             from cupy.cuda import driver
 
-            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, block, 0))
+            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, block, smem))
         except Exception:  # older CuPy: estimate from the register count
             try:
                 regs = max(1, int(kern.num_regs))
-                per_sm = min(2048 // block, 65536 // (((regs + 7) // 8) * 8 * block))
+                per_sm = min(2048 // block, 65536 // (((regs + 7) // 8) * 8 * block),
+                             (228 * 1024) // max(1, smem + 1024))
             except Exception:
                 per_sm = 1
         per_sm = max(1, per_sm)
@@ -99,6 +101,21 @@ def coop_blocks(kern, per_sm_limit=None, block: int = 256) -> int:
     if per_sm_limit:
         per_sm = min(per_sm, int(per_sm_limit))
     return sm_count(dev) * max(1, per_sm)
+
+
+def launch_cooperative(go, blocks: int, *, shrink: bool = True) -> int:
+    """Run ``go(blocks)`` (a cooperative launch); when the device refuses the grid as too
+    large (another context holds part of the SMs), halve it and retry.  Returns the blocks
+    of the launch that went.  ``shrink=False`` re-raises instead (kernels whose work split
+    depends on the grid size)."""
+    while True:
+        try:
+            go(blocks)
+            return blocks
+        except Exception as exc:  # CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+            if not shrink or blocks <= 1 or "TOO_LARGE" not in str(exc).upper():
+                raise
+            blocks //= 2
 
 
 @dataclass

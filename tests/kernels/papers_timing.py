@@ -62,6 +62,9 @@ def timed(g, method, opts, src, check=True):
     row = dict(method=method, opts={k: v for k, v in opts.items()}, ms=c["kernel_ms"] / b, wall_ms=wall,
                iterations=float(np.mean(res.iterations)), launches=c["launches"] / b,
                host_syncs=c["host_syncs"] / b, mteps=c["mteps"], sources=b)
+    if "resident" in c:
+        row["resident"] = c["resident"]
+        row["k"] = c.get("k")
     for key in ("blind_launches", "buckets", "light_iterations", "delta", "edges_per_s"):
         if key in c:
             row[key] = c[key] / (b if key in ("blind_launches", "buckets", "light_iterations") else 1)
@@ -114,10 +117,14 @@ def part_locality(log, args):
             configs += [dict(k=4, vertices_per_thread=2, persistent=False, arc_batch=0)]  # the paper's setting
             configs += [dict(k=k, vertices_per_thread=2) for k in (2, 3)]
             configs += [dict(k=k, vertices_per_thread=1, blocks_per_sm=b) for k in (2, 3) for b in (1, 4)]
+            # the block-resident arcs off (the global-memory kernel) and the prefetch off
+            configs += [dict(k=k, vertices_per_thread=1, resident=False) for k in (1, 2)]
+            configs += [dict(k=k, vertices_per_thread=1, prefetch=False) for k in (1, 2)]
         else:
             configs = [dict(k=k, vertices_per_thread=1) for k in range(1, 6)]
             configs += [dict(k=k, vertices_per_thread=1, persistent=False) for k in (2, 3)]
             configs += [dict(k=4, vertices_per_thread=2, persistent=False, arc_batch=0)]
+            configs += [dict(k=k, vertices_per_thread=1, resident=False) for k in (1, 2)]
         for opts in configs:
             try:
                 r = timed(g, "locality", opts, src, check=(name == "NY" or opts == configs[1]))
@@ -136,8 +143,10 @@ def part_locality(log, args):
         if r["method"] == "locality":
             o = r["opts"]
             mode = "launched" if o.get("persistent") is False else "persistent"
-            log(f"| {r['graph']} | {mode} | {o['k']} | {o['vertices_per_thread']} | {o.get('blocks_per_sm', '')} | "
-                f"{r['ms']:.3f} | {r.get('speedup_vs_harish', float('nan')):.2f}x |")
+            if r.get("resident"):
+                mode += ", resident arcs" + (", no prefetch" if o.get("prefetch") is False else "")
+            log(f"| {r['graph']} | {mode} | {r.get('k') or o['k']} | {o['vertices_per_thread']} | "
+                f"{o.get('blocks_per_sm', '')} | {r['ms']:.3f} | {r.get('speedup_vs_harish', float('nan')):.2f}x |")
 
 
 def part_delta(log, args):

@@ -28,6 +28,10 @@ WEIGHTED = [
     ("locality", dict(persistent=False, k=2, vertices_per_thread=1)),
     ("locality", dict(arc_batch=0)),
     ("locality", dict(persistent=False, arc_batch=0)),
+    ("locality", dict(resident=False)),
+    ("locality", dict(resident=True)),
+    ("locality", dict(prefetch=False)),
+    ("locality", dict(k=2, resident=True)),
     ("edgelist", {}),
     ("edgelist", dict(restrict=False, segment=1024)),
     ("edgelist", dict(directed=True)),
@@ -41,12 +45,16 @@ WEIGHTED = [
     ("delta", dict(delta=1e30)),
 ]
 WEIGHTED_IDS = [m + "".join(f"-{k}={v}" for k, v in o.items()) for m, o in WEIGHTED]
-NEGATIVE_OK = ["locality", "locality-launched", "edgelist", "queue-bf"]
+NEGATIVE_OK = ["locality", "locality-k2", "locality-global", "locality-launched", "edgelist", "queue-bf"]
+_ALIASES = {"locality-launched": ("locality", dict(persistent=False)),
+            "locality-k2": ("locality", dict(k=2, resident=True)),
+            "locality-global": ("locality", dict(resident=False))}
 
 
 def _m(method):
-    """(registry name, options) of a test id: locality-launched is locality, persistent=False."""
-    return ("locality", dict(persistent=False)) if method == "locality-launched" else (method, {})
+    """(registry name, options) of a test id: locality-launched is locality with
+    persistent=False, locality-global the persistent kernel without the block-resident arcs."""
+    return _ALIASES.get(method, (method, {}))
 BFS = ["bfs-naive", "bfs-blocked", "bfs-hierarchical"]
 
 
@@ -164,8 +172,40 @@ def test_locality_paper_dfs(k, persistent):
     check(gn, [0, 100], "locality", dict(k=k, persistent=persistent, arc_batch=0), negative=True)
 
 
-@pytest.mark.parametrize("method", ["locality", "locality-launched", "edgelist", "queue-bf", "delta",
-                                    "dijkstra-gpu"] + BFS)
+def _fan(seed, fan=20_000):
+    """Vertex 0 with ``fan`` out-arcs (more than a block's shared memory holds), random arcs
+    among the others."""
+    rng = np.random.default_rng(seed)
+    n = fan + 1
+    src = np.concatenate([np.zeros(fan, np.int64), rng.integers(1, n, size=3 * fan)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, size=3 * fan)])
+    return Graph.from_edges(src, dst, rng.integers(1, 1000, size=len(src)), n, name=f"fan{fan}")
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_locality_resident(prefetch, k):
+    """The block-resident kernel (default for k=1) on graphs whose blocks own one to
+    hundreds of vertices, and its fallback where a block's arcs do not fit."""
+    seed = G.fresh_seed()
+    rng = np.random.default_rng(seed)
+    for g in (G.grid(300, 300, seed=seed), G.rmat(12, 8, seed=seed), G.grid(3, 3, seed=seed),
+              G.with_dtype(G.grid(100, 120, seed=seed), np.float32)):
+        res = check(g, rng.integers(0, g.n, size=3), "locality", dict(prefetch=prefetch, k=k))
+        assert res.counters["resident"] is True and res.counters["prefetch"] is prefetch, (g.name, seed)
+        assert res.counters["k"] == k
+        assert res.iterations.min() > 0
+    fan = _fan(seed)
+    res = check(fan, [0, 1], "locality", dict(prefetch=prefetch, k=k))
+    assert res.counters["resident"] is False
+    with pytest.raises(ValueError, match="shared memory"):
+        kernels.solve(fan, [0], method="locality", resident=True)
+    with pytest.raises(ValueError, match="k=1 or 2"):
+        kernels.solve(G.grid(5, 5), [0], method="locality", k=3, resident=True)
+
+
+@pytest.mark.parametrize("method", ["locality", "locality-global", "locality-launched", "edgelist", "queue-bf",
+                                    "delta", "dijkstra-gpu"] + BFS)
 def test_single_vertex_and_isolated_source(method):
     method, opts = _m(method)
     one = Graph.from_edges(np.array([], np.int64), np.array([], np.int64), np.array([], np.int64), 1, name="one")

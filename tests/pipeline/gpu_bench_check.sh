@@ -91,7 +91,7 @@ for phase in $PHASES; do
       args+=("$WORK/$g.parquet")
     done
     log "road graphs ready"
-    bench road 200 "${args[@]}" --ablation hbf --sources "$ROAD_SOURCES" --min-component 100000 \
+    bench road 200 "${args[@]}" --ablation hbf,locality --sources "$ROAD_SOURCES" --min-component 100000 \
       --graph-time-limit 45
     ;;
   small)

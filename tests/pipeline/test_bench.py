@@ -182,6 +182,19 @@ def test_plan_variants_expands_sweep_ablation_and_baselines(fakes):
     assert vs[-1].kind == "baseline"
 
 
+def test_plan_variants_locality_ablation(fakes):
+    """locality's ablation: its default run, then the resident arcs and the prefetch off,
+    labelled by what they turn off in the report."""
+    vs = bm.plan_variants(["locality"], ablation=["locality"], baselines=[], locality_k=(1, 2))
+    assert [v.label for v in vs] == ["locality[k=1]", "locality[k=2]", "locality",
+                                     "locality[resident=off]", "locality[prefetch=off]"]
+    off = [v for v in vs if v.role == "ablation"]
+    assert [v.ablates for v in off] == ["resident_arcs", "prefetch"]
+    from pipeline.bench import _switch_name
+    assert "block-resident" in _switch_name("resident", False)
+    assert "prefetch" in _switch_name("prefetch", False)
+
+
 @pytest.mark.parametrize("kw, match", [
     ({"algorithms": ["nope"]}, "unknown method"),
     ({"algorithms": ["auto"]}, "auto"),
