@@ -120,9 +120,13 @@ struct HbfStage {
 
 // Out-degree test of a head, issued before the relaxation's atomic so that its loads
 // overlap it (the enqueue then needs no dependent load).
+// Whether a vertex with arcs [vb, ve) takes the heavy path (never when no vertex is heavy).
+__device__ __forceinline__ bool hbf_heavy_range(const HbfArgs& a, long long vb, long long ve) {
+    return a.heavy != 0x7fffffff && (ve - vb) > (long long)a.heavy;
+}
 __device__ __forceinline__ bool hbf_is_heavy(const HbfArgs& a, int v) {
     if (a.heavy == 0x7fffffff) return false;
-    return (__ldg(&a.ptr[v + 1]) - __ldg(&a.ptr[v])) > (long long)a.heavy;
+    return hbf_heavy_range(a, __ldg(&a.ptr[v]), __ldg(&a.ptr[v + 1]));
 }
 
 // Enqueue v (when want) into the next frontier or (hv) the next heavy queue.  Warp-collective.
@@ -195,7 +199,7 @@ __device__ __forceinline__ bool hbf_relax(const HbfArgs& a, const Dist<D, MODE>&
     if constexpr (HOPS > 1) {
         *vb = __ldg(&a.ptr[v]);
         *ve = __ldg(&a.ptr[v + 1]);
-        *hv = a.heavy != 0x7fffffff && (*ve - *vb) > (long long)a.heavy;
+        *hv = hbf_heavy_range(a, *vb, *ve);
     } else {
         *hv = hbf_is_heavy(a, v);
     }

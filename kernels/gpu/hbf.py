@@ -133,7 +133,12 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     classes = bool(opts["edge_classes"]) and n < 2**30 and m > 0
     heavy = opts["heavy_threshold"]
     heavy = NO_HEAVY if not heavy else int(min(int(heavy), NO_HEAVY))
-    heavy_vertices = int(np.count_nonzero(graph.out_degree() > heavy)) if heavy != NO_HEAVY else 0
+    heavy_vertices = 0
+    if heavy != NO_HEAVY:  # counted once per graph and threshold (kept with the resident graph)
+        from kernels.gpu.loader import device_graph
+
+        heavy_vertices = device_graph(graph).cached(
+            ("hbf-heavy-vertices", heavy), lambda: int(np.count_nonzero(graph.out_degree() > heavy)))
     # no vertex above the threshold: the kernels skip the per-arc degree test altogether
     kernel_heavy = heavy if heavy_vertices else NO_HEAVY
     lanes = 0 if opts["virtual_warps"] else int(opts["lanes"])
