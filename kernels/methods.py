@@ -34,5 +34,5 @@ register("queue-bf", "gpu", "kernels.gpu.queue_bf:solve", negative_weights=True,
 register("delta", "gpu", "kernels.gpu.delta:solve", negative_weights=False,
          description="delta-stepping, per-vertex bucket index, light/heavy on the fly, one cooperative "
                      "kernel per source (paper 003, Meyer-Sanders)")
-register("batched", "gpu", "kernels.gpu.batched:batched", negative_weights=True,
+register("batched", "gpu", "kernels.gpu.batched:batched", negative_weights=True, device_turn=True,
          description="many sources per cooperative kernel, vertex-major distances, near-far buckets, GPU reductions")

@@ -28,6 +28,9 @@ class Method:
     negative_weights: bool = True
     description: str = ""
     options: dict = field(default_factory=dict)
+    # the implementation takes ``turn`` (see :func:`solve`) and holds it only while it
+    # enqueues device work
+    device_turn: bool = False
 
     def load(self):
         mod, fn = self.target.split(":")
@@ -38,11 +41,11 @@ _METHODS: dict[str, Method] = {}
 
 
 def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
-             description: str = "", **options) -> None:
+             description: str = "", device_turn: bool = False, **options) -> None:
     """Add (or replace) a method in the registry."""
     if backend not in ("gpu", "cpu"):
         raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
-    _METHODS[name] = Method(name, backend, target, negative_weights, description, options)
+    _METHODS[name] = Method(name, backend, target, negative_weights, description, options, device_turn)
 
 
 def get(name: str) -> Method:
@@ -86,7 +89,7 @@ def resolve_backend(method: str, backend: str = "auto") -> str:
 
 
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
-          predecessors: bool = False, distances: bool = True, **options) -> Result:
+          predecessors: bool = False, distances: bool = True, turn=None, **options) -> Result:
     """Shortest paths from each of ``sources`` (internal 0-based indices).
 
     Parameters
@@ -102,6 +105,13 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         Also return the shortest-path tree.
     distances : bool
         Return the (B, n) distance array; False keeps only per-source statistics.
+    turn : lock, optional
+        Serialises the device work of concurrent calls on one GPU (an object with
+        ``acquire``/``release``, e.g. ``threading.Lock``).  A method that supports it
+        (``batched``) holds it only while it enqueues its launches, so the next call's
+        work queues right behind on the same stream while this one fetches its results
+        and builds its answer; its CUDA-event kernel time still covers its own work only.
+        Other methods hold it for the whole call.
 
     Returns
     -------
@@ -144,6 +154,11 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()
+    if turn is not None and spec.device_turn:
+        return fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
+    if turn is not None:
+        with turn:
+            return fn(graph, src, predecessors=predecessors, distances=distances, **options)
     return fn(graph, src, predecessors=predecessors, distances=distances, **options)
 
 

@@ -283,15 +283,40 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
 _SOLVE_LOCK = threading.Lock()
 
 
-def _solve_guard(method: str, backend: str):
-    """The per-process solve lock for GPU solves; CPU solves of several threads run freely."""
-    import contextlib
+class _Turn:
+    """This process's GPU turn (``_SOLVE_LOCK``) as one task takes it: records when the
+    task got it and gave it back (``kernels.solve`` takes and returns it; ``batched``
+    gives it back as soon as its launches are enqueued, so the next batch's kernel
+    queues right behind on the GPU while this task collects its results)."""
 
+    def __init__(self, lock):
+        self.lock = lock
+        self.got = self.gave = None
+
+    def acquire(self):
+        self.lock.acquire()
+        self.got = time.perf_counter()
+
+    def release(self):
+        self.gave = time.perf_counter()
+        self.lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _solve_turn(method: str, backend: str):
+    """A :class:`_Turn` of the per-process lock for GPU solves; None for CPU solves,
+    which run freely in several threads."""
     from kernels.registry import resolve_backend
 
     if resolve_backend(method, backend) == "gpu":
-        return _SOLVE_LOCK
-    return contextlib.nullcontext()
+        return _Turn(_SOLVE_LOCK)
+    return None
 
 
 def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,
@@ -317,19 +342,20 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     except ValueError:
         worker = "local"
     want_dist = "distances" in outputs or "predecessors" in outputs
-    t1 = t_load = time.perf_counter()
+    t_load = time.perf_counter()
+    # one solve's device work at a time per process (= per GPU for dask-cuda workers): a
+    # worker's second thread collects and writes the previous batch meanwhile, and kernel
+    # times stay honest (CUDA events around each call's own work)
+    turn = _solve_turn(method, backend)
     try:
-        # one solve at a time per process (= per GPU for dask-cuda workers): a worker's
-        # second thread writes the previous batch meanwhile, and kernel times stay honest
-        with _solve_guard(method, backend):
-            t1 = time.perf_counter()
-            res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
-                                backend=backend, distances=want_dist,
-                                predecessors="predecessors" in outputs)
+        res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
+                            backend=backend, distances=want_dist,
+                            predecessors="predecessors" in outputs, turn=turn)
     except NegativeCycleError as exc:
         # NegativeCycleError does not survive pickling; send its message
         raise BatchError(f"batch {index}: {exc}") from None
     t2 = time.perf_counter()
+    t1 = turn.got if turn is not None and turn.got is not None else t_load
     outdir = Path(out)
     name = batch_name(index)
     nbytes = 0
@@ -366,7 +392,9 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
         "write_ms": (t3 - t2) * 1e3,
         "stats_table_ms": (t_table - t_stats) * 1e3,  # of write_ms: building the stats rows
         "load_ms": (t_load - t0) * 1e3,
-        "wait_ms": (t1 - t_load) * 1e3,  # for this worker's other solve to finish
+        "wait_ms": (t1 - t_load) * 1e3,  # for the GPU turn (this worker's other solve)
+        "held_ms": ((turn.gave - turn.got) * 1e3 if turn is not None and turn.gave is not None
+                    else (t2 - t1) * 1e3),  # the GPU turn held: set-up and launches
         "task_ms": (t3 - t0) * 1e3,
         "started": started,
         "ended": started + (t3 - t0),

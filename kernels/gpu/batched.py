@@ -121,7 +121,7 @@ def _device_arrays(dg, graph, tname):
 
 def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
             batch_size=None, histogram_bins=None, delta=None, locality=True, mode=None,
-            blocks_per_sm=None, **options) -> Result:
+            blocks_per_sm=None, turn=None, **options) -> Result:
     """Shortest paths from every source, ``batch_size`` sources per kernel.
 
     Parameters
@@ -158,6 +158,10 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     blocks_per_sm : int, optional
         Resident blocks per SM of the cooperative kernel (default: as many as fit);
         fewer blocks make the grid-wide barrier cheaper.
+    turn : lock, optional
+        Held from the first chunk's set-up to the last launch enqueued (see
+        :func:`kernels.solve`); the statistics then come back on a side stream that
+        waits for this call's end event only, not for the next call's kernels.
 
     Returns
     -------
@@ -310,105 +314,116 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     host_syncs = 0
     red_grid_x = max(1, min(1024, (n + 255) // 256))
     start_ev, end_ev = cp.cuda.Event(), cp.cuda.Event()
-    start_ev.record()
-    for ci, rows in enumerate(chunks):
-        k = len(rows)
-        srcs = sources[rows]
-        outrow = np.full(Bcap, -1, dtype=np.int64)
-        outrow[:k] = rows
-        outrow_d = cp.asarray(outrow)
-        src_slots = np.full(Bcap, -1, dtype=np.int64)
-        src_slots[:k] = srcs
-        slot = np.arange(k)
-        dist.fill(inf_t)
-        dist.reshape(n, Bcap)[cp.asarray(srcs), cp.asarray(slot)] = 0
-        c = np.zeros(_C_SIZE, dtype=np.int32)
-        if mode == "pairs":
-            for b in pbits:
-                b.fill(0)
-            # one near pair per slot (repeated sources are separate slots)
-            plists[0][:k] = cp.asarray((srcs * Bcap + slot).astype(np.uint32))
-            c[_C_R] = k
-        else:
-            uniq, inv = np.unique(srcs, return_inverse=True)
-            masks = np.zeros((len(uniq), W), dtype=np.uint32)
-            np.bitwise_or.at(masks, (inv, slot // 32),
-                             (np.uint32(1) << (slot % 32).astype(np.uint32)))
-            uniq_d = cp.asarray(uniq.astype(np.int32))
-            pend.fill(0)
-            imp.fill(0)
-            imp.reshape(n, W)[uniq_d] = cp.asarray(masks)
-            inF.fill(0)
-            qstamp.fill(0)
-            astamp.fill(-1)
-            astamp[uniq_d] = 0
-            lists[0][:len(uniq)] = uniq_d
-            c[_C_A if mode == "pull" else _C_R] = len(uniq)
-        ctl[ci] = cp.asarray(c)
-        if mode == "pairs":
-            args = (np.int32(n), np.int32(Bcap), np.int32(log_b), optr, oidx, ow, dist,
-                    pbits[0], pbits[1], pbits[2], plists[0], plists[1], plists[2], plists[3],
-                    ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
-        elif mode == "pull":
-            args = (np.int32(n), np.int32(Bcap), optr, oidx, rptr, ridx, rw, dist, pend, imp, inF,
-                    qstamp, astamp, lists[0], lists[1], lists[2], lists[3], lists[4], lists[5],
-                    ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
-        else:
-            args = (np.int32(n), np.int32(Bcap), optr, oidx, ow, dist, pend, imp, inF, astamp,
-                    lists[0], lists[1], lists[4], lists[5], ctl[ci], ll[ci], thr0, delta_t,
-                    np.int32(maxit), relax, outrow_d)
-        blocks = launch_cooperative(lambda b: k_solve((b,), (_BLOCK,), args), blocks)
-        launches += 1
-        k_reduce((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
-                 (np.int32(n), np.int32(Bcap), np.int32(k), dist, outrow_d, reached, ecc, total))
-        launches += 1
-        if graph.has_negative:
-            st = int(ctl[ci, _C_STATUS].get())
-            host_syncs += 1
-            if st == 1:
-                _raise_negative_cycle(graph, (pbits[0] | pbits[1]) if mode == "pairs" else (pend | imp),
-                                      W, src_slots, k)
-        if hist_edges is not None:
-            rows_d = cp.asarray(rows)
-            if shared_edges is not None:
-                hist_edges[rows_d] = cp.asarray(shared_edges)[None, :]
+    if turn is not None:
+        turn.acquire()
+    try:
+        start_ev.record()
+        for ci, rows in enumerate(chunks):
+            k = len(rows)
+            srcs = sources[rows]
+            outrow = np.full(Bcap, -1, dtype=np.int64)
+            outrow[:k] = rows
+            outrow_d = cp.asarray(outrow)
+            src_slots = np.full(Bcap, -1, dtype=np.int64)
+            src_slots[:k] = srcs
+            slot = np.arange(k)
+            dist.fill(inf_t)
+            dist.reshape(n, Bcap)[cp.asarray(srcs), cp.asarray(slot)] = 0
+            c = np.zeros(_C_SIZE, dtype=np.int32)
+            if mode == "pairs":
+                for b in pbits:
+                    b.fill(0)
+                # one near pair per slot (repeated sources are separate slots)
+                plists[0][:k] = cp.asarray((srcs * Bcap + slot).astype(np.uint32))
+                c[_C_R] = k
             else:
-                blk = dist.reshape(n, Bcap)[:, :k]
-                fin = blk != inf_t
-                lo = cp.where(fin, blk, inf_t).min(axis=0).astype(cp.float64)
-                hi = ecc[rows_d].astype(cp.float64)
-                lo = cp.where(fin.any(axis=0), lo, 0.0)
-                hi = cp.where(fin.any(axis=0), hi, 1.0)
-                same = hi <= lo
-                lo = cp.where(same, lo - 0.5, lo)
-                hi = cp.where(same, hi + 0.5, hi)
-                t = cp.arange(nbins + 1, dtype=cp.float64) / nbins
-                e = lo[:, None] + (hi - lo)[:, None] * t[None, :]
-                e[:, -1] = hi
-                hist_edges[rows_d] = e
-            k_hist((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
-                   (np.int32(n), np.int32(Bcap), np.int32(k), np.int32(nbins), dist, outrow_d,
-                    hist_edges, hist_counts))
+                uniq, inv = np.unique(srcs, return_inverse=True)
+                masks = np.zeros((len(uniq), W), dtype=np.uint32)
+                np.bitwise_or.at(masks, (inv, slot // 32),
+                                 (np.uint32(1) << (slot % 32).astype(np.uint32)))
+                uniq_d = cp.asarray(uniq.astype(np.int32))
+                pend.fill(0)
+                imp.fill(0)
+                imp.reshape(n, W)[uniq_d] = cp.asarray(masks)
+                inF.fill(0)
+                qstamp.fill(0)
+                astamp.fill(-1)
+                astamp[uniq_d] = 0
+                lists[0][:len(uniq)] = uniq_d
+                c[_C_A if mode == "pull" else _C_R] = len(uniq)
+            ctl[ci] = cp.asarray(c)
+            if mode == "pairs":
+                args = (np.int32(n), np.int32(Bcap), np.int32(log_b), optr, oidx, ow, dist,
+                        pbits[0], pbits[1], pbits[2], plists[0], plists[1], plists[2], plists[3],
+                        ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
+            elif mode == "pull":
+                args = (np.int32(n), np.int32(Bcap), optr, oidx, rptr, ridx, rw, dist, pend, imp, inF,
+                        qstamp, astamp, lists[0], lists[1], lists[2], lists[3], lists[4], lists[5],
+                        ctl[ci], ll[ci], thr0, delta_t, np.int32(maxit), relax, outrow_d)
+            else:
+                args = (np.int32(n), np.int32(Bcap), optr, oidx, ow, dist, pend, imp, inF, astamp,
+                        lists[0], lists[1], lists[4], lists[5], ctl[ci], ll[ci], thr0, delta_t,
+                        np.int32(maxit), relax, outrow_d)
+            blocks = launch_cooperative(lambda b: k_solve((b,), (_BLOCK,), args), blocks)
             launches += 1
-        if distances:
-            blk = dist.reshape(n, Bcap)[:, :k].T
-            d64 = cp.where(blk == inf_t, cp.inf, blk.astype(cp.float64))
-            out_dist[rows] = d64.get()
-            host_syncs += 1
-        if predecessors:
-            tot = n * Bcap
-            k_pred(((tot + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-                   (np.int32(n), np.int32(Bcap), np.int32(k), rptr, ridx, rw, dist,
-                    cp.asarray(src_slots), pred_buf))
+            k_reduce((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
+                     (np.int32(n), np.int32(Bcap), np.int32(k), dist, outrow_d, reached, ecc, total))
             launches += 1
-            out_pred[rows] = pred_buf.reshape(n, Bcap)[:, :k].T.astype(cp.int64).get()
-            host_syncs += 1
-    end_ev.record()
+            if graph.has_negative:
+                st = int(ctl[ci, _C_STATUS].get())
+                host_syncs += 1
+                if st == 1:
+                    _raise_negative_cycle(graph, (pbits[0] | pbits[1]) if mode == "pairs" else (pend | imp),
+                                          W, src_slots, k)
+            if hist_edges is not None:
+                rows_d = cp.asarray(rows)
+                if shared_edges is not None:
+                    hist_edges[rows_d] = cp.asarray(shared_edges)[None, :]
+                else:
+                    blk = dist.reshape(n, Bcap)[:, :k]
+                    fin = blk != inf_t
+                    lo = cp.where(fin, blk, inf_t).min(axis=0).astype(cp.float64)
+                    hi = ecc[rows_d].astype(cp.float64)
+                    lo = cp.where(fin.any(axis=0), lo, 0.0)
+                    hi = cp.where(fin.any(axis=0), hi, 1.0)
+                    same = hi <= lo
+                    lo = cp.where(same, lo - 0.5, lo)
+                    hi = cp.where(same, hi + 0.5, hi)
+                    t = cp.arange(nbins + 1, dtype=cp.float64) / nbins
+                    e = lo[:, None] + (hi - lo)[:, None] * t[None, :]
+                    e[:, -1] = hi
+                    hist_edges[rows_d] = e
+                k_hist((red_grid_x, (Bcap + _BLOCK - 1) // _BLOCK), (_BLOCK,),
+                       (np.int32(n), np.int32(Bcap), np.int32(k), np.int32(nbins), dist, outrow_d,
+                        hist_edges, hist_counts))
+                launches += 1
+            if distances:
+                blk = dist.reshape(n, Bcap)[:, :k].T
+                d64 = cp.where(blk == inf_t, cp.inf, blk.astype(cp.float64))
+                out_dist[rows] = d64.get()
+                host_syncs += 1
+            if predecessors:
+                tot = n * Bcap
+                k_pred(((tot + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
+                       (np.int32(n), np.int32(Bcap), np.int32(k), rptr, ridx, rw, dist,
+                        cp.asarray(src_slots), pred_buf))
+                launches += 1
+                out_pred[rows] = pred_buf.reshape(n, Bcap)[:, :k].T.astype(cp.int64).get()
+                host_syncs += 1
+        end_ev.record()
+    finally:
+        if turn is not None:
+            turn.release()
+    # every launch is enqueued (and distances or predecessors copied back): a concurrent
+    # call may queue its work behind ours now; our statistics come back on a side stream
+    # ordered after our end event only
+    side = cp.cuda.Stream(non_blocking=True)
+    side.wait_event(end_ev)
     end_ev.synchronize()
     host_syncs += 1
     kernel_ms = cp.cuda.get_elapsed_time(start_ev, end_ev)
-    ctl_h = ctl.get()
-    ll_h = ll.get()
+    ctl_h = ctl.get(stream=side)
+    ll_h = ll.get(stream=side)
     status = ctl_h[:, _C_STATUS]
     if np.any(status == 2):
         raise RuntimeError(f"batched kernel on {graph.name}: inconsistent state (status 2)")
@@ -417,11 +432,11 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             raise RuntimeError("negative cycle suspected but not located")
         raise RuntimeError(
             f"batched kernel on {graph.name} did not converge in {maxit} iterations")
-    reached_h = reached.get().astype(np.int64)
-    ecc_h = ecc.get().astype(np.float64)
-    sum_h = total.get()
+    reached_h = reached.get(stream=side).astype(np.int64)
+    ecc_h = ecc.get(stream=side).astype(np.float64)
+    sum_h = total.get(stream=side)
     ecc_h = np.where(reached_h > 0, ecc_h, np.nan)
-    relax_h = relax.get().astype(np.int64)
+    relax_h = relax.get(stream=side).astype(np.int64)
     iters = np.zeros(N, dtype=np.int64)
     for ci, rows in enumerate(chunks):
         iters[rows] = ctl_h[ci, _C_ITERS]
@@ -451,8 +466,8 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     }
     if hist_edges is not None:
         counters["histogram"] = {
-            "edges": shared_edges if shared_edges is not None else hist_edges.get(),
-            "counts": hist_counts.get().astype(np.int64),
+            "edges": shared_edges if shared_edges is not None else hist_edges.get(stream=side),
+            "counts": hist_counts.get(stream=side).astype(np.int64),
         }
     return Result(
         sources=sources,

@@ -159,3 +159,32 @@ def test_unknown_method_and_backend(rome):
     assert set(kernels.available_methods()) >= gpu_methods | {"dijkstra", "bellman-ford", "auto"}
     assert not gpu_methods & set(kernels.available_methods("cpu"))
     assert set(kernels.available_methods("cpu")) >= {"dijkstra", "bellman-ford", "auto"}
+
+
+class _RecordingTurn:
+    """A stand-in GPU turn that records how a solve takes and returns it."""
+
+    def __init__(self):
+        self.events = []
+
+    def acquire(self):
+        self.events.append("acquire")
+
+    def release(self):
+        self.events.append("release")
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def test_turn_held_for_the_whole_call_by_methods_without_device_turn(rome):
+    """kernels.solve(turn=...): a method that does not take the turn itself (here the CPU
+    Dijkstra) runs entirely inside it, once; batched is the one that takes it itself."""
+    turn = _RecordingTurn()
+    res = kernels.solve(rome, [0, 5], method="dijkstra", backend="cpu", turn=turn)
+    assert turn.events == ["acquire", "release"] and res.distances.shape == (2, rome.n)
+    assert kernels.get("batched").device_turn and not kernels.get("hbf").device_turn

@@ -203,3 +203,36 @@ def test_histogram_and_delta_inf():
         assert np.array_equal(np.histogram(d, bins=edges)[0], got.counters["histogram"]["counts"][i])
     check(g, src, delta=float("inf"))
     check(g, src, delta=1.0, batch_size=64)
+
+
+def test_turn_two_threads_queue_behind_each_other():
+    """Two threads share one GPU turn (as a study worker's two task threads do): each
+    call gives it back once its launches are enqueued and collects its statistics on a
+    side stream; every result equals the serial one, and every call's kernel time stays
+    within its own solve."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    seed = _fresh_seed()
+    g = bg.random_graph(3000, 24000, seed)
+    rng = np.random.default_rng(seed)
+    groups = [rng.integers(0, g.n, size=96) for _ in range(6)]
+    serial = [kernels.solve(g, s, method="batched", distances=True) for s in groups]
+    lock = threading.Lock()
+
+    def one(s, with_dist):
+        t = time.perf_counter()
+        r = kernels.solve(g, s, method="batched", distances=with_dist, turn=lock)
+        return r, (time.perf_counter() - t) * 1e3
+
+    for with_dist in (False, True):
+        with ThreadPoolExecutor(2) as ex:
+            got = list(ex.map(lambda s: one(s, with_dist), groups))
+        for (r, wall_ms), want, s in zip(got, serial, groups):
+            assert np.array_equal(r.reached, want.reached), seed
+            assert np.array_equal(r.sum_distance, want.sum_distance), seed
+            assert np.array_equal(np.nan_to_num(r.eccentricity, nan=-1), np.nan_to_num(want.eccentricity, nan=-1))
+            if with_dist:
+                assert np.array_equal(r.distances, want.distances), seed
+            assert 0 < r.counters["kernel_ms"] <= wall_ms
+    assert not lock.locked()
