@@ -137,7 +137,13 @@ class StudyPlan:
         return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
 
     def task_key(self, index: int) -> str:
-        return f"sssp-batch-{self.study_id}-{int(index):06d}"
+        return self.task_keys([index])[0]
+
+    def task_keys(self, indices) -> list[str]:
+        """Task keys of batches ``indices`` (the study id, a digest of every source, is
+        computed once: per key it made submitting all of NY's 517 batches take 0.6 s)."""
+        sid = self.study_id
+        return [f"sssp-batch-{sid}-{int(i):06d}" for i in indices]
 
 
 def parse_outputs(outputs) -> tuple:
@@ -797,7 +803,7 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
     # that got none of the first ones
     futs = client.map(
         _solve_batch_task, indices, [plan.batches[i] for i in indices],
-        key=[plan.task_key(i) for i in indices], pure=False, retries=retries,
+        key=plan.task_keys(indices), pure=False, retries=retries,
         fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
         backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
         out=os.fspath(plan.out.resolve()), fsync=fsync,

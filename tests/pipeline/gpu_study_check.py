@@ -154,9 +154,29 @@ def run_one(client, handle_backend, info, gpath, sources_kw, out: Path, args, *,
     if out.exists():
         shutil.rmtree(out)
     plan = plan_study(g, gpath, sp, out=out, algorithm=args.algorithm, batch_size=args.batch_size)
+    # the client's garbage-collection pauses during the study (a diagnostic: a pause
+    # there delays submissions or the journal)
+    pauses = []
+
+    def on_gc(phase, info_):
+        if phase == "start":
+            pauses.append([time.perf_counter(), None, info_.get("generation")])
+        elif pauses and pauses[-1][1] is None:
+            pauses[-1][1] = time.perf_counter()
+
+    import gc
+
+    gc.callbacks.append(on_gc)
     t0 = time.perf_counter()
-    summary = run_study(client, plan, backend=handle_backend, cluster_info=info)
+    try:
+        summary = run_study(client, plan, backend=handle_backend, cluster_info=info)
+    finally:
+        gc.callbacks.remove(on_gc)
     wall = time.perf_counter() - t0
+    done = [(b - a, gen) for a, b, gen in pauses if b is not None]
+    summary["client_gc"] = {"collections": len(done), "ms": round(sum(d for d, _ in done) * 1e3, 2),
+                            "max_ms": round(max((d for d, _ in done), default=0.0) * 1e3, 2),
+                            "gen2": sum(1 for _, gen in done if gen == 2)}
     stats = pq.read_table(out / "stats")
     return g, plan, summary, stats, wall
 
@@ -231,7 +251,7 @@ def main(argv=None) -> int:
                         "solve_s": tm["solve_ms_this_run"] / 1e3, "write_s": tm["write_ms_this_run"] / 1e3,
                         "outside_kernels_s": tm["outside_kernels_s"],
                         "outside_vs_kernel": tm["outside_kernels_vs_kernel"],
-                        "diameter": s["diameter"], "radius": s["radius"],
+                        "diameter": s["diameter"], "radius": s["radius"], "client_gc": s.get("client_gc"),
                         **task_breakdown(work / f"study-{name}-{label}", tm["wall_s"], info["workers"],
                                          tm.get("started_at"), tm.get("collected_at")),
                     }
