@@ -19,28 +19,24 @@ def _hops(pattern, start: int) -> np.ndarray:
     return dijkstra(pattern, directed=False, indices=int(start), unweighted=True)
 
 
-_coords_cache: dict = {}
-
-
 def _cached_coordinates(graph, start: int) -> tuple[np.ndarray, np.ndarray]:
     """(landmark_coordinates of ``start``'s component, weak component labels), computed
-    once per graph and component (two threads may both compute one: harmless)."""
+    once per graph and component (``Graph.cached``; two threads may both compute one:
+    harmless)."""
     from scipy.sparse.csgraph import connected_components
 
-    key = (graph.fingerprint or id(graph), graph.n, graph.m)
-    entry = _coords_cache.get(key)
     pattern = None
-    if entry is None:
+
+    def labels():
+        nonlocal pattern
         pattern = graph.pattern(np.float64)  # float: what the hop searches work on
-        _, labels = connected_components(pattern, directed=True, connection="weak")
-        entry = {"labels": labels}
-        if len(_coords_cache) >= 4:
-            _coords_cache.clear()
-        _coords_cache[key] = entry
-    label = int(entry["labels"][start])
-    if label not in entry:
-        entry[label] = landmark_coordinates(graph, start, pattern=pattern)
-    return entry[label], entry["labels"]
+        return connected_components(pattern, directed=True, connection="weak")[1]
+
+    comp = graph.cached("weak-components", labels)
+    label = int(comp[start])
+    coords = graph.cached(("landmark-coordinates", label),
+                          lambda: landmark_coordinates(graph, start, pattern=pattern))
+    return coords, comp
 
 
 def landmark_coordinates(graph, start: int = 0, landmarks: int = 3, *,

@@ -62,6 +62,9 @@ class Graph:
     fingerprint: str = ""
     path: str | None = None  # the Parquet file it was loaded from, if any
     _reverse: tuple | None = field(default=None, repr=False)
+    # host data derived from the arrays (which never change), see cached(); never copied
+    # into another Graph
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -277,6 +280,14 @@ class Graph:
     def tails(self) -> np.ndarray:
         """Tail of every arc, aligned with ``indices``."""
         return np.repeat(np.arange(self.n, dtype=self.indices.dtype), self.out_degree())
+
+    def cached(self, key, build):
+        """``build()`` once per graph and ``key``: data derived from the graph's arrays
+        (components, landmark distances, degree shares) that several solves or plans
+        reuse.  Kept with the graph, so it lives exactly as long as the graph does."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]
 
     def reverse(self):
         """Reverse CSR ``(indptr, indices, weights, arc_id)``: in-arcs of each vertex."""

@@ -54,19 +54,13 @@ PAIRS_HEAVY = 32
 PAIRS_MAX_HEAVY_SHARE = 0.5
 
 
-_heavy_cache: dict = {}
-
-
 def _heavy_share(graph) -> float:
-    key = (graph.fingerprint or id(graph), graph.m)
-    h = _heavy_cache.get(key)
-    if h is None:
+    """Share of the arcs that leave vertices of more than PAIRS_HEAVY arcs (once per graph)."""
+    def share():
         deg = graph.out_degree()
-        h = float(deg[deg > PAIRS_HEAVY].sum()) / max(graph.m, 1)
-        if len(_heavy_cache) > 64:
-            _heavy_cache.clear()
-        _heavy_cache[key] = h
-    return h
+        return float(deg[deg > PAIRS_HEAVY].sum()) / max(graph.m, 1)
+
+    return graph.cached("batched-heavy-share", share)
 
 
 def default_mode(graph, tname: str, n_b: int) -> str:

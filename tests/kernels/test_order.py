@@ -67,3 +67,21 @@ def test_batched_default_mode_rule():
     back = np.arange(10, 500)
     star = Graph.from_edges(np.r_[hubs, back], np.r_[leaves, back % 10], np.ones(1990, np.int64), 500)
     assert default_mode(star, "int32", 512) == "push"
+
+
+def test_landmarks_computed_once_per_graph(monkeypatch):
+    """The landmark distances live with the graph (Graph.cached): a second ordering of
+    the same graph reuses them, another graph gets its own."""
+    import kernels.order as ko
+    from pipeline.graph import Graph
+
+    calls = []
+    orig = ko.landmark_coordinates
+    monkeypatch.setattr(ko, "landmark_coordinates", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    ring = Graph.from_edges(np.arange(60), (np.arange(60) + 1) % 60, np.ones(60, np.int64), 60)
+    first = ko.locality_order(ring, np.arange(0, 60, 2), leaf=4)
+    again = ko.locality_order(ring, np.arange(0, 60, 2), leaf=4)
+    assert np.array_equal(first, again) and len(calls) == 1
+    other = Graph.from_edges(np.arange(60), (np.arange(60) + 1) % 60, np.ones(60, np.int64), 60)
+    ko.locality_order(other, np.arange(0, 60, 2), leaf=4)
+    assert len(calls) == 2

@@ -111,3 +111,16 @@ def test_fractional_ids_rejected_not_truncated():
         g.to_index([1.5])
     with pytest.raises(ValueError, match="integers"):
         g.to_index(["2.7"])
+
+
+def test_cached_builds_once_per_graph():
+    """Graph.cached: one build per key and graph; a copy made by dataclasses.replace
+    starts with its own, empty cache (its arrays may differ)."""
+    import dataclasses
+
+    g = Graph.from_edges([0, 1], [1, 2], [1, 1], 3)
+    calls = []
+    assert g.cached("k", lambda: calls.append(1) or 7) == 7
+    assert g.cached("k", lambda: calls.append(1) or 8) == 7 and len(calls) == 1
+    h = dataclasses.replace(g, weights=np.array([5, 5], dtype=g.weights.dtype))
+    assert h.cached("k", lambda: 9) == 9 and g.cached("k", lambda: 10) == 7
