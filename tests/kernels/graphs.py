@@ -149,6 +149,18 @@ def grid(rows, cols, *, seed=0, dtype=np.int64, lo=1, hi=100) -> Graph:
     return Graph.from_edges(src, dst, np.asarray(w).astype(dtype), n, directed=False, name=f"grid{rows}x{cols}")
 
 
+def fan(seed, fan=20_000, dtype=np.int64) -> Graph:
+    """Vertex 0 with ``fan`` out-arcs, then random arcs among the others: a hub whose arcs
+    overflow a block's shared-memory stages (hbf's enqueue stage of 2048 entries,
+    locality's resident arcs), weights U[1, 999]."""
+    rng = np.random.default_rng(seed)
+    n = fan + 1
+    src = np.concatenate([np.zeros(fan, np.int64), rng.integers(1, n, size=3 * fan)])
+    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, size=3 * fan)])
+    w = rng.integers(1, 1000, size=len(src)).astype(dtype)
+    return Graph.from_edges(src, dst, w, n, name=f"fan{fan}")
+
+
 def random_graph(n, m, *, seed=0, dtype=np.int64, lo=1, hi=100, parallel="min") -> Graph:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, size=m)

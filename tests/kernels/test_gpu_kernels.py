@@ -16,7 +16,6 @@ import pytest
 
 import kernels
 from kernels.result import NegativeCycleError
-from pipeline.graph import Graph
 
 from . import graphs as G
 
@@ -322,18 +321,6 @@ def test_hbf_hops2_counters_and_rounds():
     assert np.all(two.relaxations > 0)
 
 
-def _fan_graph(seed, fan=20_000, dtype=np.int64):
-    """Vertex 0 with ``fan`` out-arcs, then random arcs among the others: the source's
-    round puts ``fan`` vertices into one block's frontier stage (2048 entries), so most
-    of them take the spill path straight to the global frontier."""
-    rng = np.random.default_rng(seed)
-    n = fan + 1
-    src = np.concatenate([np.zeros(fan, np.int64), rng.integers(1, n, size=3 * fan)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, size=3 * fan)])
-    w = rng.integers(1, 1000, size=len(src)).astype(dtype)
-    return Graph.from_edges(src, dst, w, n, name=f"fan{fan}")
-
-
 @pytest.mark.parametrize("opts", [dict(heavy_threshold=0, blocks_per_sm=1, hops=1),
                                   dict(heavy_threshold=0, blocks_per_sm=1, dedup64=False, hops=1),
                                   dict(heavy_threshold=0, persistent=False, hops=1),
@@ -342,6 +329,6 @@ def _fan_graph(seed, fan=20_000, dtype=np.int64):
 def test_hbf_block_stage_spill(opts):
     """More enqueues in one block and round than its stage holds: exact all the same."""
     seed = G.fresh_seed()
-    g = _fan_graph(seed)
+    g = G.fan(seed)
     res = check(g, [0, 1], "hbf", opts)
     assert res.counters["enqueue"] == "block", (seed, res.counters["enqueue"])

@@ -172,16 +172,6 @@ def test_locality_paper_dfs(k, persistent):
     check(gn, [0, 100], "locality", dict(k=k, persistent=persistent, arc_batch=0), negative=True)
 
 
-def _fan(seed, fan=20_000):
-    """Vertex 0 with ``fan`` out-arcs (more than a block's shared memory holds), random arcs
-    among the others."""
-    rng = np.random.default_rng(seed)
-    n = fan + 1
-    src = np.concatenate([np.zeros(fan, np.int64), rng.integers(1, n, size=3 * fan)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(1, n, size=3 * fan)])
-    return Graph.from_edges(src, dst, rng.integers(1, 1000, size=len(src)), n, name=f"fan{fan}")
-
-
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("prefetch", [True, False])
 def test_locality_resident(prefetch, k):
@@ -195,7 +185,7 @@ def test_locality_resident(prefetch, k):
         assert res.counters["resident"] is True and res.counters["prefetch"] is prefetch, (g.name, seed)
         assert res.counters["k"] == k
         assert res.iterations.min() > 0
-    fan = _fan(seed)
+    fan = G.fan(seed)
     res = check(fan, [0, 1], "locality", dict(prefetch=prefetch, k=k))
     assert res.counters["resident"] is False
     with pytest.raises(ValueError, match="shared memory"):
