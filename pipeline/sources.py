@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-# the batching order lives with the kernels it serves; re-exported here for planners
-from kernels.order import landmark_coordinates, locality_order  # noqa: F401
+# the batching order lives with the kernels it serves
+from kernels.order import locality_order
 
 log = logging.getLogger(__name__)
 
