@@ -3,9 +3,9 @@
 Public interface: :func:`solve`, :func:`available_methods`, :func:`device_count`,
 :class:`Result`, :class:`NegativeCycleError`.
 """
-from kernels.registry import available_methods, device_count, get, register, solve
-from kernels.result import DISTANCE_SCHEMA, STATS_SCHEMA, NegativeCycleError, Result
-from kernels import methods as _methods  # noqa: F401  (registers GPU methods)
+from gpu_sssp.kernels.registry import available_methods, device_count, get, register, solve
+from gpu_sssp.kernels.result import DISTANCE_SCHEMA, STATS_SCHEMA, NegativeCycleError, Result
+from gpu_sssp.kernels import methods as _methods  # noqa: F401  (registers GPU methods)
 
 __all__ = [
     "solve",

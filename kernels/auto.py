@@ -16,7 +16,7 @@ Methods that need non-negative weights are skipped for a graph that has negative
 """
 from __future__ import annotations
 
-from kernels import registry
+from gpu_sssp.kernels import registry
 
 #: Mean out-degree from which one source is solved by sweeping every arc (edgelist).
 DENSE_DEGREE = 8.0
@@ -31,7 +31,7 @@ def choose(graph, n_sources: int, backend: str) -> str:
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     n_sources : int
         Number of sources of the call.
     backend : {"cpu", "gpu"}

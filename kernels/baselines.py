@@ -93,7 +93,7 @@ def prepare(name: str, graph) -> SolveOne:
 def _scipy(graph) -> SolveOne:
     import scipy.sparse.csgraph as csg
 
-    from kernels.cpu import _matrix
+    from gpu_sssp.kernels.cpu import _matrix
 
     graph.check_exact()
     mat = _matrix(graph)

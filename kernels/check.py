@@ -23,7 +23,7 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     dist : ndarray, shape (n,)
         The source's distances (``+inf`` where unreached).
     pred : ndarray of int, shape (n,)
@@ -95,7 +95,7 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     ref, res : kernels.result.Result
         The reference and the result under test, for the same sources.
     rtol : float, optional

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import scipy.sparse.csgraph as csg
 
-from kernels.result import NegativeCycleError, Result, reduce_distances
+from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
 
 def _matrix(graph):
@@ -83,7 +83,7 @@ def dijkstra(graph, sources, *, predecessors=False, distances=True, count_work=F
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : array_like of int
         Internal 0-based source indices; repeats are solved once and their rows
         copied, so the result keeps the order asked.
@@ -132,7 +132,7 @@ def find_negative_cycle(graph, sources=None):
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : array_like of int, optional
         Internal 0-based indices to start from.  ``None`` starts from every vertex
         at distance 0, which finds a negative cycle anywhere in the graph.
@@ -207,7 +207,7 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : array_like of int
         Internal 0-based source indices; repeats are solved once and their rows
         copied, so the result keeps the order asked.

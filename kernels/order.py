@@ -83,7 +83,7 @@ def locality_order(graph, sources, leaf: int = 32) -> np.ndarray:
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : array_like of int
         Internal indices.
     leaf : int

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels import _gpu
-from kernels.result import Result
+from gpu_sssp.kernels import _gpu
+from gpu_sssp.kernels.result import Result
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def device_count() -> int:
 
 
 def _choose(graph, n_sources: int, backend: str) -> str:
-    from kernels import auto
+    from gpu_sssp.kernels import auto
 
     return auto.choose(graph, n_sources, backend)
 
@@ -94,7 +94,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : int or array_like of int
         Internal vertex indices (use ``graph.to_index`` to convert file ids).
     method : str
@@ -163,7 +163,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
 
 
 # --------------------------------------------------------------------- built-ins
-register("dijkstra", "cpu", "kernels.cpu:dijkstra", negative_weights=False,
+register("dijkstra", "cpu", "gpu_sssp.kernels.cpu:dijkstra", negative_weights=False,
          description="SciPy Dijkstra (binary heap), the reference")
-register("bellman-ford", "cpu", "kernels.cpu:bellman_ford",
+register("bellman-ford", "cpu", "gpu_sssp.kernels.cpu:bellman_ford",
          description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.writers import atomic_path, write_parquet_atomic
-from pipeline.benchmark import ROW_SCHEMA
+from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
+from gpu_sssp.pipeline.benchmark import ROW_SCHEMA
 
 log = logging.getLogger(__name__)
 

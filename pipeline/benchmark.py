@@ -240,8 +240,8 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
     ValueError
         An unknown method, ablation or baseline.
     """
-    import kernels
-    from kernels import baselines as bl
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels import baselines as bl
 
     registered = set(kernels.available_methods()) - {"auto"}
     out: list[Variant] = []
@@ -284,8 +284,8 @@ def environment() -> dict:
     """GPU name, driver and library versions (empty GPU fields without a device)."""
     import importlib.metadata as md
 
-    import kernels
-    from kernels import baselines as bl
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels import baselines as bl
 
     versions = {"python": platform.python_version()}
     for dist in ("gpu-sssp", "numpy", "scipy", "pyarrow", "cupy-cuda13x", "cupy-cuda12x", "cupy"):
@@ -301,7 +301,7 @@ def environment() -> dict:
            "cpu": platform.processor() or platform.machine()}
     if kernels.device_count() > 0:
         try:
-            from kernels import _gpu
+            from gpu_sssp.kernels import _gpu
 
             cp = _gpu.cupy()
             env["gpu"] = _gpu.device_name()
@@ -408,7 +408,7 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
 
     Parameters
     ----------
-    graphs : list of pipeline.graph.Graph
+    graphs : list of kernels.graph.Graph
         ``graph.name`` labels the rows.
     variants : list of Variant
         From :func:`plan_variants`.
@@ -422,8 +422,8 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
     BenchOutcome
         ``failures`` > 0 when an answer differed from the reference or a solver raised.
     """
-    import kernels
-    from kernels import baselines as bl
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels import baselines as bl
 
     if settings.runs < 1:
         raise ValueError(f"--runs must be at least 1, got {settings.runs}")
@@ -517,10 +517,10 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
 def _release_device() -> None:
     """Drop the graph's device copy and cached blocks before the next graph."""
     try:
-        from kernels.gpu import loader
+        from gpu_sssp.kernels.gpu import loader
 
         loader.forget_graphs()
-        from kernels._gpu import cupy  # the one module that imports CuPy
+        from gpu_sssp.kernels._gpu import cupy  # the one module that imports CuPy
 
         cupy().get_default_memory_pool().free_all_blocks()
     except Exception as exc:  # only memory is at stake
@@ -538,8 +538,8 @@ class _Ctx:
 
 
 def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str | None:
-    import kernels
-    from kernels import baselines as bl
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels import baselines as bl
 
     if v.kind == "baseline":
         why = bl.unavailable_reason(v.algorithm, graph)
@@ -579,7 +579,7 @@ def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
 
 
 def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
-    from kernels import baselines as bl
+    from gpu_sssp.kernels import baselines as bl
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     rows = []
@@ -620,7 +620,7 @@ def _answers_of(res, graph) -> list[Answer]:
 
 
 def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
-    import kernels
+    from gpu_sssp import kernels
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     opts = v.options_dict

@@ -20,7 +20,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from pipeline.config import setting
+from gpu_sssp.pipeline.config import setting
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     # without a dashboard the scheduler still serves HTTP (health, metrics): a free port
     dash = ":8787" if dashboard else ":0"
     if cpu_workers is None:
-        import kernels
+        from gpu_sssp import kernels
 
         want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
         if gpus is not None and kernels.device_count() == 0:
@@ -173,13 +173,13 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
 def _worker_info(backend: str) -> dict:
     import platform
 
-    from pipeline.plugins import use_gpu
+    from gpu_sssp.pipeline.plugins import use_gpu
 
     info = {"pid": os.getpid(), "host": platform.node(), "device": "cpu",
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     if use_gpu(backend):
         try:
-            from kernels._gpu import device_name
+            from gpu_sssp.kernels._gpu import device_name
 
             info["device"] = device_name()
         except Exception as exc:  # report, do not fail the study description

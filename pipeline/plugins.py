@@ -27,13 +27,13 @@ def plugin_name(fingerprint: str) -> str:
 
 
 def _load(path: str, fingerprint: str):
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
 
     with _lock:
         g = _GRAPHS.get(fingerprint)
         if g is not None:
             return g
-        g = Graph.from_parquet(path)
+        g = read_parquet(path)
         if g.fingerprint != fingerprint:
             raise ValueError(
                 f"{path}: the graph on this worker has fingerprint {g.fingerprint}, the study expects "
@@ -47,7 +47,7 @@ def use_gpu(backend: str) -> bool:
     """Whether this process solves on a GPU for ``backend`` ("gpu", "cpu" or "auto")."""
     if backend == "cpu":
         return False
-    import kernels
+    from gpu_sssp import kernels
 
     return kernels.device_count() > 0
 
@@ -81,8 +81,8 @@ class GraphPlugin(WorkerPlugin):
     def setup(self, worker=None):
         self.graph = _load(self.path, self.fingerprint)
         if use_gpu(self.backend):
-            from kernels._gpu import device_name
-            from kernels.gpu.loader import device_graph
+            from gpu_sssp.kernels._gpu import device_name
+            from gpu_sssp.kernels.gpu.loader import device_graph
 
             device_graph(self.graph)
             self.device = device_name()

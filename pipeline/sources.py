@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 # the batching order lives with the kernels it serves
-from kernels.order import locality_order
+from gpu_sssp.kernels.order import locality_order
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def read_source_file(path, graph) -> np.ndarray:
     ----------
     path : str or os.PathLike
         The sources file.
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
         Gives the vertex count and id base that ``read_sources`` checks ids against.
 
     Returns
@@ -109,7 +109,7 @@ def read_source_file(path, graph) -> np.ndarray:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such sources file")
     try:
-        from pipeline.ingest import read_sources
+        from gpu_sssp.pipeline.ingest import read_sources
     except ImportError:
         read_sources = None
     if read_sources is not None:
@@ -142,7 +142,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : {"all"}, optional
         Every vertex.
     ids : sequence of int, optional

@@ -39,9 +39,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import setting
-from pipeline.sources import SourcePlan
-from pipeline.writers import (Journal, batch_name, remove_temporaries, wide_distance_table,
+from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.sources import SourcePlan
+from gpu_sssp.pipeline.writers import (Journal, batch_name, remove_temporaries, wide_distance_table,
                               write_json_atomic, write_parquet_atomic)
 
 log = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
         The graph (loaded on the client for planning).
     graph_path : str or os.PathLike
         The input the graph came from.  A Parquet edge list is loaded by the workers
@@ -187,7 +187,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         Unknown algorithm/output/form, a batch size below 1, distance outputs above
         the limit.
     """
-    import kernels
+    from gpu_sssp import kernels
 
     if algorithm != "auto" and algorithm not in kernels.available_methods():
         raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
@@ -236,7 +236,7 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     input_path : str or os.PathLike or None
         The input the graph was loaded from.
     out_dir : str or os.PathLike
@@ -257,7 +257,7 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     OSError
         ``graph.parquet`` cannot be written.
     """
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
 
     p = getattr(graph, "path", None)
     if p and Path(p).suffix == ".parquet" and Path(p).exists():
@@ -268,7 +268,7 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     target = Path(out_dir) / "graph.parquet"
     if target.exists():
         try:
-            if Graph.from_parquet(target).fingerprint == graph.fingerprint:
+            if read_parquet(target).fingerprint == graph.fingerprint:
                 return os.fspath(target.resolve())
         except Exception:  # rewritten below
             pass
@@ -279,7 +279,7 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     table = pa.table({"src": tails, "dst": graph.indices.astype(np.int64) + graph.id_base,
                       "weight": graph.weights})
     write_parquet_atomic(table, target, metadata=meta)
-    written = Graph.from_parquet(target)
+    written = read_parquet(target)
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
         raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
@@ -318,7 +318,7 @@ class _Turn:
 def _solve_turn(method: str, backend: str):
     """A :class:`_Turn` of the per-process lock for GPU solves; None for CPU solves,
     which run freely in several threads."""
-    from kernels.registry import resolve_backend
+    from gpu_sssp.kernels.registry import resolve_backend
 
     if resolve_backend(method, backend) == "gpu":
         return _Turn(_SOLVE_LOCK)
@@ -333,9 +333,9 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     Files are written atomically, distances before stats, so that an existing stats
     file means the batch's other files are complete too.
     """
-    import kernels
-    from kernels.result import NegativeCycleError
-    from pipeline.plugins import worker_graph
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.result import NegativeCycleError
+    from gpu_sssp.pipeline.plugins import worker_graph
 
     t0 = time.perf_counter()
     started = time.time()  # wall clock, comparable with the client's (same host or NTP)
@@ -611,7 +611,7 @@ class Study:
     # .................................................................. tables
     def stats_table(self) -> pa.Table:
         """Every finished batch's stats, in plan order."""
-        from kernels.result import STATS_SCHEMA
+        from gpu_sssp.kernels.result import STATS_SCHEMA
 
         parts = [pq.read_table(self.out / "stats" / batch_name(i), schema=STATS_SCHEMA) for i in sorted(self.done)]
         if not parts:
@@ -792,7 +792,7 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
     fsync = bool(setting("study.fsync", None, default=True))
     method = plan.algorithm
     if method != "auto":
-        import kernels
+        from gpu_sssp import kernels
 
         backend = kernels.get(method).backend
     indices = [int(i) for i in indices]
@@ -830,7 +830,7 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
     backend : {"auto", "gpu", "cpu"}
         Passed to :class:`pipeline.plugins.GraphPlugin`.
     """
-    from pipeline.plugins import GraphPlugin
+    from gpu_sssp.pipeline.plugins import GraphPlugin
 
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))
 

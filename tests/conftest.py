@@ -25,7 +25,7 @@ SHARED_DATA = _shared_data()
 
 def pytest_collection_modifyitems(config, items):
     try:
-        import kernels
+        from gpu_sssp import kernels
 
         have_gpu = kernels.device_count() > 0
     except Exception:

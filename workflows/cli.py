@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
-        mod = importlib.import_module(f"workflows.cmd_{name}")
+        mod = importlib.import_module(f"gpu_sssp.workflows.cmd_{name}")
         mod.add_parser(sub)
     return parser
 
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     if args.verbose < 2:
         for name in ("distributed", "dask_cuda", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    from kernels.result import NegativeCycleError
+    from gpu_sssp.kernels.result import NegativeCycleError
 
     try:
         return int(args.func(args) or 0)

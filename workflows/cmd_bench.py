@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from workflows.common import graph_options
+from gpu_sssp.workflows.common import graph_options
 
 console = Console(stderr=True)
 out_console = Console()
@@ -97,7 +97,7 @@ def add_parser(sub) -> None:
 
 
 def _expand_algorithms(spec: str, exclude=()) -> list[str]:
-    import kernels
+    from gpu_sssp import kernels
 
     exclude = set(exclude)
     names: list[str] = []
@@ -114,7 +114,7 @@ def _expand_algorithms(spec: str, exclude=()) -> list[str]:
 
 
 def _load_graph(raw: str, opts: dict, names: set):
-    from pipeline.graph import load_graph
+    from gpu_sssp.pipeline.graph import load_graph
 
     path = Path(raw)
     t0 = time.perf_counter()
@@ -142,8 +142,8 @@ def _plain_label(path: Path) -> str:
 
 
 def run(args) -> int:
-    from pipeline import bench as report
-    from pipeline.benchmark import BenchSettings, environment, plan_variants, run_benchmark
+    from gpu_sssp.pipeline import bench as report
+    from gpu_sssp.pipeline.benchmark import BenchSettings, environment, plan_variants, run_benchmark
 
     out = Path(args.out)
     if args.from_rows:
@@ -212,7 +212,7 @@ def run(args) -> int:
 
 
 def _show(table, written, out: Path) -> None:
-    from pipeline import bench as report
+    from gpu_sssp.pipeline import bench as report
 
     agg = report.aggregate(table)
     sp = {(s["graph"], s["variant"]): s for s in report.speedups(agg)}

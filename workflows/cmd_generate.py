@@ -66,8 +66,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from pipeline.generate import generate
-    from workflows.cmd_ingest import summary_table
+    from gpu_sssp.pipeline.generate import generate
+    from gpu_sssp.workflows.cmd_ingest import summary_table
 
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
                   negative_fraction=args.negative_fraction)

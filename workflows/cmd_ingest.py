@@ -55,7 +55,7 @@ def add_parser(subparsers):
 
 
 def default_output(path: Path) -> Path:
-    from pipeline.ingest._source import strip_compression
+    from gpu_sssp.pipeline.ingest._source import strip_compression
 
     name = strip_compression(path.name)
     for suf in (".tar",):
@@ -101,8 +101,8 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 
 
 def run(args) -> int:
-    from pipeline.errors import InputError
-    from pipeline.ingest import ingest
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.ingest import ingest
 
     console = Console()
     err = Console(stderr=True)

@@ -7,7 +7,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from workflows.common import add_graph_options, load_graph_from_args, sources_from_args
+from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
 
 console = Console()
 
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import kernels
-    from pipeline.writers import write_parquet_atomic
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline.writers import write_parquet_atomic
 
     graph = load_graph_from_args(args)
     src = sources_from_args(graph, args.source, args.sources_file)

@@ -16,7 +16,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from workflows.common import add_graph_options, load_graph_from_args
+from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args
 
 console = Console()
 err_console = Console(stderr=True)
@@ -151,10 +151,10 @@ def _adopt_from_manifest(args) -> None:
 
 
 def run(args) -> int:
-    from pipeline.cluster import describe_cluster, performance_report, start_cluster
-    from pipeline.sources import plan_sources
-    from pipeline.study import BatchError, Study, StudyError, plan_study, run_study
-    from pipeline.config import setting
+    from gpu_sssp.pipeline.cluster import describe_cluster, performance_report, start_cluster
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import BatchError, Study, StudyError, plan_study, run_study
+    from gpu_sssp.pipeline.config import setting
 
     if args.report:
         import importlib.util
@@ -174,7 +174,7 @@ def run(args) -> int:
     outputs = args.outputs
     wants_dist = any(o.strip() in ("distances", "predecessors") for o in outputs.split(","))
     if wants_dist:
-        from pipeline.study import distance_bytes, _fmt_bytes
+        from gpu_sssp.pipeline.study import distance_bytes, _fmt_bytes
 
         form = setting("study.distance-form", args.distance_form)
         est = distance_bytes(sp.count, graph.n, form, "predecessors" in outputs)
@@ -239,7 +239,7 @@ def _default_batch_size(args) -> int:
     best with a few hundred sources (BENCHMARKS.md); CPU workers solve one source
     after another, where small batches balance better and resume loses less.
     """
-    import kernels
+    from gpu_sssp import kernels
 
     gpu_algo = (args.algorithm in kernels.available_methods() and args.algorithm != "auto"
                 and kernels.get(args.algorithm).backend == "gpu")

@@ -5,7 +5,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from workflows.common import add_graph_options, load_graph_from_args, sources_from_args
+from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
 
 console = Console()
 
@@ -27,8 +27,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import kernels
-    from kernels.check import compare
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.check import compare
 
     if args.list:
         t = Table(title=f"methods ({kernels.device_count()} GPU(s) visible)")

@@ -28,7 +28,7 @@ def graph_options(args) -> dict:
 
 
 def load_graph_from_args(args):
-    from pipeline.graph import load_graph
+    from gpu_sssp.pipeline.graph import load_graph
 
     opts = graph_options(args)
     path = Path(args.graph)
@@ -44,7 +44,7 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     if ids:
         chunks.append(graph.to_index(np.asarray(ids, dtype=np.int64), what="source"))
     if sources_file:
-        from pipeline.ingest import read_sources
+        from gpu_sssp.pipeline.ingest import read_sources
 
         file_ids = read_sources(sources_file, vertices=graph.n, id_base=graph.id_base)
         if len(file_ids) == 0:

@@ -25,11 +25,11 @@ import math
 
 import numpy as np
 
-from kernels._gpu import cupy as _cupy
-from kernels._gpu import device_name
-from kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
-from kernels.order import locality_order
-from kernels.result import NegativeCycleError, Result
+from gpu_sssp.kernels._gpu import cupy as _cupy
+from gpu_sssp.kernels._gpu import device_name
+from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
+from gpu_sssp.kernels.order import locality_order
+from gpu_sssp.kernels.result import NegativeCycleError, Result
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : ndarray of int64
         Internal 0-based source indices (repeats allowed).
     predecessors : bool
@@ -481,7 +481,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
 
 def _raise_negative_cycle(graph, pend, W, src_slots, k):
     """Name a negative cycle reachable from a source of the chunk whose pairs never settled."""
-    from kernels.cpu import find_negative_cycle
+    from gpu_sssp.kernels.cpu import find_negative_cycle
 
     bits = pend.reshape(-1, W).get()
     words = np.bitwise_or.reduce(bits, axis=0) if len(bits) else np.zeros(W, np.uint32)

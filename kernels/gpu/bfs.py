@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 VARIANTS = {"naive": 0, "blocked": 1, "hierarchical": 2}
 DEFAULTS = {"check_every": 8}

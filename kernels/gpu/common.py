@@ -20,9 +20,9 @@ import logging
 
 import numpy as np
 
-from kernels._gpu import cupy as _cupy, device_name
-from kernels.gpu.loader import check_fits, device_graph, load_module, sm_count
-from kernels.result import NegativeCycleError, Result, reduce_distances
+from gpu_sssp.kernels._gpu import cupy as _cupy, device_name
+from gpu_sssp.kernels.gpu.loader import check_fits, device_graph, load_module, sm_count
+from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class SourceLoop:
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     method : str
         Registry name (for the result and messages).
     filename : str
@@ -229,7 +229,7 @@ class SourceLoop:
 
     def negative_cycle(self, s: int):
         """Raise NegativeCycleError for source ``s`` naming a vertex on the cycle."""
-        from kernels.cpu import find_negative_cycle
+        from gpu_sssp.kernels.cpu import find_negative_cycle
 
         cyc = find_negative_cycle(self.graph, [int(s)])
         if not cyc:  # the GPU bound says there is one; name the source's cycle search failure

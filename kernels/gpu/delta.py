@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
-from kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
 
 RULES = ("median", "mean", "maxw-maxdeg")
 DEFAULT_RULE = "mean*128"

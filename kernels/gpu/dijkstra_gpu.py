@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"threads_per_block": 256, "check_every": 256, "force": False, "max_seconds": 600.0}
 LAUNCH_S = 4e-6  # one step's launch and reduction floor (H100/H200 class)

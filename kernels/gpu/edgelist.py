@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"restrict": True, "segment": "auto", "directed": "auto", "check_every": 4}
 SEGMENT_AUTO = (8_000_000, 1 << 14)  # graphs of >= 8 million arcs get P = 2^14 (BENCHMARKS.md)
@@ -42,7 +42,7 @@ SEGMENT_AUTO = (8_000_000, 1 << 14)  # graphs of >= 8 million arcs get P = 2^14 
 def symmetric(graph) -> bool:
     """Every arc ``u -> v`` has a reverse ``v -> u`` of equal weight (multiset equality).
 
-    The CSR of :class:`~pipeline.graph.Graph` is ordered by (tail, head, weight), so one
+    The CSR of :class:`~kernels.graph.Graph` is ordered by (tail, head, weight), so one
     stable sort by head puts the reversed arcs in the same order."""
     if graph.m == 0:
         return True

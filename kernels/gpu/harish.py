@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import BLOCK, SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import BLOCK, SourceLoop, check_options
 
 
 def _names(wt, dt):
@@ -24,7 +24,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
     Parameters
     ----------
-    graph : pipeline.graph.Graph
+    graph : kernels.graph.Graph
     sources : ndarray of int64
         Internal vertex indices (validated by :func:`kernels.solve`).
     predecessors, distances, count_work : bool

@@ -67,8 +67,8 @@ import logging
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
-from kernels.gpu.loader import coop_blocks
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.loader import coop_blocks
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     heavy = NO_HEAVY if not heavy else int(min(int(heavy), NO_HEAVY))
     heavy_vertices = 0
     if heavy != NO_HEAVY:  # counted once per graph and threshold (kept with the resident graph)
-        from kernels.gpu.loader import device_graph
+        from gpu_sssp.kernels.gpu.loader import device_graph
 
         heavy_vertices = device_graph(graph).cached(
             ("hbf-heavy-vertices", heavy), lambda: int(np.count_nonzero(graph.out_degree() > heavy)))

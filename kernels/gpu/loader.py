@@ -5,7 +5,7 @@
 folder into the source text (so CuPy's on-disk compile cache keys on every change),
 and returns a ``cupy.RawModule`` compiled for the current device.
 
-``device_graph(graph)`` uploads a :class:`pipeline.graph.Graph` to the current device
+``device_graph(graph)`` uploads a :class:`kernels.graph.Graph` to the current device
 once and returns the same :class:`DeviceGraph` for every later solve; the bytes
 needed are computed first and a graph that does not fit raises ``MemoryError`` naming
 both figures.
@@ -21,7 +21,7 @@ from importlib import resources
 
 import numpy as np
 
-from kernels._gpu import cupy as _cupy
+from gpu_sssp.kernels._gpu import cupy as _cupy
 
 log = logging.getLogger(__name__)
 _INCLUDE = re.compile(r'^\s*#include\s+"([A-Za-z0-9_\-]+\.cuh)"\s*$', re.M)
@@ -32,7 +32,7 @@ _graphs: dict = {}
 
 def cuda_source(filename: str) -> str:
     """The text of ``kernels/cuda/<filename>`` with local headers pasted in."""
-    root = resources.files("kernels") / "cuda"
+    root = resources.files("gpu_sssp.kernels") / "cuda"
     text = (root / filename).read_text()
     seen: set[str] = set()
 

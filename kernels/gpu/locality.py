@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"k": None, "vertices_per_thread": 1, "blind": None, "persistent": True, "blocks_per_sm": 4,
             "arc_batch": 8, "resident": None, "prefetch": True}
@@ -152,7 +152,7 @@ def _resident_plan(loop, blocks_per_sm, prefetch, k):
     and device, or None when a block's CSR slice does not fit in shared memory with
     ``blocks_per_sm`` blocks per SM (then the global-memory kernel runs).  Cached on the
     device graph."""
-    from kernels.gpu.loader import coop_blocks, load_module, sm_count
+    from gpu_sssp.kernels.gpu.loader import coop_blocks, load_module, sm_count
 
     cp, dg, n = loop.cp, loop.dg, loop.dg.n
     name = f"loc_resident<{loop.wt}, {loop.dt}, {int(bool(prefetch))}, {int(k)}>"
@@ -180,7 +180,7 @@ _RESIDENT_SMEM = 48 * 1024
 
 def _persistent(loop, graph, sources, d, flags, k, vpt, blocks_per_sm, ab, resident, prefetch):
     """One cooperative launch per source (see the module docstring)."""
-    from kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
+    from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
 
     cp, dg, n = loop.cp, loop.dg, graph.n
     plan = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"blocks_per_sm": 4, "check_every": 8}
 

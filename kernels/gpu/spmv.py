@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.gpu.common import SourceLoop, check_options
+from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 _KERNEL = {"spmv-csr-scalar": "spmv_scalar", "spmv-csr-vector": "spmv_vector", "spmv-ell": "spmv_ell"}
 

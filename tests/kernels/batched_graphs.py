@@ -1,7 +1,7 @@
 """Graph builders for the batched-kernel tests and timing script (real files + generators).
 
 Real files go through :func:`pipeline.ingest.ingest` into a per-process cache folder and
-come back as :class:`pipeline.graph.Graph`.  ``road(name)`` is a PACE road topology with
+come back as :class:`kernels.graph.Graph`.  ``road(name)`` is a PACE road topology with
 the project's seeded weights (``default_rng(7).integers(1, 1001)`` per edge line, the same
 weight both directions).
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.graph import Graph
-from pipeline.ingest import ingest
+from gpu_sssp.pipeline.graph import Graph, read_parquet
+from gpu_sssp.pipeline.ingest import ingest
 
 _CACHE = Path(os.environ.get("SSSP_TEST_CACHE", tempfile.gettempdir())) / f"sssp-batched-{os.getpid()}"
 
@@ -34,7 +34,7 @@ def load(rel: str, weights: str | None = None, undirected: bool = False) -> Grap
     out = _CACHE / (rel.replace("/", "_") + f".{weights or 'file'}.{int(undirected)}.parquet")
     if not out.exists():
         ingest(src, out, weights=weights, undirected=undirected)
-    return Graph.from_parquet(out, cache=False)
+    return read_parquet(out, cache=False)
 
 
 def road(name: str = "NY") -> Graph:

@@ -18,9 +18,9 @@ import traceback
 
 import numpy as np
 
-import kernels
-from kernels._gpu import cupy, device_name
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels._gpu import cupy, device_name
+from gpu_sssp.pipeline.graph import Graph
 from tests.kernels import batched_graphs as bg
 
 

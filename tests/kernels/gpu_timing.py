@@ -22,8 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graphs as G  # noqa: E402
 
-import kernels  # noqa: E402
-from kernels._gpu import device_name  # noqa: E402
+from gpu_sssp import kernels  # noqa: E402
+from gpu_sssp.kernels._gpu import device_name  # noqa: E402
 
 ABLATION = [
     ("hbf (defaults; hops=2 on NY)", {}),
@@ -124,7 +124,7 @@ def main():
         except Exception as exc:
             log(f"| {label} | FAILED: {type(exc).__name__}: {exc} |")
     if args.extra:
-        from pipeline.graph import Graph
+        from gpu_sssp.pipeline.graph import Graph
 
         log("")
         log("Other graphs (10 sources):")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.graph import Graph
+from gpu_sssp.pipeline.graph import Graph, read_parquet
 
 _CACHE: dict = {}
 
@@ -46,13 +46,13 @@ def load(rel: str, *, weights=None, parallel="min", weight_type=None) -> Graph:
         import pytest
 
         pytest.skip(f"{path} is not present")
-    from pipeline.ingest import ingest
+    from gpu_sssp.pipeline.ingest import ingest
 
     # the product's own ingestion: a failure there must fail the GPU tests too
     tmp = Path(tempfile.mkdtemp(prefix="kgraphs-"))
     out = tmp / (path.name.replace(".", "_") + ".parquet")
     ingest(path, out, weights=weights, weight_type=weight_type)
-    g = Graph.from_parquet(out, cache=False, parallel=parallel)
+    g = read_parquet(out, cache=False, parallel=parallel)
     _CACHE[key] = g
     return g
 
@@ -134,7 +134,7 @@ def _local(path: Path, weights, parallel, weight_type) -> Graph:
 
 # ---------------------------------------------------------------------- generators
 def rmat(scale, edge_factor=8, *, seed=0, dtype=np.int64, lo=1, hi=100) -> Graph:
-    from pipeline import generate
+    from gpu_sssp.pipeline import generate
 
     src, dst, w, n = generate.rmat(scale, edge_factor, seed=seed, weights=(lo, hi),
                                    weight_type=np.dtype(dtype).name)
@@ -142,7 +142,7 @@ def rmat(scale, edge_factor=8, *, seed=0, dtype=np.int64, lo=1, hi=100) -> Graph
 
 
 def grid(rows, cols, *, seed=0, dtype=np.int64, lo=1, hi=100) -> Graph:
-    from pipeline import generate
+    from gpu_sssp.pipeline import generate
 
     src, dst, w, n = generate.grid(rows, cols, seed=seed, weights=(lo, hi),
                                    weight_type=np.dtype(dtype).name)

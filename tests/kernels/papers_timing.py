@@ -23,9 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graphs as G  # noqa: E402
 
-import kernels  # noqa: E402
-from kernels._gpu import device_name  # noqa: E402
-from pipeline.graph import Graph  # noqa: E402
+from gpu_sssp import kernels  # noqa: E402
+from gpu_sssp.kernels._gpu import device_name  # noqa: E402
+from gpu_sssp.pipeline.graph import Graph  # noqa: E402
 
 ROADS = ["NY", "BAY", "COL"]
 T0 = time.perf_counter()
@@ -237,7 +237,7 @@ def part_bfs(log, args):
 
 
 def rmat_graph(scale, seed=1):
-    from pipeline import generate
+    from gpu_sssp.pipeline import generate
 
     src, dst, w, n = generate.rmat(scale, 16, seed=seed, weights=(1, 1000), weight_type="int32", undirected=True)
     return Graph.from_edges(src, dst, w, n, directed=False, name=f"rmat{scale}")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.auto import DENSE_DEGREE, choose
-from pipeline.graph import Graph
+from gpu_sssp.kernels.auto import DENSE_DEGREE, choose
+from gpu_sssp.pipeline.graph import Graph
 
 
 def _graph(n, degree, negative=False, seed=0):

@@ -6,9 +6,9 @@ import copy
 
 import numpy as np
 
-import kernels
-from kernels.check import compare, predecessor_violations
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels.check import compare, predecessor_violations
+from gpu_sssp.pipeline.graph import Graph
 
 
 def _path_graph():

@@ -6,10 +6,10 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csg
 
-import kernels
-from kernels.check import compare, predecessor_violations
-from kernels.cpu import find_negative_cycle
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels.check import compare, predecessor_violations
+from gpu_sssp.kernels.cpu import find_negative_cycle
+from gpu_sssp.pipeline.graph import Graph
 from tests.conftest import DATA, SHARED_DATA
 
 

@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-import kernels
-from kernels.check import compare
-from kernels.result import NegativeCycleError, reduce_distances
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels.check import compare
+from gpu_sssp.kernels.result import NegativeCycleError, reduce_distances
+from gpu_sssp.pipeline.graph import Graph
 from tests.kernels import batched_graphs as bg
 
 pytestmark = pytest.mark.gpu

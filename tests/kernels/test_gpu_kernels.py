@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import kernels
-from kernels.result import NegativeCycleError
+from gpu_sssp import kernels
+from gpu_sssp.kernels.result import NegativeCycleError
 
 from . import graphs as G
 
@@ -236,7 +236,7 @@ def test_negative_cycle_large():
     k = np.nonzero((t == 10) & (h == 11))[0][0]
     k2 = np.nonzero((t == 11) & (h == 10))[0][0]
     w[k] = -(abs(int(w[k2])) + 5)
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph
 
     g2 = Graph.from_edges(t, h, w, g.n, parallel="keep")
     for method, opts in METHOD_OPTS:
@@ -249,7 +249,7 @@ def test_negative_cycle_large():
 @pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
 @pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
 def test_single_vertex_and_isolated(method, opts, dtype):
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph
 
     one = Graph.from_edges(np.array([], np.int64), np.array([], np.int64), np.array([], dtype), 1)
     res = kernels.solve(one, [0], method=method, predecessors=True, **opts)
@@ -264,7 +264,7 @@ def test_single_vertex_and_isolated(method, opts, dtype):
 
 @pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
 def test_int32_widening(method, opts):
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph
 
     n = 6
     w = np.full(n - 1, 2**30, dtype=np.int32)
@@ -284,7 +284,7 @@ def test_zero_weights_predecessor_tree(method, opts):
 
 
 def test_ell_refuses_padding():
-    from pipeline.graph import Graph
+    from gpu_sssp.pipeline.graph import Graph
 
     n = 1000
     g = Graph.from_edges(np.arange(1, n), np.zeros(n - 1, np.int64), np.ones(n - 1, np.int64), n)

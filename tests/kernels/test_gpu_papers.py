@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import kernels
-from kernels.check import compare
-from kernels.result import NegativeCycleError
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels.check import compare
+from gpu_sssp.kernels.result import NegativeCycleError
+from gpu_sssp.pipeline.graph import Graph
 
 from . import graphs as G
 
@@ -289,7 +289,7 @@ def test_bfs_big_frontier(method):
 
 
 def test_edgelist_symmetry_detection():
-    from kernels.gpu.edgelist import symmetric
+    from gpu_sssp.kernels.gpu.edgelist import symmetric
 
     g = G.load("metis/delaunay_n15.graph", weights="random:1:1000:7")
     assert symmetric(g)

@@ -7,11 +7,11 @@ from tests.pipeline.test_study_support import grid_parquet
 
 
 def test_locality_order_groups_close_sources(tmp_path):
-    from pipeline.graph import Graph
-    from kernels.order import locality_order
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.kernels.order import locality_order
 
     side = 40
-    g = Graph.from_parquet(grid_parquet(tmp_path, side, side))
+    g = read_parquet(grid_parquet(tmp_path, side, side))
     src = np.random.default_rng(3).permutation(g.n)[:800]
     order = locality_order(g, src, leaf=16)
     assert sorted(order.tolist()) == list(range(len(src)))
@@ -31,8 +31,8 @@ def test_locality_order_groups_close_sources(tmp_path):
 
 
 def test_locality_order_other_components_last():
-    from pipeline.graph import Graph
-    from kernels.order import locality_order
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.kernels.order import locality_order
 
     # two paths 0-1-2-3 and 4-5, and an isolated vertex 6
     g = Graph.from_edges([0, 1, 2, 4], [1, 2, 3, 5], [1, 1, 1, 1], 7, directed=False)
@@ -45,18 +45,18 @@ def test_locality_order_other_components_last():
 
 
 def test_planner_and_batched_kernel_use_this_order():
-    import kernels.gpu.batched as kb
-    import kernels.order
-    import pipeline.sources
+    import gpu_sssp.kernels.gpu.batched as kb
+    from gpu_sssp.kernels import order
+    from gpu_sssp.pipeline import sources
 
-    assert pipeline.sources.locality_order is kernels.order.locality_order
-    assert kb.locality_order is kernels.order.locality_order
+    assert sources.locality_order is order.locality_order
+    assert kb.locality_order is order.locality_order
 
 
 def test_batched_default_mode_rule():
     """pairs unless most arcs leave hubs of more than 32 arcs (no GPU needed to decide)."""
-    from kernels.gpu.batched import default_mode
-    from pipeline.graph import Graph
+    from gpu_sssp.kernels.gpu.batched import default_mode
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
 
     ring = Graph.from_edges(np.arange(100), (np.arange(100) + 1) % 100, np.ones(100, np.int64), 100)
     assert default_mode(ring, "int32", 512) == "pairs"
@@ -72,8 +72,8 @@ def test_batched_default_mode_rule():
 def test_landmarks_computed_once_per_graph(monkeypatch):
     """The landmark distances live with the graph (Graph.cached): a second ordering of
     the same graph reuses them, another graph gets its own."""
-    import kernels.order as ko
-    from pipeline.graph import Graph
+    import gpu_sssp.kernels.order as ko
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
 
     calls = []
     orig = ko.landmark_coordinates

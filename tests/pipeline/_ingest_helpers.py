@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.ingest import ingest, read_meta
+from gpu_sssp.pipeline.ingest import ingest, read_meta
 
 
 def arcs(path):

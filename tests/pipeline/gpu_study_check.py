@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 
 
 def build_graphs(args, work: Path) -> dict:
-    from pipeline.ingest import ingest
+    from gpu_sssp.pipeline.ingest import ingest
 
     graphs = {}
     if args.rome:
@@ -63,7 +63,7 @@ def build_graphs(args, work: Path) -> dict:
 
 def check_against_cpu(graph, stats, sample: int, seed: int = 0) -> dict:
     """Compare a sample of stats rows with kernels' CPU Dijkstra (exact for integer weights)."""
-    import kernels
+    from gpu_sssp import kernels
 
     src = stats.column("source").to_numpy()
     rng = np.random.default_rng(seed)
@@ -95,7 +95,7 @@ def task_breakdown(out: Path, wall_s: float, workers: int, started_at: float | N
     writing not hidden by the second thread, gaps between tasks) and the drain (its last
     task's end to the collection of the last batch).
     """
-    from pipeline.study import JOURNAL
+    from gpu_sssp.pipeline.study import JOURNAL
 
     rows = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if "task_ms" in r]
@@ -141,11 +141,11 @@ def task_breakdown(out: Path, wall_s: float, workers: int, started_at: float | N
 def run_one(client, handle_backend, info, gpath, sources_kw, out: Path, args, *, warm: bool):
     import pyarrow.parquet as pq
 
-    from pipeline.graph import Graph
-    from pipeline.sources import plan_sources
-    from pipeline.study import plan_study, run_study
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study, run_study
 
-    g = Graph.from_parquet(gpath)
+    g = read_parquet(gpath)
     if warm:
         # compile kernels and upload the graph on every worker before timing
         sp = plan_sources(g, random=min(g.n, max(2, info["workers"]) * 2 * (args.batch_size or 64)), seed=99)
@@ -205,8 +205,8 @@ def main(argv=None) -> int:
     for name in ("distributed", "dask_cuda"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
-    import kernels
-    from pipeline.cluster import describe_cluster, start_cluster
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline.cluster import describe_cluster, start_cluster
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="gpu-study-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -296,7 +296,7 @@ def main(argv=None) -> int:
                              "outside_vs_kernel_2_each": two["outside_all"], "repeats": len(by_cfg[next(iter(by_cfg))])}
     result["scaling"] = scaling
     result["total_s"] = time.perf_counter() - t_all
-    from pipeline.study import _versions
+    from gpu_sssp.pipeline.study import _versions
 
     result["versions"] = _versions()
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")

@@ -13,14 +13,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import kernels
-import kernels.cpu
-from kernels import baselines as bl
-from kernels import registry
-from kernels.result import reduce_distances
-from pipeline import bench as report
-from pipeline import benchmark as bm
-from pipeline.graph import Graph
+from gpu_sssp import kernels
+from gpu_sssp.kernels import cpu as kernels_cpu
+from gpu_sssp.kernels import baselines as bl
+from gpu_sssp.kernels import registry
+from gpu_sssp.kernels.result import reduce_distances
+from gpu_sssp.pipeline import bench as report
+from gpu_sssp.pipeline import benchmark as bm
+from gpu_sssp.pipeline.graph import Graph
 
 HBF_SWITCHES = {"edge_classes", "dedup64", "coalesced_enqueue", "virtual_warps", "heavy_threshold", "hops"}
 CALLS: list[dict] = []
@@ -33,7 +33,7 @@ def fake_solver(graph, sources, *, predecessors=False, distances=True, count_wor
     if bad:
         raise TypeError(f"unknown option(s) {sorted(bad)}")
     CALLS.append({"sources": list(map(int, sources)), "count_work": count_work, **options})
-    res = kernels.cpu.dijkstra(graph, sources, distances=distances)
+    res = kernels_cpu.dijkstra(graph, sources, distances=distances)
     b = len(sources)
     res.counters.update(launches=4 * b, host_syncs=2 * b, kernel_ms=0.01 * b)
     if not count_work:  # like a GPU kernel that counts only when asked
@@ -48,12 +48,12 @@ def fake_no_k(graph, sources, *, predecessors=False, distances=True, count_work=
     """An hbf without the ablation switches: every switch is an unknown option."""
     if options:
         raise TypeError(f"hbf takes no options here, got {sorted(options)}")
-    return kernels.cpu.dijkstra(graph, sources, distances=distances)
+    return kernels_cpu.dijkstra(graph, sources, distances=distances)
 
 
 def wrong_solver(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
     """Plants a wrong answer: one reached vertex's distance is one too large."""
-    res = kernels.cpu.dijkstra(graph, sources, distances=True)
+    res = kernels_cpu.dijkstra(graph, sources, distances=True)
     dist = res.distances.copy()
     for row, s in zip(dist, sources):
         fin = np.flatnonzero(np.isfinite(row))
@@ -77,7 +77,7 @@ def slow_solver(graph, sources, **kw):
     import time
 
     time.sleep(0.02)
-    return kernels.cpu.dijkstra(graph, sources, distances=kw.get("distances", True))
+    return kernels_cpu.dijkstra(graph, sources, distances=kw.get("distances", True))
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def test_plan_variants_locality_ablation(fakes):
                                      "locality[resident=off]", "locality[prefetch=off]"]
     off = [v for v in vs if v.role == "ablation"]
     assert [v.ablates for v in off] == ["resident_arcs", "prefetch"]
-    from pipeline.bench import _switch_name
+    from gpu_sssp.pipeline.bench import _switch_name
     assert "block-resident" in _switch_name("resident", False)
     assert "prefetch" in _switch_name("prefetch", False)
 

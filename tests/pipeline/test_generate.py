@@ -6,8 +6,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import johnson
 
-from pipeline import generate as G
-from pipeline.ingest import read_meta
+from gpu_sssp.pipeline import generate as G
+from gpu_sssp.pipeline.ingest import read_meta
 
 from ._ingest_helpers import arcs
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.ingest import detect_format, ingest, read_sources
+from gpu_sssp.pipeline.ingest import detect_format, ingest, read_sources
 from tests.conftest import DATA
 
 from ._ingest_helpers import arcset, ingest_arcs
@@ -288,8 +288,8 @@ def test_real_gapbs_same_as_shipped(shared_data, tmp_path, name):
 
 
 def test_graph_loader_reads_ingested(tmp_path):
-    graph = pytest.importorskip("pipeline.graph")
+    graph = pytest.importorskip("gpu_sssp.pipeline.graph")
     out = tmp_path / "rome.parquet"
     ingest(DATA / "rome99.gr", out)
-    g = graph.Graph.from_parquet(out, cache=False)
+    g = graph.read_parquet(out, cache=False)
     assert g.n == 3353

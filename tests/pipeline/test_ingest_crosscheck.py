@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.graph import Graph
-from pipeline.ingest import ingest
+from gpu_sssp.pipeline.graph import Graph, read_parquet
+from gpu_sssp.pipeline.ingest import ingest
 from tests.kernels import graphs as G
 
 CASES = [
@@ -30,7 +30,7 @@ def test_ingest_matches_simple_parser(shared_data, tmp_path, rel, weights, paral
         pytest.skip(f"{path} missing")
     out = tmp_path / "g.parquet"
     ingest(path, out, weights=weights)
-    a = Graph.from_parquet(out, cache=False, parallel=parallel)
+    a = read_parquet(out, cache=False, parallel=parallel)
     b = G._local(path, weights, parallel, None)
     assert (a.n, a.m) == (b.n, b.m)
     assert np.array_equal(a.indptr, b.indptr)

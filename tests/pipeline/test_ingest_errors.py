@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from pipeline.errors import InputError
-from pipeline.ingest import ingest, read_sources
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.ingest import ingest, read_sources
 from tests.conftest import DATA
 
 

@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from pipeline.errors import InputError
-from pipeline.ingest import ingest
-from pipeline.ingest._sink import count_repeats
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.ingest import ingest
+from gpu_sssp.pipeline.ingest._sink import count_repeats
 
 
 def _reader_threads():

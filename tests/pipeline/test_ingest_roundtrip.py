@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest import ingest
+from gpu_sssp.pipeline.ingest import ingest
 
 from ._ingest_helpers import arcs
 

@@ -38,12 +38,12 @@ def data(tmp_path_factory):
 
 
 def _run(client, graph_path, out, *, resume=False, **kw):
-    from pipeline.graph import Graph
-    from pipeline.sources import plan_sources
-    from pipeline.study import plan_study, run_study
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study, run_study
 
     on_batch = kw.pop("on_batch", None)
-    g = Graph.from_parquet(graph_path)
+    g = read_parquet(graph_path)
     src_kw = {k: kw.pop(k) for k in ("sources", "ids", "random", "seed", "sources_file", "order") if k in kw}
     sp = plan_sources(g, **src_kw)
     plan = plan_study(g, graph_path, sp, out=out, **kw)
@@ -52,14 +52,14 @@ def _run(client, graph_path, out, *, resume=False, **kw):
 
 
 def _plugin_holds_graph(fingerprint, dask_worker=None):
-    from pipeline.plugins import plugin_name
+    from gpu_sssp.pipeline.plugins import plugin_name
 
     plugin = dask_worker.plugins.get(plugin_name(fingerprint))
     return plugin is not None and plugin.graph is not None and plugin.graph.fingerprint == fingerprint
 
 
 def _graph_id(fingerprint, dask_worker=None):
-    from pipeline.plugins import plugin_name
+    from gpu_sssp.pipeline.plugins import plugin_name
 
     return id(dask_worker.plugins[plugin_name(fingerprint)].graph)
 
@@ -148,7 +148,7 @@ def test_wide_distances(client, data, tmp_path):
 
 
 def test_resume_and_refusals(client, data, tmp_path):
-    from pipeline.study import StudyError
+    from gpu_sssp.pipeline.study import StudyError
 
     path = grid_parquet(data, 30, 30)
     out = tmp_path / "study"

@@ -53,7 +53,7 @@ def rome_parquet(folder) -> Path:
         return out
     gr = rome_source()
     try:
-        from pipeline.ingest import ingest
+        from gpu_sssp.pipeline.ingest import ingest
     except ImportError:
         ingest = None
     if ingest is not None:
@@ -91,10 +91,10 @@ def scipy_stats(graph, sources_internal):
 
 # ---------------------------------------------------------------------- unit tests
 def test_plan_sources_kinds(tmp_path):
-    from pipeline.graph import Graph
-    from pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
 
-    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    g = read_parquet(grid_parquet(tmp_path, 10, 10))
     a = plan_sources(g, sources="all", order="given")
     assert a.count == 100 and (a.sources == np.arange(100)).all()
     loc = plan_sources(g, sources="all")
@@ -117,10 +117,10 @@ def test_plan_sources_kinds(tmp_path):
 
 
 def test_sources_file(tmp_path):
-    from pipeline.graph import Graph
-    from pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
 
-    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    g = read_parquet(grid_parquet(tmp_path, 10, 10))
     f = tmp_path / "s.ss"
     f.write_text("p aux sp ss 3\ns 4\ns 8\ns 4\n")
     p = plan_sources(g, sources_file=f, order="given")
@@ -132,7 +132,7 @@ def test_sources_file(tmp_path):
 
 
 def test_writers_atomic_and_journal(tmp_path):
-    from pipeline.writers import Journal, remove_temporaries, write_json_atomic, write_parquet_atomic
+    from gpu_sssp.pipeline.writers import Journal, remove_temporaries, write_json_atomic, write_parquet_atomic
 
     t = pa.table({"a": [1, 2, 3]})
     size = write_parquet_atomic(t, tmp_path / "x" / "t.parquet", metadata={"k": 1})
@@ -160,14 +160,14 @@ def test_writers_atomic_and_journal(tmp_path):
 
 
 def test_distance_estimate_and_limit(tmp_path):
-    from pipeline.graph import Graph
-    from pipeline.sources import plan_sources
-    from pipeline.study import StudyError, distance_bytes, plan_study
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import StudyError, distance_bytes, plan_study
 
     # all-sources NY (264,346 vertices) in long form: 32 bytes a row
     assert distance_bytes(264_346, 264_346, "long", False) == 264_346**2 * 32
     assert distance_bytes(10, 100, "wide", True) == 10 * 100 * 16 + 800
-    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    g = read_parquet(grid_parquet(tmp_path, 10, 10))
     sp = plan_sources(g, sources="all")
     with pytest.raises(StudyError, match="--max-distance-bytes 320000"):
         plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", outputs="distances", max_distance_bytes=1000)
@@ -186,11 +186,11 @@ def test_task_keys_digest_the_sources_once(tmp_path, monkeypatch):
     """Every batch's task key carries the study id (a digest of all sources); keys for
     many batches compute it once, not once per batch (all of NY: 517 batches took 0.6 s
     to submit when each key hashed the 264,346 sources again)."""
-    from pipeline.graph import Graph
-    from pipeline.sources import SourcePlan, plan_sources
-    from pipeline.study import plan_study
+    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.sources import SourcePlan, plan_sources
+    from gpu_sssp.pipeline.study import plan_study
 
-    g = Graph.from_parquet(grid_parquet(tmp_path, 10, 10))
+    g = read_parquet(grid_parquet(tmp_path, 10, 10))
     plan = plan_study(g, tmp_path / "g.parquet", plan_sources(g, sources="all"), out=tmp_path / "o",
                       batch_size=7)
     calls = []

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kernels import registry
-from pipeline.benchmark import ROW_SCHEMA
-from workflows.cli import main
+from gpu_sssp.kernels import registry
+from gpu_sssp.pipeline.benchmark import ROW_SCHEMA
+from gpu_sssp.workflows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

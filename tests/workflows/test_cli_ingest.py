@@ -5,9 +5,9 @@ import argparse
 
 import pytest
 
-from pipeline.ingest import read_meta
+from gpu_sssp.pipeline.ingest import read_meta
 from tests.conftest import DATA
-from workflows import cmd_generate, cmd_ingest
+from gpu_sssp.workflows import cmd_generate, cmd_ingest
 
 
 def _run(argv):
@@ -68,7 +68,7 @@ def test_generate(tmp_path, capsys, argv):
 
 
 def test_full_cli(tmp_path):
-    from workflows.cli import build_parser, main
+    from gpu_sssp.workflows.cli import build_parser, main
 
     build_parser()  # every subcommand registers; a broken one fails here, not skips
 

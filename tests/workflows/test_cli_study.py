@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _cli_available() -> bool:
     try:
-        from workflows.cli import build_parser
+        from gpu_sssp.workflows.cli import build_parser
 
         build_parser()
     except Exception:
@@ -33,10 +33,10 @@ def _cli_available() -> bool:
 def main(argv=None) -> int:
     """``sssp`` when ``workflows.cli`` builds, else a harness around ``cmd_study`` alone."""
     if _cli_available():
-        from workflows.cli import main as cli_main
+        from gpu_sssp.workflows.cli import main as cli_main
 
         return cli_main(argv)
-    from workflows import cmd_study
+    from gpu_sssp.workflows import cmd_study
 
     parser = argparse.ArgumentParser(prog="sssp")
     sub = parser.add_subparsers(dest="command")
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
 
 def _command() -> list[str]:
     if _cli_available():
-        return [sys.executable, "-m", "workflows.cli"]
+        return [sys.executable, "-m", "gpu_sssp.workflows.cli"]
     return [sys.executable, "-m", "tests.workflows.test_cli_study"]
 
 
