@@ -27,15 +27,20 @@ def graph_options(args) -> dict:
     return opts
 
 
-def load_graph_from_args(args):
-    from gpu_sssp.pipeline.graph import load_graph
-
+def checked_graph_options(args) -> dict:
+    """The ingest options of the command line, refused for an ingested Parquet file."""
     opts = graph_options(args)
     path = Path(args.graph)
     if path.suffix == ".parquet" and opts:
         raise TypeError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
                         "not to an ingested Parquet file")
-    return load_graph(path, **opts)
+    return opts
+
+
+def load_graph_from_args(args):
+    from gpu_sssp.pipeline.graph import load_graph
+
+    return load_graph(Path(args.graph), **checked_graph_options(args))
 
 
 def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
