@@ -27,7 +27,7 @@ def plugin_name(fingerprint: str) -> str:
 
 
 def _load(path: str, fingerprint: str):
-    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.graph import read_parquet
 
     with _lock:
         g = _GRAPHS.get(fingerprint)
@@ -81,11 +81,10 @@ class GraphPlugin(WorkerPlugin):
     def setup(self, worker=None):
         self.graph = _load(self.path, self.fingerprint)
         if use_gpu(self.backend):
-            from gpu_sssp.kernels._gpu import device_name
-            from gpu_sssp.kernels.gpu.loader import device_graph
+            from gpu_sssp import kernels
 
-            device_graph(self.graph)
-            self.device = device_name()
+            kernels.upload_graph(self.graph)
+            self.device = kernels.device_name()
         log.info("graph %s (%s) ready on %s (%s)", self.graph.name, self.fingerprint,
                  getattr(worker, "address", "?"), self.device)
 

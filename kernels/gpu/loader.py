@@ -179,7 +179,11 @@ def device_graph(graph) -> DeviceGraph:
         return dg
 
 
-def forget_graphs() -> None:
-    """Drop every resident graph (frees device memory held by the cache)."""
+def forget_graphs(graph=None) -> None:
+    """Drop the resident copies of ``graph`` (of every graph when None), on every device."""
     with _lock:
-        _graphs.clear()
+        if graph is None:
+            _graphs.clear()
+        else:
+            for key in [k for k in _graphs if k[0] == graph.fingerprint]:
+                del _graphs[key]

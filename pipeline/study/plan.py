@@ -166,8 +166,9 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
     if algorithm != "auto" and algorithm not in kernels.available_methods():
         raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
-    if algorithm != "auto" and graph.has_negative and not kernels.get(algorithm).negative_weights:
-        raise StudyError(f"algorithm {algorithm!r} needs non-negative weights; {graph.name} has negative arcs")
+    why = kernels.get(algorithm).unsuitable(graph) if algorithm != "auto" else None
+    if why:
+        raise StudyError(why)
     batch_size = setting("study.batch-size", batch_size)
     if batch_size == "auto":  # resolved from the workers' devices (resolve_batch_size)
         batch_size = None
