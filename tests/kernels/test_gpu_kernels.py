@@ -249,6 +249,34 @@ def test_zero_weights_predecessor_tree(method, opts):
     check(g, [0, 624], method, opts)
 
 
+@pytest.mark.parametrize("method,opts", ALL, ids=ALL_IDS)
+def test_zero_weight_cycle_three_vertices(method, opts):
+    """2 -> 0 (1), 0 -> 1 (0), 1 -> 0 (0) from vertex 2: the tree is 2 -> 0 -> 1 (issue 14)."""
+    from gpu_sssp.pipeline.graph import Graph
+
+    g = Graph.from_edges([2, 0, 1], [0, 1, 0], [1, 0, 0], 3, name="zero-cycle")
+    res = check(g, [2, 0, 1], method, opts)
+    assert res.predecessors[0].tolist() == [2, 0, -1]
+
+
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_negative_weights_zero_cycles_predecessor_tree(method, opts):
+    # potentials keep cycle sums: the zero cycles of a 0..2 grid stay zero, now with negative arcs
+    seed = G.fresh_seed()
+    g = G.with_potentials(G.grid(20, 20, seed=seed, lo=0, hi=2), seed=seed)
+    check(g, [0, 399, 150], method, opts, negative=True)
+
+
+@pytest.mark.parametrize("method,opts", METHOD_OPTS, ids=METHOD_IDS)
+def test_float_absorbed_arc_has_a_predecessor(method, opts):
+    # 1e20 + 1.0 == 1e20: the arc 1 -> 2 is tight between equal distances
+    from gpu_sssp.pipeline.graph import Graph
+
+    g = Graph.from_edges([0, 1, 2], [1, 2, 1], np.array([1e20, 1.0, 1.0]), 3, name="absorbed")
+    res = check(g, [0], method, opts)
+    assert res.predecessors[0].tolist() == [-1, 0, 1]
+
+
 def test_ell_refuses_padding():
     from gpu_sssp.pipeline.graph import Graph
 

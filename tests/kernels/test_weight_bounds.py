@@ -88,3 +88,21 @@ def test_many_vertices_few_heavy_arcs_accepted():
     a = kernels.solve(g, [0, 5], method="dijkstra", predecessors=True)
     b = kernels.solve(g, [0, 5], method="bellman-ford", predecessors=True)
     assert compare(g, a, b) == []
+
+
+def test_kernel_distance_types_hold_every_accepted_graph():
+    """What kernels.solve lets through fits the GPU kernels' distance types: int32 only
+    while n * max|w| stays below 2**31 and no weight is negative (a negative cycle drives
+    distances down for n + 4 rounds before it is found), int64 otherwise."""
+    from gpu_sssp.kernels.gpu.batched import _dist_type
+    from gpu_sssp.kernels.gpu.common import dist_dtype
+
+    small = Graph.from_edges([0, 1], [1, 2], np.array([5, 7], dtype=np.int64), 3)
+    assert _dist_type(small) == "int32" and dist_dtype(small) == np.int32
+    neg = Graph.from_edges([0, 1], [1, 2], np.array([5, -7], dtype=np.int32), 3)
+    assert _dist_type(neg) == "int64" and dist_dtype(neg) == np.int64
+    big = Graph.from_edges([0, 1], [1, 2], np.array([2**30, 2**30], dtype=np.int32), 3)
+    assert _dist_type(big) == "int64" and dist_dtype(big) == np.int64
+    edge = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52 - 1], dtype=np.int64), 3)
+    edge.check_exact()
+    assert _dist_type(edge) == "int64" and dist_dtype(edge) == np.int64
