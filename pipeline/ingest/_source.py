@@ -99,6 +99,8 @@ class Source:
         self._raw = None
         self._digest = None
         self._closers = []
+        # bytes of text, when known before reading (not for compressed streams)
+        self.text_size = None if self.compression else self.path.stat().st_size
         name = strip_compression(self.path.name)
         self.inner_name = name
         if name.lower().endswith((".tar", ".tgz")) or self._looks_like_tar():
@@ -158,6 +160,7 @@ class Source:
         self.member = pick.name
         self.inner_name = Path(pick.name).name
         self.display = f"{self.path}[{pick.name}]"
+        self.text_size = int(pick.size)
         self.stream = io.BufferedReader(tar.extractfile(pick), buffer_size=1 << 20)
 
     def sha256(self) -> str:

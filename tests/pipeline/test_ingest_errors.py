@@ -62,13 +62,29 @@ def test_bad_p_line(tmp_path):
 
 
 def test_truncated_real_file(tmp_path):
+    # uncompressed: the header's arc count cannot fit in the file's bytes, refused
+    # before any record is read
     src = tmp_path / "USA-road-d.NY.truncated.gr"
     shutil.copy(DATA / "USA-road-d.NY.truncated.gr", src)
     out = tmp_path / "ny.parquet"
     with pytest.raises(InputError) as ei:
         ingest(src, out)
     msg = str(ei.value)
-    assert "733846" in msg and "2050" in msg and str(src) in msg
+    assert "733846" in msg and "file-size check" in msg and str(src) in msg
+    assert ei.value.line == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
+
+
+def test_truncated_real_file_compressed(tmp_path):
+    # compressed: no text size up front, so the count is checked as the records stream
+    import gzip
+
+    src = tmp_path / "ny.gr.gz"
+    src.write_bytes(gzip.compress((DATA / "USA-road-d.NY.truncated.gr").read_bytes()))
+    with pytest.raises(InputError) as ei:
+        ingest(src, tmp_path / "ny.parquet")
+    msg = str(ei.value)
+    assert "733846" in msg and "found 2050" in msg and str(src) in msg
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
