@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         g = None
         if out.exists():
             try:
-                os.utime(out)  # marks it recently used (see _evict_variants)
+                # marks it recently used (see _evict_variants); the mtime stays, as
+                # it keys the copy's CSR cache
+                os.utime(out, ns=(time.time_ns(), out.stat().st_mtime_ns))
                 g = read_parquet(out)
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
@@ -287,7 +290,7 @@ def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
     for f in base.iterdir():
         if f.name.startswith(prefix) and f.name.endswith(f".{skey}.parquet") and f != keep:
             try:
-                entries.append((f.stat().st_mtime_ns, f))
+                entries.append((f.stat().st_atime_ns, f))
             except OSError:
                 pass
     entries.sort(reverse=True)
