@@ -23,12 +23,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from ._formats import ALIASES, FORMATS, READERS, metis_pair_weights, read_co, read_ss
+from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
 from ._limits import Limits
 from ._records import iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     read_meta)
-from ._source import LineCursor, Source, peek_text, strip_compression
+from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
 
 __all__ = ["ingest", "read_meta", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
@@ -191,7 +191,16 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
         kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
         if fmt == "edgelist":
             kwargs["zero_based"] = True
-        hdr, batches = reader(cursor, display, **kwargs)
+        try:
+            hdr, batches = reader(cursor, display, **kwargs)
+        except InputError as exc:
+            # the header did not parse: if the content is plainly another format (a
+            # METIS file named .gr), say which
+            if not isinstance(exc, TruncatedInput) and exc.line is not None and exc.line <= 1000:
+                hint = format_hint(peek_text(path)[0], fmt)
+                if hint:
+                    raise InputError(exc.path, exc.line, f"{exc.message}; {hint}") from None
+            raise
         wp = WeightPlan(weights, hdr.weighted, hdr.weight_float, weight_type, display)
         if fmt == "metis":
             expand = hdr.extra.pop("expand")

@@ -425,4 +425,70 @@ def read_co(cursor, display, limits=None):
     return ints[0], hline, htext, spec
 
 
+# -- sniffing: what a file that fails its reader looks like instead --------------------------
+def _ints(line: bytes):
+    toks = line.split()
+    try:
+        return [int(t) for t in toks]
+    except ValueError:
+        return None
+
+
+def looks_like_metis(head: bytes) -> bool:
+    """Whether the start of a file reads as a METIS graph: an ``N M [FMT [NCON]]``
+    header, then adjacency lines of integers whose neighbour ids lie in ``1..N``."""
+    lines = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        lines = lines[:-1]  # the last one may be cut
+    body = [ln for ln in lines if not ln.lstrip().startswith(b"%")]
+    hdr = _ints(body[0]) if body else None
+    if not hdr or len(hdr) not in (2, 3, 4) or min(hdr) < 0 or hdr[0] < 1:
+        return False
+    n = hdr[0]
+    fmt = body[0].split()[2].decode(errors="replace").zfill(3) if len(hdr) > 2 else "000"
+    if len(fmt) != 3 or any(c not in "01" for c in fmt):
+        return False
+    skip = (fmt[0] == "1" and fmt != "100") + (hdr[3] if len(hdr) > 3 else int(fmt[1] == "1"))
+    adj = body[1:]
+    if len(adj) > n and any(ln.strip() for ln in adj[n:]):
+        return False  # more lines than vertices
+    for ln in adj[:2000]:
+        vals = _ints(ln)
+        if vals is None:
+            return False
+        nb = vals[skip:][:: 2 if fmt[2] == "1" else 1]
+        if any(v < 1 or v > n for v in nb):
+            return False
+    return bool(adj)
+
+
+def looks_like_edgelist(head: bytes) -> bool:
+    """Whether every complete line reads as ``U V`` or ``U V W`` (``#``/``%`` comments)."""
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip() and not ln.lstrip().startswith((b"#", b"%"))]
+    widths = set()
+    for ln in lines[:2000]:
+        toks = ln.split()
+        if len(toks) not in (2, 3) or _ints(b" ".join(toks[:2])) is None:
+            return False
+        widths.add(len(toks))
+    return len(widths) == 1
+
+
+def format_hint(head: bytes, fmt: str) -> str | None:
+    """A ``--format`` suggestion for a file whose ``fmt`` reader refused its header."""
+    try:
+        return _hint(head, fmt)
+    except Exception:  # pragma: no cover - a suggestion must never hide the real error
+        return None
+
+
+def _hint(head: bytes, fmt: str) -> str | None:
+    if fmt != "metis" and looks_like_metis(head):
+        return ("the file looks like a METIS graph ('N M [FMT]' header, then one adjacency "
+                "line per vertex): pass --format metis")
+    if fmt != "edgelist" and looks_like_edgelist(head):
+        return "the file looks like an edge list ('U V [W]' lines): pass --format edgelist"
+    return None
+
+
 READERS = {"gr": read_gr, "pace": read_pace, "mtx": read_mtx, "edgelist": read_edgelist, "metis": read_metis}

@@ -123,3 +123,19 @@ def test_hostile_header_refused_in_little_memory(tmp_path, command, header, chec
     assert peak < 300, peak
     # no partial output: no Parquet file, no temporary, no cache folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.gr"]
+
+
+@pytest.mark.parametrize("name,text,line", [
+    ("big.mtx", "%%MatrixMarket matrix coordinate pattern general\n300000000 300000000 1\n1 2\n", 2),
+    ("big.graph", "300000000 1\n2\n1\n", 1),
+    ("big.tw", "p tw 300000000 1\n1 2\n", 1),
+    ("big.el", "0 1\n1 299999999\n", 2),
+])
+def test_hostile_sizes_other_formats(tmp_path, name, text, line):
+    g = tmp_path / name
+    g.write_text(text)
+    rc, err, peak = _cli_peak(tmp_path, "ingest", g, "-o", tmp_path / "big.parquet")
+    assert rc == 2, err
+    assert f"{g}:{line}:" in err and "isolated-vertex check" in err and "300,000,000 vertices" in err
+    assert peak < 300, peak
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
