@@ -194,7 +194,8 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
             g = read_parquet(out)
         _evict_variants(base, prefix, skey, keep=out)
     except BaseException:
-        _drop_if_empty(base)
+        if created:
+            _drop_if_empty(base)
         raise
     name = path.name
     for ext in (".gz", ".xz", ".bz2", ".zst"):

@@ -32,6 +32,19 @@ def test_failed_ingest_leaves_no_cache_folder(tmp_path):
     assert sorted(f.name for f in tmp_path.iterdir()) == ["bad.gr"]
 
 
+def test_failed_ingest_keeps_a_folder_it_did_not_create(tmp_path):
+    p = tmp_path / "bad.gr"
+    p.write_text("p sp 3 2\na 1 2 1\nx\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with pytest.raises(InputError):
+        load_graph(p, cache_dir=mine)
+    assert mine.is_dir() and not any(mine.iterdir())
+    with pytest.raises(InputError):
+        load_graph(p, cache_dir=tmp_path / "new" / "cache")
+    assert not (tmp_path / "new" / "cache").exists()
+
+
 def test_failed_ingest_keeps_an_existing_cache(tmp_path):
     good = _input(tmp_path)
     load_graph(good)
