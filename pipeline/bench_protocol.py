@@ -309,6 +309,20 @@ def environment() -> dict:
     return env
 
 
+# ----------------------------------------------------------------------------- checks
+@dataclass
+class Answer:
+    """What is compared between a solver and the reference, for one source."""
+
+    reached: int
+    total: float  # sum of finite distances (exact int for integer weights)
+    ecc: float
+
+    @property
+    def checksum(self) -> float:
+        return float(self.total) + float(self.reached)
+
+
 def answer_from_distances(dist: np.ndarray, integer: bool) -> Answer:
     fin = np.isfinite(dist)
     reached = int(fin.sum())
