@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
+
 _INT_WEIGHTS = ("int32", "int64")
 
 
@@ -262,13 +264,13 @@ class Graph:
             except (TypeError, ValueError):
                 ok = np.zeros(len(ids), dtype=bool)
             if not ok.all():
-                raise ValueError(f"{what} ids must be integers, got {ids[:5].tolist()}")
+                raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
             ids = as_float.astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)
         if bad.any():
             first = int(ids[np.argmax(bad)])
-            raise ValueError(
+            raise UsageError(
                 f"{what} {first} does not exist in {self.name}: ids run from "
                 f"{self.id_base} to {self.id_base + self.n - 1}"
             )

@@ -54,12 +54,7 @@ SUMMARY = "summary.json"
 FORMAT_VERSION = 1
 
 
-class StudyError(ValueError):
-    """A study cannot start or resume as asked (bad options, a folder in the way)."""
-
-
-class BatchError(RuntimeError):
-    """A batch failed on a worker; the message names the batch and the cause."""
+from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: E402  (re-exported)
 
 
 # ---------------------------------------------------------------------- planning

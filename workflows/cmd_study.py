@@ -16,10 +16,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args
+from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, print_error
 
 console = Console()
-err_console = Console(stderr=True)
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
 
@@ -75,6 +74,12 @@ def add_parser(sub) -> None:
     cl.add_argument("--scheduler-file", metavar="F", help="attach through a scheduler file")
     cl.add_argument("--gpus", metavar="0,1", help="local GPUs for a LocalCUDACluster (CUDA_VISIBLE_DEVICES)")
     cl.add_argument("--cpu-workers", type=int, metavar="N", help="local CPU cluster of N single-thread workers")
+    cl.add_argument("--host", metavar="IP",
+                    help="interface a local cluster's scheduler and workers listen on (default 127.0.0.1: "
+                    "this machine only; 0.0.0.0 opens them, unauthenticated, to the network)")
+    cl.add_argument("--dashboard-address", metavar="HOST:PORT",
+                    help="where a local cluster serves the Dask dashboard (default HOST:8787 on --host's "
+                    "interface; :8787 means every interface)")
     cl.add_argument("--no-dashboard", action="store_true", help="do not serve the Dask dashboard")
     cl.add_argument("--report", metavar="report.html", help="save Dask's performance report here")
     p.set_defaults(func=run)
@@ -191,7 +196,8 @@ def run(args) -> int:
         console.print(f"{args.out}: all {len(plan.batches)} batches already done; summarising")
     t0 = time.perf_counter()
     handle = start_cluster(scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
-                           cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard)
+                           cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
+                           host=args.host, dashboard_address=args.dashboard_address)
     try:
         info = describe_cluster(handle)
         link = handle.dashboard_link
@@ -216,13 +222,13 @@ def run(args) -> int:
                 summary = run_study(handle.client, plan, resume=args.resume, backend=handle.backend,
                                     cluster_info=info, on_batch=on_batch, study=study)
         except BatchError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-            err_console.print(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
-                              "fix the cause and add --resume to continue")
+            print_error(exc)
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
+                        "fix the cause and add --resume to continue", label="note")
             return 3 if "negative cycle" in str(exc) else 1
         except Exception:
-            err_console.print(f"study stopped: {len(study.done)} finished batch(es) are recorded in "
-                              f"{args.out}; add --resume to continue")
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
+                        "add --resume to continue", label="study stopped")
             raise
     finally:
         handle.close()
