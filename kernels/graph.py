@@ -50,7 +50,12 @@ class Graph:
     directed: bool = True
     name: str = "graph"
     meta: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str = ""
+    #: content hash of (n, m, id_base, weight type, indptr, indices, weights): two graphs
+    #: share a device upload or a worker's copy only when it is equal.  Computed on first
+    #: use (a property below) for every Graph however it was built, never given to the
+    #: constructor, so ``dataclasses.replace`` with other arrays gets its own; a loader
+    #: that already knows it (the CSR cache) assigns it and skips the hashing.
+    fingerprint: str = field(default="", init=False)
     path: str | None = None  # the Parquet file it was loaded from, if any
     _reverse: tuple | None = field(default=None, repr=False)
     # host data derived from the arrays (which never change), see cached(); never copied
@@ -122,10 +127,8 @@ class Graph:
             parallel_policy=parallel,
             self_loops_found=int((s == d).sum()),
         )
-        g = cls(n=int(n), indptr=indptr, indices=d.astype(_index_dtype(n)), weights=w,
-                id_base=int(id_base), directed=directed, name=name, meta=info)
-        g.fingerprint = g._compute_fingerprint()
-        return g
+        return cls(n=int(n), indptr=indptr, indices=d.astype(_index_dtype(n)), weights=w,
+                   id_base=int(id_base), directed=directed, name=name, meta=info)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -327,3 +330,20 @@ class Graph:
             fingerprint=self.fingerprint,
         )
         return s
+
+
+def _get_fingerprint(self) -> str:
+    fp = self.__dict__.get("_fingerprint")
+    if not fp:
+        fp = self._compute_fingerprint()
+        self.__dict__["_fingerprint"] = fp
+    return fp
+
+
+def _set_fingerprint(self, value) -> None:
+    self.__dict__["_fingerprint"] = str(value or "")
+
+
+# after @dataclass has read the field's default: the attribute becomes a property
+Graph.fingerprint = property(_get_fingerprint, _set_fingerprint,
+                             doc="Content hash of the graph (16 hex digits), computed on first use.")

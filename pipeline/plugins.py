@@ -90,9 +90,17 @@ class GraphPlugin(WorkerPlugin):
                  getattr(worker, "address", "?"), self.device)
 
     def teardown(self, worker=None):
+        """Forget the graph: the host copy and its device copies (with the arrays the
+        kernels derived from it), so a long-lived worker does not keep every graph it
+        ever studied on its GPU."""
+        from gpu_sssp.kernels.gpu.loader import release_graph
+
         with _lock:
             _GRAPHS.pop(self.fingerprint, None)
         self.graph = None
+        released = release_graph(self.fingerprint)
+        log.info("graph %s released on %s (%d device copies)", self.fingerprint,
+                 getattr(worker, "address", "?"), released)
 
 
 def worker_graph(fingerprint: str, path: str | None = None):
