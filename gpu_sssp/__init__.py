@@ -72,8 +72,8 @@ def read_parquet(path, **options) -> Graph:
 def study(graph, **options) -> dict:
     """Run a study (many sources in batches on a Dask cluster) and return its summary.
 
-    See :func:`gpu_sssp.pipeline.run.study` for the options.
+    See :func:`gpu_sssp.pipeline.study.run.study` for the options.
     """
-    from gpu_sssp.pipeline.run import study as _study
+    from gpu_sssp.pipeline.study.run import study as _study
 
     return _study(graph, **options)

@@ -32,6 +32,16 @@ class Method:
     # enqueues device work
     device_turn: bool = False
 
+    def unsuitable(self, graph) -> str | None:
+        """Why this method cannot solve ``graph`` (one line), or None when it can.
+
+        The one place this rule is written: ``solve`` raises it, and the study plan,
+        the benchmark and ``sssp verify`` use it to refuse or skip a method."""
+        if graph.has_negative and not self.negative_weights:
+            return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
+                    f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)")
+        return None
+
     def load(self):
         mod, fn = self.target.split(":")
         return getattr(importlib.import_module(mod), fn)
@@ -146,11 +156,9 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     spec = get(method)
     if spec.backend != backend:
         raise TypeError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
-    if graph.has_negative and not spec.negative_weights:
-        raise ValueError(
-            f"method {method!r} needs non-negative weights; {graph.name} has "
-            f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)"
-        )
+    why = spec.unsuitable(graph)
+    if why:
+        raise ValueError(why)
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()

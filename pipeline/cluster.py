@@ -244,7 +244,7 @@ def _worker_info(backend: str) -> dict:
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     if use_gpu(backend):
         try:
-            from gpu_sssp.kernels._gpu import device_name
+            from gpu_sssp.kernels import device_name
 
             info["device"] = device_name()
         except Exception as exc:  # report, do not fail the study description

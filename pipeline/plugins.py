@@ -27,7 +27,7 @@ def plugin_name(fingerprint: str) -> str:
 
 
 def _load(path: str, fingerprint: str):
-    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.graph import read_parquet
 
     with _lock:
         g = _GRAPHS.get(fingerprint)
@@ -81,26 +81,27 @@ class GraphPlugin(WorkerPlugin):
     def setup(self, worker=None):
         self.graph = _load(self.path, self.fingerprint)
         if use_gpu(self.backend):
-            from gpu_sssp.kernels._gpu import device_name
-            from gpu_sssp.kernels.gpu.loader import device_graph
+            from gpu_sssp import kernels
 
-            device_graph(self.graph)
-            self.device = device_name()
+            kernels.upload_graph(self.graph)
+            self.device = kernels.device_name()
         log.info("graph %s (%s) ready on %s (%s)", self.graph.name, self.fingerprint,
                  getattr(worker, "address", "?"), self.device)
 
     def teardown(self, worker=None):
         """Forget the graph: the host copy and its device copies (with the arrays the
-        kernels derived from it), so a long-lived worker does not keep every graph it
-        ever studied on its GPU."""
-        from gpu_sssp.kernels.gpu.loader import release_graph
+        kernels derived from them, e.g. the batched kernel's layout) and the memory
+        pool's free blocks, so a long-lived worker does not keep every graph it ever
+        studied on its GPU."""
+        from gpu_sssp import kernels
 
         with _lock:
-            _GRAPHS.pop(self.fingerprint, None)
+            graph = _GRAPHS.pop(self.fingerprint, None)
+        graph = self.graph if self.graph is not None else graph
         self.graph = None
-        released = release_graph(self.fingerprint)
-        log.info("graph %s released on %s (%d device copies)", self.fingerprint,
-                 getattr(worker, "address", "?"), released)
+        if graph is not None:
+            kernels.release_device_memory(graph)
+        log.info("graph %s released on %s", self.fingerprint, getattr(worker, "address", "?"))
 
 
 def worker_graph(fingerprint: str, path: str | None = None):

@@ -1,7 +1,7 @@
 """`sssp bench`: the papers' experiments, with CPU anchors in the same run.
 
-Glue only: parse arguments, load graphs, call :func:`pipeline.benchmark.run_benchmark`,
-show progress, write ``rows.parquet`` / ``summary.md`` / PNGs with :mod:`pipeline.bench`.
+Glue only: parse arguments, load graphs, call :func:`pipeline.bench_protocol.run_benchmark`,
+show progress, write ``rows.parquet`` / ``summary.md`` / PNGs with :mod:`pipeline.bench_report`.
 """
 from __future__ import annotations
 
@@ -143,8 +143,8 @@ def _plain_label(path: Path) -> str:
 
 
 def run(args) -> int:
-    from gpu_sssp.pipeline import bench as report
-    from gpu_sssp.pipeline.benchmark import BenchSettings, environment, plan_variants, run_benchmark
+    from gpu_sssp.pipeline import bench_report as report
+    from gpu_sssp.pipeline.bench_protocol import BenchSettings, environment, plan_variants, run_benchmark
 
     out = Path(args.out)
     if args.from_rows:
@@ -213,14 +213,14 @@ def run(args) -> int:
 
 
 def _show(table, written, out: Path) -> None:
-    from gpu_sssp.pipeline import bench as report
+    from gpu_sssp.pipeline import bench_report as report
 
     agg = report.aggregate(table)
     sp = {(s["graph"], s["variant"]): s for s in report.speedups(agg)}
     t = Table(title="sssp bench (ms per source)")
     for col in ("graph", "method", "mean", "min", "max", "vs SciPy", "relax/|E|", "ok"):
         t.add_column(col, justify="left" if col in ("graph", "method") else "right")
-    f = report._f
+    f = report.fmt_number
     for a in agg:
         s = sp.get((a["graph"], a["variant"]))
         t.add_row(escape(a["graph"]), escape(a["variant"]), f(a["mean_ms"]), f(a["min_ms"]), f(a["max_ms"]),

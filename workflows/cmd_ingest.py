@@ -55,7 +55,7 @@ def add_parser(subparsers):
 
 
 def default_output(path: Path) -> Path:
-    from gpu_sssp.pipeline.ingest._source import strip_compression
+    from gpu_sssp.pipeline.ingest import strip_compression
 
     name = strip_compression(path.name)
     for suf in (".tar",):

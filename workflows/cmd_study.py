@@ -16,7 +16,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, print_error
+from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
 console = Console()
 
@@ -136,119 +136,73 @@ def summary_table(s: dict, integer: bool) -> Table:
     return t
 
 
-def _adopt_from_manifest(args) -> None:
-    """On --resume, settings not given again are taken from the study being resumed."""
-    import json
-    from pathlib import Path
-
-    mpath = Path(args.out) / "manifest.json"
-    try:
-        m = json.loads(mpath.read_text())
-    except (OSError, ValueError):
-        return
-    ident = m.get("identity", {})
-    if args.batch_size is None and ident.get("batch_size"):
-        args.batch_size = int(ident["batch_size"])
-    if args.distance_form is None and ident.get("distance_form"):
-        args.distance_form = ident["distance_form"]
-    if args.order is None and m.get("sources", {}).get("order"):
-        args.order = m["sources"]["order"]
-
-
 def run(args) -> int:
-    from gpu_sssp.pipeline.cluster import describe_cluster, performance_report, start_cluster
-    from gpu_sssp.pipeline.sources import plan_sources
-    from gpu_sssp.pipeline.study import BatchError, Study, StudyError, plan_study, run_study
-    from gpu_sssp.pipeline.config import setting
+    from gpu_sssp.pipeline.cluster import performance_report
+    from gpu_sssp.pipeline.study import BatchError, StudyError, distance_bytes, fmt_bytes
+    from gpu_sssp.pipeline.study.run import study as run_study
 
     if args.report:
         import importlib.util
 
         if importlib.util.find_spec("bokeh") is None:
             raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
-    n_cluster = sum(x is not None for x in (args.scheduler, args.scheduler_file, args.gpus, args.cpu_workers))
-    if n_cluster > 1:
-        raise StudyError("choose one of --scheduler, --scheduler-file, --gpus, --cpu-workers")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
-    if args.resume:
-        _adopt_from_manifest(args)
-    graph = load_graph_from_args(args)
-    sp = plan_sources(graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
-                      random=args.random, seed=args.seed, order=setting("study.order", args.order))
-    outputs = args.outputs
-    wants_dist = any(o.strip() in ("distances", "predecessors") for o in outputs.split(","))
-    if wants_dist:
-        from gpu_sssp.pipeline.study import distance_bytes, _fmt_bytes
-
-        form = setting("study.distance-form", args.distance_form)
-        est = distance_bytes(sp.count, graph.n, form, "predecessors" in outputs)
-        console.print(f"distance outputs: up to {_fmt_bytes(est)} before compression "
-                      f"({sp.count:,} sources x {graph.n:,} vertices, {form} form)")
-    batch_size = args.batch_size
-    if batch_size is None and setting("study.batch-size", None) in (None, "auto"):
-        batch_size = _default_batch_size(args)
-    plan = plan_study(graph, args.graph, sp, out=args.out, algorithm=args.algorithm,
-                      batch_size=batch_size, outputs=outputs, distance_form=args.distance_form,
-                      max_distance_bytes=args.max_distance_bytes)
-    study = Study(plan, resume=args.resume)  # folder checks before any cluster starts
-    if args.resume and not study.pending:
-        console.print(f"{args.out}: all {len(plan.batches)} batches already done; summarising")
+    ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
-    handle = start_cluster(scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
-                           cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
-                           host=args.host, dashboard_address=args.dashboard_address)
-    try:
-        info = describe_cluster(handle)
-        link = handle.dashboard_link
-        console.print(f"cluster: {handle.mode}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
+    progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                        transient=False)
+    report = performance_report(args.report) if args.report else contextlib.nullcontext()
+    state: dict = {}
+
+    def on_cluster(info, plan, study):
+        state["study"], graph = study, plan.graph
+        state["integer"] = graph.integer_weights
+        console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
-        if link and not args.no_dashboard:
-            console.print(f"dashboard: {link}")
-        console.print(f"study {plan.study_id}: {sp.count:,} sources ({sp.how['kind']}) in {len(plan.batches):,} "
-                      f"batches of {plan.batch_size}, {len(study.pending):,} to do -> {args.out}")
-        report = performance_report(args.report) if args.report else contextlib.nullcontext()
-        progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
-                            transient=False)
-        task = progress.add_task("study", total=sp.count, completed=study.sources_done,
-                                 initial=study.sources_done)
+        if info.get("dashboard") and not args.no_dashboard:
+            console.print(f"dashboard: {info['dashboard']}")
+        if {"distances", "predecessors"} & set(plan.outputs):
+            est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
+            console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
+                          f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
+        if args.resume and not study.pending:
+            console.print(f"{args.out}: all {len(plan.batches)} batches already done; summarising")
+        console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
+                      f"{len(plan.batches):,} batches of {plan.batch_size}, {len(study.pending):,} to do -> {args.out}")
+        state["task"] = progress.add_task("study", total=plan.sources.count, completed=study.sources_done,
+                                          initial=study.sources_done)
+        progress.start()
 
-        def on_batch(meta, _study):
-            progress.advance(task, meta["rows"])
+    def on_batch(meta, _study):
+        progress.advance(state["task"], meta["rows"])
 
-        try:
-            with report, progress:
-                summary = run_study(handle.client, plan, resume=args.resume, backend=handle.backend,
-                                    cluster_info=info, on_batch=on_batch, study=study)
-        except BatchError as exc:
-            print_error(exc)
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
-                        "fix the cause and add --resume to continue", label="note")
-            return 3 if "negative cycle" in str(exc) else 1
-        except Exception:
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}; "
+    try:
+        with report:
+            summary = run_study(
+                args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
+                random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
+                batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
+                max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
+                scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
+                cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
+                host=args.host, dashboard_address=args.dashboard_address,
+                on_cluster=on_cluster, on_batch=on_batch, **ingest_options)
+    except BatchError as exc:
+        progress.stop()
+        print_error(exc)
+        print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
+                    "fix the cause and add --resume to continue", label="note")
+        return 3 if "negative cycle" in str(exc) else 1
+    except Exception:
+        progress.stop()
+        if "study" in state:
+            print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
                         "add --resume to continue", label="study stopped")
-            raise
-    finally:
-        handle.close()
-    console.print(summary_table(summary, graph.integer_weights))
+        raise
+    progress.stop()
+    console.print(summary_table(summary, state["integer"]))
     console.print(f"wrote {args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
                   + (f"; report {args.report}" if args.report else ""))
     return 0
-
-
-def _default_batch_size(args) -> int:
-    """Sources per task when neither --batch-size nor the config sets it.
-
-    GPU workers solve a batch in one call of the batched kernel, which fills the GPU
-    best with a few hundred sources (BENCHMARKS.md); CPU workers solve one source
-    after another, where small batches balance better and resume loses less.
-    """
-    from gpu_sssp import kernels
-
-    gpu_algo = (args.algorithm in kernels.available_methods() and args.algorithm != "auto"
-                and kernels.get(args.algorithm).backend == "gpu")
-    local_gpu = (args.cpu_workers is None and args.scheduler is None and args.scheduler_file is None
-                 and kernels.device_count() > 0)
-    return 512 if (gpu_algo or local_gpu or args.gpus) else 64

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError
@@ -67,8 +68,9 @@ def run(args) -> int:
     failures = 0
     for name in names:
         spec = kernels.get(name)
-        if graph.has_negative and not spec.negative_weights:
-            table.add_row(name, spec.backend, "[dim]skipped (negative weights)[/]", "")
+        why = spec.unsuitable(graph)
+        if why:
+            table.add_row(name, spec.backend, f"[dim]skipped: {escape(why)}[/]", "")
             continue
         res = kernels.solve(graph, src, method=name, backend=spec.backend, predecessors=True)
         problems = compare(graph, ref, res)

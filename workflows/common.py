@@ -57,15 +57,20 @@ def graph_options(args) -> dict:
     return opts
 
 
-def load_graph_from_args(args):
-    from gpu_sssp.pipeline.graph import load_graph
-
+def checked_graph_options(args) -> dict:
+    """The ingest options of the command line, refused for an ingested Parquet file."""
     opts = graph_options(args)
     path = Path(args.graph)
     if path.suffix == ".parquet" and opts:
         raise OptionError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
                         "not to an ingested Parquet file")
-    return load_graph(path, **opts)
+    return opts
+
+
+def load_graph_from_args(args):
+    from gpu_sssp.pipeline.graph import load_graph
+
+    return load_graph(Path(args.graph), **checked_graph_options(args))
 
 
 def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
@@ -98,6 +103,6 @@ def check_method(graph, method: str, backend: str = "auto") -> None:
     spec = kernels.get(method)
     if backend not in ("auto", spec.backend):
         raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
-    if graph.has_negative and not spec.negative_weights:
-        raise UsageError(f"method {method!r} needs non-negative weights; {graph.name} has "
-                         f"{int((graph.weights < 0).sum()):,} negative arcs (use hbf, bellman-ford or auto)")
+    why = spec.unsuitable(graph)
+    if why:
+        raise UsageError(why)

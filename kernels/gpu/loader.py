@@ -179,35 +179,11 @@ def device_graph(graph) -> DeviceGraph:
         return dg
 
 
-def release_graph(fingerprint: str) -> int:
-    """Drop the device copies of the graph with this fingerprint on every device, with
-    the arrays methods derived from them (the batched kernel's layout, ELL, reverse
-    CSR), and hand CuPy's cached free blocks back to the driver.
-
-    For long-lived processes (a Dask worker that studies one graph after another):
-    without it every graph ever solved stays on the GPU.  Safe without a GPU or CuPy.
-
-    Returns
-    -------
-    int
-        The number of device copies dropped.
-    """
+def forget_graphs(graph=None) -> None:
+    """Drop the resident copies of ``graph`` (of every graph when None), on every device."""
     with _lock:
-        keys = [k for k in _graphs if k[0] == fingerprint]
-        for k in keys:
-            _graphs.pop(k).extra.clear()
-    if keys:
-        try:
-            cp = _cupy()
-        except Exception:  # no device here: there was nothing on one
-            return len(keys)
-        # arrays still referenced elsewhere (a solve in flight) stay valid: only
-        # unreferenced pool blocks are freed
-        cp.get_default_memory_pool().free_all_blocks()
-    return len(keys)
-
-
-def forget_graphs() -> None:
-    """Drop every resident graph (frees device memory held by the cache)."""
-    with _lock:
-        _graphs.clear()
+        if graph is None:
+            _graphs.clear()
+        else:
+            for key in [k for k in _graphs if k[0] == graph.fingerprint]:
+                del _graphs[key]

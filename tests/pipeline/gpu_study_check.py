@@ -296,7 +296,7 @@ def main(argv=None) -> int:
                              "outside_vs_kernel_2_each": two["outside_all"], "repeats": len(by_cfg[next(iter(by_cfg))])}
     result["scaling"] = scaling
     result["total_s"] = time.perf_counter() - t_all
-    from gpu_sssp.pipeline.study import _versions
+    from gpu_sssp.pipeline.study.versions import versions as _versions
 
     result["versions"] = _versions()
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")

@@ -1,4 +1,4 @@
-"""The benchmark protocol (pipeline.benchmark) and its report (pipeline.bench), on CPU.
+"""The benchmark protocol (pipeline.bench_protocol) and its report (pipeline.bench_report), on CPU.
 
 GPU methods are stood in for by CPU fakes registered under their names (and the
 registry restored afterwards), so every section of the report - ablation, locality
@@ -18,8 +18,8 @@ from gpu_sssp.kernels import cpu as kernels_cpu
 from gpu_sssp.kernels import baselines as bl
 from gpu_sssp.kernels import registry
 from gpu_sssp.kernels.result import reduce_distances
-from gpu_sssp.pipeline import bench as report
-from gpu_sssp.pipeline import benchmark as bm
+from gpu_sssp.pipeline import bench_report as report
+from gpu_sssp.pipeline import bench_protocol as bm
 from gpu_sssp.pipeline.graph import Graph
 
 HBF_SWITCHES = {"edge_classes", "dedup64", "coalesced_enqueue", "virtual_warps", "heavy_threshold", "hops"}
@@ -190,7 +190,7 @@ def test_plan_variants_locality_ablation(fakes):
                                      "locality[resident=off]", "locality[prefetch=off]"]
     off = [v for v in vs if v.role == "ablation"]
     assert [v.ablates for v in off] == ["resident_arcs", "prefetch"]
-    from gpu_sssp.pipeline.bench import _switch_name
+    from gpu_sssp.pipeline.bench_report import _switch_name
     assert "block-resident" in _switch_name("resident", False)
     assert "prefetch" in _switch_name("prefetch", False)
 

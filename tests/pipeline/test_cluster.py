@@ -94,33 +94,39 @@ def test_bad_listen_options_are_usage_errors(kwargs, message):
 
 
 # ---------------------------------------------------------------- plugin teardown
-class _FakeDeviceGraph:
-    def __init__(self):
-        self.extra = {"batched": object(), "ell": object()}
-
-
-def test_plugin_teardown_releases_device_copies(monkeypatch, tmp_path):
-    """The teardown drops the host graph and every device copy of it (with the
-    arrays kernels derived from it); other graphs' copies stay."""
-    from gpu_sssp.kernels.gpu import loader
+def test_plugin_teardown_releases_the_graph_on_the_device(monkeypatch, tmp_path):
+    """The teardown drops the host graph and asks kernels to release its device
+    copies (with the arrays kernels derived from them) and the pool's blocks."""
+    from gpu_sssp import kernels
     from gpu_sssp.pipeline import plugins
     from gpu_sssp.pipeline.graph import read_parquet
     from tests.pipeline.test_study_support import grid_parquet
 
+    released = []
+    monkeypatch.setattr(kernels, "release_device_memory", lambda graph=None: released.append(graph))
     path = grid_parquet(tmp_path, 4, 4)
-    g = plugins._load(str(path), read_parquet(path).fingerprint)
-    ours0, ours1, other = _FakeDeviceGraph(), _FakeDeviceGraph(), _FakeDeviceGraph()
-    fake = {(g.fingerprint, "min", 0): ours0, (g.fingerprint, "min", 1): ours1, ("another", "min", 0): other}
-    monkeypatch.setattr(loader, "_graphs", dict(fake))
-    plugin = plugins.GraphPlugin(str(path), g.fingerprint, "cpu")
+    fp = read_parquet(path).fingerprint
+    plugin = plugins.GraphPlugin(str(path), fp, "cpu")
     plugin.setup()
-    assert plugin.graph is g
+    g = plugin.graph
+    assert plugins._GRAPHS[fp] is g
     plugin.teardown()
-    assert plugin.graph is None
-    assert g.fingerprint not in plugins._GRAPHS
+    assert plugin.graph is None and fp not in plugins._GRAPHS
+    assert len(released) == 1 and released[0] is g  # that graph only, not every graph
+
+
+def test_forget_graphs_drops_one_graphs_copies(monkeypatch):
+    """kernels.gpu.loader.forget_graphs(graph): that graph's copies on every device go,
+    other graphs' stay."""
+    from gpu_sssp.kernels.gpu import loader
+    from gpu_sssp.kernels.graph import Graph
+
+    g = Graph.from_edges([0, 1], [1, 2], [3, 4])
+    other = object()
+    monkeypatch.setattr(loader, "_graphs", {(g.fingerprint, "min", 0): object(), (g.fingerprint, "min", 1): object(),
+                                            ("another", "min", 0): other})
+    loader.forget_graphs(g)
     assert list(loader._graphs) == [("another", "min", 0)]
-    assert ours0.extra == {} and ours1.extra == {}  # derived arrays dropped too
-    assert len(other.extra) == 2
 
 
 @pytest.mark.gpu

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from gpu_sssp.kernels import registry
-from gpu_sssp.pipeline.benchmark import ROW_SCHEMA
+from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 from gpu_sssp.workflows.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

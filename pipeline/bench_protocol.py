@@ -14,7 +14,7 @@ does exactly that, on one device, without Dask:
   checks every answer against SciPy's, and returns one Arrow row per
   (graph, configuration, source, run) in :data:`ROW_SCHEMA`.
 
-Rendering the rows (Markdown tables, PNG plots) lives in :mod:`pipeline.bench`.
+Rendering the rows (Markdown tables, PNG plots) lives in :mod:`pipeline.bench_report`.
 Nothing here prints; notes are returned and logged.
 
 Definitions used in every row:
@@ -303,44 +303,12 @@ def environment() -> dict:
            "cpu": platform.processor() or platform.machine()}
     if kernels.device_count() > 0:
         try:
-            from gpu_sssp.kernels import _gpu
-
-            cp = _gpu.cupy()
-            env["gpu"] = _gpu.device_name()
-            versions["cuda_runtime"] = str(cp.cuda.runtime.runtimeGetVersion())
-            env["driver"] = _driver_version(cp)
+            info = kernels.device_info()
+            env["gpu"], env["driver"] = info["gpu"], info["driver"]
+            versions["cuda_runtime"] = info["cuda_runtime"]
         except Exception as exc:  # the bench still runs the CPU side
             log.warning("could not query the GPU: %s", exc)
     return env
-
-
-def _driver_version(cp) -> str:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            v = pynvml.nvmlSystemGetDriverVersion()
-            return v.decode() if isinstance(v, bytes) else str(v)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        v = int(cp.cuda.runtime.driverGetVersion())
-        return f"CUDA {v // 1000}.{(v % 1000) // 10}"
-
-
-# ----------------------------------------------------------------------------- checks
-@dataclass
-class Answer:
-    """What is compared between a solver and the reference, for one source."""
-
-    reached: int
-    total: float  # sum of finite distances (exact int for integer weights)
-    ecc: float
-
-    @property
-    def checksum(self) -> float:
-        return float(self.total) + float(self.reached)
 
 
 def answer_from_distances(dist: np.ndarray, integer: bool) -> Answer:
@@ -518,15 +486,9 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
 
 def _release_device() -> None:
     """Drop the graph's device copy and cached blocks before the next graph."""
-    try:
-        from gpu_sssp.kernels.gpu import loader
+    from gpu_sssp import kernels
 
-        loader.forget_graphs()
-        from gpu_sssp.kernels._gpu import cupy  # the one module that imports CuPy
-
-        cupy().get_default_memory_pool().free_all_blocks()
-    except Exception as exc:  # only memory is at stake
-        log.debug("could not release device memory: %s", exc)
+    kernels.release_device_memory()
 
 
 @dataclass
@@ -554,9 +516,7 @@ def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str
     spec = kernels.get(v.algorithm)
     if spec.backend == "gpu" and not have_gpu:
         return "no CUDA device here"
-    if graph.has_negative and not spec.negative_weights:
-        return "needs non-negative weights"
-    return None
+    return spec.unsuitable(graph)
 
 
 def _row(ctx: _Ctx, v: Variant, i: int, run: int, **vals) -> dict:

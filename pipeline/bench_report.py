@@ -1,6 +1,6 @@
 """Outputs of ``sssp bench``: ``rows.parquet``, ``summary.md`` and PNG plots.
 
-The rows (:data:`pipeline.benchmark.ROW_SCHEMA`) carry everything; this module only
+The rows (:data:`pipeline.bench_protocol.ROW_SCHEMA`) carry everything; this module only
 aggregates them into the tables the papers print and draws them:
 
 - time per algorithm and graph: mean / min / max over sources and runs, MTEPS,
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
-from gpu_sssp.pipeline.benchmark import ROW_SCHEMA
+from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +224,8 @@ def edgelist_scaling(agg: list[dict]) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- markdown
-def _f(x, digits=3) -> str:
+def fmt_number(x, digits=3) -> str:
+    """A number with about ``digits`` significant digits for the tables ("-" for None/NaN)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     if x == 0:
@@ -315,9 +316,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out.append(_table(
             ["method", "kind", "mean ms", "min ms", "max ms", "kernel ms", "MTEPS", "edges/s",
              "relax/\\|E\\|", "iterations", "launches", "host syncs", "n", "ok"],
-            [[a["variant"], a["kind"], _f(a["mean_ms"]), _f(a["min_ms"]), _f(a["max_ms"]),
-              _f(a["kernel_ms"]), _f(a["mteps"]), _rate(a["edges_per_s"]), _f(a["relax_per_arc"]),
-              _f(a["iterations"]), _f(a["launches"]), _f(a["host_syncs"]), str(a["rows"]),
+            [[a["variant"], a["kind"], fmt_number(a["mean_ms"]), fmt_number(a["min_ms"]), fmt_number(a["max_ms"]),
+              fmt_number(a["kernel_ms"]), fmt_number(a["mteps"]), _rate(a["edges_per_s"]), fmt_number(a["relax_per_arc"]),
+              fmt_number(a["iterations"]), fmt_number(a["launches"]), fmt_number(a["host_syncs"]), str(a["rows"]),
               "yes" if not a["failures"] else f"**{a['failures']} failed**"] for a in items]))
         out.append("")
 
@@ -327,9 +328,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                 "Mean time of the reference divided by the method's mean time, same run, same sources "
                 "(> 1: the method is faster).", ""]
         out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"],
-                          [[s["graph"], s["variant"], s["kind"], _f(s["mean_ms"]),
-                            _f(s["vs_harish"]) + ("x" if s["vs_harish"] else ""),
-                            _f(s["vs_scipy"]) + ("x" if s["vs_scipy"] else "")] for s in sp]))
+                          [[s["graph"], s["variant"], s["kind"], fmt_number(s["mean_ms"]),
+                            fmt_number(s["vs_harish"]) + ("x" if s["vs_harish"] else ""),
+                            fmt_number(s["vs_scipy"]) + ("x" if s["vs_scipy"] else "")] for s in sp]))
         out.append("")
 
     ab = ablation(agg)
@@ -339,9 +340,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                 "(> 1: the optimisation pays).", ""]
         out.append(_table(["graph", "method", "switched off", "mean ms", "all on ms", "slowdown",
                            "relax/\\|E\\| off", "relax/\\|E\\| all on"],
-                          [[a["graph"], a["algorithm"], a["off"], _f(a["mean_ms"]), _f(a["all_on_ms"]),
-                            _f(a["slowdown"]) + ("x" if a["slowdown"] else ""), _f(a["relax_per_arc"]),
-                            _f(a["all_on_relax_per_arc"])] for a in ab]))
+                          [[a["graph"], a["algorithm"], a["off"], fmt_number(a["mean_ms"]), fmt_number(a["all_on_ms"]),
+                            fmt_number(a["slowdown"]) + ("x" if a["slowdown"] else ""), fmt_number(a["relax_per_arc"]),
+                            fmt_number(a["all_on_relax_per_arc"])] for a in ab]))
         out.append("")
 
     loc = locality_sweep(agg)
@@ -352,7 +353,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         for g in _graph_order(loc):
             byk = {a["options"]["k"]: a["mean_ms"] for a in loc if a["graph"] == g}
             best = min(byk, key=byk.get)
-            rows.append([g] + [(f"**{_f(byk[k])}**" if k == best else _f(byk.get(k))) for k in ks])
+            rows.append([g] + [(f"**{fmt_number(byk[k])}**" if k == best else fmt_number(byk.get(k))) for k in ks])
         out.append(_table(["graph"] + [f"k={k}" for k in ks], rows))
         out.append("")
 
@@ -360,8 +361,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     if el:
         out += ["## edgelist: edges per second versus graph size", ""]
         out.append(_table(["graph", "vertices", "arcs", "mean ms", "min ms", "max ms", "edges/s", "MTEPS"],
-                          [[a["graph"], f"{a['vertices']:,}", f"{a['arcs']:,}", _f(a["mean_ms"]),
-                            _f(a["min_ms"]), _f(a["max_ms"]), _rate(a["edges_per_s"]), _f(a["mteps"])]
+                          [[a["graph"], f"{a['vertices']:,}", f"{a['arcs']:,}", fmt_number(a["mean_ms"]),
+                            fmt_number(a["min_ms"]), fmt_number(a["max_ms"]), _rate(a["edges_per_s"]), fmt_number(a["mteps"])]
                            for a in el]))
         out.append("")
 
@@ -466,7 +467,7 @@ def make_plots(table: pa.Table, outdir) -> list[Path]:
             ax.set_yticks(y, [a["variant"] for a in items], fontsize=8)
             _scale(ax, [a["min_ms"] for a in items], [a["max_ms"] for a in items])
             for yi, m in zip(y, means):
-                ax.text(m, yi + 0.25, f" {_f(m)}", va="center", fontsize=7)
+                ax.text(m, yi + 0.25, f" {fmt_number(m)}", va="center", fontsize=7)
             ax.set_xlabel("ms per source (mean; whiskers: min..max)")
             ax.set_title(f"{g} ({items[0]['vertices']:,} v, {items[0]['arcs']:,} arcs)", fontsize=10)
             ax.grid(axis="x", which="both", alpha=0.3)

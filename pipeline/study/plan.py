@@ -1,0 +1,228 @@
+"""Planning a study: its options validated and its sources split into batches (no cluster)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
+from gpu_sssp.pipeline.sources import SourcePlan
+
+OUTPUTS = ("stats", "distances", "predecessors")
+FORMS = ("long", "wide")
+FORMAT_VERSION = 1
+
+
+
+
+def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: bool) -> int:
+    """Uncompressed size of the distance outputs (an upper bound: every vertex reached).
+
+    Long form: 32 bytes a row (source, vertex, distance, predecessor as 8-byte
+    columns).  Wide form: 8 bytes per (source, vertex) distance, 8 more with
+    predecessors (plus the small ``vertex`` column).
+
+    Parameters
+    ----------
+    n_sources, n_vertices : int
+        Size of the study.
+    form : {"long", "wide"}
+        Distance layout; anything other than ``"long"`` is costed as wide.
+    predecessors : bool
+        Whether predecessors are written too (wide form only; the long form's
+        estimate always includes the predecessor column).
+
+    Returns
+    -------
+    int
+        Bytes, before compression.
+    """
+    cells = int(n_sources) * int(n_vertices)
+    if form == "long":
+        return cells * 32
+    return cells * (16 if predecessors else 8) + int(n_vertices) * 8
+
+
+def fmt_bytes(b: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(b) < 1000 or unit == "PB":
+            return f"{b:,.1f} {unit}" if unit != "B" else f"{int(b)} B"
+        b /= 1000.0
+    return f"{b} B"
+
+
+@dataclass
+class StudyPlan:
+    """Everything a study needs before a cluster is involved.
+
+    Build it with :func:`plan_study`.
+    """
+
+    graph: object
+    graph_path: str
+    sources: SourcePlan
+    algorithm: str
+    batch_size: int | None  # None until the cluster's workers are known (resolve_batch_size)
+    outputs: tuple
+    distance_form: str
+    out: Path
+    distance_estimate: int = 0
+    batches: list = field(default_factory=list)
+    input_path: str = ""
+
+    @property
+    def identity(self) -> dict:
+        """What must match for a resume: graph, sources, algorithm, batching, outputs."""
+        return {
+            "format": FORMAT_VERSION,
+            "graph_fingerprint": self.graph.fingerprint,
+            "sources_digest": self.sources.digest(),
+            "sources_count": self.sources.count,
+            "algorithm": self.algorithm,
+            "batch_size": self.batch_size,
+            "outputs": list(self.outputs),
+            "distance_form": self.distance_form,
+        }
+
+    @property
+    def study_id(self) -> str:
+        return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
+
+    def set_batch_size(self, batch_size: int) -> None:
+        """Fix the batch size (and so the batches); see :func:`default_batch_size`."""
+        batch_size = int(batch_size)
+        if batch_size < 1:
+            raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
+        self.batch_size = batch_size
+        self.batches = self.sources.batches(batch_size)
+
+    def resolve_batch_size(self, devices) -> int:
+        """Set the default batch size from the workers' devices when none was given."""
+        if self.batch_size is None:
+            self.set_batch_size(default_batch_size(self.algorithm, devices))
+        return self.batch_size
+
+    def task_key(self, index: int) -> str:
+        return self.task_keys([index])[0]
+
+    def task_keys(self, indices) -> list[str]:
+        """Task keys of batches ``indices`` (the study id, a digest of every source, is
+        computed once: per key it made submitting all of NY's 517 batches take 0.6 s)."""
+        sid = self.study_id
+        return [f"sssp-batch-{sid}-{int(i):06d}" for i in indices]
+
+
+def parse_outputs(outputs) -> tuple:
+    """``"stats,distances"`` or a sequence -> validated tuple (``stats`` always in)."""
+    if outputs is None:
+        outputs = ("stats",)
+    if isinstance(outputs, str):
+        outputs = [o.strip() for o in outputs.split(",") if o.strip()]
+    bad = [o for o in outputs if o not in OUTPUTS]
+    if bad:
+        raise StudyError(f"unknown output(s) {', '.join(bad)}; choose from {', '.join(OUTPUTS)}")
+    return tuple(o for o in OUTPUTS if o in set(outputs) | {"stats"})
+
+
+def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = "auto",
+               batch_size: int | None = None, outputs=None, distance_form: str | None = None,
+               max_distance_bytes: int | None = None) -> StudyPlan:
+    """Validate a study's options and split its sources into batches.
+
+    Parameters
+    ----------
+    graph : kernels.graph.Graph
+        The graph (loaded on the client for planning).
+    graph_path : str or os.PathLike
+        The input the graph came from.  A Parquet edge list is loaded by the workers
+        as it is (it must be readable by every worker under that name); any other
+        input is written once to ``<out>/graph.parquet`` for them.
+    sources : SourcePlan
+    out : path
+        Study folder.
+    algorithm : str
+        ``auto`` or a registered method name.
+    batch_size, distance_form, max_distance_bytes : optional
+        Default from dask config ``sssp.study.*``.  A batch size of ``None``/``auto``
+        is left open until the workers are known (:meth:`StudyPlan.resolve_batch_size`).
+    outputs : str or sequence
+        Any of ``stats``, ``distances``, ``predecessors`` (``stats`` always written).
+
+    Raises
+    ------
+    StudyError
+        Unknown algorithm/output/form, a batch size below 1, distance outputs above
+        the limit.
+    """
+    from gpu_sssp import kernels
+
+    if algorithm != "auto" and algorithm not in kernels.available_methods():
+        raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
+    why = kernels.get(algorithm).unsuitable(graph) if algorithm != "auto" else None
+    if why:
+        raise StudyError(why)
+    batch_size = setting("study.batch-size", batch_size)
+    if batch_size == "auto":  # resolved from the workers' devices (resolve_batch_size)
+        batch_size = None
+    outputs = parse_outputs(outputs)
+    distance_form = setting("study.distance-form", distance_form)
+    if distance_form not in FORMS:
+        raise StudyError(f"--distance-form must be 'long' or 'wide', got {distance_form!r}")
+    if sources.count == 0:
+        raise StudyError("the study has no sources")
+    estimate = 0
+    if "distances" in outputs or "predecessors" in outputs:
+        estimate = distance_bytes(sources.count, graph.n, distance_form, "predecessors" in outputs)
+        limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
+        if estimate > limit:
+            raise StudyError(
+                f"distance outputs would take up to {fmt_bytes(estimate)} ({sources.count:,} sources x "
+                f"{graph.n:,} vertices, {distance_form} form, before compression), above the limit of "
+                f"{fmt_bytes(limit)}; raise it with --max-distance-bytes {estimate} (or dask config "
+                "sssp.study.max-distance-bytes), choose fewer sources, or ask only for stats"
+            )
+    gp = Path(graph_path)
+    # a Parquet input is read by the workers as it is; other inputs are written into
+    # the study folder by Study.start (after the folder checks)
+    plan = StudyPlan(graph=graph, graph_path=os.fspath(gp.resolve()) if gp.suffix == ".parquet" else "",
+                     input_path=os.fspath(gp), sources=sources,
+                     algorithm=algorithm, batch_size=None, outputs=outputs,
+                     distance_form=distance_form, out=Path(out), distance_estimate=estimate)
+    if batch_size is not None:
+        plan.set_batch_size(batch_size)
+    return plan
+
+
+GPU_BATCH_SIZE = 512
+CPU_BATCH_SIZE = 64
+
+
+def default_batch_size(algorithm: str, devices) -> int:
+    """Sources per task when neither the caller nor the config sets it.
+
+    Decided by what the workers are (``devices``: each worker's device as
+    ``pipeline.cluster.describe_cluster`` reports it, ``"cpu"`` for CPU workers), not by
+    what the client machine has: a client on a login node attached to GPU workers
+    must still give them GPU-sized batches.  GPU workers solve a batch in one kernel
+    call, which fills the GPU best with a few hundred sources (BENCHMARKS.md); CPU
+    workers solve source after source, where small batches balance better and a
+    resume loses less.
+
+    Parameters
+    ----------
+    algorithm : str
+        ``auto`` or a registered method (its backend decides when named).
+    devices : iterable of str
+        The workers' devices.
+    """
+    from gpu_sssp import kernels
+
+    if algorithm != "auto":
+        gpu = kernels.get(algorithm).backend == "gpu"
+    else:
+        devices = list(devices)
+        gpu = bool(devices) and all(d != "cpu" for d in devices)
+    return GPU_BATCH_SIZE if gpu else CPU_BATCH_SIZE

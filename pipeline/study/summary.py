@@ -1,0 +1,129 @@
+"""The study summary (diameter, radius, closeness extremes, totals, timings) from its stats."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+def _pick(values: np.ndarray, ids: np.ndarray, mask: np.ndarray, fn) -> dict | None:
+    if not mask.any():
+        return None
+    sub = np.flatnonzero(mask)
+    j = sub[fn(values[sub])]
+    v = values[j]
+    return {"value": (int(v) if float(v).is_integer() else float(v)), "source": int(ids[j])}
+
+
+def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 0,
+              run_meta: list | None = None, workers: int = 1,
+              clock: tuple[float, float] | None = None) -> dict:
+    """The study summary from its stats table.
+
+    Definitions (``n`` = vertices, over the solved sources):
+
+    - ``eccentricity_max``: the largest eccentricity (over the vertices each source
+      reaches) and its source.
+    - ``diameter``: the largest eccentricity among sources that reach all ``n``
+      vertices.  ``exact`` when every vertex was a source and each reaches all;
+      ``infinite`` when every vertex was a source and some do not reach all (not
+      strongly connected); otherwise a ``lower bound``.
+    - ``radius``: the smallest eccentricity among sources that reach all vertices;
+      exact when every vertex was a source, else an ``upper bound``.
+    - ``closeness``: ``(reached - 1) / sum_distance`` per source; largest and smallest
+      with their sources (sources reaching nothing else are left out).
+
+    Parameters
+    ----------
+    stats : pyarrow.Table
+        Per-source statistics of every finished batch (``STATS_SCHEMA``).
+    plan : StudyPlan
+    wall_s : float
+        Wall-clock seconds of this run.
+    run_sources : int
+        Sources solved in this run (fewer than ``stats`` holds after a resume).
+    run_meta : list of dict, optional
+        The metadata :func:`solve_batch` returned for this run's batches; the
+        ``*_this_run`` timings are summed from it.
+    workers : int
+        Workers of the cluster, to set the kernel time against the workers' total
+        time.
+    clock : (float, float), optional
+        Wall-clock (epoch) times at which the timed part of the run began (before the
+        graph's registration and the submissions) and its last batch was collected;
+        kept as ``timings["started_at"]`` / ``["collected_at"]`` so that the batches'
+        own ``started`` / ``ended`` stamps can be set against them.
+
+    Returns
+    -------
+    dict
+        Counts (``sources_planned``, ``sources_solved``, ``complete``, ...),
+        ``eccentricity_max``, ``diameter``, ``radius``, ``closeness_max`` and
+        ``closeness_min`` (each ``{"value", "source"}`` or ``None``), totals, the
+        algorithms and devices used, and ``timings``.  Sources are file ids as in
+        the stats table.
+    """
+    run_meta = run_meta or []
+    g = plan.graph
+    n = g.n
+    src = stats.column("source").to_numpy()
+    reached = stats.column("reached").to_numpy()
+    ecc = stats.column("eccentricity").to_numpy()
+    sdist = stats.column("sum_distance").to_numpy()
+    kernel_ms = stats.column("kernel_ms").to_numpy()
+    relax = stats.column("relaxations").to_numpy()
+    solved = int(len(src))
+    every_source = plan.sources.how.get("kind") == "all" and solved == n
+    full = reached == n
+    finite = np.isfinite(ecc)
+    diam = _pick(ecc, src, full & finite, np.argmax)
+    rad = _pick(ecc, src, full & finite, np.argmin)
+    if diam is not None:
+        diam["kind"] = "exact" if every_source and full.all() else "lower bound"
+        if every_source and not full.all():
+            diam = {"value": None, "kind": "infinite (not strongly connected)",
+                    "largest_finite": diam}
+        rad["kind"] = "exact" if every_source else "upper bound"
+    elif every_source:
+        diam = {"value": None, "kind": "infinite (not strongly connected)"}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        close = np.where(sdist > 0, (reached - 1) / sdist, np.nan)
+    ok = np.isfinite(close)
+    algorithms = sorted(set(stats.column("algorithm").to_pylist())) if solved else []
+    devices = sorted(set(stats.column("device").to_pylist())) if solved else []
+    kernel_total = float(kernel_ms.sum())
+    run_kernel = float(sum(m.get("kernel_ms", 0.0) for m in run_meta))
+    worker_s = wall_s * max(workers, 1)
+    outside = max(worker_s - run_kernel / 1e3, 0.0)
+    timings = {
+        "wall_s": wall_s,
+        "workers": workers,
+        "sources_this_run": run_sources,
+        "sources_per_s": (run_sources / wall_s) if wall_s > 0 else None,
+        "kernel_ms_this_run": run_kernel,
+        "kernel_ms_total": kernel_total,
+        "solve_ms_this_run": float(sum(m.get("solve_ms", 0.0) for m in run_meta)),
+        "write_ms_this_run": float(sum(m.get("write_ms", 0.0) for m in run_meta)),
+        "outside_kernels_s": outside,
+        "outside_kernels_vs_kernel": (outside / (run_kernel / 1e3)) if run_kernel > 0 else None,
+    }
+    if clock is not None:
+        timings["started_at"], timings["collected_at"] = float(clock[0]), float(clock[1])
+    return {
+        "study_id": plan.study_id,
+        "graph": g.name,
+        "vertices": n,
+        "arcs": g.m,
+        "sources_planned": plan.sources.count,
+        "sources_solved": solved,
+        "complete": solved == plan.sources.count,
+        "sources_reaching_all": int(full.sum()),
+        "eccentricity_max": _pick(ecc, src, finite, np.argmax),
+        "diameter": diam,
+        "radius": rad,
+        "closeness_max": _pick(close, src, ok, np.argmax),
+        "closeness_min": _pick(close, src, ok, np.argmin),
+        "reached_total": int(reached.sum()),
+        "relaxations_total": int(relax.sum()),
+        "algorithms": algorithms,
+        "devices": devices,
+        "timings": timings,
+    }

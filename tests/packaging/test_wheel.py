@@ -1,0 +1,113 @@
+"""The distribution as a user gets it: a wheel built from this checkout, installed
+without the source tree (not editable), under the one import namespace ``gpu_sssp``.
+
+Builds the wheel once per session (pip's isolated build fetches setuptools from the
+registry, as any user's `pip install .` does).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("kernels", "pipeline", "workflows")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"pip wheel failed:\n{proc.stdout}\n{proc.stderr}")
+    (whl,) = out.glob("gpu_sssp-*.whl")
+    return whl
+
+
+@pytest.fixture(scope="session")
+def installed(wheel, tmp_path_factory) -> Path:
+    """The wheel unpacked into a folder of its own (``pip install --target``), no deps:
+    they come from the test environment, the package only from the wheel."""
+    site = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True)
+    return site
+
+
+def _expected_files() -> set[str]:
+    """Every module and data file of the source tree, named as the wheel must hold it."""
+    want = {"gpu_sssp/__init__.py"}
+    for pkg in PACKAGES:
+        for f in (ROOT / pkg).rglob("*"):
+            if "__pycache__" in f.parts or not f.is_file():
+                continue
+            if f.suffix in (".py", ".cu", ".cuh", ".yaml"):
+                want.add(f"gpu_sssp/{pkg}/{f.relative_to(ROOT / pkg).as_posix()}")
+    return want
+
+
+def test_wheel_holds_every_subpackage_and_data_file(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = _expected_files() - names
+    assert not missing, f"missing from the wheel: {sorted(missing)}"
+    # the CUDA sources and the config defaults, which are not Python
+    assert any(n.endswith("/kernels/cuda/batched.cu") for n in names)
+    assert any(n.endswith("/kernels/cuda/common.cuh") for n in names)
+    assert "gpu_sssp/pipeline/sssp.yaml" in names
+    top = {n.split("/")[0] for n in names}
+    assert not top & set(PACKAGES), f"generic top-level names in the wheel: {sorted(top & set(PACKAGES))}"
+    assert top <= {"gpu_sssp"} | {n for n in top if n.endswith(".dist-info")}, top
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    """A folder with an ``__init__.py`` missing from pyproject's list would be left out
+    of wheels (editable installs hide it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"gpu_sssp"}
+    for pkg in PACKAGES:
+        for init in (ROOT / pkg).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT).as_posix().replace("/", ".")
+            found.add(f"gpu_sssp.{rel}")
+    assert listed == found
+
+
+def _run(installed: Path, tmp_path: Path, *args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(installed))
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def test_facade_and_cli_from_the_installed_wheel(installed, tmp_path):
+    code = f"""
+import gpu_sssp as sssp, gpu_sssp.kernels, gpu_sssp.pipeline.ingest
+from gpu_sssp.kernels.gpu.loader import cuda_source
+import numpy as np, scipy.sparse.csgraph as csg
+assert sssp.__file__.startswith({str(installed)!r}), sssp.__file__
+assert gpu_sssp.kernels.__file__.startswith({str(installed)!r}), gpu_sssp.kernels.__file__
+assert gpu_sssp.pipeline.ingest.__file__.startswith({str(installed)!r})
+assert "__global__" in cuda_source("batched.cu")
+g = sssp.load_graph({str(ROOT / 'data' / 'rome99.gr')!r}, cache_dir={str(tmp_path / 'cache')!r})
+res = sssp.solve(g, g.to_index([1, 2]), method="dijkstra")
+ref = csg.dijkstra(g.to_scipy(), indices=[0, 1])
+assert np.array_equal(res.distances, ref)
+assert int(res.distances[0].sum()) == 116006476
+assert "dijkstra" in sssp.available_methods()
+print("ok", sssp.device_count())
+"""
+    p = _run(installed, tmp_path, "-c", code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("ok")
+    out = tmp_path / "rome.parquet"
+    p = _run(installed, tmp_path, "-m", "gpu_sssp.workflows.cli", "ingest", str(ROOT / "data" / "rome99.gr"),
+             "-o", str(out), "-q")
+    assert p.returncode == 0, p.stderr
+    p = _run(installed, tmp_path, "-m", "gpu_sssp.workflows.cli", "solve", str(out), "-s", "1")
+    assert p.returncode == 0, p.stderr
+    assert "69,102" in p.stdout or "69102" in p.stdout  # rome99's eccentricity of vertex 1

@@ -1,0 +1,64 @@
+"""The public facade ``gpu_sssp``: the names users import, and a study run from Python."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse.csgraph as csg
+
+import gpu_sssp as sssp
+
+ROME = Path(__file__).resolve().parents[1] / "data" / "rome99.gr"
+
+
+def test_facade_names():
+    for name in ("solve", "Graph", "load_graph", "read_parquet", "study", "available_methods",
+                 "device_count", "NegativeCycleError", "Result"):
+        assert hasattr(sssp, name), name
+    assert sssp.Graph is sssp.kernels.graph.Graph
+    assert "dijkstra" in sssp.available_methods("cpu")
+
+
+def test_import_is_light():
+    """``import gpu_sssp`` (to solve on one device) does not pull Dask or CuPy in."""
+    code = "import sys, gpu_sssp; print(sorted(m for m in ('dask', 'distributed', 'cupy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_solve_through_the_facade(tmp_path):
+    g = sssp.load_graph(ROME, cache_dir=tmp_path)
+    res = sssp.solve(g, g.to_index([1, 3353]), method="dijkstra", predecessors=True)
+    ref = csg.dijkstra(g.to_scipy(), indices=[0, 3352])
+    assert np.array_equal(res.distances, ref)
+
+
+def test_study_from_python(tmp_path):
+    from gpu_sssp.pipeline.generate import generate
+
+    path = tmp_path / "grid.parquet"
+    generate("grid", path, rows=4, cols=5, seed=3)
+    summary = sssp.study(path, out=tmp_path / "s", cpu_workers=1)
+    assert summary["sources_solved"] == 20 and summary["complete"]
+    g = sssp.read_parquet(path)
+    ref = csg.dijkstra(g.to_scipy())
+    assert summary["diameter"]["value"] == int(ref.max())
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["identity"]["batch_size"] == 64  # CPU workers get the CPU default
+
+
+def test_default_batch_size_comes_from_the_workers():
+    """An attached cluster's GPU workers get GPU batches whatever the client machine has
+    (the client used to decide from its own devices: 64-source batches on 4 GPUs)."""
+    from gpu_sssp.pipeline.study.plan import CPU_BATCH_SIZE, GPU_BATCH_SIZE, default_batch_size
+
+    assert default_batch_size("auto", ["NVIDIA H200", "NVIDIA H200"]) == GPU_BATCH_SIZE
+    assert default_batch_size("auto", ["cpu"]) == CPU_BATCH_SIZE
+    assert default_batch_size("auto", ["NVIDIA H200", "cpu"]) == CPU_BATCH_SIZE
+    assert default_batch_size("auto", []) == CPU_BATCH_SIZE
+    assert default_batch_size("batched", ["cpu"]) == GPU_BATCH_SIZE  # a GPU method asks for GPU batches
+    assert default_batch_size("dijkstra", ["NVIDIA H200"]) == CPU_BATCH_SIZE
