@@ -138,7 +138,7 @@ def summary_table(s: dict, integer: bool) -> Table:
 
 def run(args) -> int:
     from gpu_sssp.pipeline.cluster import performance_report
-    from gpu_sssp.pipeline.study import BatchError, StudyError, distance_bytes, fmt_bytes
+    from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.run import study as run_study
 
     if args.report:
@@ -189,17 +189,13 @@ def run(args) -> int:
                 cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
                 host=args.host, dashboard_address=args.dashboard_address,
                 on_cluster=on_cluster, on_batch=on_batch, **ingest_options)
-    except BatchError as exc:
+    except BaseException as exc:
+        # the error itself is printed once, as one line, by the CLI (last)
         progress.stop()
-        print_error(exc)
-        print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
-                    "fix the cause and add --resume to continue", label="note")
-        return 3 if "negative cycle" in str(exc) else 1
-    except Exception:
-        progress.stop()
-        if "study" in state:
+        if "study" in state and not isinstance(exc, StudyError):
+            fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
             print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
-                        "add --resume to continue", label="study stopped")
+                        f"{fix}add --resume to continue", label="note")
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"]))

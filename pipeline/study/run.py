@@ -104,21 +104,31 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     ------
     StudyError
         See :class:`Study`.
-    BatchError, Exception
-        A batch failed after its retries; the remaining tasks are cancelled and the
-        finished ones stay recorded (``resume`` continues from there).
+    SsspError
+        A batch met a product error (``NegativeCycleError``, ...), raised as itself;
+        the remaining tasks are cancelled, the finished ones stay recorded
+        (``resume`` continues from there) and the manifest's status is ``failed``
+        with the reason.
+    Exception
+        A batch failed after its retries (a bug, a lost worker too often): as above.
+    KeyboardInterrupt
+        As above, with the status ``interrupted``.
     """
     from distributed import as_completed
 
     if study is None:
         study = Study(plan, resume=resume)
-    if plan.batch_size is None:
-        if cluster_info is None:
-            from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
+    try:
+        if plan.batch_size is None:
+            if cluster_info is None:
+                from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
 
-            cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
-        plan.resolve_batch_size(cluster_info["devices"])
-    study.start(cluster_info)
+                cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
+            plan.resolve_batch_size(cluster_info["devices"])
+        study.start(cluster_info)
+    except BaseException:
+        study.close()
+        raise
     if on_start is not None:
         on_start(study)
     workers = len(client.scheduler_info().get("workers", {})) or 1
@@ -129,22 +139,38 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     t0 = time.perf_counter()
     started_at = time.time()
     if pending:
-        register_graph(client, plan, backend)
-        futures = submit_batches(client, plan, pending, backend=backend)
+        futures: dict = {}
+        failed_batch = None
         try:
+            register_graph(client, plan, backend)
+            futures = submit_batches(client, plan, pending, backend=backend)
             # results are fetched in the background as tasks finish (not one round trip
             # per batch in this loop), and batches that finish together are journaled
             # with one fsync: the tail of a short study is mostly this bookkeeping
             done = as_completed(list(futures), with_results=True)
             for group in done.batches():
-                metas = [meta for _, meta in group]
+                metas, error = [], None
+                for fut, meta in group:
+                    index = futures.pop(fut)
+                    if isinstance(meta, dict) and "error" in meta:  # a product error, see task
+                        error = error or (index, meta["error"])
+                    else:
+                        metas.append(meta)
+                # journaled batches' futures are dropped here: the scheduler then
+                # forgets their results, and a worker that dies later does not make it
+                # solve them again (a held future of a lost result is recomputed)
+                group = fut = meta = None
                 study.record_many(metas)
                 for meta in metas:
                     run_meta.append(meta)
                     if on_batch is not None:
                         on_batch(meta, study)
-        except BaseException:
+                if error is not None:
+                    failed_batch, exc = error
+                    raise exc
+        except BaseException as exc:
             client.cancel(list(futures))
+            study.stop(exc, batch=failed_batch)
             raise
     wall = time.perf_counter() - t0
     run_sources = sum(m["rows"] for m in run_meta)
@@ -195,9 +221,12 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     Raises
     ------
     StudyError
-        Bad options, or a folder in the way (checked before any cluster starts).
-    BatchError
-        A batch failed; finished batches stay recorded for ``resume``.
+        Bad options, a folder in the way or held by another run (checked before any
+        cluster starts).
+    SsspError, Exception, KeyboardInterrupt
+        A batch failed (its error raised as itself, e.g. ``NegativeCycleError``) or
+        the run was interrupted; finished batches stay recorded for ``resume`` and the
+        manifest says ``failed`` (with the reason) or ``interrupted``.
     """
     from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster
     from gpu_sssp.pipeline.graph import load_graph
@@ -221,15 +250,19 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                       order=setting("study.order", order))
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
                       outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes)
-    folder = Study(plan, resume=resume)  # folder checks before any cluster starts
-    if client is not None:
-        handle = ClusterHandle(client, None, "attached", "auto")
-        close = False
-    else:
-        handle = start_cluster(scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
-                               cpu_workers=cpu_workers, dashboard=dashboard, host=host,
-                               dashboard_address=dashboard_address)
-        close = True
+    folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
+    close = False
+    try:
+        if client is not None:
+            handle = ClusterHandle(client, None, "attached", "auto")
+        else:
+            handle = start_cluster(scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
+                                   cpu_workers=cpu_workers, dashboard=dashboard, host=host,
+                                   dashboard_address=dashboard_address)
+            close = True
+    except BaseException:
+        folder.close()
+        raise
     try:
         info = describe_cluster(handle)
         plan.resolve_batch_size(info["devices"])
@@ -238,5 +271,6 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
                          on_start=on_start, on_batch=on_batch, study=folder)
     finally:
+        folder.close()  # released already unless the run stopped before it began
         if close:
             handle.close()
