@@ -2,6 +2,7 @@
 journal kept as batches finish."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -9,6 +10,9 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
 from gpu_sssp.pipeline.study.task import solve_batch_task
+
+log = logging.getLogger(__name__)
+
 
 def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):
     """Submit one task per batch index; return ``{future: index}``.
@@ -75,6 +79,17 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))
+
+
+def forget_graph(client, plan: StudyPlan) -> None:
+    """Unregister the graph's worker plugin: every worker's teardown frees its host and
+    device copies of the graph.  Best effort (a study's result does not depend on it)."""
+    from gpu_sssp.pipeline.plugins import plugin_name
+
+    try:
+        client.unregister_worker_plugin(plugin_name(plan.graph.fingerprint))
+    except Exception as exc:  # never registered (nothing to solve), or workers gone
+        log.debug("graph plugin not unregistered: %s", exc)
 
 
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
@@ -185,7 +200,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           client=None, scheduler: str | None = None, scheduler_file: str | None = None,
           gpus=None, cpu_workers: int | None = None, dashboard: bool = False,
           host: str | None = None, dashboard_address: str | None = None,
-          on_cluster=None, on_start=None, on_batch=None, **ingest_options) -> dict:
+          keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None, **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
 
     Parameters
@@ -208,6 +223,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     host, dashboard_address : str, optional
         Where a cluster started here listens (default: 127.0.0.1 only; see
         ``pipeline.cluster.start_cluster``).
+    keep_graph : bool, optional
+        On a cluster this call did not start (``client``, ``scheduler``), keep the
+        graph loaded on the workers (and their GPUs) after the study, for the next
+        study of the same graph.  Default: config ``sssp.study.keep-graph``, else
+        False: the graph's worker plugin is unregistered, which frees the workers'
+        host and device copies, so that long-lived workers do not grow with every
+        graph studied.
     on_cluster : callable(info, plan, study), optional
         Called once the cluster is up and the batches are fixed.
     on_start, on_batch : callable, optional
@@ -274,3 +296,5 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         folder.close()  # released already unless the run stopped before it began
         if close:
             handle.close()
+        elif not setting("study.keep-graph", keep_graph, default=False):
+            forget_graph(handle.client, plan)

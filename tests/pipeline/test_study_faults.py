@@ -164,3 +164,29 @@ def test_attached_study_of_a_raw_input_writes_graph_parquet(tmp_path):
     finally:
         client.close()
         cluster.close()
+
+
+def _holds(fingerprint, dask_worker=None):
+    from gpu_sssp.pipeline import plugins
+
+    return (plugins.plugin_name(fingerprint) in dask_worker.plugins, fingerprint in plugins._GRAPHS)
+
+
+def test_attached_study_lets_the_graph_go_unless_kept(tmp_path):
+    """On a long-lived cluster the graph's plugin is unregistered after the study: the
+    workers' teardown frees their copies (host and device); keep_graph keeps them."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    cluster, client = _cluster(2)
+    try:
+        study(path, random=20, seed=1, batch_size=4, out=tmp_path / "a", client=client, keep_graph=True)
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        study(path, random=20, seed=2, batch_size=4, out=tmp_path / "b", client=client)
+        assert set(client.run(_holds, fp).values()) == {(False, False)}
+        assert len(client.scheduler_info()["workers"]) == 2  # the cluster itself stays
+    finally:
+        client.close()
+        cluster.close()
