@@ -12,14 +12,153 @@ def _arc_lookup(graph):
     return keys[order], graph.weights[order]
 
 
+def chain_ends(pred: np.ndarray) -> np.ndarray:
+    """Where following predecessors ends, for every vertex of every row, by pointer
+    jumping (path doubling): O(n log depth) per row, no Python loop over vertices.
+
+    Parameters
+    ----------
+    pred : ndarray of int, shape (n,) or (B, n)
+        Predecessors (``-1`` for none), every other entry in ``0 .. n - 1``.
+
+    Returns
+    -------
+    ndarray of int64, shape of ``pred``
+        For each vertex, the first vertex without a predecessor on its chain (itself
+        when it has none), or, when the chain loops, some vertex on the loop (which
+        then has a predecessor: test ``pred[end] >= 0`` to tell the two apart).
+    """
+    pred = np.asarray(pred)
+    shape = pred.shape
+    p2 = np.atleast_2d(pred)
+    b, n = p2.shape
+    total = b * n
+    it = np.int32 if total < 2**31 else np.int64
+    flat = np.arange(total, dtype=it)
+    base = (flat // max(n, 1)) * n
+    # a vertex without a predecessor points at itself; rows are kept apart by offsets
+    nxt = np.where(p2.reshape(-1) >= 0, p2.reshape(-1).astype(it, copy=False) + base, flat)
+    # after k rounds nxt[v] is 2**k steps up the chain; ceil(log2 n) + 1 rounds reach
+    # every root, and a round that changes nothing means every chain has settled
+    for _ in range(max(n, 2).bit_length() + 1):
+        nn = nxt[nxt]
+        if np.array_equal(nn, nxt):
+            break
+        nxt = nn
+    return (nxt - base).astype(np.int64).reshape(shape)
+
+
+def tree_problems(graph, dist: np.ndarray, pred: np.ndarray, sources, *, rtol: float = 0.0,
+                  arcs=None) -> list[str]:
+    """Problems with predecessor arrays of several sources (empty list = valid trees).
+
+    For every row ``i`` (source ``sources[i]``): every reached vertex other than the
+    source has a predecessor, unreached vertices and the source have none, each
+    predecessor arc exists and is tight (``dist[pred[v]] + w(pred[v], v) == dist[v]``,
+    the lightest parallel arc), and following predecessors from every reached vertex
+    ends at the source (no loop, no other root).  Vectorised over rows and vertices.
+
+    Parameters
+    ----------
+    graph : kernels.graph.Graph
+    dist : ndarray, shape (B, n)
+        Distances (``+inf`` where unreached).
+    pred : ndarray of int, shape (B, n)
+        Predecessors as internal indices (``-1`` for none).
+    sources : array_like of int, shape (B,)
+        Internal index of each row's source.
+    rtol : float
+        Relative tolerance of the tightness test; 0 (default) compares exactly, as
+        integer weights need.
+    arcs : tuple, optional
+        ``_arc_lookup(graph)``, when checking many results of one graph.
+
+    Returns
+    -------
+    list of str
+        One line per kind of problem, with a count and an example (source and vertex
+        as internal indices).  A predecessor index outside ``-1 .. n - 1`` stops the
+        checks there.
+    """
+    dist = np.atleast_2d(np.asarray(dist, dtype=np.float64))
+    pred = np.atleast_2d(np.asarray(pred))
+    src = np.atleast_1d(np.asarray(sources, dtype=np.int64))
+    if dist.shape != pred.shape or dist.shape[0] != len(src) or dist.shape[1] != graph.n:
+        return [f"shapes differ: distances {dist.shape}, predecessors {pred.shape}, "
+                f"{len(src)} sources, {graph.n} vertices"]
+    problems: list[str] = []
+    b, n = dist.shape
+    if b == 0 or n == 0:
+        return problems
+    rows = np.arange(b)
+
+    def example(mask, what):
+        i, v = np.argwhere(mask)[0]
+        return f"{int(mask.sum())} {what} (e.g. source {int(src[i])}, vertex {int(v)})"
+
+    if ((pred < -1) | (pred >= n)).any():
+        return [example((pred < -1) | (pred >= n), "predecessor indices out of range")]
+    has = pred >= 0
+    reached = np.isfinite(dist)
+    is_src = np.zeros((b, n), dtype=bool)
+    is_src[rows, src] = True
+    if (has & ~reached).any():
+        problems.append(example(has & ~reached, "unreached vertices have a predecessor"))
+    missing = reached & ~is_src & ~has
+    if missing.any():
+        problems.append(example(missing, "reached vertices have no predecessor"))
+    src_pred = has[rows, src] & (dist[rows, src] == 0)
+    if src_pred.any():
+        i = int(np.argmax(src_pred))
+        problems.append(f"the source has a predecessor ({int(src_pred.sum())} sources, e.g. {int(src[i])})")
+    i_idx, v = np.nonzero(has & reached)
+    if len(v):
+        u = pred[i_idx, v].astype(np.int64)
+        k_sorted, w_sorted = arcs if arcs is not None else _arc_lookup(graph)
+        k = u * n + v
+        pos = np.searchsorted(k_sorted, k)
+        found = (pos < len(k_sorted)) & (k_sorted[np.minimum(pos, len(k_sorted) - 1)] == k)
+        if not found.all():
+            j = int(np.argmin(found))
+            problems.append(f"{int((~found).sum())} predecessors are not joined to their vertex by an arc "
+                            f"(e.g. source {int(src[i_idx[j]])}: {int(u[j])} -> {int(v[j])})")
+            i_idx, v, u, pos = i_idx[found], v[found], u[found], pos[found]
+        w = w_sorted[pos].astype(np.float64)
+        lhs = dist[i_idx, u] + w
+        rhs = dist[i_idx, v]
+        bad = ~np.isclose(lhs, rhs, rtol=rtol, atol=0) if rtol else lhs != rhs
+        if bad.any():
+            j = int(np.argmax(bad))
+            problems.append(
+                f"{int(bad.sum())} violations of dist[pred]+w == dist[v], e.g. source {int(src[i_idx[j]])} "
+                f"v={int(v[j])}: {lhs[j] - w[j]} + {w[j]} != {rhs[j]}"
+            )
+    # every chain from a reached vertex must end at the source
+    end = chain_ends(pred)
+    loops = reached & (pred[rows[:, None], end] >= 0)
+    if loops.any():
+        i, vv = np.argwhere(loops)[0]
+        problems.append(f"{int(loops.sum())} reached vertices' predecessor chains loop instead of reaching "
+                        f"the source (e.g. source {int(src[i])}, vertex {int(vv)}: the loop passes "
+                        f"{int(end[i, vv])})")
+    # (a reached vertex without a predecessor is its own end: reported above)
+    elsewhere = reached & ~loops & (end != src[:, None]) & has
+    if elsewhere.any():
+        i, vv = np.argwhere(elsewhere)[0]
+        problems.append(f"{int(elsewhere.sum())} reached vertices' predecessor chains end at another vertex "
+                        f"than the source (e.g. source {int(src[i])}, vertex {int(vv)} ends at "
+                        f"{int(end[i, vv])})")
+    return problems
+
+
 def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: int, *, rtol: float = 0.0,
                            arcs=None) -> list[str]:
     """Problems with one source's predecessor array (empty list = valid tree).
 
-    Checks ``dist[pred[v]] + w(pred[v], v) == dist[v]`` for every vertex with a
-    predecessor (the lightest arc ``pred[v] -> v`` is used), that reached vertices
-    other than the source have one, and that unreached vertices and the source have
-    none.
+    :func:`tree_problems` for one row: every reached vertex but the source has a
+    predecessor joined to it by a tight arc (``dist[pred[v]] + w(pred[v], v) ==
+    dist[v]``, the lightest parallel arc), unreached vertices and the source have
+    none, and following predecessors from every reached vertex ends at the source.
 
     Parameters
     ----------
@@ -41,48 +180,10 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
     -------
     list of str
         One line per kind of problem, with a count and an example; empty when the
-        predecessors form a valid shortest-path tree.  A predecessor index outside
-        ``0 .. n - 1`` stops the checks there (the arc test cannot run on it).
+        predecessors form a valid shortest-path tree.
     """
-    problems = []
-    n = graph.n
-    has = pred >= 0
-    reached = np.isfinite(dist)
-    need = reached.copy()
-    need[source] = False
-    if np.any(has[~reached]):
-        problems.append(f"{int(np.sum(has & ~reached))} unreached vertices have a predecessor")
-    missing = need & ~has
-    if missing.any():
-        problems.append(f"{int(missing.sum())} reached vertices have no predecessor (e.g. {int(np.argmax(missing))})")
-    if has[source] and dist[source] == 0:
-        problems.append("the source has a predecessor")
-    v = np.nonzero(has & reached)[0]
-    if len(v):
-        u = pred[v]
-        if (u < 0).any() or (u >= n).any():
-            return problems + ["predecessor index out of range"]
-        # lightest arc u -> v (parallel arcs may exist with parallel="keep")
-        k_sorted, w_sorted = arcs if arcs is not None else _arc_lookup(graph)
-        k = u.astype(np.int64) * n + v
-        pos = np.searchsorted(k_sorted, k)
-        found = (pos < len(k_sorted)) & (k_sorted[np.minimum(pos, len(k_sorted) - 1)] == k)
-        if not found.all():
-            problems.append(f"{int((~found).sum())} predecessors are not joined to their vertex by an arc")
-            v, u, pos = v[found], u[found], pos[found]
-        w = w_sorted[pos].astype(np.float64)
-        lhs = dist[u] + w
-        if rtol:
-            bad = ~np.isclose(lhs, dist[v], rtol=rtol, atol=0)
-        else:
-            bad = lhs != dist[v]
-        if bad.any():
-            i = int(np.argmax(bad))
-            problems.append(
-                f"{int(bad.sum())} violations of dist[pred]+w == dist[v], e.g. v={int(v[i])}: "
-                f"{dist[u[i]]} + {w[i]} != {dist[v[i]]}"
-            )
-    return problems
+    return tree_problems(graph, np.asarray(dist)[None, :], np.asarray(pred)[None, :], [int(source)],
+                         rtol=rtol, arcs=arcs)
 
 
 def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
@@ -142,11 +243,7 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
     elif not np.allclose(ref.sum_distance, res.sum_distance, rtol=max(rtol, 1e-9) * 10):
         problems.append("sums of distances differ")
     if res.predecessors is not None and res.distances is not None:
-        arcs = _arc_lookup(graph)
-        for i, s in enumerate(res.sources):
-            p = predecessor_violations(graph, res.distances[i], res.predecessors[i], int(s), rtol=rtol,
-                                       arcs=arcs)
-            if p:
-                problems.append(f"source {int(s)}: " + "; ".join(p))
-                break
+        p = tree_problems(graph, res.distances, res.predecessors, res.sources, rtol=rtol)
+        if p:
+            problems.append("predecessors: " + "; ".join(p))
     return problems

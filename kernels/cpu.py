@@ -109,14 +109,13 @@ def dijkstra(graph, sources, *, predecessors=False, distances=True, count_work=F
     TypeError
         Any keyword in ``options``.
     ValueError
-        The graph has a negative arc, or its integer path lengths may exceed 2**53
-        (float64 distances would not be exact).
+        The graph has a negative arc.  (Integer path lengths that could reach 2**53
+        are refused before, by :func:`kernels.solve`.)
     """
     if options:
         raise TypeError(f"dijkstra takes no options, got {sorted(options)}")
     if graph.has_negative:
         raise ValueError(f"dijkstra needs non-negative weights; {graph.name} has negative arcs")
-    graph.check_exact()
     t0 = time.perf_counter()
     dist, pred = _per_distinct_source(_scipy_dijkstra, _matrix(graph), sources, predecessors)
     return _finish(graph, sources, dist, pred, "dijkstra", t0,
@@ -230,15 +229,12 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
     ------
     TypeError
         Any keyword in ``options``.
-    ValueError
-        Integer path lengths may exceed 2**53 (float64 distances would not be exact).
     NegativeCycleError
         Naming a vertex on a negative cycle reachable from one of the sources (and
         that source, when found).
     """
     if options:
         raise TypeError(f"bellman-ford takes no options, got {sorted(options)}")
-    graph.check_exact()
     t0 = time.perf_counter()
     cyc = find_negative_cycle(graph, sources) if graph.has_negative else None
     if cyc is not None:

@@ -15,6 +15,8 @@ import numpy as np
 from gpu_sssp.kernels.errors import UsageError
 
 _INT_WEIGHTS = ("int32", "int64")
+#: integer distances are exact in float64 (every output's type) below this
+EXACT_LIMIT = 2**53
 
 
 def _index_dtype(limit: int):
@@ -145,13 +147,21 @@ class Graph:
 
     @functools.cached_property
     def _weight_facts(self) -> dict:
-        """min, max, largest and mean |w|, computed once (a Graph's arrays never change)."""
+        """min, max, largest and mean |w|, computed once (a Graph's arrays never change).
+
+        The largest |w| of integer weights is a Python int: ``abs(np.int64(-2**63))``
+        would overflow back to -2**63."""
         if not self.m:
             return {"min": 0, "max": 0, "absmax": 0, "absmean": 0.0}
         w = self.weights
         lo, hi = w.min(), w.max()
-        return {"min": lo, "max": hi, "absmax": max(abs(lo), abs(hi)),
-                "absmean": float(np.abs(w).mean()) if lo < 0 else float(w.mean())}
+        if self.integer_weights:
+            absmax = max(abs(int(lo)), abs(int(hi)))
+            absmean = float(np.abs(w.astype(np.float64)).mean()) if lo < 0 else float(w.mean())
+        else:
+            absmax = max(abs(lo), abs(hi))
+            absmean = float(np.abs(w).mean()) if lo < 0 else float(w.mean())
+        return {"min": lo, "max": hi, "absmax": absmax, "absmean": absmean}
 
     @property
     def min_weight(self):
@@ -224,18 +234,64 @@ class Graph:
         }
 
     def max_path_bound(self) -> float:
-        """An upper bound on |any simple path length|: (n - 1) * max |w|."""
+        """An upper bound on |any simple path length|: (n - 1) * max |w| (the kernels
+        choose their distance type with it)."""
         if not self.m:
             return 0.0
         return float(max(self.n - 1, 0)) * float(self.max_abs_weight)
 
+    def path_bound(self) -> int:
+        """An upper bound on |any simple path length| of integer weights, exact.
+
+        The smaller of (n - 1) * max |w| and the sum over vertices of their largest
+        |in-arc weight| (a simple path enters each vertex at most once); the second,
+        tighter one is computed (once) only when the first reaches ``EXACT_LIMIT``.
+        Every shortest distance lies within it when no negative cycle is reachable."""
+        if not self.m or self.n < 2:
+            return 0
+        crude = (self.n - 1) * int(self.max_abs_weight)
+        if crude < EXACT_LIMIT:
+            return crude
+        return self.cached("path-bound", lambda: min(crude, self._in_arc_bound()))
+
+    def _in_arc_bound(self) -> int:
+        w = self.weights.astype(np.int64)
+        # |w| in uint64: exact for -2**63 too
+        absw = np.where(w < 0, np.uint64(0) - w.astype(np.uint64), w.astype(np.uint64))
+        best = np.zeros(self.n, dtype=np.uint64)
+        np.maximum.at(best, self.indices, absw)
+        approx = float(best.sum(dtype=np.float64))
+        # exact while the uint64 sum cannot wrap; beyond, the float sum is near enough
+        return int(best.sum(dtype=np.uint64)) if approx < 1.9 * 2.0**63 else int(approx)
+
     def check_exact(self) -> None:
-        """Raise if integer distances might not be exact in float64 (beyond 2**53)."""
-        if self.integer_weights and self.max_path_bound() >= 2.0**53:
-            raise ValueError(
-                f"{self.name}: path lengths may reach {self.max_path_bound():.3g}, beyond 2**53; "
-                "float64 distances would not be exact"
-            )
+        """Refuse integer weights whose path lengths could reach 2**53 (``EXACT_LIMIT``).
+
+        Beyond it float64 distances (every output's type) are not exact, and sums of
+        weights near 2**63 wrap around in the kernels' int64 distances; below it every
+        kernel's distance type holds every path and every candidate ``d[u] + w``.
+        ``kernels.solve`` calls it for every method before solving.
+
+        Raises
+        ------
+        ValueError
+            Naming the graph, the bound, the limit and the weight of largest magnitude
+            with its arc (file ids).
+        """
+        if not self.integer_weights:
+            return
+        bound = self.path_bound()
+        if bound < EXACT_LIMIT:
+            return
+        k = int(np.argmax(np.abs(self.weights.astype(np.float64))))
+        tail = int(np.searchsorted(self.indptr, k, side="right")) - 1
+        raise ValueError(
+            f"{self.name}: integer weights too large for exact distances: a shortest path may "
+            f"reach {bound} (bound from {self.n} vertices and their largest in-arc weights), "
+            f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact; "
+            f"e.g. weight {int(self.weights[k])} on arc {tail + self.id_base} -> "
+            f"{int(self.indices[k]) + self.id_base} (file ids); scale the weights down"
+        )
 
     # ------------------------------------------------------------------ ids
     def to_index(self, ids, *, what: str = "vertex") -> np.ndarray:

@@ -131,7 +131,8 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     ------
     ValueError
         Unknown method/backend, sources out of range, a method that does not accept
-        the graph (e.g. negative weights).
+        the graph (e.g. negative weights), integer weights whose path lengths could
+        reach 2**53 (:meth:`kernels.graph.Graph.check_exact`).
     kernels.result.NegativeCycleError
         A negative cycle is reachable from a source.
     """
@@ -150,6 +151,9 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
             f"source index {v} out of range for {graph.name} with {graph.n} vertices "
             f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
+    # one check for every method: integer path lengths must stay exact in float64 (and
+    # so within every kernel's distance type) before anything is solved
+    graph.check_exact()
     backend = resolve_backend(method, backend)
     if method == "auto":
         method = _choose(graph, len(src), backend)

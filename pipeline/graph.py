@@ -11,6 +11,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +107,11 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
         try:
             np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
                      key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # on disk before the rename makes it the cache
+            finally:
+                os.close(fd)
             os.replace(tmp, cpath)
         except OSError as exc:
             log.warning("could not write CSR cache %s: %s", cpath, exc)
@@ -112,11 +119,21 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     return g
 
 
+CACHE_VARIANTS = 4  # ingested copies kept per input (one per option set, least recently used goes)
+
+
 def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     """Load a graph from a Parquet edge list or any input file.
 
     Non-Parquet inputs are ingested once into ``<cache_dir or input dir>/.sssp-cache``
-    keyed by the input's size, mtime and options, then loaded from there.
+    and loaded from there.  Each ingested copy is named
+    ``<input name>.<path key>.<options key>.<input state key>.parquet``: a copy whose
+    input has changed since (another size or mtime) is deleted with its CSR caches the
+    next time the input is loaded, and at most :data:`CACHE_VARIANTS` option variants of
+    one input are kept (least recently used first out).  The copy is written under a
+    temporary name, flushed and renamed, so an interrupted ingestion never leaves a file
+    that a later run trusts; a copy that cannot be read is ingested again.  A failed
+    ingestion leaves no empty cache folder behind.
 
     Parameters
     ----------
@@ -153,25 +170,131 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     from gpu_sssp.pipeline import ingest as _ingest
 
     st = path.stat()
-    key = hashlib.sha256(
-        json.dumps([str(path.resolve()), st.st_size, st.st_mtime_ns, sorted(ingest_options.items())],
-                   default=str).encode()
-    ).hexdigest()[:16]
-    base = Path(cache_dir) if cache_dir else path.resolve().parent / ".sssp-cache"
+    resolved = path.resolve()
+    ikey = _short_hash([str(resolved)])
+    okey = _short_hash(sorted(ingest_options.items()))
+    skey = _short_hash([st.st_size, st.st_mtime_ns])
+    base, created = _cache_folder(resolved, cache_dir)
+    prefix = f"{path.name}.{ikey}."
+    out = base / f"{prefix}{okey}.{skey}.parquet"
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        probe = base / ".probe"
-        probe.touch()
-        probe.unlink()
-    except OSError:
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sssp"
-        base.mkdir(parents=True, exist_ok=True)
-    out = base / f"{path.name}.{key}.parquet"
-    if not out.exists():
-        _ingest.ingest(path, out, **ingest_options)
-    g = read_parquet(out)
+        _evict_stale(base, path.name, prefix, skey, legacy=cache_dir is None)
+        g = None
+        if out.exists():
+            try:
+                # marks it recently used (see _evict_variants); the mtime stays, as
+                # it keys the copy's CSR cache
+                os.utime(out, ns=(time.time_ns(), out.stat().st_mtime_ns))
+                g = read_parquet(out)
+            except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
+                log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
+                _remove_entry(out)
+        if g is None:
+            _ingest.ingest(path, out, **ingest_options)
+            g = read_parquet(out)
+        _evict_variants(base, prefix, skey, keep=out)
+    except BaseException:
+        if created:
+            _drop_if_empty(base)
+        raise
     name = path.name
     for ext in (".gz", ".xz", ".bz2", ".zst"):
         name = name.removesuffix(ext)
     g.name = Path(name).stem
     return g
+
+
+def _short_hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, default=str).encode()).hexdigest()[:8]
+
+
+def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
+    """The cache folder (created when missing) and whether this call created it."""
+    base = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
+    existed = base.is_dir()
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / f".probe{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+        return base, not existed
+    except OSError:
+        if not existed:
+            _drop_if_empty(base)
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sssp"
+    existed = base.is_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    return base, not existed
+
+
+def _drop_if_empty(base: Path) -> None:
+    """Remove a cache folder that holds nothing (a failed first ingestion)."""
+    try:
+        base.rmdir()  # only succeeds on an empty folder
+    except OSError:
+        pass
+
+
+def _remove_entry(entry: Path) -> None:
+    """An ingested copy and everything derived from it (``<copy>.csr.npz``, ...)."""
+    for f in entry.parent.iterdir():
+        if f.name == entry.name or f.name.startswith(entry.name + "."):
+            try:
+                f.unlink()
+                log.debug("removed cache file %s", f)
+            except OSError:
+                pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+_LEGACY = re.compile(r"\.[0-9a-f]{16}\.parquet$")  # before cache version 4: <name>.<key16>.parquet
+_TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # ingest.AtomicParquet's temp names
+_CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)\.npz$")  # read_parquet's temp names
+
+
+def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool) -> None:
+    """Delete copies of this input made from an older state of it, their derived
+    files, and temporary files left by processes that no longer run."""
+    try:
+        files = list(base.iterdir())
+    except OSError:
+        return
+    for f in files:
+        fn = f.name
+        if fn.startswith(prefix) and fn.endswith(".parquet") and not fn.endswith(f".{skey}.parquet"):
+            log.info("removing stale cached copy %s (its input has changed)", f)
+            _remove_entry(f)
+        elif legacy and fn.startswith(name + ".") and _LEGACY.search(fn) and fn.count(".") == name.count(".") + 2:
+            # the default folder sits beside the input: a name match is this input
+            _remove_entry(f)
+        else:
+            m = _TEMP.match(fn) or (_CSR_TEMP.search(fn) if fn.startswith(prefix) else None)
+            if m and (fn.startswith("." + prefix) or fn.startswith(prefix)) and not _pid_alive(int(m["pid"])):
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+
+
+def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
+    """Keep at most CACHE_VARIANTS option variants of this input, newest use first."""
+    entries = []
+    for f in base.iterdir():
+        if f.name.startswith(prefix) and f.name.endswith(f".{skey}.parquet") and f != keep:
+            try:
+                entries.append((f.stat().st_atime_ns, f))
+            except OSError:
+                pass
+    entries.sort(reverse=True)
+    for _, f in entries[CACHE_VARIANTS - 1:]:
+        log.info("removing cached copy %s (more than %d option variants)", f, CACHE_VARIANTS)
+        _remove_entry(f)

@@ -27,7 +27,12 @@ Formats (detected from content, then extension; force with --format):
 Compressed inputs (.gz .xz .bz2 .zst) are streamed.
 
 Bad input stops with one line naming the file, the line and what was expected
-(exit status 2); no partial output is left behind.
+(exit status 2); no partial output is left behind. That includes a header that
+declares more than the file can hold (checked against the file's size for
+uncompressed inputs, and as the records stream for compressed ones), more vertices
+than the limits allow (--max-vertices, --max-isolated-vertices), a truncated
+compressed file, and integer weights so large that path sums could pass 2**53
+(where float64 distances stop being exact: (N - 1) * max|w| < 2**53 is required).
 """
 
 
@@ -48,6 +53,14 @@ def add_parser(subparsers):
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"),
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
                         "a weight that does not fit is an error")
+    p.add_argument("--max-vertices", type=int, metavar="N",
+                   help="refuse inputs declaring more vertices (default: setting sssp.ingest.max-vertices, "
+                        "2**31 - 1)")
+    p.add_argument("--max-arcs", type=int, metavar="N",
+                   help="refuse headers announcing more arcs (default: setting sssp.ingest.max-arcs, none)")
+    p.add_argument("--max-isolated-vertices", type=int, metavar="N",
+                   help="refuse headers whose vertex count leaves more than N vertices that no arc can "
+                        "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")
     p.add_argument("--chunk-mb", type=int, default=16, help="text parsed per step, MiB (bounds memory; default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
@@ -112,7 +125,8 @@ def run(args) -> int:
     try:
         meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
                       zero_based=args.zero_based, weight_type=args.weight_type,
-                      chunk_bytes=max(1, args.chunk_mb) << 20)
+                      chunk_bytes=max(1, args.chunk_mb) << 20, max_vertices=args.max_vertices,
+                      max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2

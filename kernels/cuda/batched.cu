@@ -25,7 +25,8 @@
 #ifndef SSSP_CUPY
 #include <cstdint>
 #endif
-// common.cuh: stage_append
+// common.cuh: stage_append; pred_init / pred_round (the predecessor tree, built after a
+// batch converged, with pred and rank n x B vertex-major like dist)
 #include "common.cuh"
 #include <cooperative_groups.h>
 
@@ -922,33 +923,6 @@ __global__ void batched_histogram(int n, int B, int nb, int nbins, const T* __re
   }
 }
 
-// Predecessors from the converged distances: some in-arc (u, w), u != v, with
-// dist[u] + w == dist[v]; -1 for each slot's source and unreachable vertices.
-// pred is n x B (vertex-major, like dist).
-template <typename T>
-__global__ void batched_predecessors(int n, int B, int nb, const int* __restrict__ rptr,
-                                     const int* __restrict__ ridx, const T* __restrict__ rw,
-                                     const T* __restrict__ dist,
-                                     const long long* __restrict__ src, int* pred) {
-  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= (long long)n * B) return;
-  const int v = (int)(t / B);
-  const int s = (int)(t % B);
-  int p = -1;
-  if (s < nb) {
-    const T d = dist[t];
-    if (d != Lim<T>::inf() && (long long)v != src[s]) {
-      for (int e = rptr[v]; e < rptr[v + 1]; ++e) {
-        const int u = ridx[e];
-        if (u == v) continue;
-        const T du = dist[(size_t)u * B + s];
-        if (du != Lim<T>::inf() && du + rw[e] == d) { p = u; break; }
-      }
-    }
-  }
-  pred[t] = p;
-}
-
 }  // namespace batched
 
 #ifdef SSSP_NVCC_CHECK
@@ -985,6 +959,12 @@ template __global__ void batched::batched_reduce<double, double>(int, int, int, 
     const long long*, unsigned long long*, double*, double*);
 template __global__ void batched::batched_histogram<int>(int, int, int, int, const int*,
     const long long*, const double*, unsigned long long*);
-template __global__ void batched::batched_predecessors<double>(int, int, int, const int*,
-    const int*, const double*, const double*, const long long*, int*);
+#define INST_PRED(T)                                                                          \
+  template __global__ void pred_init<T, T, int, int>(int, int, int, const int*, const int*,   \
+      const T*, const T*, const long long*, int*, int*, int);                                 \
+  template __global__ void pred_round<T, T, int, int>(int, int, int, const int*, const int*,  \
+      const T*, const T*, int*, int*, int, int*);
+INST_PRED(int)
+INST_PRED(long long)
+INST_PRED(double)
 #endif

@@ -159,46 +159,76 @@ __global__ void sink_fixup(const int* __restrict__ list, int count, const long l
     }
 }
 
-// Predecessors when every arc weight is positive: any tight in-arc from a strictly
-// closer vertex; distances strictly grow along such arcs, so the choice is a tree.
-template <typename W, typename D>
-__global__ void pred_tight(int n, const long long* __restrict__ rptr, const int* __restrict__ rsrc,
-                           const W* __restrict__ rw, const D* __restrict__ d, long long* __restrict__ pred,
-                           int src) {
-    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
-        long long p = -1;
-        D dv = d[v];
-        if (v != src && dv != Lim<D>::inf()) {
-            for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
-                int u = rsrc[e];
-                D du = d[u];
-                if (du == Lim<D>::inf() || !(du < dv)) continue;
-                if (du + (D)rw[e] == dv) { p = u; break; }
+// Predecessors once the distances are final, for B sources laid out vertex-major
+// (d[v * B + s], B = 1 for one source; slots s >= nb are unused), as a tree of tight
+// arcs built in rounds that cannot close a cycle, zero-weight cycles included:
+//   pred_init (round 0): each slot's source gets rank 0; with strict != 0 (no negative
+//     weight) so does every vertex with a tight in-arc from a strictly closer vertex,
+//     which becomes its predecessor (the first such in-arc);
+//   pred_round r = 1, 2, ...: a reached vertex still unranked takes the first tight
+//     in-arc from a vertex ranked before r (0 <= rank < r) and gets rank r; *flag = r
+//     when any did.  A rank written during the launch is r, never below r, so what a
+//     thread sees does not depend on the others' timing.
+// Along a predecessor arc (distance, rank) strictly decreases lexicographically (a
+// strictly closer vertex, or an equally close one ranked earlier), so every chain ends
+// at the source.  Every reached vertex is ranked: the rounds are a BFS over the tight
+// arcs from the ranked vertices; with strict, as many rounds as the longest chain of
+// zero-weight tight arcs (about 15 on BAY with weights 0..3), none when every weight
+// is a positive integer; without strict (negative weights), the tree's hop depth.
+template <typename W, typename D, typename I, typename P>
+__global__ void pred_init(int n, int B, int nb, const I* __restrict__ rptr, const int* __restrict__ rsrc,
+                          const W* __restrict__ rw, const D* __restrict__ d, const long long* __restrict__ src,
+                          P* __restrict__ pred, int* __restrict__ rank, int strict) {
+    const long long total = (long long)n * B;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const int v = (int)(t / B);
+        const int s = (int)(t - (long long)v * B);
+        P p = -1;
+        int k = -1;
+        if (s < nb) {
+            const D dv = d[t];
+            if ((long long)v == src[s]) {
+                k = 0;
+            } else if (strict && dv != Lim<D>::inf()) {
+                for (I e = rptr[v]; e < rptr[v + 1]; ++e) {
+                    const int u = rsrc[e];
+                    const D du = d[(long long)u * B + s];
+                    if (du != Lim<D>::inf() && du < dv && du + (D)rw[e] == dv) {
+                        p = (P)u;
+                        k = 0;
+                        break;
+                    }
+                }
             }
         }
-        pred[v] = p;
+        pred[t] = p;
+        rank[t] = k;
     }
 }
 
-// Predecessors with zero or negative weights (tight cycles of weight 0 are possible):
-// a BFS over the tight arcs from the source, one level per launch; a vertex takes a
-// predecessor from the previous level only, so the tree has no cycle.
-template <typename W, typename D>
-__global__ void pred_level(int n, const long long* __restrict__ rptr, const int* __restrict__ rsrc,
-                           const W* __restrict__ rw, const D* __restrict__ d, int* __restrict__ level,
-                           long long* __restrict__ pred, int L, int* __restrict__ flag) {
-    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
-        if (level[v] != -1) continue;
-        D dv = d[v];
+template <typename W, typename D, typename I, typename P>
+__global__ void pred_round(int n, int B, int nb, const I* __restrict__ rptr, const int* __restrict__ rsrc,
+                           const W* __restrict__ rw, const D* __restrict__ d, P* __restrict__ pred,
+                           int* __restrict__ rank, int r, int* __restrict__ flag) {
+    const long long total = (long long)n * B;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        if (rank[t] != -1) continue;
+        const int v = (int)(t / B);
+        const int s = (int)(t - (long long)v * B);
+        if (s >= nb) continue;
+        const D dv = d[t];
         if (dv == Lim<D>::inf()) continue;
-        for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
-            int u = rsrc[e];
-            if (level[u] != L) continue;
-            D du = d[u];
-            if (du != Lim<D>::inf() && du + (D)rw[e] == dv) {
-                pred[v] = u;
-                level[v] = L + 1;
-                *flag = 1;
+        for (I e = rptr[v]; e < rptr[v + 1]; ++e) {
+            const int u = rsrc[e];
+            const long long tu = (long long)u * B + s;
+            const int ku = rank[tu];
+            if (ku < 0 || ku >= r) continue;  // ranked vertices are reached: d[tu] is finite
+            if (d[tu] + (D)rw[e] == dv) {
+                pred[t] = (P)u;
+                rank[t] = r;
+                *flag = r;
                 break;
             }
         }
@@ -217,8 +247,9 @@ __global__ void to_float64(const D* __restrict__ d, double* __restrict__ out, in
 #ifdef SSSP_NVCC_CHECK
 #define SSSP_COMMON_INST(W, D)                                                                       \
     template __global__ void sink_fixup<W, D>(const int*, int, const long long*, const int*, const W*, D*); \
-    template __global__ void pred_tight<W, D>(int, const long long*, const int*, const W*, const D*,     \
-                                              long long*, int);                                      \
-    template __global__ void pred_level<W, D>(int, const long long*, const int*, const W*, const D*,     \
-                                              int*, long long*, int, int*);
+    template __global__ void pred_init<W, D, long long, long long>(                                  \
+        int, int, int, const long long*, const int*, const W*, const D*, const long long*, long long*, \
+        int*, int);                                                                                  \
+    template __global__ void pred_round<W, D, long long, long long>(                                 \
+        int, int, int, const long long*, const int*, const W*, const D*, long long*, int*, int, int*);
 #endif

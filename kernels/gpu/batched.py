@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy
 from gpu_sssp.kernels._gpu import device_name
+from gpu_sssp.kernels.gpu.common import pred_names, predecessor_tree
 from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
 from gpu_sssp.kernels.order import locality_order
 from gpu_sssp.kernels.result import NegativeCycleError, Result
@@ -80,6 +81,10 @@ DELTA_FACTOR = 16.0
 def _dist_type(graph) -> str:
     if not graph.integer_weights:
         return "float64"
+    if graph.has_negative:
+        # a negative cycle drives distances down for n + 4 rounds before it is detected:
+        # int64 keeps them from wrapping (as the single-source kernels do)
+        return "int64"
     wmax = float(graph.max_abs_weight) if graph.m else 0.0
     bound = graph.max_path_bound() + wmax
     return "int32" if bound < 2**31 - 2 else "int64"
@@ -124,7 +129,10 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     sources : ndarray of int64
         Internal 0-based source indices (repeats allowed).
     predecessors : bool
-        Also return a predecessor per (source, vertex) with ``dist[p] + w == dist[v]``.
+        Also return a shortest-path tree per source: tight arcs (``dist[p] + w ==
+        dist[v]``) whose chains all end at the source, zero-weight cycles included
+        (:func:`kernels.gpu.common.predecessor_tree`, after each batch converged; no
+        cost when False).
     distances : bool
         Return the (B, n) float64 distances; False keeps only the statistics.
     count_work : bool
@@ -198,7 +206,8 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         raise ValueError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
     while True:
         Bcap = 32 * W
-        need = n * (Bcap * tsize + 8 * W + 4 * 8 + 1) + (n * Bcap * 4 if predecessors else 0)
+        # predecessors: int32 predecessor and rank per (vertex, slot)
+        need = n * (Bcap * tsize + 8 * W + 4 * 8 + 1) + (n * Bcap * 8 if predecessors else 0)
         if mode == "pairs":  # four pair lists (near x 2, far x 2) and three bit arrays
             need += n * (4 * Bcap * 4 + 12 * W)
         try:
@@ -246,13 +255,13 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     aux = load_module(
         "batched.cu",
         name_expressions=[f"batched::batched_reduce<{ctype}, {stname}>",
-                          f"batched::batched_histogram<{ctype}>",
-                          f"batched::batched_predecessors<{ctype}>"],
+                          f"batched::batched_histogram<{ctype}>"]
+        + pred_names(ctype, ctype, "int", "int"),
     )
     k_solve = mod.get_function(f"batched::{kname}<{ctype}, {W}>")
     k_reduce = aux.get_function(f"batched::batched_reduce<{ctype}, {stname}>")
     k_hist = aux.get_function(f"batched::batched_histogram<{ctype}>")
-    k_pred = aux.get_function(f"batched::batched_predecessors<{ctype}>")
+    k_pred_init, k_pred_round = (aux.get_function(name) for name in pred_names(ctype, ctype, "int", "int"))
 
     # plan: chunks of bs sources, close ones together
     if locality and N > bs:
@@ -302,6 +311,9 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     out_dist = np.empty((N, n), dtype=np.float64) if distances else None
     out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
     pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
+    rank_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
+    pred_flag = cp.zeros(1, dtype=cp.int32) if predecessors else None
+    pred_rounds = 0
 
     blocks = coop_blocks(k_solve, blocks_per_sm, _BLOCK)
     launches = 0
@@ -398,10 +410,14 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
                 host_syncs += 1
             if predecessors:
                 tot = n * Bcap
-                k_pred(((tot + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-                       (np.int32(n), np.int32(Bcap), np.int32(k), rptr, ridx, rw, dist,
-                        cp.asarray(src_slots), pred_buf))
-                launches += 1
+                n_l, n_s, rounds = predecessor_tree(
+                    k_pred_init, k_pred_round, max(1, min((tot + _BLOCK - 1) // _BLOCK, 1 << 20)),
+                    n=n, B=Bcap, nb=k, rptr=rptr, rsrc=ridx, rw=rw, dist=dist, src=cp.asarray(src_slots),
+                    pred=pred_buf, rank=rank_buf, flag=pred_flag, strict=not graph.has_negative,
+                    complete=integer and graph.m > 0 and graph.min_weight > 0)
+                launches += n_l
+                host_syncs += n_s
+                pred_rounds = max(pred_rounds, rounds)
                 out_pred[rows] = pred_buf.reshape(n, Bcap)[:, :k].T.astype(cp.int64).get()
                 host_syncs += 1
         end_ev.record()
@@ -458,6 +474,8 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         "far_scans": int(ll_h[:, _L_SUMF].sum()),
         "ms_per_source": float(kernel_ms) / max(N, 1),
     }
+    if predecessors:
+        counters["predecessor_rounds"] = pred_rounds
     if hist_edges is not None:
         counters["histogram"] = {
             "edges": shared_edges if shared_edges is not None else hist_edges.get(stream=side),

@@ -8,11 +8,13 @@
   and host synchronisations, times each source with CUDA events, runs the
   predecessor pass and the reductions on the GPU and builds the :class:`Result`.
 
-Predecessors: with every weight positive any tight in-arc from a strictly closer
-vertex is taken (distances grow along the chosen arcs, so the choice is a tree).
-With zero or negative weights a tight cycle of weight 0 can exist, so the tree is
-built as a BFS over the tight arcs from the source, one level per launch, each
-vertex taking its predecessor from the previous level only.
+Predecessors (:func:`predecessor_tree`, shared with ``batched``): a tree of tight arcs
+built after the distances are final by ``pred_init`` / ``pred_round`` of common.cuh.
+Round 0 gives every vertex with a tight in-arc from a strictly closer vertex that arc
+(no negative weight: that is every vertex when all weights are positive integers);
+round r gives a vertex still without one a tight in-arc from a vertex done before
+round r.  (distance, round) strictly decreases along the chosen arcs, so zero-weight
+arcs and zero-weight cycles cannot close a loop.
 """
 from __future__ import annotations
 
@@ -70,8 +72,80 @@ def inf_value(dtype):
 
 def common_names(wt: str, dt: str) -> list[str]:
     """Name expressions of the shared kernels of common.cuh for weight/distance types."""
-    return [f"sink_fixup<{wt}, {dt}>", f"pred_tight<{wt}, {dt}>", f"pred_level<{wt}, {dt}>",
-            f"to_float64<{dt}>"]
+    return [f"sink_fixup<{wt}, {dt}>", f"to_float64<{dt}>"] + pred_names(wt, dt, "long long", "long long")
+
+
+def pred_names(wt: str, dt: str, it: str, pt: str) -> list[str]:
+    """Name expressions of common.cuh's predecessor kernels for weight, distance, arc
+    index (reverse CSR offsets) and predecessor C types."""
+    return [f"pred_init<{wt}, {dt}, {it}, {pt}>", f"pred_round<{wt}, {dt}, {it}, {pt}>"]
+
+
+#: pred_round launches between two reads of the flag (the group doubles from 1 up to this)
+PRED_GROUP_MAX = 32
+
+
+def predecessor_tree(k_init, k_round, grid, *, n, B, nb, rptr, rsrc, rw, dist, src, pred, rank, flag,
+                     strict, complete):
+    """Fill ``pred`` with a shortest-path tree of tight arcs, one per source slot.
+
+    Runs common.cuh's ``pred_init`` then ``pred_round`` r = 1, 2, ... until a round
+    changes nothing (rounds are launched in groups of 1, 2, 4, ... ``PRED_GROUP_MAX``
+    between two reads of ``flag``; a round after the last useful one changes nothing
+    either).  The chosen arcs are tight and (distance, round) strictly decreases along
+    them, so every chain from a reached vertex ends at its source, with zero-weight
+    arcs and cycles too.
+
+    Parameters
+    ----------
+    k_init, k_round : cupy.RawKernel
+        ``pred_init`` / ``pred_round`` instantiated for the arrays' types.
+    grid : int
+        Blocks of ``BLOCK`` threads (the kernels loop over ``n * B`` pairs).
+    n, B, nb : int
+        Vertices, slots per vertex in ``dist`` / ``pred`` / ``rank`` (vertex-major,
+        ``B = 1`` for one source) and slots in use.
+    rptr, rsrc, rw : cupy.ndarray
+        Reverse CSR: in-arc offsets, tails (int32) and weights.
+    dist : cupy.ndarray
+        Final distances, ``n * B``, the kernels' type with its +inf sentinel.
+    src : cupy.ndarray of int64
+        Each slot's source (``nb`` entries at least).
+    pred, rank : cupy.ndarray
+        Output predecessors (``-1`` for none) and work ranks (int32), ``n * B`` each.
+    flag : cupy.ndarray of int32, shape (1,)
+        Work word (the last round that ranked a vertex).
+    strict : bool
+        No negative weight: round 0 takes tight arcs from strictly closer vertices.
+    complete : bool
+        Every weight is a positive integer: round 0 ranks every reached vertex, no round
+        follows.
+
+    Returns
+    -------
+    tuple of int
+        Kernel launches, host synchronisations and the last round that ranked a vertex.
+    """
+    i32 = np.int32
+    head = (i32(n), i32(B), i32(nb), rptr, rsrc, rw, dist)
+    k_init((int(grid),), (BLOCK,), head + (src, pred, rank, i32(1 if strict else 0)))
+    launches, syncs, last = 1, 0, 0
+    if complete or n == 0:
+        return launches, syncs, last
+    flag.fill(0)
+    r, group = 1, 1
+    while r <= n:  # each useful round ranks a new vertex: at most n of them
+        g = min(group, n - r + 1)
+        for j in range(g):
+            k_round((int(grid),), (BLOCK,), head + (pred, rank, i32(r + j), flag))
+        launches += g
+        last = int(flag.get()[0])
+        syncs += 1
+        if last < r + g - 1:  # the group's last round changed nothing: nor would any later one
+            break
+        r += g
+        group = min(2 * group, PRED_GROUP_MAX)
+    return launches, syncs, last
 
 
 def check_options(method: str, options: dict, allowed: dict) -> dict:
@@ -105,8 +179,6 @@ class SourceLoop:
     def __init__(self, graph, method, filename, names, *, count_work=False, predecessors=False,
                  distances=True, extra_bytes=0, options=(), cooperative=False):
         cp = self.cp = _cupy()
-        if graph.integer_weights:
-            graph.check_exact()
         self.graph = graph
         self.method = method
         self.W = np.dtype(graph.weights.dtype)
@@ -115,8 +187,8 @@ class SourceLoop:
         self.dg = device_graph(graph)
         n = graph.n
         need = extra_bytes + n * (self.D.itemsize + 8 + 8)  # distances, float64 row, predecessors
-        if predecessors:
-            need += (n + 1) * 8 + graph.m * (4 + self.W.itemsize)
+        if predecessors:  # reverse CSR, ranks
+            need += (n + 1) * 8 + graph.m * (4 + self.W.itemsize) + n * 4
         check_fits(graph, need, what=f"{method} working set for")
         self.mod = load_module(filename, list(names(self.wt, self.dt)) + common_names(self.wt, self.dt),
                                tuple(options), cooperative=cooperative)
@@ -134,6 +206,8 @@ class SourceLoop:
         self._start = cp.cuda.Event()
         self._stop = cp.cuda.Event()
         self.extra = {}
+        self.pred_rounds = 0  # the most pred_round rounds any source's tree needed
+        self._pred_work = None
 
     # ------------------------------------------------------------------ helpers
     def fn(self, name: str):
@@ -208,23 +282,24 @@ class SourceLoop:
     def _predecessors(self, s, d_row):
         cp, g = self.cp, self.graph
         n = g.n
-        rptr, rsrc, rw = self.reverse()
         pred = cp.full(n, -1, dtype=cp.int64)
         if n == 0 or g.m == 0:
             return pred
-        if g.min_weight > 0:
-            self.launch(self.fn(f"pred_tight<{self.wt}, {self.dt}>"), self.grid(n),
-                        (np.int32(n), rptr, rsrc, rw, d_row, pred, np.int32(s)))
-            return pred
-        level = cp.full(n, -1, dtype=cp.int32)
-        level[s] = 0
-        flag = cp.zeros(1, dtype=cp.int32)
-        k = self.fn(f"pred_level<{self.wt}, {self.dt}>")
-        for L in range(n):
-            flag.fill(0)
-            self.launch(k, self.grid(n), (np.int32(n), rptr, rsrc, rw, d_row, level, pred, np.int32(L), flag))
-            if not self.read(flag)[0]:
-                break
+        rptr, rsrc, rw = self.reverse()
+        if self._pred_work is None:
+            self._pred_work = (cp.empty(n, dtype=cp.int32), cp.zeros(1, dtype=cp.int32),
+                               cp.empty(1, dtype=cp.int64))
+        rank, flag, src = self._pred_work
+        src.fill(int(s))
+        it = "long long"
+        k_init, k_round = (self.fn(name) for name in pred_names(self.wt, self.dt, it, it))
+        launches, syncs, rounds = predecessor_tree(
+            k_init, k_round, self.grid(n), n=n, B=1, nb=1, rptr=rptr, rsrc=rsrc, rw=rw, dist=d_row,
+            src=src, pred=pred, rank=rank, flag=flag, strict=not g.has_negative,
+            complete=g.integer_weights and g.min_weight > 0)
+        self.launches += launches
+        self.host_syncs += syncs
+        self.pred_rounds = max(self.pred_rounds, rounds)
         return pred
 
     def negative_cycle(self, s: int):
@@ -266,6 +341,8 @@ class SourceLoop:
             "mteps": arcs / (self.kernel_ms * 1e3) if self.kernel_ms > 0 else 0.0,
             "distance_type": str(self.D),
         }
+        if self.want_pred:
+            counters["predecessor_rounds"] = self.pred_rounds
         counters.update(more_counters)
         return Result(
             sources=np.asarray(sources, dtype=np.int64),

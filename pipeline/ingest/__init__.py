@@ -23,11 +23,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from ._formats import ALIASES, FORMATS, READERS, metis_pair_weights, read_co, read_ss
+from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
+from ._limits import Limits
 from ._records import iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     read_meta)
-from ._source import LineCursor, Source, peek_text, strip_compression
+from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
 
 __all__ = ["ingest", "read_meta", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
@@ -102,7 +103,8 @@ def _resolve(path, out):
 
 
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
-           weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20) -> dict:
+           weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
+           max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
     """Convert a graph file (or a DIMACS ``.ss``/``.co`` file) to Parquet.
 
     Parameters
@@ -130,6 +132,12 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         Stored weight type; default int64 for integer weights, float64 for real ones.
     chunk_bytes : int
         Text parsed per step; peak memory is a small multiple of it.
+    max_vertices, max_arcs, max_isolated_vertices : int, optional
+        Limits on the sizes an input declares (default: the settings
+        ``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``,
+        ``sssp.ingest.max-isolated-vertices``). Declared sizes are also checked against
+        the file's size (uncompressed inputs) before anything is read; see
+        ``pipeline.ingest._limits``.
 
     Returns
     -------
@@ -139,17 +147,20 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     Raises
     ------
     InputError
-        Malformed input: names the file, the line where there is one, and what was expected.
+        Malformed input: names the file, the line where there is one, and what was
+        expected; also a header that declares more than the file can hold or than the
+        limits allow, and integer weights too large for exact path sums.
     ValueError
         Bad options.
     """
     path, out = _resolve(path, out)
+    limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)
     fmt = normalise_format(format) if format else detect_format(path)
     if weight_type is not None and weight_type not in WEIGHT_TYPES:
         raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
-        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes)
+        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits)
     else:
         id_type = None
         while True:
@@ -157,7 +168,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
                 meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
                                      zero_based=zero_based, weight_type=weight_type,
                                      chunk_bytes=chunk_bytes, row_group_size=row_group_size,
-                                     id_type=id_type)
+                                     id_type=id_type, limits=limits)
                 break
             except IdOverflow:
                 if id_type == "int64":  # pragma: no cover - cannot happen
@@ -171,15 +182,25 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
 
 
 def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
-                  row_group_size, id_type):
+                  row_group_size, id_type, limits):
     reader = READERS[fmt]
     with Source(path) as src:
         display = src.display
         cursor = LineCursor(src, chunk_bytes)
-        kwargs = {"zero_based": zero_based, "undirected": undirected}
+        limits = limits.bind(display, src.text_size)
+        kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
         if fmt == "edgelist":
             kwargs["zero_based"] = True
-        hdr, batches = reader(cursor, display, **kwargs)
+        try:
+            hdr, batches = reader(cursor, display, **kwargs)
+        except InputError as exc:
+            # the header did not parse: if the content is plainly another format (a
+            # METIS file named .gr), say which
+            if not isinstance(exc, TruncatedInput) and exc.line is not None and exc.line <= 1000:
+                hint = format_hint(peek_text(path)[0], fmt)
+                if hint:
+                    raise InputError(exc.path, exc.line, f"{exc.message}; {hint}") from None
+            raise
         wp = WeightPlan(weights, hdr.weighted, hdr.weight_float, weight_type, display)
         if fmt == "metis":
             expand = hdr.extra.pop("expand")
@@ -195,7 +216,8 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
                 id_type = "int32"
         cursor.id_type = pa.int32() if id_type == "int32" else None
         sink = EdgeSink(out, display, vertices=hdr.vertices, id_base=hdr.id_base, expand=expand,
-                        weights=wp, id_type=id_type, row_group_size=row_group_size)
+                        weights=wp, id_type=id_type, row_group_size=row_group_size, limits=limits,
+                        header_line=hdr.header_line)
         try:
             for u, v, w, b in batches:
                 if fmt == "metis" and not directed and wp.kind in ("random", "random-float") and len(u):
@@ -215,6 +237,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
                     continue
                 sink.add(u, v, w, b)
             vertices = hdr.vertices if hdr.vertices is not None else sink.max_id + 1
+            sink.finish_checks(vertices)
             meta = {
                 "vertices": int(vertices),
                 "directed": bool(directed),
@@ -235,11 +258,12 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             raise
 
 
-def _ingest_aux(path, out, fmt, *, chunk_bytes):
+def _ingest_aux(path, out, fmt, *, chunk_bytes, limits):
     with Source(path) as src:
         display = src.display
         cursor = LineCursor(src, chunk_bytes)
-        count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display)
+        limits = limits.bind(display, src.text_size)
+        count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display, limits)
         cols_all = []
         lines_seen = 0
         for b in iter_batches(cursor, spec, display, hline):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ._limits import Limits
 from ._records import Batch, RecordSpec, _show, iter_batches
 
 FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
@@ -173,9 +174,10 @@ def _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based,
     cc.finish()
 
 
-def read_gr(cursor, display, *, zero_based=False, undirected=False):
+def read_gr(cursor, display, *, zero_based=False, undirected=False, limits=None):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"sp",), record=b"a", what="p sp N M")
     n, m = ints
+    (limits or Limits()).header(n, m, "arcs", 8, "'a U V W' line", hline, htext)
     wfloat = bool(first and len(first) >= 4 and _is_float_token(first[3]))
     base = 0 if zero_based else 1
     hdr = Header(n, base, not undirected, True, wfloat, m, hline, htext)
@@ -185,9 +187,10 @@ def read_gr(cursor, display, *, zero_based=False, undirected=False):
 
 
 # -- PACE p tw -------------------------------------------------------------------------
-def read_pace(cursor, display, *, zero_based=False, undirected=True):
+def read_pace(cursor, display, *, zero_based=False, undirected=True, limits=None):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"tw",), record=None, what="p tw N M")
     n, m = ints
+    (limits or Limits()).header(n, m, "edges", 4, "'U V' line", hline, htext)
     base = 0 if zero_based else 1
     hdr = Header(n, base, False, False, False, m, hline, htext)
     spec = RecordSpec(None, ("first id", "second id"), (False, False), comments=(b"c",), header=b"p",
@@ -196,7 +199,7 @@ def read_pace(cursor, display, *, zero_based=False, undirected=True):
 
 
 # -- MatrixMarket ------------------------------------------------------------------------
-def read_mtx(cursor, display, *, zero_based=False, undirected=False):
+def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None):
     line = cursor.readline()
     while line is not None and not line.strip():
         line = cursor.readline()
@@ -226,6 +229,8 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False):
     wfloat = fld in ("real", "double")
     symmetric = sym == "symmetric"
     n = max(rows, cols)
+    (limits or Limits()).header(n, nnz, "entries", 6 if weighted else 4,
+                                "'ROW COL VALUE' line" if weighted else "'ROW COL' line", sline, s.decode())
     hdr = Header(n, 1, not (symmetric or undirected), weighted, wfloat, nnz, sline, s.decode(),
                  extra={"mtx_field": fld, "mtx_symmetry": sym, "mtx_rows": rows, "mtx_cols": cols})
     fields = ("row", "column") + (("weight",) if weighted else ())
@@ -251,7 +256,7 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False):
 
 
 # -- edge lists ------------------------------------------------------------------------
-def read_edgelist(cursor, display, *, zero_based=True, undirected=False):
+def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=None):
     first, lineno = _next_content_line(cursor, (b"#", b"%"))
     if first is None:
         raise InputError(display, None, "empty file: expected lines 'U V' or 'U V W'")
@@ -279,7 +284,7 @@ def read_edgelist(cursor, display, *, zero_based=True, undirected=False):
 
 
 # -- METIS / DIMACS-10 ---------------------------------------------------------------
-def read_metis(cursor, display, *, zero_based=False, undirected=False):
+def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=None):
     """METIS adjacency lists; gapbs's directed variant is recognised by its entry count.
 
     Standard METIS lists every undirected edge at both ends (``2*M`` entries for the
@@ -306,6 +311,15 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False):
     if not vweights:
         ncon = 0
     skip = int(sizes) + ncon
+    lim = limits or Limits()
+    htext = s.decode(errors="replace")
+    lim.vertices(n, m, "edges", hline, htext)
+    lim.arcs(m, "edges", hline, htext)
+    # one line per vertex (an empty one for an isolated vertex), and at least M
+    # neighbour entries (gapbs's directed variant lists each arc once)
+    lim.records(n, "vertex lines", 1, "adjacency line (empty for an isolated vertex)", hline, htext)
+    lim.records(m, "edges", 2 * (1 + eweights),
+                "'NEIGHBOUR WEIGHT ' entry" if eweights else "'NEIGHBOUR ' entry", hline, htext)
     src, dst, ws, lines = [], [], [], []
     u = 0
     lineno = hline
@@ -393,20 +407,88 @@ def metis_pair_weights(src, dst, draws_for):
 
 
 # -- DIMACS .ss / .co --------------------------------------------------------------------
-def read_ss(cursor, display):
+def read_ss(cursor, display, limits=None):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"aux", b"sp", b"ss"), record=b"s",
                                               what="p aux sp ss K")
+    (limits or Limits()).records(ints[0], "sources", 4, "'s ID' line", hline, htext)
     spec = RecordSpec(b"s", ("source id",), (False,), comments=(b"c",), header=b"p", describe="'s ID'")
     return ints[0], hline, htext, spec
 
 
-def read_co(cursor, display):
+def read_co(cursor, display, limits=None):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"aux", b"sp", b"co"), record=b"v",
                                               what="p aux sp co N")
+    (limits or Limits()).records(ints[0], "coordinates", 8, "'v ID X Y' line", hline, htext)
     fl = bool(first and len(first) >= 4 and (_is_float_token(first[2]) or _is_float_token(first[3])))
     spec = RecordSpec(b"v", ("vertex id", "x", "y"), (False, fl, fl), comments=(b"c",), header=b"p",
                       describe="'v ID X Y'")
     return ints[0], hline, htext, spec
+
+
+# -- sniffing: what a file that fails its reader looks like instead --------------------------
+def _ints(line: bytes):
+    toks = line.split()
+    try:
+        return [int(t) for t in toks]
+    except ValueError:
+        return None
+
+
+def looks_like_metis(head: bytes) -> bool:
+    """Whether the start of a file reads as a METIS graph: an ``N M [FMT [NCON]]``
+    header, then adjacency lines of integers whose neighbour ids lie in ``1..N``."""
+    lines = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        lines = lines[:-1]  # the last one may be cut
+    body = [ln for ln in lines if not ln.lstrip().startswith(b"%")]
+    hdr = _ints(body[0]) if body else None
+    if not hdr or len(hdr) not in (2, 3, 4) or min(hdr) < 0 or hdr[0] < 1:
+        return False
+    n = hdr[0]
+    fmt = body[0].split()[2].decode(errors="replace").zfill(3) if len(hdr) > 2 else "000"
+    if len(fmt) != 3 or any(c not in "01" for c in fmt):
+        return False
+    skip = (fmt[0] == "1" and fmt != "100") + (hdr[3] if len(hdr) > 3 else int(fmt[1] == "1"))
+    adj = body[1:]
+    if len(adj) > n and any(ln.strip() for ln in adj[n:]):
+        return False  # more lines than vertices
+    for ln in adj[:2000]:
+        vals = _ints(ln)
+        if vals is None:
+            return False
+        nb = vals[skip:][:: 2 if fmt[2] == "1" else 1]
+        if any(v < 1 or v > n for v in nb):
+            return False
+    return bool(adj)
+
+
+def looks_like_edgelist(head: bytes) -> bool:
+    """Whether every complete line reads as ``U V`` or ``U V W`` (``#``/``%`` comments)."""
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip() and not ln.lstrip().startswith((b"#", b"%"))]
+    widths = set()
+    for ln in lines[:2000]:
+        toks = ln.split()
+        if len(toks) not in (2, 3) or _ints(b" ".join(toks[:2])) is None:
+            return False
+        widths.add(len(toks))
+    return len(widths) == 1
+
+
+def format_hint(head: bytes, fmt: str) -> str | None:
+    """A ``--format`` suggestion for a file whose ``fmt`` reader refused its header."""
+    try:
+        return _hint(head, fmt)
+    except Exception:  # pragma: no cover - a suggestion must never hide the real error
+        return None
+
+
+def _hint(head: bytes, fmt: str) -> str | None:
+    if fmt != "metis" and looks_like_metis(head):
+        return ("the file looks like a METIS graph ('N M [FMT]' header, then one adjacency "
+                "line per vertex): pass --format metis")
+    if fmt != "edgelist" and looks_like_edgelist(head):
+        return "the file looks like an edge list ('U V [W]' lines): pass --format edgelist"
+    return None
 
 
 READERS = {"gr": read_gr, "pace": read_pace, "mtx": read_mtx, "edgelist": read_edgelist, "metis": read_metis}

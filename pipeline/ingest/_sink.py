@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from ._limits import EXACT_LIMIT, Limits, inexact_message, inexact_weight
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,14 @@ PARQUET_COMPRESSION = "lz4"  # LZ4_RAW in the file: ~1/3 cheaper to write than s
 
 class IdOverflow(Exception):
     """Ids do not fit the id type chosen up front: start again with int64."""
+
+
+def fsync_path(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def temp_path_for(out: Path) -> Path:
@@ -76,6 +85,7 @@ class AtomicParquet:
             "ARROW:schema": base64.b64encode(full.serialize().to_pybytes()).decode(),
         })
         self._w.close()
+        fsync_path(self.tmp)  # on disk before the rename makes it the real file
         os.replace(self.tmp, self.out)
 
     def abort(self):
@@ -186,8 +196,15 @@ class EdgeSink:
     """
 
     def __init__(self, out, display, *, vertices, id_base, expand, weights: WeightPlan,
-                 id_type="int32", row_group_size=1 << 20):
+                 id_type="int32", row_group_size=1 << 20, limits: Limits | None = None,
+                 header_line=None):
         self.display = display
+        self.limits = limits or Limits()
+        self.header_line = header_line
+        self._exact = weights.weight_type.startswith("int")
+        self._wabs = 0.0        # largest |weight| so far, and where (files without a vertex count)
+        self._wabs_at = None
+        self._maxid_at = None   # (batch, row) of the largest id (files without a vertex count)
         self.vertices = vertices
         self.id_base = id_base
         self.expand = expand
@@ -217,8 +234,12 @@ class EdgeSink:
             return
         w = self.wp.make(n, w)
         w = self._cast_weights(w, batch)
+        if self._exact:
+            self._check_exact(w, batch)
+        hi = max(int(src.max()), int(dst.max()))
+        if self.vertices is None:
+            self._check_ids(src, dst, hi, batch)
         if self.id_type == "int32":
-            hi = max(int(src.max()), int(dst.max()))
             if hi > I32_MAX:
                 raise IdOverflow()
         if self.expand:
@@ -257,6 +278,49 @@ class EdgeSink:
         self.writer.write([src, dst, w])
         if self._keys_ok:
             self._key_pending = self._key_pool.submit(self._add_keys, src, dst)
+
+    def _check_exact(self, w, batch):
+        """Integer weights whose path sums could pass 2**53 (the solvers' bound)."""
+        lo, hi = float(w.min()), float(w.max())
+        big = max(abs(lo), abs(hi))
+        if self.vertices is not None:
+            n = int(self.vertices)
+            if n > 1 and float(n - 1) * big >= EXACT_LIMIT:
+                i = inexact_weight(w, n)
+                where = f" (header at line {self.header_line})" if self.header_line else ""
+                raise InputError(self.display, batch.line_of(i) if batch else None,
+                                 inexact_message(w[i], n, where))
+        elif big > self._wabs:
+            j = int(np.argmax(np.abs(w.astype(np.float64))))
+            self._wabs, self._wabs_at = big, (batch, j, int(w[j]))
+
+    def _check_ids(self, src, dst, hi, batch):
+        """Files without a vertex count (edge lists): ids make the vertex count."""
+        if hi <= self.max_id:
+            return
+        j = int(np.argmax(np.maximum(src, dst)))
+        self._maxid_at = (batch, j)
+        mv = self.limits.max_vertices
+        if mv is not None and hi + 1 - self.id_base > mv:
+            line = batch.line_of(j) if batch else None
+            self.limits.vertices(hi + 1 - self.id_base, 0, "records", line, None,
+                                 what=f"vertex id {hi} makes")
+
+    def finish_checks(self, vertices: int):
+        """Checks that need the whole file: for inputs without a vertex count, the
+        vertex count the largest id makes, and the weights against it."""
+        if self.vertices is not None:
+            return
+        n = int(vertices)
+        line = None
+        if self._maxid_at is not None and self._maxid_at[0] is not None:
+            line = self._maxid_at[0].line_of(self._maxid_at[1])
+        self.limits.vertices(n, self.records, "records", line, None,
+                             what=f"the largest vertex id {self.max_id} makes")
+        if self._exact and n > 1 and float(n - 1) * self._wabs >= EXACT_LIMIT:
+            b, j, wv = self._wabs_at
+            raise InputError(self.display, b.line_of(j) if b is not None else None,
+                             inexact_message(wv, n, f" (its largest vertex id is {self.max_id})"))
 
     def _wait_keys(self):
         if self._key_pending is not None:

@@ -7,12 +7,103 @@ import gzip
 import hashlib
 import io
 import lzma
+import os
 import queue
 import tarfile
 import threading
+import zlib
 from pathlib import Path
 
 from ..errors import InputError
+
+try:  # optional: .zst inputs
+    from zstandard import ZstdError as _ZstdError
+except ImportError:  # pragma: no cover
+    class _ZstdError(Exception):
+        pass
+
+# what decompressors and tarfile raise on truncated or corrupt data (gzip's BadGzipFile
+# and bz2's "Invalid data stream" are OSErrors)
+_STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, tarfile.TarError, _ZstdError)
+
+_KIND = {"gz": "gzip", "xz": "xz", "bz2": "bzip2", "zst": "zstd"}
+
+
+class TruncatedInput(InputError):
+    """The input's bytes stop (or go bad) before its text ends: a truncated or corrupt
+    compressed file or archive. ``text_bytes`` is how much text was read."""
+
+    def __init__(self, path, line, message, text_bytes=0, detail=""):
+        super().__init__(path, line, message)
+        self.text_bytes = int(text_bytes)
+        self.detail = detail
+        self.partial = 0  # bytes the failing read had already stored in the caller's buffer
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.line, self.message, self.text_bytes, self.detail))
+
+    def at_line(self, complete_lines: int) -> "TruncatedInput":
+        """The same error placed after ``complete_lines`` whole lines of text."""
+        msg = (f"{self.detail}; {complete_lines:,} complete lines ({self.text_bytes:,} bytes of "
+               "text) were read before it")
+        return TruncatedInput(self.path, complete_lines + 1, msg, self.text_bytes, self.detail)
+
+
+def zstd_incomplete(path) -> str | None:
+    """Why a .zst file does not end on a frame boundary (``None`` when it does).
+
+    zstandard's stream reader returns the text it could decode and then end-of-file for
+    a truncated frame, without an error, so the frames are walked here: frame headers
+    and 3-byte block headers only (a seek per block of at most 128 KiB).
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        pos = 0
+        frame = 0
+        while pos < size:
+            frame += 1
+            f.seek(pos)
+            head = f.read(5)
+            if len(head) < 4:
+                return f"the data ends inside the header of frame {frame} (byte {pos:,} of {size:,})"
+            magic = int.from_bytes(head[:4], "little")
+            if 0x184D2A50 <= magic <= 0x184D2A5F:  # skippable frame
+                ln = f.read(3)
+                if len(head) < 5 or len(ln) < 3:
+                    return f"the data ends inside skippable frame {frame} (byte {pos:,} of {size:,})"
+                pos += 8 + int.from_bytes(head[4:5] + ln, "little")
+                if pos > size:
+                    return f"the data ends inside skippable frame {frame} ({size:,} bytes, frame ends at {pos:,})"
+                continue
+            if magic != 0xFD2FB528:
+                return f"no zstd frame at byte {pos:,} of {size:,} (trailing garbage?)"
+            if len(head) < 5:
+                return f"the data ends inside the header of frame {frame} (byte {pos:,} of {size:,})"
+            d = head[4]
+            single = (d >> 5) & 1
+            hlen = 1 + (0 if single else 1) + (0, 1, 2, 4)[d & 3] + ((1 if single else 0), 2, 4, 8)[d >> 6]
+            pos += 4 + hlen
+            while True:
+                f.seek(pos)
+                b = f.read(3)
+                if len(b) < 3:
+                    return (f"the data ends inside frame {frame} (byte {min(pos, size):,} of {size:,}, "
+                            "before its last block)")
+                v = int.from_bytes(b, "little")
+                btype = (v >> 1) & 3
+                if btype == 3:
+                    return f"corrupt block header in frame {frame} at byte {pos:,}"
+                pos += 3 + (1 if btype == 1 else v >> 3)
+                if pos > size:
+                    return (f"the data ends inside frame {frame} ({size:,} bytes, its block ends "
+                            f"at byte {pos:,})")
+                if v & 1:
+                    break
+            if (d >> 2) & 1:
+                pos += 4
+                if pos > size:
+                    return f"the data ends inside the checksum of frame {frame}"
+    return None
 
 COMPRESSION_SUFFIXES = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma")
 
@@ -23,6 +114,7 @@ class _HashingReader(io.RawIOBase):
     def __init__(self, f):
         self._f = f
         self.hash = hashlib.sha256()
+        self.count = 0  # bytes of the file read so far
 
     def readable(self):
         return True
@@ -31,6 +123,7 @@ class _HashingReader(io.RawIOBase):
         n = self._f.readinto(b)
         if n:
             self.hash.update(memoryview(b)[:n])
+            self.count += n
         return n
 
     def drain(self):
@@ -99,6 +192,10 @@ class Source:
         self._raw = None
         self._digest = None
         self._closers = []
+        # bytes of text, when known before reading (not for compressed streams)
+        self.text_size = None if self.compression else self.path.stat().st_size
+        self.text_read = 0  # bytes of text handed out
+        self._checked_end = False
         name = strip_compression(self.path.name)
         self.inner_name = name
         if name.lower().endswith((".tar", ".tgz")) or self._looks_like_tar():
@@ -158,6 +255,7 @@ class Source:
         self.member = pick.name
         self.inner_name = Path(pick.name).name
         self.display = f"{self.path}[{pick.name}]"
+        self.text_size = int(pick.size)
         self.stream = io.BufferedReader(tar.extractfile(pick), buffer_size=1 << 20)
 
     def sha256(self) -> str:
@@ -184,34 +282,94 @@ class Source:
     def __exit__(self, *exc):
         self.close()
 
+    def _failed(self, exc, detail=None) -> TruncatedInput:
+        what = f"{_KIND[self.compression]} data" if self.compression else "the file"
+        if self._tar is not None:
+            what = "the archive"
+        where = ""
+        if self._raw is not None and self.compression:
+            where = f" at compressed byte {self._raw.count:,} of {self.path.stat().st_size:,}"
+        if detail is None:
+            if isinstance(exc, (EOFError, tarfile.TarError)):
+                detail = f"{what} ends early or is corrupt{where}: {exc}"
+            else:
+                detail = f"{what} cannot be read{where} (truncated or corrupt?): {exc}"
+        return TruncatedInput(self.display, None, f"{detail} (after {self.text_read:,} bytes of text)",
+                              self.text_read, detail)
+
+    def _at_end(self):
+        """End of the decompressed text: make sure the compressed data ended too."""
+        if self._checked_end:
+            return
+        self._checked_end = True
+        if self.compression == "zst" and self._tar is None:
+            why = zstd_incomplete(self.path)
+            if why:
+                raise self._failed(None, f"zstd data ends early (truncated file): {why}")
+
     def readinto_exact(self, mv) -> int:
-        """Fill ``mv`` as far as the stream allows; returns the byte count (0 at end)."""
+        """Fill ``mv`` as far as the stream allows; returns the byte count (0 at end).
+
+        Raises
+        ------
+        TruncatedInput
+            The compressed data (or archive) ends early or is corrupt.
+        """
         total = 0
         n = len(mv)
-        while total < n:
-            got = self.stream.readinto(mv[total:])
-            if not got:
-                break
-            total += got
+        try:
+            while total < n:
+                # at most 1 MiB per call: a decompressor that fails drops the text of
+                # the failing call, so this bounds how much of it goes unreported
+                got = self.stream.readinto(mv[total : min(n, total + (1 << 20))])
+                if not got:
+                    self._at_end()
+                    break
+                total += got
+                self.text_read += got
+        except (TruncatedInput,) + _STREAM_ERRORS as exc:
+            err = exc if isinstance(exc, TruncatedInput) else self._failed(exc)
+            err.partial = total
+            raise err from None
         return total
 
     def read_exact(self, n: int) -> bytes:
         """Read up to ``n`` bytes, looping over short reads of decompressors."""
         parts = []
         left = n
-        while left > 0:
-            b = self.stream.read(left)
-            if not b:
-                break
-            parts.append(b)
-            left -= len(b)
+        try:
+            while left > 0:
+                b = self.stream.read(left)
+                if not b:
+                    self._at_end()
+                    break
+                parts.append(b)
+                left -= len(b)
+                self.text_read += len(b)
+        except _STREAM_ERRORS as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise self._failed(exc) from None
         return b"".join(parts)
 
 
 def peek_text(path, nbytes: int = 1 << 16) -> tuple[bytes, str]:
-    """First ``nbytes`` of decompressed text and the inner file name (for detection)."""
+    """First ``nbytes`` of decompressed text and the inner file name (for detection).
+
+    A truncated compressed file gives what could be read: the error is raised by the
+    full read, which can say on which line the text stops.
+    """
     with Source(path) as src:
-        return src.read_exact(nbytes), src.inner_name
+        buf = bytearray()
+        try:
+            while len(buf) < nbytes:
+                b = src.read_exact(min(1 << 13, nbytes - len(buf)))
+                if not b:
+                    break
+                buf += b
+        except TruncatedInput:
+            pass
+        return bytes(buf), src.inner_name
 
 
 class LineCursor:
@@ -229,7 +387,10 @@ class LineCursor:
 
     def _fill(self, n):
         while len(self._buf) < n and not self._eof:
-            b = self.source.read_exact(max(n - len(self._buf), 1 << 16))
+            try:
+                b = self.source.read_exact(max(n - len(self._buf), 1 << 16))
+            except TruncatedInput as exc:
+                raise exc.at_line(self.lineno - 1 + self._buf.count(b"\n")) from None
             if not b:
                 self._eof = True
             else:
@@ -267,7 +428,7 @@ class LineCursor:
         ``buf`` is valid until the next chunk is requested, so the consumer parses it
         (``pyarrow.py_buffer(buf)[:end]`` is free) or copies it.
         """
-        reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof)
+        reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof, self.lineno)
         self._buf = b""
         self.source._closers.append(reader.stop)
         try:
@@ -305,8 +466,9 @@ class _ChunkReader:
 
     _POLL = 0.2
 
-    def __init__(self, source, size, carry: bytes, eof: bool):
+    def __init__(self, source, size, carry: bytes, eof: bool, first_line: int = 1):
         self.source = source
+        self.lines_done = first_line - 1  # complete lines handed out before this buffer
         self.size = size
         self._carry = bytes(carry)
         self._eof = eof
@@ -409,7 +571,10 @@ class _ChunkReader:
                         nb = bytearray(2 * (filled + want))
                         nb[:filled] = ba[:filled]
                         ba = nb
-                    got = self.source.readinto_exact(memoryview(ba)[filled : filled + want])
+                    try:
+                        got = self.source.readinto_exact(memoryview(ba)[filled : filled + want])
+                    except TruncatedInput as exc:
+                        raise exc.at_line(self.lines_done + ba.count(b"\n", 0, filled + exc.partial)) from None
                     if got == 0:
                         eof = True
                     filled += got
@@ -432,6 +597,7 @@ class _ChunkReader:
                 # one line longer than a chunk: keep reading into this buffer
             carry = bytes(ba[end:filled])
             nlines = self._count_lines(ba, end)
+            self.lines_done += nlines
             self._put((ba, end, nlines))
             if eof and not carry:
                 return

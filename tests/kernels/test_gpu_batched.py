@@ -236,3 +236,60 @@ def test_turn_two_threads_queue_behind_each_other():
                 assert np.array_equal(r.distances, want.distances), seed
             assert 0 < r.counters["kernel_ms"] <= wall_ms
     assert not lock.locked()
+
+
+# ---------------------------------------------------------------- zero-weight arcs (issue 14)
+def test_zero_weight_cycle_three_vertices():
+    """2 -> 0 (1), 0 -> 1 (0), 1 -> 0 (0) from vertex 2: 0 and 1 are tight predecessors of
+    each other; the tree must be 2 -> 0 -> 1, whatever the kernel and batch."""
+    g = Graph.from_edges([2, 0, 1], [0, 1, 0], [1, 0, 0], 3, name="zero-cycle")
+    for srcs in ([2], [2, 0, 1, 2]):
+        res = check(g, srcs)
+        assert res.predecessors[0].tolist() == [2, 0, -1]
+        assert res.counters["predecessor_rounds"] == 1
+    f = Graph.from_edges([2, 0, 1], [0, 1, 0], np.array([1.0, 0.0, 0.0]), 3, name="zero-cycle-f64")
+    assert check(f, [2, 0]).predecessors[0].tolist() == [2, 0, -1]
+
+
+def test_bay_weights_0_to_3_predecessor_tree():
+    """The report's case: BAY with weights 0..3, several sources (what auto sends to
+    batched); every chain must end at its source."""
+    if not (bg.shared_data() / "road-topology" / "BAY.gr.xz").exists():
+        pytest.skip("BAY.gr.xz is not present")
+    g = bg.load("road-topology/BAY.gr.xz", weights="random:0:3:7")
+    assert g.min_weight == 0
+    src = np.random.default_rng(14).integers(0, g.n, 40)
+    res = check(g, src, batch_size=32)  # two chunks
+    assert 0 < res.counters["predecessor_rounds"] < 40  # zero chains, not the tree depth
+    auto = kernels.solve(g, src[:3], predecessors=True)
+    assert auto.method == "batched"
+    assert compare(g, kernels.solve(g, src[:3], method="dijkstra"), auto) == []
+
+
+def test_zero_weights_generated_fresh_seed():
+    """Zero-weight arcs and cycles (weights 0..2), also with negative arcs around the zero
+    cycles (potentials keep every cycle's sum), and as float64 (pull)."""
+    seed = _fresh_seed()
+    g = bg.random_graph(3000, 12000, seed, lo=0, hi=2, isolated=2)
+    src = np.r_[np.random.default_rng(seed).integers(0, g.n, 70), g.n - 1]
+    check(g, src, batch_size=64)
+    neg, _ = bg.reweighted(g, seed + 1)
+    assert neg.has_negative
+    check(neg, src, ref="bellman-ford", batch_size=64)
+    f = Graph.from_edges(g.tails(), g.indices, g.weights.astype(np.float64), g.n, name="zeros-f64")
+    check(f, src)
+    # every weight 0: the tree is a BFS over all arcs
+    z = Graph.from_edges(g.tails(), g.indices, np.zeros(g.m, np.int64), g.n, name="all-zero")
+    check(z, src[:8])
+
+
+def test_predecessor_work_only_when_asked():
+    """Without predecessors no predecessor kernel runs: the launches are the solve's and
+    the reductions' alone, as many as with positive weights."""
+    g = bg.random_graph(2000, 8000, 3, lo=0, hi=2)
+    src = np.arange(0, 2000, 50)
+    plain = kernels.solve(g, src, method="batched", mode="pairs")
+    tree = kernels.solve(g, src, method="batched", mode="pairs", predecessors=True)
+    assert "predecessor_rounds" not in plain.counters and plain.predecessors is None
+    assert plain.counters["launches"] == 2 * plain.counters["batches"]  # solve + reduce per chunk
+    assert tree.counters["launches"] > plain.counters["launches"]

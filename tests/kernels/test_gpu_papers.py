@@ -209,6 +209,27 @@ def test_single_vertex_and_isolated_source(method):
     assert res.distances[1].tolist() == [0.0, 1.0, 2.0, np.inf]
 
 
+# ---------------------------------------------------------------------- zero weights (issue 14)
+@pytest.mark.parametrize("method,opts", WEIGHTED + [("dijkstra-gpu", {})],
+                         ids=WEIGHTED_IDS + ["dijkstra-gpu"])
+def test_zero_weights_predecessor_tree(method, opts):
+    """2 -> 0 (1), 0 -> 1 (0), 1 -> 0 (0) from vertex 2 (the tree is 2 -> 0 -> 1), and a
+    grid of weights 0..2: every predecessor chain ends at its source (kernels.check)."""
+    g3 = Graph.from_edges([2, 0, 1], [0, 1, 0], [1, 0, 0], 3, name="zero-cycle")
+    res = check(g3, [2, 0, 1], method, opts)
+    assert res.predecessors[0].tolist() == [2, 0, -1]
+    seed = G.fresh_seed()
+    check(G.grid(25, 25, seed=seed, lo=0, hi=2), [0, 624, 300], method, opts)
+
+
+@pytest.mark.parametrize("method", NEGATIVE_OK)
+def test_negative_weights_zero_cycles(method):
+    method, opts = _m(method)
+    seed = G.fresh_seed()
+    g = G.with_potentials(G.grid(20, 20, seed=seed, lo=0, hi=2), seed=seed)
+    check(g, [0, 399, 150], method, opts, negative=True)
+
+
 # ---------------------------------------------------------------------- negative weights
 @pytest.mark.parametrize("method", NEGATIVE_OK)
 def test_negative_weights(method):

@@ -62,13 +62,29 @@ def test_bad_p_line(tmp_path):
 
 
 def test_truncated_real_file(tmp_path):
+    # uncompressed: the header's arc count cannot fit in the file's bytes, refused
+    # before any record is read
     src = tmp_path / "USA-road-d.NY.truncated.gr"
     shutil.copy(DATA / "USA-road-d.NY.truncated.gr", src)
     out = tmp_path / "ny.parquet"
     with pytest.raises(InputError) as ei:
         ingest(src, out)
     msg = str(ei.value)
-    assert "733846" in msg and "2050" in msg and str(src) in msg
+    assert "733846" in msg and "file-size check" in msg and str(src) in msg
+    assert ei.value.line == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
+
+
+def test_truncated_real_file_compressed(tmp_path):
+    # compressed: no text size up front, so the count is checked as the records stream
+    import gzip
+
+    src = tmp_path / "ny.gr.gz"
+    src.write_bytes(gzip.compress((DATA / "USA-road-d.NY.truncated.gr").read_bytes()))
+    with pytest.raises(InputError) as ei:
+        ingest(src, tmp_path / "ny.parquet")
+    msg = str(ei.value)
+    assert "733846" in msg and "found 2050" in msg and str(src) in msg
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
@@ -207,3 +223,31 @@ def test_missing_file(tmp_path):
     with pytest.raises(InputError) as ei:
         ingest(tmp_path / "nope.gr", tmp_path / "o.parquet")
     assert "no such file" in str(ei.value)
+
+
+@pytest.mark.parametrize("name", ["example_weighted.graph", "gapbs/4.graph", "gapbs/4w.graph"])
+def test_metis_named_gr_suggests_format_metis(tmp_path, name):
+    text = (DATA / name).read_bytes()
+    e = _fails(tmp_path, text, name="m.gr")
+    assert e.line == 1 and "METIS graph" in e.message and e.message.endswith("pass --format metis")
+    # ... and with the hint followed, it reads
+    p = tmp_path / "m.gr"
+    assert ingest(p, tmp_path / "ok.parquet", format="metis")["format"] == "metis"
+
+
+def test_metis_named_gr_gz_suggests_format_metis(tmp_path):
+    import gzip
+
+    e = _fails(tmp_path, gzip.compress((DATA / "example_weighted.graph").read_bytes()), name="m.gr.gz")
+    assert "pass --format metis" in e.message
+
+
+def test_edge_list_named_gr_suggests_format_edgelist(tmp_path):
+    e = _fails(tmp_path, (DATA / "gapbs/4.wel").read_bytes(), name="w.gr")
+    assert e.line == 1 and "pass --format edgelist" in e.message and "METIS" not in e.message
+
+
+@pytest.mark.parametrize("text", ["hello world\n1 2\n", "3 3\n1 2\nx y\n", "2 1\n2\n1\n1 2\n5\n"])
+def test_no_format_hint_for_other_content(tmp_path, text):
+    e = _fails(tmp_path, text, name="x.gr")
+    assert "--format" not in e.message

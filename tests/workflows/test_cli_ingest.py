@@ -43,7 +43,7 @@ def test_ingest_bad_input_exit_2(tmp_path, capsys):
     out = tmp_path / "ny.parquet"
     assert _run(["ingest", DATA / "USA-road-d.NY.truncated.gr", "-o", out]) == 2
     err = capsys.readouterr().err
-    assert "error:" in err and "733846" in err and "2050" in err
+    assert "error:" in err and "733846" in err and "file-size check" in err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
@@ -75,3 +75,67 @@ def test_full_cli(tmp_path):
     out = tmp_path / "r.parquet"
     assert main(["ingest", str(DATA / "rome99.gr"), "-o", str(out), "-q"]) == 0
     assert main(["ingest", str(DATA / "USA-road-d.NY.truncated.gr"), "-o", str(tmp_path / "x.parquet")]) == 2
+
+
+# -- hostile headers: refused in a fresh process, fast and small --------------------------
+_PEAK = """\
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(p.stderr)
+sys.stdout.write(p.stdout)
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(p.returncode)
+"""
+
+
+def _cli_peak(tmp_path, *argv):
+    """Run `sssp ARGV` in a child of a fresh wrapper process: (exit status, stderr, peak RSS
+    in MB of that child alone)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COLUMNS="300")
+    cmd = [sys.executable, "-c", _PEAK, sys.executable, "-c",
+           "import sys; from gpu_sssp.workflows.cli import main; sys.exit(main())", *map(str, argv)]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    peak = int(p.stdout.rsplit("PEAK_KB", 1)[1].split()[0]) / 1024
+    return p.returncode, " ".join(p.stderr.split()), peak
+
+
+@pytest.mark.parametrize("command", ["ingest", "solve"])
+@pytest.mark.parametrize("header,check", [
+    ("p sp 300000000 1", "isolated-vertex check"),
+    ("p sp 2147483648 1", "sssp.ingest.max-vertices"),
+    ("p sp 1099511627776 1", "sssp.ingest.max-vertices"),
+])
+def test_hostile_header_refused_in_little_memory(tmp_path, command, header, check):
+    g = tmp_path / "big.gr"
+    g.write_text(header + "\na 1 2 1\n")
+    argv = ["ingest", g, "-o", tmp_path / "big.parquet"] if command == "ingest" else ["solve", g, "-s", "1"]
+    rc, err, peak = _cli_peak(tmp_path, *argv)
+    assert rc == 2, err
+    assert f"{g}:1:" in err and check in err and "Traceback" not in err
+    n = int(header.split()[2])
+    assert f"{n:,} vertices" in err
+    # the header would need gigabytes (8 bytes per vertex at least); the refusal needs
+    # the interpreter and its imports
+    assert peak < 300, peak
+    # no partial output: no Parquet file, no temporary, no cache folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.gr"]
+
+
+@pytest.mark.parametrize("name,text,line", [
+    ("big.mtx", "%%MatrixMarket matrix coordinate pattern general\n300000000 300000000 1\n1 2\n", 2),
+    ("big.graph", "300000000 1\n2\n1\n", 1),
+    ("big.tw", "p tw 300000000 1\n1 2\n", 1),
+    ("big.el", "0 1\n1 299999999\n", 2),
+])
+def test_hostile_sizes_other_formats(tmp_path, name, text, line):
+    g = tmp_path / name
+    g.write_text(text)
+    rc, err, peak = _cli_peak(tmp_path, "ingest", g, "-o", tmp_path / "big.parquet")
+    assert rc == 2, err
+    assert f"{g}:{line}:" in err and "isolated-vertex check" in err and "300,000,000 vertices" in err
+    assert peak < 300, peak
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

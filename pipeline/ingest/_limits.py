@@ -1,0 +1,154 @@
+"""Plausibility checks on the sizes an input declares, made before anything is sized by them.
+
+A header is a promise about the rest of the file: ``p sp N M`` says M arc lines follow
+and that the graph has N vertices. Downstream, N sizes per-vertex arrays (the CSR's
+``indptr``, a study's distance buffers) and M per-arc ones, so a 27-byte file that
+claims 300,000,000 vertices would cost gigabytes long after ingestion "succeeded".
+Three checks stop that, each named in its error:
+
+* **file size** (uncompressed inputs and tar members, whose text size is known up
+  front): every announced record is a line of at least a few bytes (``a U V W`` takes
+  8), so a file of S bytes holds at most about S / 8 arcs.
+* **isolated vertices**: M records touch at most 2 M vertices, so at least N - 2 M of
+  the N declared vertices have no arc at all. More than ``sssp.ingest.max-isolated-vertices``
+  of them is refused. This needs no file size, so it holds for compressed inputs too.
+* **limits**: ``sssp.ingest.max-vertices`` and ``sssp.ingest.max-arcs``.
+
+Compressed inputs (.gz/.xz/.bz2/.zst) have no text size until they are read, so their
+record counts are checked lazily: nothing in ingestion is allocated from a header's
+counts, the records are counted as they stream and a count that does not match the
+header is an error before the output is committed.
+
+Exactness of integer weights is the fourth check here: the solvers refuse a graph
+whose ``(n - 1) * max|w|`` reaches 2**53 (``Graph.max_path_bound``), since distances
+beyond that cannot be exact in float64; ingestion applies the same bound, with the same
+float arithmetic, to each weight as it is read, so a graph that ingests can be solved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+
+EXACT_LIMIT = 2.0**53
+
+
+def _fmt(v) -> str:
+    return f"{int(v):,}"
+
+
+def _how_to_raise(key: str, option: str) -> str:
+    env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
+    return (f"raise the limit with {option} N (sssp ingest), the setting sssp.ingest.{key} "
+            f"or {env}=N")
+
+
+@dataclass
+class Limits:
+    """Declared-size limits for one ingestion (``None``: no limit)."""
+
+    max_vertices: int | None = None
+    max_arcs: int | None = None
+    max_isolated: int | None = None
+    display: str = "<input>"
+    text_size: int | None = None  # bytes of text when known before reading
+
+    @classmethod
+    def from_settings(cls, max_vertices=None, max_arcs=None, max_isolated=None) -> "Limits":
+        from ..config import setting
+
+        def get(key, explicit):
+            v = setting(f"ingest.{key}", explicit, default=None)
+            if v is None or (isinstance(v, str) and v.lower() in ("none", "null", "")):
+                return None
+            try:
+                v = int(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"sssp.ingest.{key}: expected a whole number or null, got {v!r}") from None
+            if v < 0:
+                raise ValueError(f"sssp.ingest.{key}: expected a number >= 0, got {v}")
+            return v
+
+        return cls(get("max-vertices", max_vertices), get("max-arcs", max_arcs),
+                   get("max-isolated-vertices", max_isolated))
+
+    def bind(self, display: str, text_size: int | None) -> "Limits":
+        return Limits(self.max_vertices, self.max_arcs, self.max_isolated, display, text_size)
+
+    # -- header checks -----------------------------------------------------------
+    def records(self, count: int, noun: str, min_bytes: int, describe: str, line, header: str):
+        """``count`` announced record lines of at least ``min_bytes`` bytes each
+        (newline included; the last line may lack it) must fit in the file."""
+        if self.text_size is None:
+            return
+        cap = (self.text_size + 1) // min_bytes
+        if count > cap:
+            raise InputError(self.display, line,
+                             f"header '{header}' announces {_fmt(count)} {noun}, but the file's "
+                             f"{_fmt(self.text_size)} bytes hold at most {_fmt(cap)} (file-size check: "
+                             f"each {describe} takes at least {min_bytes} bytes); the file is "
+                             "truncated or the header is wrong")
+
+    def arcs(self, count: int, noun: str, line, header: str):
+        if self.max_arcs is not None and count > self.max_arcs:
+            raise InputError(self.display, line,
+                             f"header '{header}' announces {_fmt(count)} {noun}, above the limit "
+                             f"sssp.ingest.max-arcs = {_fmt(self.max_arcs)}; "
+                             + _how_to_raise("max-arcs", "--max-arcs"))
+
+    def vertices(self, n: int, records: int, noun: str, line, header: str | None, *, what=None):
+        """``n`` vertices for ``records`` records (each touches at most two vertices)."""
+        what = what or f"header '{header}' declares"
+        if self.max_vertices is not None and n > self.max_vertices:
+            raise InputError(self.display, line,
+                             f"{what} {_fmt(n)} vertices, above the limit sssp.ingest.max-vertices = "
+                             f"{_fmt(self.max_vertices)}; " + _how_to_raise("max-vertices", "--max-vertices"))
+        isolated = n - 2 * records
+        if self.max_isolated is not None and isolated > self.max_isolated:
+            raise InputError(self.display, line,
+                             f"{what} {_fmt(n)} vertices, but its {_fmt(records)} {noun} touch at most "
+                             f"{_fmt(2 * records)} of them: at least {_fmt(isolated)} vertices would have no "
+                             f"arc, above the limit sssp.ingest.max-isolated-vertices = "
+                             f"{_fmt(self.max_isolated)} (isolated-vertex check); "
+                             + _how_to_raise("max-isolated-vertices", "--max-isolated-vertices"))
+
+    def header(self, n: int, m: int, noun: str, min_bytes: int, describe: str, line, header: str):
+        """All checks for a ``N M`` header whose M records are lines."""
+        self.vertices(n, m, noun, line, header)
+        self.arcs(m, noun, line, header)
+        self.records(m, noun, min_bytes, describe, line, header)
+
+
+def largest_exact_weight(n: int) -> int:
+    """The largest integer |w| with ``float(n - 1) * float(w) < 2**53``."""
+    if n <= 1:
+        return int(np.iinfo(np.int64).max)
+    w = int(EXACT_LIMIT // (n - 1))
+    while w > 0 and float(n - 1) * float(w) >= EXACT_LIMIT:
+        w -= 1
+    while float(n - 1) * float(w + 1) < EXACT_LIMIT:
+        w += 1
+    return w
+
+
+def inexact_weight(w: np.ndarray, n: int) -> int:
+    """Index of the first integer weight whose paths could exceed 2**53 in a graph of
+    ``n`` vertices (the solvers' ``(n - 1) * max|w| >= 2**53`` rule), or -1."""
+    if n <= 1 or not len(w):
+        return -1
+    a = np.abs(w.astype(np.float64))
+    bad = a * float(n - 1) >= EXACT_LIMIT
+    if not bad.any():
+        return -1
+    return int(np.argmax(bad))
+
+
+def inexact_message(w, n: int, where: str) -> str:
+    return (f"weight {int(w)} is too large for exact shortest paths in a graph of {_fmt(n)} vertices{where}: "
+            f"a path may sum up to (n - 1) * |w| = {float(n - 1) * abs(float(w)):.3g}, beyond 2**53 "
+            f"where float64 distances stop being exact; |weight| must stay at most "
+            f"{_fmt(largest_exact_weight(n))} (rescale the weights, or use real-valued weights "
+            "with --weight-type float64)")

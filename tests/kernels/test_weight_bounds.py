@@ -1,0 +1,108 @@
+"""Integer weights whose path lengths could leave float64's exact range (2**53) are
+refused by ``kernels.solve`` before any method runs, naming the graph, the bound and the
+weight; just inside the limit the answers are exact."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_sssp import kernels
+from gpu_sssp.kernels.check import compare
+from gpu_sssp.kernels.graph import EXACT_LIMIT, Graph
+
+LIMIT = 2**53
+assert EXACT_LIMIT == LIMIT
+
+
+def _every_method():
+    return [(m, kernels.registry.get(m).backend) for m in kernels.available_methods() if m != "auto"]
+
+
+def test_min_int64_weight_refused_by_every_method():
+    # the report's graph: 2 -> 3 (1) in a batch with a source whose arc weighs -2**63
+    g = Graph.from_edges([0, 2], [1, 3], np.array([-2**63, 1], dtype=np.int64), 4, name="minint")
+    assert g.max_abs_weight == 2**63  # abs(np.int64(-2**63)) would wrap to -2**63
+    for method, backend in _every_method() + [("auto", "auto")]:
+        with pytest.raises(ValueError) as info:
+            kernels.solve(g, [2, 0], method=method, backend=backend)
+        msg = str(info.value)
+        assert "minint" in msg and "-9223372036854775808" in msg and "0 -> 1" in msg, (method, msg)
+        assert f"may reach {2**63 + 1} " in msg and "2**53" in msg, msg
+
+
+def test_int64_limit_edges():
+    dtype = np.int64
+    # 0 -> 1 -> 2: (n - 1) * max|w| would say 2**53 for (2**52, 2**52 - 1); the in-arc
+    # bound says 2**53 - 1, the true length, which float64 holds exactly
+    inside = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52 - 1], dtype=dtype), 3, name="inside")
+    assert inside.path_bound() == LIMIT - 1
+    for method in ("dijkstra", "bellman-ford"):
+        res = kernels.solve(inside, [0], method=method, predecessors=True)
+        assert res.distances[0].tolist() == [0.0, 2.0**52, float(LIMIT - 1)]
+        assert int(res.distances[0, 2]) == LIMIT - 1 and res.sum_distance[0] == 2**52 + LIMIT - 1
+    outside = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52], dtype=dtype), 3, name="outside")
+    with pytest.raises(ValueError, match=rf"outside: .*may reach {LIMIT} .*weight {2**52} on arc 0 -> 1"):
+        kernels.solve(outside, [0])
+    # one arc: 2**53 - 1 is fine, 2**53 is not; the same for negative weights (with ids from 1)
+    for w, ok in ((LIMIT - 1, True), (LIMIT, False), (-(LIMIT - 1), True), (-LIMIT, False)):
+        g = Graph.from_edges([0], [1], np.array([w], dtype=dtype), 2, id_base=1, name="one")
+        if ok:
+            assert kernels.solve(g, [0]).distances[0].tolist() == [0.0, float(w)]
+        else:
+            with pytest.raises(ValueError, match=rf"one: .*weight {w} on arc 1 -> 2"):
+                kernels.solve(g, [0])
+
+
+@pytest.fixture(scope="module")
+def int32_paths():
+    # a path of k arcs of weight 2**31 - 1 reaches 2**53 at k = 2**22 + 1
+    def path(k):
+        w = np.full(k, np.iinfo(np.int32).max, dtype=np.int32)
+        return Graph.from_edges(np.arange(k), np.arange(1, k + 1), w, k + 1, name=f"path{k}")
+
+    return path(2**22), path(2**22 + 1)
+
+
+def test_int32_limit_edges(int32_paths):
+    inside, outside = int32_paths
+    assert inside.weights.dtype == np.int32
+    assert inside.path_bound() == 2**22 * (2**31 - 1) < LIMIT <= outside.path_bound()
+    res = kernels.solve(inside, [0, inside.n - 1], method="dijkstra")
+    assert res.distances[0, -1] == float(2**22 * (2**31 - 1))  # exact, the longest path
+    assert res.reached.tolist() == [inside.n, 1]
+    with pytest.raises(ValueError, match=rf"path{2**22 + 1}: .*may reach {outside.path_bound()} .*"
+                                         rf"weight {2**31 - 1}"):
+        kernels.solve(outside, [outside.n - 1])
+
+
+def test_many_vertices_few_heavy_arcs_accepted():
+    # (n - 1) * max|w| is far beyond 2**53, but only two arcs are heavy: the in-arc
+    # bound (2 * 2**50 + small) lets it through, and the answers are exact
+    n = 2**13
+    rng = np.random.default_rng(3)
+    src = np.r_[0, 1, rng.integers(0, n, 4 * n)]
+    dst = np.r_[1, 2, rng.integers(0, n, 4 * n)]
+    w = np.r_[2**50, 2**50, rng.integers(0, 10, 4 * n)].astype(np.int64)
+    g = Graph.from_edges(src, dst, w, n)
+    assert g.max_path_bound() >= LIMIT and g.path_bound() < LIMIT
+    a = kernels.solve(g, [0, 5], method="dijkstra", predecessors=True)
+    b = kernels.solve(g, [0, 5], method="bellman-ford", predecessors=True)
+    assert compare(g, a, b) == []
+
+
+def test_kernel_distance_types_hold_every_accepted_graph():
+    """What kernels.solve lets through fits the GPU kernels' distance types: int32 only
+    while n * max|w| stays below 2**31 and no weight is negative (a negative cycle drives
+    distances down for n + 4 rounds before it is found), int64 otherwise."""
+    from gpu_sssp.kernels.gpu.batched import _dist_type
+    from gpu_sssp.kernels.gpu.common import dist_dtype
+
+    small = Graph.from_edges([0, 1], [1, 2], np.array([5, 7], dtype=np.int64), 3)
+    assert _dist_type(small) == "int32" and dist_dtype(small) == np.int32
+    neg = Graph.from_edges([0, 1], [1, 2], np.array([5, -7], dtype=np.int32), 3)
+    assert _dist_type(neg) == "int64" and dist_dtype(neg) == np.int64
+    big = Graph.from_edges([0, 1], [1, 2], np.array([2**30, 2**30], dtype=np.int32), 3)
+    assert _dist_type(big) == "int64" and dist_dtype(big) == np.int64
+    edge = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52 - 1], dtype=np.int64), 3)
+    edge.check_exact()
+    assert _dist_type(edge) == "int64" and dist_dtype(edge) == np.int64

@@ -1,0 +1,169 @@
+"""load_graph's `.sssp-cache/`: nothing left by a failure, stale copies replaced, a
+bounded number of option variants, atomic copies."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from gpu_sssp.pipeline import graph as pgraph
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.graph import CACHE_VARIANTS, load_graph
+from tests.conftest import DATA
+
+
+def _copies(cache):
+    return sorted(f.name for f in cache.iterdir() if f.name.endswith(".parquet"))
+
+
+def _input(tmp_path, name="rome99.gr"):
+    p = tmp_path / name
+    shutil.copy(DATA / "rome99.gr", p)
+    return p
+
+
+def test_failed_ingest_leaves_no_cache_folder(tmp_path):
+    p = tmp_path / "bad.gr"
+    p.write_text("p sp 3 2\na 1 2 1\nx\n")
+    with pytest.raises(InputError):
+        load_graph(p)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["bad.gr"]
+
+
+def test_failed_ingest_keeps_a_folder_it_did_not_create(tmp_path):
+    p = tmp_path / "bad.gr"
+    p.write_text("p sp 3 2\na 1 2 1\nx\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with pytest.raises(InputError):
+        load_graph(p, cache_dir=mine)
+    assert mine.is_dir() and not any(mine.iterdir())
+    with pytest.raises(InputError):
+        load_graph(p, cache_dir=tmp_path / "new" / "cache")
+    assert not (tmp_path / "new" / "cache").exists()
+
+
+def test_failed_ingest_keeps_an_existing_cache(tmp_path):
+    good = _input(tmp_path)
+    load_graph(good)
+    bad = tmp_path / "bad.gr"
+    bad.write_text("p sp 3 2\na 1 2 1\nx\n")
+    with pytest.raises(InputError):
+        load_graph(bad)
+    cache = tmp_path / ".sssp-cache"
+    assert [n.split(".")[0] for n in _copies(cache)] == ["rome99"]
+    assert not [f for f in cache.iterdir() if f.name.startswith(".")]  # no temporaries
+
+
+def test_changed_input_replaces_its_copy(tmp_path):
+    p = _input(tmp_path)
+    g1 = load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    first = _copies(cache)
+    assert len(first) == 1 and (cache / (first[0] + ".csr.npz")).exists()
+    # the input changes: one arc weight more, another size and mtime
+    text = p.read_text().replace("p sp 3353 8870", "p sp 3353 8871") + "a 1 2 7\n"
+    p.write_text(text)
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
+    g2 = load_graph(p)
+    assert g2.meta["arcs"] == g1.meta["arcs"] + 1
+    second = _copies(cache)
+    assert len(second) == 1 and second != first
+    # the stale copy went with its CSR cache
+    assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz"]
+
+
+def test_another_input_in_the_same_folder_is_kept(tmp_path):
+    a = _input(tmp_path, "a.gr")
+    b = _input(tmp_path, "b.gr")
+    load_graph(a)
+    load_graph(b)
+    os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 10**9))
+    load_graph(b)
+    names = _copies(tmp_path / ".sssp-cache")
+    assert [n.split(".")[0] for n in names] == ["a", "b"]
+
+
+def test_option_variants_are_bounded(tmp_path):
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    specs = [f"random:1:{hi}:1" for hi in range(10, 10 + CACHE_VARIANTS + 2)]
+    for spec in specs:
+        load_graph(p, weights=spec)
+    assert len(_copies(cache)) == CACHE_VARIANTS
+    # the most recently used are kept: loading the newest again ingests nothing
+    before = {f.name: f.stat().st_ino for f in cache.iterdir()}
+    g = load_graph(p, weights=specs[-1])
+    assert int(g.weights.max()) <= 10 + CACHE_VARIANTS + 1
+    after = {f.name: f.stat().st_ino for f in cache.iterdir()}
+    assert before == after
+
+
+def test_unreadable_copy_is_ingested_again(tmp_path):
+    p = _input(tmp_path)
+    want = load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    (copy,) = _copies(cache)
+    # a half-written file under the final name (e.g. left by an older version)
+    data = (cache / copy).read_bytes()
+    for f in cache.iterdir():
+        f.unlink()
+    (cache / copy).write_bytes(data[: len(data) // 2])
+    g = load_graph(p)
+    assert g.fingerprint == want.fingerprint
+    assert (cache / copy).read_bytes() == data or pgraph.read_parquet(cache / copy).m == want.m
+
+
+def test_interrupted_ingest_leaves_no_copy(tmp_path, monkeypatch):
+    from gpu_sssp.pipeline.ingest import _sink
+
+    p = _input(tmp_path)
+    real_add = _sink.EdgeSink.add
+    calls = []
+
+    def add(self, *a, **k):
+        calls.append(1)
+        real_add(self, *a, **k)
+        raise KeyboardInterrupt  # after the first batch has gone to the writer
+
+    monkeypatch.setattr(_sink.EdgeSink, "add", add)
+    with pytest.raises(KeyboardInterrupt):
+        load_graph(p, chunk_bytes=4096)
+    assert calls
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["rome99.gr"]
+    monkeypatch.setattr(_sink.EdgeSink, "add", real_add)
+    g = load_graph(p, chunk_bytes=4096)
+    assert g.meta["arcs"] == 8870
+
+
+def test_temp_files_of_dead_processes_are_removed(tmp_path):
+    p = _input(tmp_path)
+    load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    (copy,) = _copies(cache)
+    # a pid that cannot be running: above the kernel's pid_max
+    dead = 2**22 + 12345
+    litter = [cache / f".{copy}.{dead}.0123abcd.tmp", cache / f"{copy}.csr.npz.tmp{dead}.npz"]
+    alive = cache / f".{copy}.{os.getpid()}.0123abcd.tmp"
+    for f in litter + [alive]:
+        f.write_bytes(b"half")
+    load_graph(p)
+    assert not any(f.exists() for f in litter)
+    assert alive.exists()
+
+
+def test_legacy_copies_beside_the_input_are_removed(tmp_path):
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    cache.mkdir()
+    old = cache / "rome99.gr.0123456789abcdef.parquet"
+    old.write_bytes(b"x")
+    (cache / (old.name + ".csr.npz")).write_bytes(b"x")
+    other = cache / "other.gr.0123456789abcdef.parquet"
+    other.write_bytes(b"x")
+    load_graph(p)
+    assert not old.exists() and not (cache / (old.name + ".csr.npz")).exists()
+    assert other.exists()
+    assert np.isfinite(load_graph(p).weights).all()

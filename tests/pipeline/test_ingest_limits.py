@@ -1,0 +1,170 @@
+"""Declared sizes checked before anything is sized by them; weights too large for
+exact path sums refused at ingest with the input's name and line."""
+from __future__ import annotations
+
+import bz2
+import gzip
+
+import dask.config
+import numpy as np
+import pytest
+
+from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.graph import read_parquet
+from gpu_sssp.pipeline.ingest import ingest
+from gpu_sssp.pipeline.ingest._limits import largest_exact_weight
+
+
+def _fails(tmp_path, text, name, **kw):
+    p = tmp_path / name
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    out = tmp_path / "out" / "g.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(p, out, **kw)
+    assert not out.exists()
+    assert not (out.parent.exists() and any(out.parent.iterdir()))
+    assert str(ei.value).startswith(f"{p}")
+    return ei.value
+
+
+# -- the isolated-vertex check (no file size needed) --------------------------------
+@pytest.mark.parametrize("name,text,line", [
+    ("big.gr", "p sp 300000000 1\na 1 2 1\n", 1),
+    ("big.tw", "c pace\np tw 300000000 1\n1 2\n", 2),
+    ("big.mtx", "%%MatrixMarket matrix coordinate integer general\n% c\n300000000 3 1\n1 2 5\n", 3),
+    ("big.graph", "300000000 1\n2\n1\n", 1),
+])
+def test_header_with_far_more_vertices_than_records(tmp_path, name, text, line):
+    e = _fails(tmp_path, text, name)
+    assert e.line == line
+    assert "300,000,000 vertices" in e.message and "isolated-vertex check" in e.message
+    assert "--max-isolated-vertices" in e.message and "sssp.ingest.max-isolated-vertices" in e.message
+
+
+@pytest.mark.parametrize("comp", [gzip.compress, bz2.compress])
+def test_isolated_check_holds_for_compressed_inputs(tmp_path, comp):
+    e = _fails(tmp_path, comp(b"p sp 300000000 1\na 1 2 1\n"), "big.gr." + ("gz" if comp is gzip.compress else "bz2"))
+    assert e.line == 1 and "isolated-vertex check" in e.message
+
+
+def test_isolated_limit_can_be_raised(tmp_path):
+    p = tmp_path / "iso.gr"
+    p.write_text("p sp 1000 1\na 1 2 1\n")
+    with pytest.raises(InputError, match="isolated-vertex check"):
+        ingest(p, tmp_path / "a.parquet", max_isolated_vertices=10)
+    meta = ingest(p, tmp_path / "b.parquet", max_isolated_vertices=998)
+    assert meta["vertices"] == 1000
+    with dask.config.set({"sssp.ingest.max-isolated-vertices": 10}):
+        with pytest.raises(InputError, match="max-isolated-vertices = 10"):
+            ingest(p, tmp_path / "c.parquet")
+
+
+# -- max-vertices --------------------------------------------------------------------
+@pytest.mark.parametrize("n", [2**31, 1099511627776])
+def test_vertex_limit(tmp_path, n):
+    e = _fails(tmp_path, f"p sp {n} 1\na 1 2 1\n", "huge.gr")
+    assert e.line == 1 and f"{n:,} vertices" in e.message
+    assert "sssp.ingest.max-vertices = 2,147,483,647" in e.message and "--max-vertices" in e.message
+
+
+def test_vertex_limit_from_settings_and_argument(tmp_path):
+    p = tmp_path / "g.gr"
+    p.write_text("p sp 4 3\na 1 2 1\na 2 3 1\na 3 4 1\n")
+    with dask.config.set({"sssp.ingest.max-vertices": 3}):
+        with pytest.raises(InputError, match="max-vertices = 3"):
+            ingest(p, tmp_path / "a.parquet")
+        assert ingest(p, tmp_path / "b.parquet", max_vertices=4)["vertices"] == 4
+
+
+def test_edge_list_ids_make_the_vertex_count(tmp_path):
+    # no header: the largest id is the claim, checked on the line that makes it
+    e = _fails(tmp_path, "0 1 5\n1 1099511627776 3\n", "e.el")
+    assert e.line == 2 and "vertex id 1099511627776" in e.message and "max-vertices" in e.message
+    e = _fails(tmp_path, "# c\n0 1 5\n1 300000000 3\n2 3 1\n", "f.el")
+    assert e.line == 3 and "largest vertex id 300000000" in e.message and "isolated-vertex check" in e.message
+
+
+def test_arc_limit(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1\na 2 3 1\n", "g.gr", max_arcs=1)
+    assert e.line == 1 and "sssp.ingest.max-arcs = 1" in e.message and "--max-arcs" in e.message
+
+
+# -- the file-size check ---------------------------------------------------------------
+@pytest.mark.parametrize("name,text,line,noun", [
+    ("a.gr", "p sp 5 1000\na 1 2 1\n", 1, "arcs"),
+    ("a.tw", "p tw 5 1000\n1 2\n", 1, "edges"),
+    ("a.mtx", "%%MatrixMarket matrix coordinate pattern general\n5 5 1000\n1 2\n", 2, "entries"),
+    ("a.graph", "1000 1\n2\n1\n", 1, "vertex lines"),
+    ("b.graph", "3 1000\n2\n1\n\n", 1, "edges"),
+    ("a.ss", "p aux sp ss 1000\ns 1\n", 1, "sources"),
+    ("a.co", "p aux sp co 1000\nv 1 2 3\n", 1, "coordinates"),
+])
+def test_header_announcing_more_records_than_the_file_holds(tmp_path, name, text, line, noun):
+    e = _fails(tmp_path, text, name, max_isolated_vertices=10**9)
+    assert e.line == line and f"1,000 {noun}" in e.message and "file-size check" in e.message
+    assert f"file's {len(text)} bytes" in e.message
+
+
+def test_file_size_check_is_exact_at_the_boundary(tmp_path):
+    # 3 arc lines of 8 bytes, the last without its newline: exactly what the header says
+    body = "a 1 2 1\na 2 3 1\na 3 1 1"
+    p = tmp_path / "g.gr"
+    p.write_text("p sp 3 3\n" + body)
+    assert ingest(p, tmp_path / "g.parquet")["arcs"] == 3
+
+
+def test_compressed_counts_checked_as_the_records_stream(tmp_path):
+    e = _fails(tmp_path, gzip.compress(b"p sp 5 1000\na 1 2 1\n"), "a.gr.gz")
+    assert "expected 1000 arcs" in e.message and "found 1" in e.message
+
+
+# -- integer weights and exact path sums -------------------------------------------------
+def test_weight_too_large_for_exact_paths(tmp_path):
+    e = _fails(tmp_path, "p sp 5 3\na 1 2 1\nc x\na 2 3 9223372036854775807\na 3 4 1\n", "w.gr")
+    assert e.line == 4 and "9223372036854775807" in e.message and "2**53" in e.message
+    assert "5 vertices" in e.message and "header at line 1" in e.message
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_weight_bound_matches_the_solvers(tmp_path, sign):
+    n = 5
+    w = largest_exact_weight(n)
+    p = tmp_path / "ok.gr"
+    p.write_text(f"p sp {n} 2\na 1 2 {sign * w}\na 2 3 1\n")
+    ingest(p, tmp_path / "ok.parquet")
+    g = read_parquet(tmp_path / "ok.parquet", cache=False)
+    g.check_exact()  # the solvers' check accepts what ingest accepted
+    assert g.max_path_bound() < 2.0**53
+    e = _fails(tmp_path, f"p sp {n} 2\na 1 2 {sign * (w + 1)}\na 2 3 1\n", "bad.gr")
+    assert e.line == 2
+    # ... and would have refused the one ingest refuses
+    bad = Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([sign * (w + 1), 1]), n)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        bad.check_exact()
+
+
+def test_weight_bound_in_edge_lists_uses_the_final_vertex_count(tmp_path):
+    w = largest_exact_weight(3)  # fine for 3 vertices, not for 5
+    p = tmp_path / "ok.wel"
+    p.write_text(f"0 1 {w}\n1 2 1\n")
+    ingest(p, tmp_path / "ok.parquet")
+    e = _fails(tmp_path, f"0 1 {w}\n1 2 1\n3 4 1\n", "bad.wel")
+    assert e.line == 1 and "5 vertices" in e.message
+
+
+def test_random_weights_checked_too(tmp_path):
+    p = tmp_path / "g.gr"
+    p.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    with pytest.raises(InputError, match="2\\*\\*53") as ei:
+        ingest(p, tmp_path / "g.parquet", weights=f"random:{2**62}:{2**62 + 5}:1")
+    assert ei.value.line == 2
+
+
+def test_real_weights_and_one_vertex_are_not_limited(tmp_path):
+    p = tmp_path / "f.gr"
+    p.write_text("p sp 3 2\na 1 2 1e300\na 2 3 1.5\n")
+    assert ingest(p, tmp_path / "f.parquet")["weight_type"] == "float64"
+    p = tmp_path / "one.gr"
+    p.write_text("p sp 1 1\na 1 1 9223372036854775807\n")
+    assert ingest(p, tmp_path / "one.parquet")["arcs"] == 1
