@@ -274,8 +274,8 @@ class Graph:
 
         Raises
         ------
-        ValueError
-            Naming the graph, the bound, the limit and the weight of largest magnitude
+        kernels.errors.UsageError
+            (a ``ValueError``) Naming the graph, the bound, the limit and the weight of largest magnitude
             with its arc (file ids).
         """
         if not self.integer_weights:
@@ -285,7 +285,7 @@ class Graph:
             return
         k = int(np.argmax(np.abs(self.weights.astype(np.float64))))
         tail = int(np.searchsorted(self.indptr, k, side="right")) - 1
-        raise ValueError(
+        raise UsageError(
             f"{self.name}: integer weights too large for exact distances: a shortest path may "
             f"reach {bound} (bound from {self.n} vertices and their largest in-arc weights), "
             f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact; "

@@ -130,3 +130,11 @@ def test_verify_without_graph_or_list(capsys):
 def test_verify_unknown_method(grid, capsys):
     assert main(["verify", str(grid), "--methods", "dijkstra,nope"]) == 2
     assert "unknown method(s) nope" in capsys.readouterr().err
+
+
+def test_weights_too_large_for_exact_distances_are_one_line(tmp_path, capsys):
+    g = write_edge_parquet(tmp_path / "heavy.parquet", [1, 2], [2, 3], np.array([2**52, 2**52], dtype=np.int64),
+                           n=3, id_base=1)
+    assert main(["solve", str(g), "-s", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "too large for exact distances" in err and len(err.strip().splitlines()) == 1
