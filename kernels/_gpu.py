@@ -10,11 +10,9 @@ import functools
 import logging
 import os
 
+from gpu_sssp.kernels.errors import GPUUnavailableError  # noqa: F401  (raised here; defined with the others)
+
 log = logging.getLogger(__name__)
-
-
-class GPUUnavailableError(RuntimeError):
-    """A GPU method was asked for where no usable CUDA device or CuPy exists."""
 
 
 @functools.lru_cache(maxsize=1)

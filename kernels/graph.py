@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
+
 _INT_WEIGHTS = ("int32", "int64")
 #: integer distances are exact in float64 (every output's type) below this
 EXACT_LIMIT = 2**53
@@ -50,7 +52,12 @@ class Graph:
     directed: bool = True
     name: str = "graph"
     meta: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str = ""
+    #: content hash of (n, m, id_base, weight type, indptr, indices, weights): two graphs
+    #: share a device upload or a worker's copy only when it is equal.  Computed on first
+    #: use (a property below) for every Graph however it was built, never given to the
+    #: constructor, so ``dataclasses.replace`` with other arrays gets its own; a loader
+    #: that already knows it (the CSR cache) assigns it and skips the hashing.
+    fingerprint: str = field(default="", init=False)
     path: str | None = None  # the Parquet file it was loaded from, if any
     _reverse: tuple | None = field(default=None, repr=False)
     # host data derived from the arrays (which never change), see cached(); never copied
@@ -122,10 +129,8 @@ class Graph:
             parallel_policy=parallel,
             self_loops_found=int((s == d).sum()),
         )
-        g = cls(n=int(n), indptr=indptr, indices=d.astype(_index_dtype(n)), weights=w,
-                id_base=int(id_base), directed=directed, name=name, meta=info)
-        g.fingerprint = g._compute_fingerprint()
-        return g
+        return cls(n=int(n), indptr=indptr, indices=d.astype(_index_dtype(n)), weights=w,
+                   id_base=int(id_base), directed=directed, name=name, meta=info)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -269,8 +274,8 @@ class Graph:
 
         Raises
         ------
-        ValueError
-            Naming the graph, the bound, the limit and the weight of largest magnitude
+        kernels.errors.UsageError
+            (a ``ValueError``) Naming the graph, the bound, the limit and the weight of largest magnitude
             with its arc (file ids).
         """
         if not self.integer_weights:
@@ -280,7 +285,7 @@ class Graph:
             return
         k = int(np.argmax(np.abs(self.weights.astype(np.float64))))
         tail = int(np.searchsorted(self.indptr, k, side="right")) - 1
-        raise ValueError(
+        raise UsageError(
             f"{self.name}: integer weights too large for exact distances: a shortest path may "
             f"reach {bound} (bound from {self.n} vertices and their largest in-arc weights), "
             f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact; "
@@ -318,13 +323,13 @@ class Graph:
             except (TypeError, ValueError):
                 ok = np.zeros(len(ids), dtype=bool)
             if not ok.all():
-                raise ValueError(f"{what} ids must be integers, got {ids[:5].tolist()}")
+                raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
             ids = as_float.astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)
         if bad.any():
             first = int(ids[np.argmax(bad)])
-            raise ValueError(
+            raise UsageError(
                 f"{what} {first} does not exist in {self.name}: ids run from "
                 f"{self.id_base} to {self.id_base + self.n - 1}"
             )
@@ -381,3 +386,20 @@ class Graph:
             fingerprint=self.fingerprint,
         )
         return s
+
+
+def _get_fingerprint(self) -> str:
+    fp = self.__dict__.get("_fingerprint")
+    if not fp:
+        fp = self._compute_fingerprint()
+        self.__dict__["_fingerprint"] = fp
+    return fp
+
+
+def _set_fingerprint(self, value) -> None:
+    self.__dict__["_fingerprint"] = str(value or "")
+
+
+# after @dataclass has read the field's default: the attribute becomes a property
+Graph.fingerprint = property(_get_fingerprint, _set_fingerprint,
+                             doc="Content hash of the graph (16 hex digits), computed on first use.")

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import SsspError
+
 UNREACHABLE = np.inf
 NO_PREDECESSOR = -1
 
@@ -46,8 +48,8 @@ STATS_SCHEMA = pa.schema(
 )
 
 
-class NegativeCycleError(ValueError):
-    """A negative-weight cycle is reachable from a source.
+class NegativeCycleError(SsspError, ValueError):
+    """A negative-weight cycle is reachable from a source (``sssp`` exits with 3).
 
     Attributes
     ----------
@@ -56,6 +58,8 @@ class NegativeCycleError(ValueError):
     source : int or None
         Internal index of the source from which it is reachable.
     """
+
+    exit_code = 3
 
     def __init__(self, vertex: int, source: int | None = None, id_base: int = 0, cycle=None):
         self.vertex = int(vertex)

@@ -42,6 +42,8 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import UsageError
+
 log = logging.getLogger(__name__)
 
 #: H-BF's per-optimisation switches, and our two additions; the ablation turns each off
@@ -137,9 +139,9 @@ def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int =
 
     count = int(count)
     if count < 1:
-        raise ValueError(f"--sources must be at least 1, got {count}")
+        raise UsageError(f"--sources must be at least 1, got {count}")
     if graph.n == 0:
-        raise ValueError(f"{graph.name} has no vertices")
+        raise UsageError(f"{graph.name} has no vertices")
     asked = int(min_component)
     notes: list[str] = []
     pat = graph.pattern()
@@ -254,9 +256,9 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
 
     for name in algorithms:
         if name == "auto":
-            raise ValueError("bench times named methods; 'auto' is not one (name the method it picks)")
+            raise UsageError("bench times named methods; 'auto' is not one (name the method it picks)")
         if name not in registered:
-            raise ValueError(f"unknown method {name!r}; registered: {', '.join(sorted(registered))}")
+            raise UsageError(f"unknown method {name!r}; registered: {', '.join(sorted(registered))}")
         kind = kernels.get(name).backend
         if name == "locality" and locality_k:
             for k in locality_k:
@@ -265,16 +267,16 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
             add(Variant(name, kind))
     for name in ablation:
         if name not in ABLATIONS:
-            raise ValueError(f"no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
+            raise UsageError(f"no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
         if name not in registered:
-            raise ValueError(f"--ablation {name}: method {name!r} is not registered here")
+            raise UsageError(f"--ablation {name}: method {name!r} is not registered here")
         kind = kernels.get(name).backend
         add(Variant(name, kind))
         for what, opts in ABLATIONS[name]:
             add(Variant(name, kind, _opts(opts), role="ablation", ablates=what))
     for name in baselines:
         if name not in bl.BASELINES:
-            raise ValueError(f"unknown baseline {name!r}; choose from {', '.join(bl.BASELINES)}")
+            raise UsageError(f"unknown baseline {name!r}; choose from {', '.join(bl.BASELINES)}")
         add(Variant(name, "baseline"))
     return out
 
@@ -408,11 +410,11 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
     from gpu_sssp.kernels import baselines as bl
 
     if settings.runs < 1:
-        raise ValueError(f"--runs must be at least 1, got {settings.runs}")
+        raise UsageError(f"--runs must be at least 1, got {settings.runs}")
     if settings.warmup < 0:
-        raise ValueError(f"--warmup must be 0 or more, got {settings.warmup}")
+        raise UsageError(f"--warmup must be 0 or more, got {settings.warmup}")
     if settings.batch_size is not None and settings.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {settings.batch_size}")
+        raise UsageError(f"--batch-size must be at least 1, got {settings.batch_size}")
     progress = progress or (lambda event, **info: None)
     env = env if env is not None else environment()
     notes: list[str] = []

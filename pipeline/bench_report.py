@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
 from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 
@@ -77,10 +78,10 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         raw = (t.schema.metadata or {}).get(b"sssp")
         meta = json.loads(raw) if raw else {}
         if meta.get("kind") != "bench-rows":
-            raise ValueError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
+            raise UsageError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
         missing = set(ROW_SCHEMA.names) - set(t.schema.names)
         if missing:
-            raise ValueError(f"{p}: missing column(s) {sorted(missing)}")
+            raise UsageError(f"{p}: missing column(s) {sorted(missing)}")
         tables.append(t.select(ROW_SCHEMA.names).cast(ROW_SCHEMA))
         ctx["env"] = ctx["env"] or meta.get("env", {})
         ctx["graphs"] += meta.get("graphs", [])
@@ -88,7 +89,7 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         ctx["runs"].append({"file": str(p), "settings": meta.get("settings", {})})
         ctx["settings"] = ctx["settings"] or meta.get("settings", {})
     if not tables:
-        raise ValueError("no rows files given")
+        raise UsageError("no rows files given")
     return pa.concat_tables(tables), ctx
 
 

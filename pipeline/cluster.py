@@ -16,10 +16,12 @@ The client process never creates a CUDA context (GPU counting goes through NVML)
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.config import setting
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,9 @@ class ClusterHandle:
 
     @property
     def dashboard_link(self) -> str | None:
+        """The dashboard's URL; ``None`` when this process started a cluster without one."""
+        if not self.info.get("dashboard", True):
+            return None
         try:
             return self.client.dashboard_link
         except Exception:
@@ -81,17 +86,18 @@ def parse_gpus(gpus) -> str:
         gpus = ",".join(str(g) for g in gpus)
     items = [g.strip() for g in str(gpus).split(",") if g.strip()]
     if not items:
-        raise ValueError(f"--gpus needs a list of device numbers like 0,1, got {gpus!r}")
+        raise UsageError(f"--gpus needs a list of device numbers like 0,1, got {gpus!r}")
     for g in items:
         if not g.isdigit() and not g.startswith(("GPU-", "MIG-")):
-            raise ValueError(f"--gpus: {g!r} is not a device number or UUID")
+            raise UsageError(f"--gpus: {g!r} is not a device number or UUID")
     if len(set(items)) != len(items):
-        raise ValueError(f"--gpus lists a device twice: {gpus!r}")
+        raise UsageError(f"--gpus lists a device twice: {gpus!r}")
     return ",".join(items)
 
 
 def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = None,
                   gpus=None, cpu_workers: int | None = None, dashboard: bool = True,
+                  host: str | None = None, dashboard_address: str | None = None,
                   silence_logs: bool = True, **cluster_options) -> ClusterHandle:
     """Connect a client to a cluster chosen as described in the module docstring.
 
@@ -105,8 +111,19 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         Size of a local CPU cluster (default: config ``sssp.cluster.cpu-workers``,
         else one worker per core).
     dashboard : bool
-        Serve the dashboard on port 8787 (another free port when it is taken);
-        ``False`` puts the scheduler's HTTP server on a random port and prints no link.
+        Serve the dashboard, on ``dashboard_address``.  ``False`` serves none: the
+        scheduler's HTTP server (which Dask always starts) gets no routes at all and
+        listens on ``host`` at a random port.
+    host : str, optional
+        Interface a local cluster's scheduler and workers listen on (default: config
+        ``sssp.cluster.host``, ``127.0.0.1``: nothing outside this machine can reach
+        them).  ``0.0.0.0`` opens them to the network, unauthenticated: see the
+        README on ``distributed.security`` before doing so.
+    dashboard_address : str, optional
+        ``HOST:PORT`` of the dashboard (default: config
+        ``sssp.cluster.dashboard-address``, else ``HOST:8787`` with ``host``'s
+        interface; another free port when 8787 is taken).  ``:8787`` means every
+        interface.
     silence_logs : bool
         Keep workers' log lines below WARNING off the terminal.
 
@@ -121,28 +138,30 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     given = [k for k, v in (("--scheduler", scheduler), ("--scheduler-file", scheduler_file),
                             ("--gpus", gpus), ("--cpu-workers", cpu_workers)) if v is not None]
     if len(given) > 1:
-        raise ValueError(f"choose one cluster option, got {' and '.join(given)}")
+        raise UsageError(f"choose one cluster option, got {' and '.join(given)}")
     if scheduler is not None or scheduler_file is not None:
+        if host is not None or dashboard_address is not None:
+            raise UsageError("--host and --dashboard-address apply to a cluster started here, "
+                             "not to one attached with --scheduler/--scheduler-file")
         if scheduler_file is not None and not os.path.exists(scheduler_file):
             raise FileNotFoundError(f"{scheduler_file}: no such scheduler file")
         client = Client(address=scheduler, scheduler_file=scheduler_file)
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
-    # without a dashboard the scheduler still serves HTTP (health, metrics): a free port
-    dash = ":8787" if dashboard else ":0"
+    host, dash = _listen_addresses(host, dashboard_address, dashboard)
     if cpu_workers is None:
         from gpu_sssp import kernels
 
         want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
         if gpus is not None and kernels.device_count() == 0:
-            raise ValueError("--gpus: no CUDA device is visible here (or CuPy is missing); "
+            raise UsageError("--gpus: no CUDA device is visible here (or CuPy is missing); "
                              "use --cpu-workers N for a CPU cluster")
         if want_gpu:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError as exc:
-                raise ValueError(
+                raise UsageError(
                     f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
                 ) from exc
             # two task threads: one batch's files are written (and the next task fetched)
@@ -150,24 +169,70 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # at a time run per device, so kernel times do not overlap
             threads = int(setting("cluster.threads-per-gpu", None, default=2))
             if threads < 1:
-                raise ValueError(f"sssp.cluster.threads-per-gpu must be at least 1, got {threads}")
-            kw = dict(dashboard_address=dash, silence_logs=level, threads_per_worker=threads)
+                raise UsageError(f"sssp.cluster.threads-per-gpu must be at least 1, got {threads}")
+            kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
+                      scheduler_kwargs={"dashboard": dashboard})
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
-            cluster = LocalCUDACluster(**kw)
-            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu")
+            with _http_routes(dashboard):
+                cluster = LocalCUDACluster(**kw)
+            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu", {"dashboard": dashboard})
     from distributed import LocalCluster
 
     n = setting("cluster.cpu-workers", cpu_workers, default=None) or os.cpu_count() or 1
     n = int(n)
     if n < 1:
-        raise ValueError(f"--cpu-workers must be at least 1, got {n}")
-    kw = dict(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dash,
-              silence_logs=level)
+        raise UsageError(f"--cpu-workers must be at least 1, got {n}")
+    kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
+              silence_logs=level, scheduler_kwargs={"dashboard": dashboard})
     kw.update(cluster_options)
-    cluster = LocalCluster(**kw)
-    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu")
+    with _http_routes(dashboard):
+        cluster = LocalCluster(**kw)
+    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu", {"dashboard": dashboard})
+
+
+def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
+    """``(host, dashboard_address)`` for a local cluster.
+
+    Dask's own defaults put the dashboard on every interface (``:8787``) while the
+    printed link says 127.0.0.1; here everything listens on ``host`` (localhost unless
+    asked otherwise) and the dashboard too unless its address names another interface.
+    """
+    host = str(setting("cluster.host", host, default=None) or "127.0.0.1")
+    if "://" in host:
+        raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0, got {host!r}")
+    if not dashboard:
+        if dashboard_address is not None:
+            raise UsageError("--dashboard-address and --no-dashboard contradict each other")
+        return host, f"{_bracket(host)}:0"  # the HTTP server Dask always starts: a free port
+    dash = setting("cluster.dashboard-address", dashboard_address, default=None)
+    if dash is None:
+        dash = f"{_bracket(host)}:8787"
+    dash = str(dash)
+    if ":" not in dash:
+        raise UsageError(f"--dashboard-address takes HOST:PORT (or :PORT for every interface), got {dash!r}")
+    port = dash.rsplit(":", 1)[1]
+    if not port.isdigit():
+        raise UsageError(f"--dashboard-address {dash!r}: the port must be a number")
+    return host, dash
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+@contextlib.contextmanager
+def _http_routes(dashboard: bool):
+    """Without a dashboard, start the scheduler's HTTP server with no routes (Dask
+    always starts one, for health checks, metrics and its JSON API): nothing served."""
+    if dashboard:
+        yield
+        return
+    import dask.config
+
+    with dask.config.set({"distributed.scheduler.http.routes": []}):
+        yield
 
 
 def _worker_info(backend: str) -> dict:

@@ -2,17 +2,20 @@
 
 ``InputError`` is what every reader raises for a malformed input file: it names the
 file, the line (when there is one) and what was expected, so that the command line
-can print it as one line and exit with status 2.
+can print it as one line and exit with status 2.  It is a
+:class:`kernels.errors.SsspError` (the product's one error hierarchy) and a ``ValueError``.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["InputError"]
+from gpu_sssp.kernels.errors import SsspError
+
+__all__ = ["InputError", "StudyError", "BatchError"]
 
 
-class InputError(ValueError):
+class InputError(SsspError, ValueError):
     """A malformed or inconsistent input file.
 
     Parameters
@@ -30,6 +33,8 @@ class InputError(ValueError):
     ``str(err)`` is ``"FILE:LINE: message"`` (``"FILE: message"`` without a line).
     """
 
+    exit_code = 2
+
     def __init__(self, path, line: int | None, message: str):
         self.path = os.fspath(path) if path is not None else "<input>"
         self.line = None if line is None else int(line)
@@ -43,3 +48,17 @@ class InputError(ValueError):
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.message))
+
+
+class StudyError(SsspError, ValueError):
+    """A study cannot start or resume as asked (bad options, a folder in the way, a
+    folder held by another run)."""
+
+    exit_code = 2
+
+
+class BatchError(SsspError, RuntimeError):
+    """A batch failed on a worker and stopped the study; the message names the batch
+    and the cause."""
+
+    exit_code = 1

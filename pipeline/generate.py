@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
+
 from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
 
 __all__ = ["rmat", "grid", "random_graph", "apply_potentials", "write", "generate"]
@@ -34,18 +36,18 @@ def _weights(rng, m, lo, hi, weight_type):
 
 def _check_weight_args(lo, hi, weight_type, negative_fraction):
     if weight_type not in WEIGHT_TYPES:
-        raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+        raise UsageError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
     if hi < lo:
-        raise ValueError(f"weights {lo}:{hi}: HI < LO")
+        raise UsageError(f"weights {lo}:{hi}: HI < LO")
     if not 0.0 <= negative_fraction < 1.0:
-        raise ValueError(f"negative_fraction {negative_fraction}: expected 0 <= F < 1")
+        raise UsageError(f"negative_fraction {negative_fraction}: expected 0 <= F < 1")
     if negative_fraction > 0 and lo < 0:
-        raise ValueError("negative_fraction needs non-negative base weights (LO >= 0), "
+        raise UsageError("negative_fraction needs non-negative base weights (LO >= 0), "
                          "otherwise a negative cycle could appear")
     if weight_type.startswith("int"):
         info = np.iinfo(WEIGHT_TYPES[weight_type])
         if lo < info.min or hi > info.max:
-            raise ValueError(f"weights {lo}:{hi} do not fit {weight_type}")
+            raise UsageError(f"weights {lo}:{hi} do not fit {weight_type}")
 
 
 def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, seed=0,
@@ -76,9 +78,9 @@ def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, s
         d = 1.0 - a - b - c
     probs = np.array([a, b, c, d], dtype=np.float64)
     if (probs < 0).any() or abs(probs.sum() - 1.0) > 1e-9:
-        raise ValueError(f"R-MAT probabilities a, b, c, d = {a}, {b}, {c}, {d} must be >= 0 and sum to 1")
+        raise UsageError(f"R-MAT probabilities a, b, c, d = {a}, {b}, {c}, {d} must be >= 0 and sum to 1")
     if not (0 <= scale <= 40) or edge_factor < 0:
-        raise ValueError("scale must be in 0..40 and edge_factor >= 0")
+        raise UsageError("scale must be in 0..40 and edge_factor >= 0")
     _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
     n = 1 << scale
     m = int(edge_factor) * n
@@ -105,7 +107,7 @@ def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64",
     weight (road-like). Vertex ``r * cols + c``. ``undirected=False`` draws the two
     directions' weights independently."""
     if rows < 1 or cols < 1:
-        raise ValueError("rows and cols must be >= 1")
+        raise UsageError("rows and cols must be >= 1")
     _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
     n = rows * cols
     idt = np.int32 if n <= 2**31 else np.int64
@@ -137,10 +139,10 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     each emitted in both directions with one weight (``2 m`` arcs).
     """
     if n < 1 or m < 0:
-        raise ValueError("n must be >= 1 and m >= 0")
+        raise UsageError("n must be >= 1 and m >= 0")
     cap = n * (n - 1) // (2 if undirected else 1)
     if m > cap:
-        raise ValueError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
+        raise UsageError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
     _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
     rng = np.random.default_rng(seed)
     keys = np.zeros(0, dtype=np.int64)
@@ -194,7 +196,7 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
     if len(w) == 0:
         return w
     if (w < 0).any():
-        raise ValueError("potentials need non-negative base weights")
+        raise UsageError("potentials need non-negative base weights")
     base = rng.random(n)
     is_int = w.dtype.kind in "iu"
     samp = np.arange(len(w)) if len(w) <= 1 << 20 else rng.integers(0, len(w), size=1 << 20)
@@ -221,7 +223,7 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
     if is_int:
         info = np.iinfo(w.dtype)
         if out.min() < info.min or out.max() > info.max:
-            raise ValueError("reweighted values overflow the weight type; use int64")
+            raise UsageError("reweighted values overflow the weight type; use int64")
         return np.rint(out).astype(w.dtype)
     return out.astype(w.dtype)
 
@@ -278,7 +280,7 @@ def generate(family: str, out, **kw) -> dict:
         src, dst, w, n = random_graph(**kw)
         directed = not kw.get("undirected", False)
     else:
-        raise ValueError(f"unknown generator {family!r}: expected rmat, grid or random")
+        raise UsageError(f"unknown generator {family!r}: expected rmat, grid or random")
     params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kw.items()}
     params["family"] = family
     label = f"uniform:{lo}:{hi}:{kw.get('seed', 0)}"

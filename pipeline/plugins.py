@@ -89,9 +89,19 @@ class GraphPlugin(WorkerPlugin):
                  getattr(worker, "address", "?"), self.device)
 
     def teardown(self, worker=None):
+        """Forget the graph: the host copy and its device copies (with the arrays the
+        kernels derived from them, e.g. the batched kernel's layout) and the memory
+        pool's free blocks, so a long-lived worker does not keep every graph it ever
+        studied on its GPU."""
+        from gpu_sssp import kernels
+
         with _lock:
-            _GRAPHS.pop(self.fingerprint, None)
+            graph = _GRAPHS.pop(self.fingerprint, None)
+        graph = self.graph if self.graph is not None else graph
         self.graph = None
+        if graph is not None:
+            kernels.release_device_memory(graph)
+        log.info("graph %s released on %s", self.fingerprint, getattr(worker, "address", "?"))
 
 
 def worker_graph(fingerprint: str, path: str | None = None):

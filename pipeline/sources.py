@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 # the batching order lives with the kernels it serves
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.order import locality_order
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def make_batches(sources: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """
     batch_size = int(batch_size)
     if batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        raise UsageError(f"batch size must be at least 1, got {batch_size}")
     return [sources[i:i + batch_size] for i in range(0, len(sources), batch_size)]
 
 
@@ -117,7 +118,7 @@ def read_source_file(path, graph) -> np.ndarray:
     else:
         ids = _parse_ss(path)
     if len(ids) == 0:
-        raise ValueError(f"{path}: no sources in file (expected 's ID' lines or one id per line)")
+        raise UsageError(f"{path}: no sources in file (expected 's ID' lines or one id per line)")
     return ids
 
 
@@ -131,7 +132,7 @@ def _parse_ss(path: Path) -> np.ndarray:
             if tok[0] == "s" and len(tok) == 2:
                 tok = tok[1:]
             if len(tok) != 1 or not re.fullmatch(r"-?\d+", tok[0]):
-                raise ValueError(f"{path}:{lineno}: expected 's ID' or an integer id, got {line.strip()[:60]!r}")
+                raise UsageError(f"{path}:{lineno}: expected 's ID' or an integer id, got {line.strip()[:60]!r}")
             out.append(int(tok[0]))
     return np.asarray(out, dtype=np.int64)
 
@@ -168,11 +169,11 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     chosen = [k for k, v in (("all", sources), ("ids", ids), ("file", sources_file), ("random", random))
               if v is not None and v is not False]
     if len(chosen) > 1:
-        raise ValueError(f"choose the sources one way only (got {', '.join(chosen)})")
+        raise UsageError(f"choose the sources one way only (got {', '.join(chosen)})")
     if sources not in (None, "all"):
-        raise ValueError(f"--sources takes 'all', got {sources!r} (use --source ID or --sources-file F.ss)")
+        raise UsageError(f"--sources takes 'all', got {sources!r} (use --source ID or --sources-file F.ss)")
     if order not in ORDERS:
-        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        raise UsageError(f"order must be one of {ORDERS}, got {order!r}")
     how: dict = {}
     if not chosen or chosen == ["all"]:
         idx = np.arange(graph.n, dtype=np.int64)
@@ -180,7 +181,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     elif chosen == ["ids"]:
         file_ids = np.asarray(list(ids))  # to_index rejects 1.5 rather than truncating it
         if len(file_ids) == 0:
-            raise ValueError("no source ids given")
+            raise UsageError("no source ids given")
         idx = graph.to_index(file_ids, what="source")
         how = {"kind": "list"}
     elif chosen == ["file"]:
@@ -190,7 +191,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     else:
         k = int(random)
         if k < 1 or k > graph.n:
-            raise ValueError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
+            raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
         seed = 0 if seed is None else int(seed)
         rng = np.random.default_rng(seed)
         idx = np.sort(rng.choice(graph.n, size=k, replace=False)).astype(np.int64)

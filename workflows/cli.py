@@ -10,11 +10,10 @@ import importlib
 import logging
 import sys
 
-from rich.console import Console
-
 SUBCOMMANDS = ("ingest", "generate", "solve", "study", "bench", "verify")
 
-err_console = Console(stderr=True)
+EXIT_CODES = ("exit status: 0 done; 1 a check failed or a study stopped on a failed batch; "
+              "2 bad usage or input; 3 negative cycle; 4 no usable GPU; 130 interrupted")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sssp",
         description="Batched single-source shortest paths on GPUs (CUDA kernels, Dask, Arrow/Parquet).",
+        epilog=EXIT_CODES,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {ver}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
@@ -46,25 +46,28 @@ def main(argv=None) -> int:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     # our own loggers only: Dask's loggers keep their own configuration, quieted
     # unless -vv asks for everything
-    for name in ("pipeline", "kernels", "workflows"):
+    for name in ("gpu_sssp",):
         lg = logging.getLogger(name)
         lg.setLevel(level)
         lg.addHandler(handler)
     if args.verbose < 2:
         for name in ("distributed", "dask_cuda", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    from gpu_sssp.kernels.result import NegativeCycleError
+    from gpu_sssp.kernels.errors import SsspError
+    from gpu_sssp.workflows.common import print_error
 
+    # the product's errors are caught here, once; anything else is a bug and keeps
+    # its traceback
     try:
         return int(args.func(args) or 0)
-    except NegativeCycleError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        return 3
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+    except SsspError as exc:
+        print_error(exc)
+        return exc.exit_code
+    except (OSError, MemoryError) as exc:  # the machine's limits, not a bug: one line
+        print_error(exc if str(exc) else type(exc).__name__)
         return 2
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]")
+        print_error("interrupted", label="stopped")
         return 130
 
 

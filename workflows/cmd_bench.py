@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.workflows.common import graph_options
 
 console = Console(stderr=True)
@@ -43,7 +44,7 @@ def _ints(text: str) -> list[int]:
     try:
         return [int(t) for t in _csv(text)]
     except ValueError:
-        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+        raise UsageError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def add_parser(sub) -> None:
@@ -109,7 +110,7 @@ def _expand_algorithms(spec: str, exclude=()) -> list[str]:
             names.append(tok)
     out = list(dict.fromkeys(names))
     if not out:
-        raise ValueError("--algorithms names no method")
+        raise UsageError("--algorithms names no method")
     return out
 
 
@@ -148,7 +149,7 @@ def run(args) -> int:
     out = Path(args.out)
     if args.from_rows:
         if args.graphs:
-            raise TypeError("--from-rows summarises existing rows; give no GRAPH with it")
+            raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
         table, ctx = report.load_rows(args.from_rows)
         out.mkdir(parents=True, exist_ok=True)
         report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
@@ -157,7 +158,7 @@ def run(args) -> int:
         failures = len(table) - sum(table.column("ok").to_pylist())
         return 1 if failures else 0
     if not args.graphs:
-        raise ValueError("give at least one GRAPH (or --from-rows ROWS...)")
+        raise UsageError("give at least one GRAPH (or --from-rows ROWS...)")
 
     variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude)), ablation=_csv(args.ablation),
                              baselines=_csv(args.baselines), locality_k=_ints(args.locality_k))

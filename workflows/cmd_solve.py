@@ -7,7 +7,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
+from gpu_sssp.workflows.common import add_graph_options, check_method, load_graph_from_args, sources_from_args
 
 console = Console()
 
@@ -34,6 +34,7 @@ def run(args) -> int:
     from gpu_sssp.pipeline.writers import write_parquet_atomic
 
     graph = load_graph_from_args(args)
+    check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)
     t0 = time.perf_counter()
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,

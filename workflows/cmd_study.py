@@ -16,10 +16,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from gpu_sssp.workflows.common import add_graph_options, checked_graph_options
+from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
 console = Console()
-err_console = Console(stderr=True)
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
 
@@ -75,6 +74,12 @@ def add_parser(sub) -> None:
     cl.add_argument("--scheduler-file", metavar="F", help="attach through a scheduler file")
     cl.add_argument("--gpus", metavar="0,1", help="local GPUs for a LocalCUDACluster (CUDA_VISIBLE_DEVICES)")
     cl.add_argument("--cpu-workers", type=int, metavar="N", help="local CPU cluster of N single-thread workers")
+    cl.add_argument("--host", metavar="IP",
+                    help="interface a local cluster's scheduler and workers listen on (default 127.0.0.1: "
+                    "this machine only; 0.0.0.0 opens them, unauthenticated, to the network)")
+    cl.add_argument("--dashboard-address", metavar="HOST:PORT",
+                    help="where a local cluster serves the Dask dashboard (default HOST:8787 on --host's "
+                    "interface; :8787 means every interface)")
     cl.add_argument("--no-dashboard", action="store_true", help="do not serve the Dask dashboard")
     cl.add_argument("--report", metavar="report.html", help="save Dask's performance report here")
     p.set_defaults(func=run)
@@ -133,7 +138,7 @@ def summary_table(s: dict, integer: bool) -> Table:
 
 def run(args) -> int:
     from gpu_sssp.pipeline.cluster import performance_report
-    from gpu_sssp.pipeline.study import BatchError, StudyError, distance_bytes, fmt_bytes
+    from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.run import study as run_study
 
     if args.report:
@@ -182,18 +187,15 @@ def run(args) -> int:
                 max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
                 scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
                 cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
+                host=args.host, dashboard_address=args.dashboard_address,
                 on_cluster=on_cluster, on_batch=on_batch, **ingest_options)
-    except BatchError as exc:
+    except BaseException as exc:
+        # the error itself is printed once, as one line, by the CLI (last)
         progress.stop()
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        err_console.print(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
-                          "fix the cause and add --resume to continue")
-        return 3 if "negative cycle" in str(exc) else 1
-    except Exception:
-        progress.stop()
-        if "study" in state:
-            err_console.print(f"study stopped: {len(state['study'].done)} finished batch(es) are recorded in "
-                              f"{args.out}; add --resume to continue")
+        if "study" in state and not isinstance(exc, StudyError):
+            fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
+            print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
+                        f"{fix}add --resume to continue", label="note")
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"]))

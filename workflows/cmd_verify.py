@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
 
 console = Console()
@@ -16,7 +17,7 @@ def add_parser(sub) -> None:
                        description="Solve from random (or given) sources with each method and compare "
                        "distances (exactly for integer weights), reached counts, sums and the "
                        "predecessor invariant dist[pred] + w == dist[v] with the CPU reference.")
-    add_graph_options(p)
+    add_graph_options(p, optional=True)  # not needed with --list
     p.add_argument("--methods", default="all",
                    help="comma-separated methods, or 'all' (every method runnable here)")
     p.add_argument("--random", type=int, default=8, metavar="K", help="number of random sources (default 8)")
@@ -42,6 +43,8 @@ def run(args) -> int:
             t.add_row(name, m.backend, "yes" if m.negative_weights else "no", m.description)
         console.print(t)
         return 0
+    if args.graph is None:
+        raise UsageError("verify needs a GRAPH (or --list to show the methods)")
     graph = load_graph_from_args(args)
     if args.source or args.sources_file:
         src = sources_from_args(graph, args.source, args.sources_file)
@@ -55,6 +58,10 @@ def run(args) -> int:
                  and (gpu or kernels.get(m).backend == "cpu")]
     else:
         names = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [n for n in names if n == "auto" or n not in kernels.available_methods()]
+        if unknown:
+            raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}; available: "
+                             f"{', '.join(m for m in kernels.available_methods() if m != 'auto')}")
     table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)

@@ -1,13 +1,43 @@
-"""Helpers shared by the subcommands: loading graphs and sources from CLI arguments."""
+"""Helpers shared by the subcommands: loading graphs and sources from CLI arguments,
+and printing an error as one line."""
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import OptionError, UsageError
 
-def add_graph_options(p) -> None:
-    p.add_argument("graph", help="Parquet edge list (from `sssp ingest`) or any input file "
+_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+def one_line(text) -> str:
+    """``text`` with its line breaks folded into spaces: an error is one line."""
+    return _BREAKS.sub(" ", str(text)).strip()
+
+
+def print_error(message, *, label: str = "error", file=None) -> None:
+    """Print ``label: message`` on stderr as exactly one line, whatever the terminal.
+
+    Rich would wrap it at the console's width (80 columns when stderr is not a
+    terminal) and read ``[...]`` in file names as markup; neither happens here: the
+    message is plain text, folded to one line, and only the label is styled (on a
+    terminal).
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    out = Console(file=file or sys.stderr, soft_wrap=True, highlight=False)
+    out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
+
+
+def add_graph_options(p, *, optional: bool = False) -> None:
+    """GRAPH and the ingest options; ``optional`` for commands that can run without one
+    (``sssp verify --list``), which then check ``args.graph`` themselves."""
+    p.add_argument("graph", nargs="?" if optional else None,
+                   help="Parquet edge list (from `sssp ingest`) or any input file "
                    "(.gr, .mtx, .graph, .el/.wel, PACE; compressed), ingested once into a cache")
     p.add_argument("--format", help="force the input format when GRAPH is not Parquet")
     p.add_argument("--weights", help="for unweighted inputs: random:LO:HI:SEED")
@@ -32,7 +62,7 @@ def checked_graph_options(args) -> dict:
     opts = graph_options(args)
     path = Path(args.graph)
     if path.suffix == ".parquet" and opts:
-        raise TypeError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
+        raise OptionError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
                         "not to an ingested Parquet file")
     return opts
 
@@ -53,8 +83,26 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
 
         file_ids = read_sources(sources_file, vertices=graph.n, id_base=graph.id_base)
         if len(file_ids) == 0:
-            raise ValueError(f"{sources_file}: no sources in file")
+            raise UsageError(f"{sources_file}: no sources in file")
         chunks.append(graph.to_index(file_ids, what=f"source in {sources_file}"))
     if not chunks:
-        raise ValueError("no sources: give --source ID (repeatable) or --sources-file F.ss")
+        raise UsageError("no sources: give --source ID (repeatable) or --sources-file F.ss")
     return np.concatenate(chunks)
+
+
+def check_method(graph, method: str, backend: str = "auto") -> None:
+    """Refuse, as a usage error, a method the user named that cannot solve ``graph``
+    (unknown name, another backend, negative weights it does not take), before any
+    work starts."""
+    from gpu_sssp import kernels
+
+    if method == "auto":
+        return
+    if method not in kernels.available_methods():
+        raise UsageError(f"unknown method {method!r}; available: {', '.join(kernels.available_methods())}")
+    spec = kernels.get(method)
+    if backend not in ("auto", spec.backend):
+        raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
+    why = spec.unsuitable(graph)
+    if why:
+        raise UsageError(why)

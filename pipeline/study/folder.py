@@ -21,12 +21,14 @@ JOURNAL = "journal.jsonl"
 SUMMARY = "summary.json"
 
 
-def graph_parquet_path(graph, input_path, out_dir) -> str:
+def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> str:
     """A Parquet file holding ``graph`` that the workers can read.
 
-    The input itself when it is Parquet; the ingestion cache file when it can be
-    found (``graph.path`` or the cache name ``load_graph`` uses); else the graph is
-    written once to ``<out_dir>/graph.parquet``.
+    The input itself when it is Parquet.  Otherwise, on a cluster started here, the
+    ingestion cache file (``graph.path``, on this machine); on an attached cluster
+    (``shared``), or when there is no cache file, the graph is written once to
+    ``<out_dir>/graph.parquet``: the study folder is the one place every worker is
+    known to read (the ingestion cache may be in this machine's ``~/.cache``).
 
     Parameters
     ----------
@@ -37,6 +39,8 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
         The study folder.  An existing ``graph.parquet`` there is reused when its
         fingerprint matches (a resumed study does not rewrite it), and rewritten
         otherwise.
+    shared : bool
+        The workers run elsewhere (an attached cluster).
 
     Returns
     -------
@@ -53,12 +57,12 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     """
     from gpu_sssp.pipeline.graph import read_parquet
 
-    p = getattr(graph, "path", None)
-    if p and Path(p).suffix == ".parquet" and Path(p).exists():
-        return os.fspath(Path(p).resolve())
     input_path = Path(input_path or "")
     if input_path.suffix == ".parquet":
         return os.fspath(input_path.resolve())
+    p = getattr(graph, "path", None)
+    if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
+        return os.fspath(Path(p).resolve())
     target = Path(out_dir) / "graph.parquet"
     if target.exists():
         try:
@@ -77,6 +81,90 @@ def graph_parquet_path(graph, input_path, out_dir) -> str:
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
         raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
+
+
+class FolderLock:
+    """An exclusive lock on a study folder, held by one run from its checks to its end.
+
+    ``fcntl.flock`` on ``DIR/.lock``: the kernel drops it when the process ends, however
+    it ends (a killed run never leaves a stale lock), and Linux NFS clients map it to
+    a lock the server sees.  The file holds the holder's pid, host and start time so
+    that a refusal can name them.  The file stays (removing a lock file races with a
+    run that has just opened it).
+    """
+
+    NAME = ".lock"
+
+    def __init__(self, folder):
+        self.path = Path(folder) / self.NAME
+        self._fh = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`StudyError` naming its holder."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no locking (studies target Linux clusters)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = " ".join(fh.read().split()) or "holder unknown"
+            fh.close()
+            raise StudyError(f"{self.path.parent} is in use by another study run ({holder}); "
+                             "wait for it to end (or stop it), then --resume") from None
+        import platform
+
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on host {platform.node()} since {_now()}\n")
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        if self._fh is not None:
+            import fcntl
+
+            try:
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+            finally:
+                self._fh.close()
+                self._fh = None
+
+    @property
+    def held(self) -> bool:
+        return self._fh is not None
+
+
+_SOURCE_FIELDS = {"kind": "sources", "seed": "--seed", "count": "number of sources", "file": "--sources-file",
+                  "order": "--order"}
+
+
+def _explain_difference(diff: list[str], old: dict, plan: StudyPlan) -> str:
+    """What differs between the folder's study and the one asked, in the user's terms
+    (the options given, not the digests that summarise them)."""
+    theirs = old.get("identity", {})
+    mine = plan.identity
+    parts = []
+    if "sources_digest" in diff:
+        was = old.get("sources", {})
+        asked = plan.sources.how
+        fields = [f for f in _SOURCE_FIELDS if was.get(f) != asked.get(f) and (f in was or f in asked)]
+        parts += [f"{_SOURCE_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
+        if not fields:
+            parts.append("the source list differs with the same options (did the sources file change?)")
+    if "graph_fingerprint" in diff:
+        g = old.get("graph", {})
+        parts.append(f"graph: folder has {g.get('input') or g.get('name')!r} (fingerprint "
+                     f"{theirs.get('graph_fingerprint')}), asked {plan.input_path or plan.graph.name!r} "
+                     f"(fingerprint {mine['graph_fingerprint']})")
+    for k in diff:
+        if k in ("sources_digest", "graph_fingerprint") or (k == "sources_count" and "sources_digest" in diff):
+            continue
+        parts.append(f"{k}: folder has {theirs.get(k)!r}, asked {mine[k]!r}")
+    return "; ".join(parts)
 
 
 def _now() -> str:
@@ -117,8 +205,21 @@ class Study:
         self.out = plan.out
         self.journal = Journal(self.out / JOURNAL)
         self.manifest: dict = {}
-        self._check_folder(resume)
-        self.done: dict[int, dict] = self._finished_batches() if resume else {}
+        if self.out.exists() and not self.out.is_dir():
+            raise StudyError(f"{self.out}: exists and is not a folder")
+        # one run per folder: the checks and the journal read below are under the lock
+        self.lock = FolderLock(self.out)
+        self.lock.acquire()
+        try:
+            self._check_folder(resume)
+            self.done: dict[int, dict] = self._finished_batches() if resume else {}
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def close(self) -> None:
+        """Release the folder's lock (also released when the process ends)."""
+        self.lock.release()
 
     # .................................................................. folder checks
     def _check_folder(self, resume: bool) -> None:
@@ -142,8 +243,8 @@ class Study:
             mine = self.plan.identity
             diff = [k for k in mine if theirs.get(k) != mine[k]]
             if diff:
-                details = "; ".join(f"{k}: folder has {theirs.get(k)!r}, asked {mine[k]!r}" for k in diff)
-                raise StudyError(f"{out} holds a different study, cannot resume ({details})")
+                raise StudyError(f"{out} holds a different study, cannot resume "
+                                 f"({_explain_difference(diff, old, self.plan)})")
             self.manifest = old
         elif out.exists() and any(p.name not in ("graph.parquet",) and not p.name.startswith(".")
                                   for p in out.iterdir()):
@@ -178,6 +279,23 @@ class Study:
     def sources_done(self) -> int:
         return sum(len(self.plan.batches[i]) for i in self.done)
 
+    def stop(self, exc: BaseException, batch: int | None = None) -> None:
+        """Record in the manifest why the run stopped: status ``interrupted`` (Ctrl-C)
+        or ``failed`` with the reason, instead of leaving ``running``; then release
+        the folder.  Does nothing before :meth:`start` wrote a manifest."""
+        try:
+            if self.manifest.get("status") == "running":
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                self.manifest["status"] = "interrupted" if interrupted else "failed"
+                self.manifest["failure"] = {"reason": "interrupted by the user" if interrupted else reason,
+                                            "error": type(exc).__name__, "batch": batch, "at": _now()}
+                run = self.manifest["runs"][-1]
+                run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done))
+                write_json_atomic(self.manifest, self.out / MANIFEST)
+        finally:
+            self.close()
+
     def start(self, cluster_info: dict | None = None) -> None:
         """Create the folder and write the manifest (status ``running``).
 
@@ -206,7 +324,8 @@ class Study:
         remove_temporaries(self.out)
         g = self.plan.graph
         if not self.plan.graph_path:
-            self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out)
+            shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
+            self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out, shared=shared)
         runs = list(self.manifest.get("runs", []))
         runs.append({"start": _now(), "batches_before": len(self.done), "cluster": cluster_info or {}})
         self.manifest = {
@@ -286,5 +405,7 @@ class Study:
                    kernel_ms=sum(m.get("kernel_ms", 0.0) for m in run_meta))
         self.manifest["timings"] = summary["timings"]
         self.manifest["summary"] = {k: v for k, v in summary.items() if k != "timings"}
+        self.manifest.pop("failure", None)  # of an earlier run, now resumed
         write_json_atomic(self.manifest, self.out / MANIFEST)
+        self.close()
         return summary

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.sources import SourcePlan
 
 OUTPUTS = ("stats", "distances", "predecessors")
@@ -15,12 +16,6 @@ FORMS = ("long", "wide")
 FORMAT_VERSION = 1
 
 
-class StudyError(ValueError):
-    """A study cannot start or resume as asked (bad options, a folder in the way)."""
-
-
-class BatchError(RuntimeError):
-    """A batch failed on a worker; the message names the batch and the cause."""
 
 
 def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: bool) -> int:

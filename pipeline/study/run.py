@@ -2,6 +2,7 @@
 journal kept as batches finish."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -9,6 +10,9 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
 from gpu_sssp.pipeline.study.task import solve_batch_task
+
+log = logging.getLogger(__name__)
+
 
 def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):
     """Submit one task per batch index; return ``{future: index}``.
@@ -77,6 +81,17 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))
 
 
+def forget_graph(client, plan: StudyPlan) -> None:
+    """Unregister the graph's worker plugin: every worker's teardown frees its host and
+    device copies of the graph.  Best effort (a study's result does not depend on it)."""
+    from gpu_sssp.pipeline.plugins import plugin_name
+
+    try:
+        client.unregister_worker_plugin(plugin_name(plan.graph.fingerprint))
+    except Exception as exc:  # never registered (nothing to solve), or workers gone
+        log.debug("graph plugin not unregistered: %s", exc)
+
+
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
               cluster_info: dict | None = None, on_batch=None, on_start=None,
               study: "Study | None" = None) -> dict:
@@ -104,21 +119,31 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     ------
     StudyError
         See :class:`Study`.
-    BatchError, Exception
-        A batch failed after its retries; the remaining tasks are cancelled and the
-        finished ones stay recorded (``resume`` continues from there).
+    SsspError
+        A batch met a product error (``NegativeCycleError``, ...), raised as itself;
+        the remaining tasks are cancelled, the finished ones stay recorded
+        (``resume`` continues from there) and the manifest's status is ``failed``
+        with the reason.
+    Exception
+        A batch failed after its retries (a bug, a lost worker too often): as above.
+    KeyboardInterrupt
+        As above, with the status ``interrupted``.
     """
     from distributed import as_completed
 
     if study is None:
         study = Study(plan, resume=resume)
-    if plan.batch_size is None:
-        if cluster_info is None:
-            from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
+    try:
+        if plan.batch_size is None:
+            if cluster_info is None:
+                from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
 
-            cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
-        plan.resolve_batch_size(cluster_info["devices"])
-    study.start(cluster_info)
+                cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
+            plan.resolve_batch_size(cluster_info["devices"])
+        study.start(cluster_info)
+    except BaseException:
+        study.close()
+        raise
     if on_start is not None:
         on_start(study)
     workers = len(client.scheduler_info().get("workers", {})) or 1
@@ -129,22 +154,38 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     t0 = time.perf_counter()
     started_at = time.time()
     if pending:
-        register_graph(client, plan, backend)
-        futures = submit_batches(client, plan, pending, backend=backend)
+        futures: dict = {}
+        failed_batch = None
         try:
+            register_graph(client, plan, backend)
+            futures = submit_batches(client, plan, pending, backend=backend)
             # results are fetched in the background as tasks finish (not one round trip
             # per batch in this loop), and batches that finish together are journaled
             # with one fsync: the tail of a short study is mostly this bookkeeping
             done = as_completed(list(futures), with_results=True)
             for group in done.batches():
-                metas = [meta for _, meta in group]
+                metas, error = [], None
+                for fut, meta in group:
+                    index = futures.pop(fut)
+                    if isinstance(meta, dict) and "error" in meta:  # a product error, see task
+                        error = error or (index, meta["error"])
+                    else:
+                        metas.append(meta)
+                # journaled batches' futures are dropped here: the scheduler then
+                # forgets their results, and a worker that dies later does not make it
+                # solve them again (a held future of a lost result is recomputed)
+                group = fut = meta = None
                 study.record_many(metas)
                 for meta in metas:
                     run_meta.append(meta)
                     if on_batch is not None:
                         on_batch(meta, study)
-        except BaseException:
+                if error is not None:
+                    failed_batch, exc = error
+                    raise exc
+        except BaseException as exc:
             client.cancel(list(futures))
+            study.stop(exc, batch=failed_batch)
             raise
     wall = time.perf_counter() - t0
     run_sources = sum(m["rows"] for m in run_meta)
@@ -158,7 +199,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           max_distance_bytes: int | None = None, out="study-out", resume: bool = False,
           client=None, scheduler: str | None = None, scheduler_file: str | None = None,
           gpus=None, cpu_workers: int | None = None, dashboard: bool = False,
-          on_cluster=None, on_start=None, on_batch=None, **ingest_options) -> dict:
+          host: str | None = None, dashboard_address: str | None = None,
+          keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None, **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
 
     Parameters
@@ -178,6 +220,16 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         (``pipeline.cluster.start_cluster``) and closed at the end.
     dashboard : bool
         Serve the Dask dashboard of a cluster started here (off by default).
+    host, dashboard_address : str, optional
+        Where a cluster started here listens (default: 127.0.0.1 only; see
+        ``pipeline.cluster.start_cluster``).
+    keep_graph : bool, optional
+        On a cluster this call did not start (``client``, ``scheduler``), keep the
+        graph loaded on the workers (and their GPUs) after the study, for the next
+        study of the same graph.  Default: config ``sssp.study.keep-graph``, else
+        False: the graph's worker plugin is unregistered, which frees the workers'
+        host and device copies, so that long-lived workers do not grow with every
+        graph studied.
     on_cluster : callable(info, plan, study), optional
         Called once the cluster is up and the batches are fixed.
     on_start, on_batch : callable, optional
@@ -191,9 +243,12 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     Raises
     ------
     StudyError
-        Bad options, or a folder in the way (checked before any cluster starts).
-    BatchError
-        A batch failed; finished batches stay recorded for ``resume``.
+        Bad options, a folder in the way or held by another run (checked before any
+        cluster starts).
+    SsspError, Exception, KeyboardInterrupt
+        A batch failed (its error raised as itself, e.g. ``NegativeCycleError``) or
+        the run was interrupted; finished batches stay recorded for ``resume`` and the
+        manifest says ``failed`` (with the reason) or ``interrupted``.
     """
     from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster
     from gpu_sssp.pipeline.graph import load_graph
@@ -217,14 +272,19 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                       order=setting("study.order", order))
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
                       outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes)
-    folder = Study(plan, resume=resume)  # folder checks before any cluster starts
-    if client is not None:
-        handle = ClusterHandle(client, None, "attached", "auto")
-        close = False
-    else:
-        handle = start_cluster(scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
-                               cpu_workers=cpu_workers, dashboard=dashboard)
-        close = True
+    folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
+    close = False
+    try:
+        if client is not None:
+            handle = ClusterHandle(client, None, "attached", "auto")
+        else:
+            handle = start_cluster(scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
+                                   cpu_workers=cpu_workers, dashboard=dashboard, host=host,
+                                   dashboard_address=dashboard_address)
+            close = True
+    except BaseException:
+        folder.close()
+        raise
     try:
         info = describe_cluster(handle)
         plan.resolve_batch_size(info["devices"])
@@ -233,5 +293,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
                          on_start=on_start, on_batch=on_batch, study=folder)
     finally:
+        folder.close()  # released already unless the run stopped before it began
         if close:
             handle.close()
+        elif not setting("study.keep-graph", keep_graph, default=False):
+            forget_graph(handle.client, plan)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_sssp.pipeline.study.plan import BatchError
 from gpu_sssp.pipeline.writers import batch_name, wide_distance_table, write_parquet_atomic
 
 _SOLVE_LOCK = threading.Lock()
@@ -61,7 +60,7 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     file means the batch's other files are complete too.
     """
     from gpu_sssp import kernels
-    from gpu_sssp.kernels.result import NegativeCycleError
+    from gpu_sssp.kernels.errors import SsspError
     from gpu_sssp.pipeline.plugins import worker_graph
 
     t0 = time.perf_counter()
@@ -84,9 +83,12 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
         res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
                             backend=backend, distances=want_dist,
                             predecessors="predecessors" in outputs, turn=turn)
-    except NegativeCycleError as exc:
-        # NegativeCycleError does not survive pickling; send its message
-        raise BatchError(f"batch {index}: {exc}") from None
+    except SsspError as exc:
+        # a product error (a negative cycle, a method that refuses the graph) is the
+        # same on every retry and worker: it comes back as this batch's result, the
+        # exception itself (it pickles), so Dask neither retries it nor logs its
+        # traceback, and the client raises it once (pipeline.study.run)
+        return {"batch": int(index), "error": exc}
     t2 = time.perf_counter()
     t1 = turn.got if turn is not None and turn.got is not None else t_load
     outdir = Path(out)

@@ -1,0 +1,160 @@
+"""pipeline.cluster: a local study listens on localhost only (scheduler, workers,
+dashboard), ``dashboard=False`` serves nothing; pipeline.plugins: the graph plugin's
+teardown releases the graph's device copies."""
+from __future__ import annotations
+
+import gc
+import ipaddress
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.pipeline.cluster import start_cluster
+
+
+def _listening(pids=None) -> list[tuple[int, str, int]]:
+    """(pid, ip, port) of every listening inet socket of this process and its children
+    (a LocalCluster's scheduler and nannies live here, its workers are children)."""
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process()
+    out = []
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            conns = p.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        out += [(p.pid, c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+def _loopback(ip: str) -> bool:
+    return ipaddress.ip_address(ip).is_loopback
+
+
+def _get(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_local_cluster_listens_on_localhost_only():
+    before = set(_listening())
+    with start_cluster(cpu_workers=2) as handle:
+        sched = handle.cluster.scheduler
+        opened = [s for s in _listening() if s not in before]
+        # scheduler, its HTTP server, two nannies and two workers at least
+        assert len(opened) >= 4, opened
+        assert all(_loopback(ip) for _, ip, _ in opened), opened
+        assert sched.address.startswith("tcp://127.0.0.1:")
+        http = [sock.getsockname()[0] for sock in sched.http_server._sockets.values()]
+        assert http and all(_loopback(ip) for ip in http), http
+        # the dashboard is there, and the printed link says where
+        port = sched.http_server.port
+        assert _get(port, "/status") == 200
+        assert handle.dashboard_link == f"http://127.0.0.1:{port}/status"
+        for w in sched.workers:
+            assert w.startswith("tcp://127.0.0.1:")
+
+
+def test_no_dashboard_serves_nothing():
+    with start_cluster(cpu_workers=1, dashboard=False) as handle:
+        sched = handle.cluster.scheduler
+        port = sched.http_server.port
+        assert port != 8787  # a free port, never the dashboard's
+        http = [sock.getsockname()[0] for sock in sched.http_server._sockets.values()]
+        assert all(_loopback(ip) for ip in http), http
+        for path in ("/status", "/health", "/json/identity.json", "/metrics"):
+            assert _get(port, path) == 404, path
+        assert handle.dashboard_link is None
+        # the cluster still works
+        assert handle.client.submit(sum, [1, 2]).result() == 3
+
+
+def test_dashboard_address_and_host_are_honoured():
+    with start_cluster(cpu_workers=1, dashboard_address="127.0.0.1:0") as handle:
+        port = handle.cluster.scheduler.http_server.port
+        assert port != 8787 and _get(port, "/status") == 200
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(scheduler="tcp://127.0.0.1:1", host="0.0.0.0"), "--host and --dashboard-address"),
+    (dict(scheduler="tcp://127.0.0.1:1", dashboard_address=":8787"), "--host and --dashboard-address"),
+    (dict(cpu_workers=1, dashboard=False, dashboard_address=":9999"), "contradict"),
+    (dict(cpu_workers=1, dashboard_address="8787"), "HOST:PORT"),
+    (dict(cpu_workers=1, host="tcp://0.0.0.0"), "interface address"),
+])
+def test_bad_listen_options_are_usage_errors(kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        start_cluster(**kwargs)
+
+
+# ---------------------------------------------------------------- plugin teardown
+def test_plugin_teardown_releases_the_graph_on_the_device(monkeypatch, tmp_path):
+    """The teardown drops the host graph and asks kernels to release its device
+    copies (with the arrays kernels derived from them) and the pool's blocks."""
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline import plugins
+    from gpu_sssp.pipeline.graph import read_parquet
+    from tests.pipeline.test_study_support import grid_parquet
+
+    released = []
+    monkeypatch.setattr(kernels, "release_device_memory", lambda graph=None: released.append(graph))
+    path = grid_parquet(tmp_path, 4, 4)
+    fp = read_parquet(path).fingerprint
+    plugin = plugins.GraphPlugin(str(path), fp, "cpu")
+    plugin.setup()
+    g = plugin.graph
+    assert plugins._GRAPHS[fp] is g
+    plugin.teardown()
+    assert plugin.graph is None and fp not in plugins._GRAPHS
+    assert len(released) == 1 and released[0] is g  # that graph only, not every graph
+
+
+def test_forget_graphs_drops_one_graphs_copies(monkeypatch):
+    """kernels.gpu.loader.forget_graphs(graph): that graph's copies on every device go,
+    other graphs' stay."""
+    from gpu_sssp.kernels.gpu import loader
+    from gpu_sssp.kernels.graph import Graph
+
+    g = Graph.from_edges([0, 1], [1, 2], [3, 4])
+    other = object()
+    monkeypatch.setattr(loader, "_graphs", {(g.fingerprint, "min", 0): object(), (g.fingerprint, "min", 1): object(),
+                                            ("another", "min", 0): other})
+    loader.forget_graphs(g)
+    assert list(loader._graphs) == [("another", "min", 0)]
+
+
+@pytest.mark.gpu
+def test_plugin_teardown_returns_device_memory(tmp_path):
+    """On a GPU: after setup + a batched solve, teardown gives the memory back."""
+    import cupy as cp
+
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline import plugins
+    from gpu_sssp.pipeline.graph import read_parquet
+    from tests.pipeline.test_study_support import grid_parquet
+
+    kernels.solve(read_parquet(grid_parquet(tmp_path, 8, 8)), np.arange(4), method="batched")  # compile
+    pool = cp.get_default_memory_pool()
+    gc.collect()
+    pool.free_all_blocks()
+    base_used, base_total = pool.used_bytes(), pool.total_bytes()
+
+    path = grid_parquet(tmp_path, 300, 300)
+    fp = read_parquet(path).fingerprint
+    plugin = plugins.GraphPlugin(str(path), fp, "gpu")
+    plugin.setup()
+    res = kernels.solve(plugin.graph, np.arange(64), method="batched")
+    del res
+    gc.collect()
+    held = pool.used_bytes() - base_used
+    assert held >= plugin.graph.indices.nbytes  # the graph (and the kernel's layout) stay resident
+    plugin.teardown()
+    gc.collect()
+    assert pool.used_bytes() - base_used <= 1 << 20, (held, pool.used_bytes() - base_used)
+    assert pool.total_bytes() - base_total <= 1 << 20

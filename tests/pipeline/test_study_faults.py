@@ -1,0 +1,192 @@
+"""Studies under faults: a journaled batch is never solved again when the worker that
+ran it dies; one run per study folder (a lock naming its holder); a failed run leaves
+the manifest ``failed`` with its reason; a resume refused for another seed names the
+seed; attached studies of non-Parquet inputs give the workers ``DIR/graph.parquet``."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import signal
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from tests.pipeline.test_study_support import grid_parquet, rome_parquet, rome_source, write_edge_parquet
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _cluster(n=2):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
+                           silence_logs=logging.ERROR)
+    return cluster, Client(cluster)
+
+
+def _plan(graph_path, out, **kw):
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+
+    g = read_parquet(graph_path)
+    src_kw = {k: kw.pop(k) for k in ("sources", "ids", "random", "seed", "sources_file", "order") if k in kw}
+    return plan_study(g, graph_path, plan_sources(g, **src_kw), out=out, **kw)
+
+
+class _Solves:
+    """Counts, on the scheduler (in this process for a LocalCluster), how often each
+    task's result was stored: a batch solved twice goes to ``memory`` twice."""
+
+    name = "count-solves"
+
+    def __init__(self):
+        self.memory = Counter()
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish == "memory":
+            self.memory[key] += 1
+
+
+def test_journaled_batches_are_not_solved_again_when_their_worker_dies(tmp_path):
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    from gpu_sssp.pipeline.study import run_study
+
+    path = rome_parquet(tmp_path)
+    cluster, client = _cluster(2)
+    counter = type("Counter", (_Solves, SchedulerPlugin), {})()
+    cluster.scheduler.add_plugin(counter)
+    try:
+        plan = _plan(path, tmp_path / "study", sources="all", batch_size=8)
+        killed: dict = {}
+
+        def on_batch(meta, study):
+            if killed or len(study.done) < 24:
+                return
+            # the worker that ran the latest batch holds the results of every batch it
+            # finished; give the client's releases a moment to reach the scheduler
+            time.sleep(0.5)
+            info = client.scheduler_info()["workers"]
+            addr = next(a for a, w in info.items() if str(w.get("name")) == meta["worker"])
+            pid = client.run(os.getpid, workers=[addr])[addr]
+            killed["journaled"] = set(study.done)
+            killed["victim"] = [i for i, e in study.done.items() if e["worker"] == meta["worker"]]
+            os.kill(pid, signal.SIGKILL)
+
+        summary = run_study(client, plan, backend="cpu", on_batch=on_batch)
+        assert killed and summary["complete"]
+        keys = plan.task_keys(range(len(plan.batches)))
+        before = sorted(killed["journaled"])
+        assert len(killed["victim"]) >= 5  # results the dead worker held
+        twice = {i: counter.memory[keys[i]] for i in before if counter.memory[keys[i]] != 1}
+        assert not twice, f"journaled batches solved again after the worker died: {twice}"
+        # and every batch is journaled exactly once
+        lines = [json.loads(x) for x in (tmp_path / "study" / "journal.jsonl").read_text().splitlines()]
+        assert sorted(e["batch"] for e in lines) == list(range(len(plan.batches)))
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_one_run_per_folder_in_process(tmp_path):
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    path = grid_parquet(tmp_path, 10, 10)
+    first = Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5))
+    with pytest.raises(StudyError, match=rf"in use by another study run \(pid {os.getpid()} on host "
+                       rf"{platform.node()} since"):
+        Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5))
+    first.close()
+    Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5)).close()  # free again
+
+
+def test_failed_batch_marks_the_manifest_and_releases_the_folder(tmp_path):
+    from gpu_sssp.kernels.result import NegativeCycleError
+    from gpu_sssp.pipeline.study import Study, run_study
+
+    g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2, 3, 3, 4], [2, 3, 1, 4, 5],
+                           np.array([1, -3, 1, 2, 1]), n=5, id_base=1)
+    cluster, client = _cluster(1)
+    try:
+        plan = _plan(g, tmp_path / "s", ids=[5, 4, 1], batch_size=1, order="given")
+        with pytest.raises(NegativeCycleError, match="negative cycle reachable from source 1"):
+            run_study(client, plan, backend="cpu")
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "failed"
+        assert m["failure"]["error"] == "NegativeCycleError" and m["failure"]["batch"] == 2
+        assert "negative cycle" in m["failure"]["reason"]
+        assert m["runs"][-1]["status"] == "failed"
+        Study(_plan(g, tmp_path / "s", ids=[5, 4, 1], batch_size=1, order="given"), resume=True).close()
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_resume_with_another_seed_names_the_seed(tmp_path):
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    path = grid_parquet(tmp_path, 10, 10)
+    s = Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5))
+    s.start({})
+    s.close()
+    with pytest.raises(StudyError) as err:
+        Study(_plan(path, tmp_path / "s", random=10, seed=2, batch_size=5), resume=True)
+    msg = str(err.value)
+    assert "--seed: folder has 1, asked 2" in msg
+    assert "sources_digest" not in msg and "sources_count" not in msg
+    with pytest.raises(StudyError, match="number of sources: folder has 10, asked 12"):
+        Study(_plan(path, tmp_path / "s", random=12, seed=1, batch_size=5), resume=True)
+    with pytest.raises(StudyError, match="sources: folder has 'random', asked 'all'"):
+        Study(_plan(path, tmp_path / "s", sources="all", batch_size=5), resume=True)
+
+
+def test_attached_study_of_a_raw_input_writes_graph_parquet(tmp_path):
+    """An attached cluster's workers may be on other machines: they read the graph from
+    the study folder (DIR/graph.parquet), not from this machine's ingestion cache."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import study
+
+    gr = tmp_path / "rome99.gr"
+    gr.write_bytes(rome_source().read_bytes())
+    cluster, client = _cluster(1)
+    try:
+        out = tmp_path / "s"
+        summary = study(gr, random=20, seed=1, out=out, client=client)
+        assert summary["complete"]
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["graph"]["path"] == os.fspath((out / "graph.parquet").resolve())
+        assert read_parquet(out / "graph.parquet").fingerprint == m["graph"]["fingerprint"]
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _holds(fingerprint, dask_worker=None):
+    from gpu_sssp.pipeline import plugins
+
+    return (plugins.plugin_name(fingerprint) in dask_worker.plugins, fingerprint in plugins._GRAPHS)
+
+
+def test_attached_study_lets_the_graph_go_unless_kept(tmp_path):
+    """On a long-lived cluster the graph's plugin is unregistered after the study: the
+    workers' teardown frees their copies (host and device); keep_graph keeps them."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    cluster, client = _cluster(2)
+    try:
+        study(path, random=20, seed=1, batch_size=4, out=tmp_path / "a", client=client, keep_graph=True)
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        study(path, random=20, seed=2, batch_size=4, out=tmp_path / "b", client=client)
+        assert set(client.run(_holds, fp).values()) == {(False, False)}
+        assert len(client.scheduler_info()["workers"]) == 2  # the cluster itself stays
+    finally:
+        client.close()
+        cluster.close()

@@ -1,0 +1,140 @@
+"""The command line's errors: one hierarchy caught once, one line whatever the
+terminal, an exit status per kind, and a traceback for anything else (a bug)."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from gpu_sssp.kernels.errors import GPUUnavailableError, OptionError, SsspError, UsageError
+from gpu_sssp.kernels.result import NegativeCycleError
+from gpu_sssp.pipeline.errors import BatchError, InputError, StudyError
+from gpu_sssp.workflows.cli import main
+from tests.pipeline.test_study_support import grid_parquet, write_edge_parquet
+
+
+@pytest.fixture
+def grid(tmp_path):
+    return grid_parquet(tmp_path, 6, 6)
+
+
+@pytest.mark.parametrize("exc, code, builtin", [
+    (UsageError("x"), 2, ValueError),
+    (OptionError("x"), 2, TypeError),
+    (InputError("f.gr", 3, "bad"), 2, ValueError),
+    (StudyError("x"), 2, ValueError),
+    (NegativeCycleError(4, 1, 1, [4, 5]), 3, ValueError),
+    (GPUUnavailableError("x"), 4, RuntimeError),
+    (BatchError("batch 3: x"), 1, RuntimeError),
+])
+def test_one_hierarchy_that_pickles(exc, code, builtin):
+    assert isinstance(exc, SsspError) and isinstance(exc, builtin)
+    assert exc.exit_code == code
+    back = pickle.loads(pickle.dumps(exc))  # errors cross Dask workers as themselves
+    assert type(back) is type(exc) and str(back) == str(exc) and back.exit_code == code
+
+
+def test_gpu_unavailable_error_is_the_one_kernels_raise():
+    from gpu_sssp.kernels import _gpu
+
+    assert _gpu.GPUUnavailableError is GPUUnavailableError
+
+
+def test_errors_stay_on_one_line_with_long_paths(grid, tmp_path, capsys):
+    """Rich wraps at 80 columns when stderr is not a terminal: a long path used to
+    break the message (and a test's `in` check) over several lines."""
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 6)
+    deep.mkdir(parents=True)
+    empty = deep / "[bold]empty-sources-file.ss"  # markup in a name is text, not style
+    empty.write_text("")
+    rc = main(["solve", str(grid), "--sources-file", str(empty)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert str(empty) in lines[0] and lines[0].startswith("error: ")
+
+
+def test_multi_line_messages_are_folded(capsys, monkeypatch):
+    from gpu_sssp.workflows import cmd_solve
+
+    def boom(args):
+        raise UsageError("first part\n  second part\r\nthird")
+
+    monkeypatch.setattr(cmd_solve, "run", boom)
+    assert main(["solve", "g.parquet", "-s", "1"]) == 2
+    assert capsys.readouterr().err == "error: first part second part third\n"
+
+
+@pytest.mark.parametrize("bug", [ValueError("a bug"), TypeError("a bug"), KeyError("a bug")])
+def test_an_unexpected_exception_keeps_its_traceback(bug, monkeypatch):
+    """Only the product's errors become one line; a plain ValueError is a bug."""
+    from gpu_sssp.workflows import cmd_solve
+
+    def boom(args):
+        raise bug
+
+    monkeypatch.setattr(cmd_solve, "run", boom)
+    with pytest.raises(type(bug)):
+        main(["solve", "g.parquet", "-s", "1"])
+
+
+def test_negative_cycle_exits_3(tmp_path, capsys):
+    g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2, 3, 3], [2, 3, 1, 4], np.array([1, -3, 1, 2]),
+                           n=4, id_base=1)
+    assert main(["solve", str(g), "-s", "1", "-m", "bellman-ford"]) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "negative cycle" in err
+
+
+def test_no_gpu_exits_4(grid, capsys):
+    from gpu_sssp import kernels
+
+    if kernels.device_count() > 0:
+        pytest.skip("a GPU is visible here")
+    assert main(["solve", str(grid), "-s", "1", "-m", "hbf"]) == 4
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "needs a CUDA device" in err
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["-m", "no-such"], 2, "unknown method 'no-such'"),
+    (["-m", "dijkstra", "--backend", "gpu"], 2, "runs on the cpu backend"),
+    (["-s", "99"], 2, "source 99 does not exist"),
+])
+def test_solve_usage_errors(grid, capsys, argv, code, message):
+    argv = ["solve", str(grid), *(["-s", "1"] if "-s" not in argv else []), *argv]
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_dijkstra_on_negative_weights_is_a_usage_error(tmp_path, capsys):
+    g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2], [2, 3], np.array([1, -3]), n=3, id_base=1)
+    assert main(["solve", str(g), "-s", "1", "-m", "dijkstra"]) == 2
+    assert "needs non-negative weights" in capsys.readouterr().err
+
+
+def test_verify_list_needs_no_graph(capsys):
+    assert main(["verify", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "dijkstra" in out and "bellman-ford" in out
+
+
+def test_verify_without_graph_or_list(capsys):
+    assert main(["verify"]) == 2
+    assert "verify needs a GRAPH" in capsys.readouterr().err
+
+
+def test_verify_unknown_method(grid, capsys):
+    assert main(["verify", str(grid), "--methods", "dijkstra,nope"]) == 2
+    assert "unknown method(s) nope" in capsys.readouterr().err
+
+
+def test_weights_too_large_for_exact_distances_are_one_line(tmp_path, capsys):
+    g = write_edge_parquet(tmp_path / "heavy.parquet", [1, 2], [2, 3], np.array([2**52, 2**52], dtype=np.int64),
+                           n=3, id_base=1)
+    assert main(["solve", str(g), "-s", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "too large for exact distances" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,110 @@
+"""`sssp study` under faults, as separate processes: an error that stops a study ends
+with one line and no Dask tracebacks; Ctrl-C leaves the manifest `interrupted`; a
+second run on a folder in use is refused, naming the process that holds it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.test_study_support import rome_source
+
+REPO = Path(__file__).resolve().parents[2]
+SSSP = [sys.executable, "-m", "gpu_sssp.workflows.cli"]
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def _wait_for_batches(proc, out: Path, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = out / "stats"
+        if stats.is_dir() and len(list(stats.glob("batch-*.parquet"))) >= n:
+            return
+        if proc.poll() is not None:
+            pytest.fail("the study ended too soon:\n" + proc.stdout.read().decode())
+        time.sleep(0.02)
+    pytest.fail("no batch files appeared")
+
+
+def _rome(tmp_path) -> Path:
+    gr = tmp_path / "rome99.gr"
+    gr.write_bytes(rome_source().read_bytes())
+    return gr
+
+
+def test_negative_cycle_ends_with_one_line_and_a_failed_manifest(tmp_path):
+    g = tmp_path / "neg.gr"
+    g.write_text("p sp 4 4\na 1 2 1\na 2 3 -3\na 3 1 1\na 3 4 2\n")
+    out = tmp_path / "o"
+    r = subprocess.run(SSSP + ["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(out)],
+                       cwd=tmp_path, env=_env(), capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 3, err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines[-1].startswith("error: negative cycle reachable from source 1"), err
+    assert "Traceback" not in err and "distributed" not in err and "Compute Failed" not in err, err
+    assert any(x.startswith("note: 0 finished batch(es)") and "--resume" in x for x in lines)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "failed" and "negative cycle" in m["failure"]["reason"]
+
+
+def test_ctrl_c_leaves_the_study_interrupted(tmp_path):
+    out = tmp_path / "o"
+    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "2",
+            "--no-dashboard", "--out", str(out)]
+    proc = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_batches(proc, out, 5)
+        os.kill(proc.pid, signal.SIGINT)  # the client only, as a terminal's Ctrl-C reaches it
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    text = proc.stdout.read().decode()
+    assert rc == 130, text
+    assert "Traceback" not in text, text
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "interrupted", m["status"]
+    assert m["failure"]["reason"] == "interrupted by the user"
+    # and it resumes from there
+    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and "failure" not in m
+
+
+def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
+    out = tmp_path / "o"
+    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "1",
+            "--no-dashboard", "--out", str(out)]
+    first = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_batches(first, out, 2)
+        second = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True,
+                                timeout=120)
+        err = second.stderr.decode()
+        assert second.returncode == 2, err + second.stdout.decode()
+        assert f"is in use by another study run (pid {first.pid} on host" in err
+        assert len(err.strip().splitlines()) == 1
+        assert first.poll() is None  # the first run goes on
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    # the lock dies with its holder (killed here): a resume finishes the study
+    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    lines = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines() if x.strip()]
+    assert sorted(e["batch"] for e in lines) == list(range((3353 + 7) // 8))
