@@ -59,6 +59,61 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& v) {
   *reinterpret_cast<Vec<T, V>*>(p) = v;
 }
 
+// The upward search of one lane, by one block (SEARCH mode): from the source position s
+// push d + w along the upward arcs (push_ptr/push_head/push_w, CSR by tail) into upd
+// (vertex-major, +inf at rest) level by level from the source's level up to the top;
+// a vertex is appended to its level's bucket (bucket[level_ptr[l] ..], count bcount[l]:
+// a level's capacity is its size, a vertex enters at most once) when its first push
+// finds +inf.  All pushes into level l come from larger levels, finished before it.
+__device__ void upward_search(int lane, int B, int n, int s, const int* __restrict__ level_ptr,
+                              const int* __restrict__ level_of, const int* __restrict__ push_ptr,
+                              const int* __restrict__ push_head, const unsigned* __restrict__ push_w,
+                              unsigned* upd, int* bucket, int* bcount) {
+  if (s < 0) return;
+  const int ls = level_of[s];
+  if (threadIdx.x == 0) {
+    upd[(size_t)s * B + lane] = 0u;
+    bucket[level_ptr[ls]] = s;
+    bcount[ls] = 1;
+  }
+  __syncthreads();
+  for (int l = ls; l >= 1; --l) {
+    const int c = *((volatile int*)(bcount + l));
+    const int base = level_ptr[l];
+    for (int j = threadIdx.x; j < c; j += blockDim.x) {
+      const int x = bucket[base + j];
+      const unsigned dx = *((volatile unsigned*)(upd + (size_t)x * B + lane));
+      const int e1 = push_ptr[x + 1];
+      for (int e = push_ptr[x]; e < e1; ++e) {
+        const int y = push_head[e];
+        const unsigned w = push_w[e];
+        const unsigned nd = (dx > 0xFFFFFFFFu - w) ? 0xFFFFFFFFu : dx + w;
+        const unsigned old = atomicMin(upd + (size_t)y * B + lane, nd);
+        if (old == 0xFFFFFFFFu) {
+          const int ly = level_of[y];
+          const int at = atomicAdd(bcount + ly, 1);
+          bucket[level_ptr[ly] + at] = y;
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Back to rest after the downward sweep: +inf in every entry the lane's search touched,
+// bucket counts 0.
+__device__ void search_reset(int lane, int B, int L, const int* __restrict__ level_ptr,
+                             unsigned* upd, int* bucket, int* bcount) {
+  for (int l = 0; l < L; ++l) {
+    const int c = bcount[l];
+    const int base = level_ptr[l];
+    for (int j = threadIdx.x; j < c; j += blockDim.x) upd[(size_t)bucket[base + j] * B + lane] = 0xFFFFFFFFu;
+  }
+  __syncthreads();
+  for (int l = threadIdx.x; l < L; l += blockDim.x) bcount[l] = 0;
+  __syncthreads();
+}
+
 // One batch: both sweeps and the per-lane reductions.
 //   L, level_ptr[L+1], up_end[L]        levels and their upward-phase ranges
 //   up_ptr[n+1], up_src[], up_w[]        upward arcs INTO each position (pull form);
@@ -70,13 +125,16 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& v) {
 //   src_pos[B]                           each lane's source position (-1: idle lane)
 //   log_g                                log2(B / V)
 //   reached, ecc, total [B]              per-lane results (added / max-ed atomically)
-template <typename T, int V>
+template <typename T, int V, bool SEARCH>
 __global__ void __launch_bounds__(256) phast_sweep(
     int L, int B, int log_g, const int* __restrict__ level_ptr, const int* __restrict__ up_end,
     const int* __restrict__ up_ptr, const int* __restrict__ up_src, const T* __restrict__ up_w,
     const int* __restrict__ dn_ptr, const int* __restrict__ dn_src, const T* __restrict__ dn_w,
     const int* __restrict__ row, const int* __restrict__ src_pos, T* lab,
-    u64* __restrict__ reached, u64* __restrict__ ecc, u64* __restrict__ total) {
+    u64* __restrict__ reached, u64* __restrict__ ecc, u64* __restrict__ total,
+    const int* __restrict__ level_of, const int* __restrict__ push_ptr,
+    const int* __restrict__ push_head, const unsigned* __restrict__ push_w, unsigned* upd,
+    int* bucket, int* bcount) {
   cg::grid_group grid = cg::this_grid();
   const long long nthreads = (long long)gridDim.x * blockDim.x;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -89,7 +147,15 @@ __global__ void __launch_bounds__(256) phast_sweep(
   for (int k = 0; k < V; ++k) sp[k] = src_pos[lane0 + k];
 
   // ---------------------------------------------------------------- upward phase
-  for (int l = L - 1; l >= 0; --l) {
+  if (SEARCH) {
+    for (int lane = blockIdx.x; lane < B; lane += gridDim.x) {
+      const int n = level_ptr[L];
+      upward_search(lane, B, n, src_pos[lane], level_ptr, level_of, push_ptr, push_head, push_w, upd,
+                    bucket + (size_t)lane * n, bcount + (size_t)lane * L);
+    }
+    grid.sync();
+  }
+  for (int l = SEARCH ? -1 : L - 1; l >= 0; --l) {
     const int a = level_ptr[l];
     const long long items = (long long)(up_end[l] - a) << log_g;
     for (long long i = tid; i < items; i += nthreads) {
@@ -136,7 +202,13 @@ __global__ void __launch_bounds__(256) phast_sweep(
       const int r = row[p];
       Vec<T, V> d;
       if (p < ue) {
-        d = load_vec<T, V>(lab + (size_t)r * B + lane0);
+        if (SEARCH) {
+          const Vec<unsigned, V> u = load_vec<unsigned, V>(upd + (size_t)p * B + lane0);
+#pragma unroll
+          for (int k = 0; k < V; ++k) d.x[k] = (T)min(u.x[k], (unsigned)INF);
+        } else {
+          d = load_vec<T, V>(lab + (size_t)r * B + lane0);
+        }
       } else {
 #pragma unroll
         for (int k = 0; k < V; ++k) d.x[k] = (sp[k] == p) ? (T)0 : INF;
@@ -159,6 +231,13 @@ __global__ void __launch_bounds__(256) phast_sweep(
       }
     }
     if (l + 1 < L) grid.sync();
+  }
+  if (SEARCH) {  // every read of upd is done: put the touched entries back to +inf
+    grid.sync();
+    for (int lane = blockIdx.x; lane < B; lane += gridDim.x) {
+      const int n = level_ptr[L];
+      search_reset(lane, B, L, level_ptr, upd, bucket + (size_t)lane * n, bcount + (size_t)lane * L);
+    }
   }
 #pragma unroll
   for (int k = 0; k < V; ++k) {
@@ -257,17 +336,17 @@ __global__ void phast_pred_zero(int n, int B, int nb, int r, const long long* __
 }  // namespace phast
 
 #ifdef SSSP_NVCC_CHECK
-#define INST_SWEEP(T, V)                                                                      \
-  template __global__ void phast::phast_sweep<T, V>(                                          \
+#define INST_SWEEP(T, V, S)                                                                   \
+  template __global__ void phast::phast_sweep<T, V, S>(                                       \
       int, int, int, const int*, const int*, const int*, const int*, const T*, const int*,    \
       const int*, const T*, const int*, const int*, T*, unsigned long long*,                  \
-      unsigned long long*, unsigned long long*);
-INST_SWEEP(unsigned short, 1)
-INST_SWEEP(unsigned short, 4)
-INST_SWEEP(unsigned int, 1)
-INST_SWEEP(unsigned int, 4)
-INST_SWEEP(unsigned long long, 1)
-INST_SWEEP(unsigned long long, 4)
+      unsigned long long*, unsigned long long*, const int*, const int*, const int*,           \
+      const unsigned*, unsigned*, int*, int*);
+INST_SWEEP(unsigned short, 1, false)
+INST_SWEEP(unsigned short, 4, true)
+INST_SWEEP(unsigned int, 1, true)
+INST_SWEEP(unsigned int, 4, false)
+INST_SWEEP(unsigned int, 4, true)
 #define INST_AUX(T)                                                                           \
   template __global__ void phast::phast_distances<T>(int, int, int, const int*, const T*,     \
                                                      double*);                                \

@@ -47,6 +47,8 @@ LABEL_TYPES = {
 DEFAULT_MAX_BATCH = 4096
 #: share of the free device memory the labels (and outputs) of one batch may take
 MEMORY_SHARE = 0.6
+#: the upward phase by default: "search" (per-source searches) or "sweep" (whole DAG)
+DEFAULT_UPWARD = "search"
 _BLOCK = 256
 _PREP_KEY = "phast-prepared"
 
@@ -77,6 +79,10 @@ class Prepared:
     dn_w: np.ndarray
     row_compact: np.ndarray    # int32 (n,): row or -1
     compact_rows: int
+    level_of: np.ndarray       # int32 (n,): level of each position
+    push_ptr: np.ndarray       # int32 (n+1,): upward arcs OUT of each position (search mode)
+    push_head: np.ndarray      # int32: head position
+    push_w: np.ndarray         # uint32
     m_up: int
     m_down: int
     hierarchy: object
@@ -150,12 +156,16 @@ def _layout(graph, h) -> Prepared:
     up_src_full = np.where(t_has_up, up_t, -up_t - 1).astype(np.int32)
     up_src_compact = np.where(t_has_up, row_compact[up_t], -up_t - 1).astype(np.int32)
     dn_ptr, dn_t, dn_w = pull(dn_head, dn_tail, h.down_weight)
+    push_ptr, push_h, _ = pull(up_tail, up_head, h.up_weight)  # keyed by tail: push form
+    push_w = np.asarray(h.up_weight, dtype=np.uint32)[np.lexsort((new_of[up_head], new_of[up_tail]))]
     return Prepared(
         n=n, levels=L, label_dtype=dt, order=order, position=position, level_ptr=level_ptr,
         up_end=up_end, up_ptr=up_ptr, up_src_full=up_src_full, up_src_compact=up_src_compact,
         up_w=up_w, dn_ptr=dn_ptr, dn_src_full=dn_t.astype(np.int32),
         dn_src_compact=row_compact[dn_t].astype(np.int32), dn_w=dn_w,
         row_compact=row_compact.astype(np.int32), compact_rows=int(stored.sum()),
+        level_of=lv[perm].astype(np.int32), push_ptr=push_ptr, push_head=push_h.astype(np.int32),
+        push_w=push_w,
         m_up=h.m_up, m_down=h.m_down, hierarchy=h, prepare_s=time.perf_counter() - t0)
 
 
@@ -222,6 +232,8 @@ def _device_arrays(graph, prep: Prepared, full: bool):
             "dn_w": cp.asarray(prep.dn_w),
             "row": cp.arange(prep.n, dtype=cp.int32) if full else cp.asarray(prep.row_compact),
             "position": cp.asarray(prep.position),
+            "level_of": cp.asarray(prep.level_of), "push_ptr": cp.asarray(prep.push_ptr),
+            "push_head": cp.asarray(prep.push_head), "push_w": cp.asarray(prep.push_w),
         }
         got = (prep, arrs)
         cache[key] = got
@@ -253,7 +265,7 @@ def _pow2_at_most(k: int) -> int:
 
 
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
-          batch_size=None, hierarchy=None, blocks_per_sm=None, **options) -> Result:
+          batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, **options) -> Result:
     """Shortest paths from every source by PHAST sweeps of the graph's hierarchy.
 
     Parameters
@@ -277,13 +289,20 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     hierarchy : kernels.hierarchy.Hierarchy, optional
         The graph's hierarchy (default: the one it holds, built when it holds none).
     blocks_per_sm : int, optional
-        Resident blocks per SM of the cooperative kernel (default: 2 for batches of up
+        Resident blocks per SM of the cooperative kernel (default: 1 for batches of up
         to 32 lanes, where cheaper barriers matter more than occupancy; else all that fit).
+    upward : {"search", "sweep"}, optional
+        The upward phase: ``search`` (default: ``DEFAULT_UPWARD``): one block per source
+        pushes along the upward arcs of its search space only, level by level with
+        block-local barriers, into a +inf-at-rest array that is put back to rest after
+        the batch; ``sweep``: a pull sweep of the whole upward DAG for every lane, one
+        grid-wide barrier per level.
 
     Returns
     -------
     Result
-        ``counters`` hold ``kernel_ms`` (CUDA events, first launch to last), ``levels``,
+        ``counters`` hold ``kernel_ms`` (CUDA events around each batch's device work,
+        device-to-host copies of distances and predecessors excluded), ``levels``,
         ``batches``, ``batch_size``, ``label_type``, ``label_rows`` and the hierarchy's
         figures.
 
@@ -300,6 +319,10 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
+    upward = DEFAULT_UPWARD if upward is None else upward
+    if upward not in ("search", "sweep"):
+        raise ValueError(f"upward must be 'search' or 'sweep', got {upward!r}")
+    search = upward == "search"
     cp = _cupy()
     prep = prepare(graph, hierarchy)
     sources = np.asarray(sources, dtype=np.int64)
@@ -309,7 +332,9 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     rows = n if full else prep.compact_rows
     isz = prep.label_dtype.itemsize
     # bytes per lane: labels, plus the float64 distances and int32 predecessors + stamps
-    per_lane = rows * isz + (n * 8 if distances else 0) + (n * 8 if predecessors else 0)
+    # (search mode: the +inf-at-rest upward values and the per-level buckets, 4 + 4 bytes)
+    per_lane = (rows * isz + (n * 8 if distances else 0) + (n * 8 if predecessors else 0)
+                + (n * 8 if search else 0))
     free, _total = cp.cuda.runtime.memGetInfo()
     free += cp.get_default_memory_pool().free_bytes()
     fit = int(free * MEMORY_SHARE) // max(per_lane, 1)
@@ -331,7 +356,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     nb = len(starts)
 
     ct = prep.ctype
-    mod = load_module("phast.cu", name_expressions=[f"phast::phast_sweep<{ct}, {v}>" for v in (1, 4)],
+    sname = "true" if search else "false"
+    mod = load_module("phast.cu", name_expressions=[f"phast::phast_sweep<{ct}, {v}, {sname}>" for v in (1, 4)],
                       cooperative=True)
     aux = load_module("phast.cu", name_expressions=[f"phast::phast_distances<{ct}>",
                                                     f"phast::phast_pred_strict<{ct}>",
@@ -356,26 +382,36 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         flags = cp.zeros(1, dtype=cp.int32)
         progress = cp.zeros(2, dtype=cp.uint64)
         rptr, rsrc, rw = _reverse_arrays(graph, prep)
+    if search:
+        upd = cp.full(n * Bmax, 0xFFFFFFFF, dtype=cp.uint32)
+        bucket = cp.empty(n * Bmax, dtype=cp.int32)
+        bcount = cp.zeros(prep.levels * Bmax, dtype=cp.int32)
+    else:
+        upd = cp.empty(1, dtype=cp.uint32)
+        bucket = bcount = cp.empty(1, dtype=cp.int32)
     launches = 0
     host_syncs = 0
     zero_rounds = 0
     grid_used = []
-    start_ev, end_ev = cp.cuda.Event(), cp.cuda.Event()
-    start_ev.record()
+    events = []
     for i, s0 in enumerate(starts):
         k = min(kmax, N - s0)
         B = _pow2_at_least(k)
         V = 4 if B % 4 == 0 else 1
         G = B // V
         log_g = G.bit_length() - 1
-        kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}>")
-        per_sm = blocks_per_sm if blocks_per_sm is not None else (2 if B <= 32 else None)
+        kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, {sname}>")
+        per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
         blocks = coop_blocks(kern, per_sm, _BLOCK)
         mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
         args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
                 arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
-                arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i])
+                arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
+                arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
         went = []
+        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+        ev0.record()
+        events.append((ev0, ev1))
 
         def go(b):
             bb = (b // mult) * mult
@@ -395,8 +431,6 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
             k_d((max(1, min((tot + _BLOCK - 1) // _BLOCK, 65535)),), (_BLOCK,),
                 (np.int32(n), np.int32(B), np.int32(k), arrs["position"], lab, dist_buf))
             launches += 1
-            out_dist[s0:s0 + k] = dist_buf[:k].get()
-            host_syncs += 1
         if predecessors:
             src_d = cp.asarray(sources[s0:s0 + k])
             tot = n * B
@@ -424,12 +458,17 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
                     raise RuntimeError(f"phast predecessors on {graph.name}: {left} reached "
                                        "(source, vertex) pairs have no tight in-arc")
             zero_rounds = max(zero_rounds, r)
-            out_pred[s0:s0 + k] = pred_buf.reshape(n, B)[:, :k].T.astype(cp.int64).get()
+        ev1.record()
+        if distances:
+            out_dist[s0:s0 + k] = dist_buf[:k].get()
             host_syncs += 1
-    end_ev.record()
-    end_ev.synchronize()
-    host_syncs += 1
-    kernel_ms = float(cp.cuda.get_elapsed_time(start_ev, end_ev))
+        if predecessors:
+            out_pred[s0:s0 + k] = pred_buf[:n * B].reshape(n, B)[:, :k].T.astype(cp.int64).get()
+            host_syncs += 1
+    if events:
+        events[-1][1].synchronize()
+        host_syncs += 1
+    kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
     take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
     reached_h = reached.reshape(-1)[cp.asarray(take)].get().astype(np.int64)
     ecc_h = ecc.reshape(-1)[cp.asarray(take)].get().astype(np.float64)
@@ -452,6 +491,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         "lanes": Bmax,
         "grid_blocks": max(grid_used) if grid_used else 0,
         "predecessor_zero_rounds": zero_rounds,
+        "upward": upward,
         "hierarchy_build_s": float(prep.hierarchy.build_s),
         "label_bytes_per_source": rows * isz,
     }

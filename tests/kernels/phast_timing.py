@@ -59,16 +59,20 @@ def copy_bandwidth() -> float:
     return 2 * 2**31 / (ms * 1e-3)
 
 
-def bytes_per_source(prep: phast.Prepared) -> dict:
+def bytes_per_source(prep: phast.Prepared, upward: str = "sweep") -> dict:
     """Label bytes one source moves in a statistics-only sweep (the model of phast_sweep):
-    upward phase: one write per upward-phase vertex, one gather per upward arc whose tail
-    stores a label; downward phase: one read per upward-phase vertex, one gather per
-    downward arc, one write per stored row.  Arc arrays are read once per vertex and
-    shared by the batch's lanes (not counted)."""
+    upward phase ("sweep"): one write per upward-phase vertex, one gather per upward arc
+    whose tail stores a label; downward phase: one read per upward-phase vertex (4 bytes
+    from the upward values in "search" mode), one gather per downward arc, one write per
+    stored row.  Arc arrays are read once per vertex and shared by the batch's lanes, and
+    the searches' few thousand pushes per source are not counted."""
     isz = prep.label_dtype.itemsize
     upv = int((prep.up_end - prep.level_ptr[:-1]).sum())
     up_g = int((prep.up_src_compact >= 0).sum())
-    total = isz * (upv + up_g + upv + prep.m_down + prep.compact_rows)
+    if upward == "sweep":
+        total = isz * (upv + up_g + upv + prep.m_down + prep.compact_rows)
+    else:
+        total = 4 * upv + isz * (prep.m_down + prep.compact_rows)
     return {"bytes_per_source": total, "upward_vertices": upv, "upward_gathers": up_g,
             "downward_gathers": prep.m_down, "label_rows": prep.compact_rows}
 
@@ -95,26 +99,33 @@ def main(argv=None) -> int:
             emit(args.out, {"what": "hierarchy", "graph": name, "n": g.n, "m": g.m, "load_s": load_s,
                             "build_s": h.build_s, "layout_s": h.layout_s, "prepare_s": time.perf_counter() - t1,
                             **prep.summary(), **bytes_per_source(prep)})
-            model = bytes_per_source(prep)["bytes_per_source"]
             rng = np.random.default_rng(2026)
             kernels.solve(g, rng.integers(0, g.n, 64), method="phast", distances=False)  # warm-up
             kernels.solve(g, [0], method="phast", distances=False)
             kernels.solve(g, [0], method="phast")
             if name == "NY":
                 singles = np.random.default_rng(5).integers(0, g.n, 20)
-                for bps in (1, 2, 4, None):
+                for upward, bps in (("sweep", 1), ("search", 1), ("search", 2)):
                     for dist in (False, True):
-                        ms = [kernels.solve(g, [int(s)], method="phast", distances=dist,
+                        ms = [kernels.solve(g, [int(s)], method="phast", distances=dist, upward=upward,
                                             blocks_per_sm=bps).counters["kernel_ms"] for s in singles]
-                        emit(args.out, {"what": "single", "graph": name, "blocks_per_sm": bps,
-                                        "distances": dist, "median_ms": float(np.median(ms)),
+                        emit(args.out, {"what": "single", "graph": name, "upward": upward,
+                                        "blocks_per_sm": bps, "distances": dist,
+                                        "median_ms": float(np.median(ms)),
                                         "min_ms": float(np.min(ms)), "device": dev})
             src = np.random.default_rng(2026).choice(g.n, 16384)
-            for bs in (int(x) for x in args.batches.split(",")):
-                r = kernels.solve(g, src, method="phast", distances=False, batch_size=bs)
+            for upward, bs in [(u, int(x)) for u in ("sweep", "search") for x in args.batches.split(",")]:
+                try:
+                    r = kernels.solve(g, src, method="phast", distances=False, batch_size=bs, upward=upward)
+                except MemoryError as exc:
+                    emit(args.out, {"what": "skip", "graph": name, "batch_size": bs, "upward": upward,
+                                    "error": str(exc)})
+                    continue
                 c = r.counters
                 us = 1e3 * c["kernel_ms"] / len(src)
+                model = bytes_per_source(prep, upward)["bytes_per_source"]
                 emit(args.out, {"what": "batch", "graph": name, "sources": len(src), "batch_size": bs,
+                                "upward": upward,
                                 "kernel_ms": c["kernel_ms"], "us_per_source": us,
                                 "grid_blocks": c["grid_blocks"], "bytes_per_source": model,
                                 "achieved_bytes_per_s": model / (us * 1e-6),
@@ -122,11 +133,17 @@ def main(argv=None) -> int:
             if name == "NY" and args.all_ny:
                 best = int(args.batches.split(",")[-1])
                 allsrc = np.arange(g.n)
-                r = kernels.solve(g, allsrc, method="phast", distances=False, batch_size=best)
-                c = r.counters
-                emit(args.out, {"what": "all", "graph": name, "sources": g.n, "batch_size": best,
-                                "kernel_ms": c["kernel_ms"], "us_per_source": 1e3 * c["kernel_ms"] / g.n,
-                                "sum_reached": int(r.reached.sum()), "device": dev})
+                for upward in ("sweep", "search"):
+                    t0 = time.perf_counter()
+                    r = kernels.solve(g, allsrc, method="phast", distances=False, batch_size=best,
+                                      upward=upward)
+                    wall = time.perf_counter() - t0
+                    c = r.counters
+                    emit(args.out, {"what": "all", "graph": name, "sources": g.n, "batch_size": best,
+                                    "upward": upward, "kernel_ms": c["kernel_ms"], "wall_s": wall,
+                                    "us_per_source": 1e3 * c["kernel_ms"] / g.n,
+                                    "sum_reached": int(r.reached.sum()),
+                                    "sum_of_sums": int(r.sum_distance.sum()), "device": dev})
             del g, h, prep
             from gpu_sssp.kernels.gpu.loader import forget_graphs
 

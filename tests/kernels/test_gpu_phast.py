@@ -114,6 +114,15 @@ def check_layout(g: Graph, sources):
     for lvl in range(prep.levels):
         a, ue, b = prep.level_ptr[lvl], prep.up_end[lvl], prep.level_ptr[lvl + 1]
         assert up_in[a:ue].all() and not up_in[ue:b].any()
+    # the push form (search mode) holds the same upward arcs as the pull form
+    heads = np.repeat(np.arange(n), np.diff(prep.up_ptr))
+    tails = np.where(prep.up_src_full >= 0, prep.up_src_full, -prep.up_src_full - 1)
+    pull = sorted(zip(tails.tolist(), heads.tolist(), prep.up_w.astype(np.int64).tolist()))
+    ptail = np.repeat(np.arange(n), np.diff(prep.push_ptr))
+    push = sorted(zip(ptail.tolist(), prep.push_head.tolist(), prep.push_w.astype(np.int64).tolist()))
+    assert pull == push
+    assert np.array_equal(prep.level_of, lv)
+    assert np.all(prep.level_of[prep.push_head] < prep.level_of[ptail])
     # a row exactly for the vertices whose label is read again
     read_again = up_in.copy()
     read_again[prep.dn_src_full] = True
@@ -226,9 +235,18 @@ def chains_end_at_source(pred: np.ndarray, dist: np.ndarray, source: int) -> boo
 
 
 def gpu_check(g, sources, *, batch_size=None, predecessors=True):
+    """Both upward modes against the CPU reference (returns the search mode's result)."""
+    for upward in ("sweep", "search"):
+        got = _gpu_check(g, sources, batch_size=batch_size, predecessors=predecessors, upward=upward)
+    return got
+
+
+def _gpu_check(g, sources, *, batch_size, predecessors, upward):
     sources = np.asarray(sources, dtype=np.int64)
     want = kernels.solve(g, sources, method="dijkstra")
-    got = kernels.solve(g, sources, method="phast", batch_size=batch_size, predecessors=predecessors)
+    got = kernels.solve(g, sources, method="phast", batch_size=batch_size, predecessors=predecessors,
+                        upward=upward)
+    assert got.counters["upward"] == upward
     assert compare(g, want, got) == []
     assert np.array_equal(got.distances, want.distances)
     r, e, s = reduce_distances(got.distances, integer=True)
@@ -236,7 +254,7 @@ def gpu_check(g, sources, *, batch_size=None, predecessors=True):
     if predecessors:
         for i, src in enumerate(sources):
             assert chains_end_at_source(got.predecessors[i], got.distances[i], int(src)), i
-    lite = kernels.solve(g, sources, method="phast", batch_size=batch_size, distances=False)
+    lite = kernels.solve(g, sources, method="phast", batch_size=batch_size, distances=False, upward=upward)
     assert lite.distances is None and lite.predecessors is None
     assert np.array_equal(lite.reached, want.reached)
     assert np.array_equal(lite.sum_distance, np.asarray(want.sum_distance).astype(np.int64))
@@ -288,8 +306,14 @@ def test_gpu_ny(_gpu):
     src = np.random.default_rng(11).integers(0, g.n, 96)
     src[3] = src[50]
     gpu_check(g, src, batch_size=40)
-    one = kernels.solve(g, src[:1], method="phast", distances=False)
-    assert one.counters["lanes"] == 1
+    for upward in ("sweep", "search"):
+        one = kernels.solve(g, src[:1], method="phast", distances=False, upward=upward)
+        assert one.counters["lanes"] == 1
+        assert one.sum_distance[0] == int(scipy_dist(g, src[:1])[np.isfinite(scipy_dist(g, src[:1]))].sum())
+    # the search mode's +inf-at-rest arrays are put back: two calls in a row agree
+    a = kernels.solve(g, src, method="phast", distances=False, batch_size=32)
+    b = kernels.solve(g, src[::-1], method="phast", distances=False, batch_size=64)
+    assert np.array_equal(a.sum_distance, b.sum_distance[::-1])
 
 
 @need_gpu
@@ -299,3 +323,5 @@ def test_gpu_refuses_ineligible(_gpu):
         kernels.solve(floats, [0], method="phast")
     with pytest.raises(ValueError):
         kernels.solve(Graph.from_edges([0, 1], [1, 2], [3, -1], 3), [0], method="phast")
+    with pytest.raises(ValueError, match="upward"):
+        kernels.solve(random_graph(50, 120, 1), [0], method="phast", upward="down")
