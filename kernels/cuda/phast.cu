@@ -11,7 +11,10 @@
 // predecessors are asked for, every position has a row (row[p] = p).
 //
 // One cooperative kernel per batch (phast_sweep):
-//   upward phase, levels L-1 .. 0: for each position p with upward in-arcs and lane b,
+//   upward phase, SEARCH = true: one warp per lane searches the upward DAG from the
+//     lane's source (its search space only, see upward_search) into upd, +inf at rest
+//     and put back to rest at the end of the kernel; SEARCH = false: a sweep of the
+//     whole upward DAG, levels L-1 .. 0: for each position p with upward in-arcs and lane b,
 //     up[p][b] = min(p == src_b ? 0 : inf, min over upward arcs x -> p of up[x][b] + w)
 //     (x is lower in the hierarchy, so on a larger level: already final);
 //   downward phase, levels 0 .. L-1: d[p][b] = min(up[p][b], min over downward arcs
@@ -59,29 +62,32 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& v) {
   *reinterpret_cast<Vec<T, V>*>(p) = v;
 }
 
-// The upward search of one lane, by one block (SEARCH mode): from the source position s
+// The upward search of one lane, by one warp (SEARCH mode): from the source position s
 // push d + w along the upward arcs (push_ptr/push_head/push_w, CSR by tail) into upd
 // (vertex-major, +inf at rest) level by level from the source's level up to the top;
 // a vertex is appended to its level's bucket (bucket[level_ptr[l] ..], count bcount[l]:
 // a level's capacity is its size, a vertex enters at most once) when its first push
 // finds +inf.  All pushes into level l come from larger levels, finished before it.
-__device__ void upward_search(int lane, int B, int n, int s, const int* __restrict__ level_ptr,
+// A search space is a few hundred vertices: a warp per source keeps many searches in
+// flight, each level separated by a warp barrier only.
+__device__ void upward_search(int lane, int B, int s, const int* __restrict__ level_ptr,
                               const int* __restrict__ level_of, const int* __restrict__ push_ptr,
                               const int* __restrict__ push_head, const unsigned* __restrict__ push_w,
                               unsigned* upd, int* bucket, int* bcount) {
   if (s < 0) return;
+  const int t = threadIdx.x & 31;
   const int ls = level_of[s];
-  if (threadIdx.x == 0) {
+  if (t == 0) {
     upd[(size_t)s * B + lane] = 0u;
     bucket[level_ptr[ls]] = s;
     bcount[ls] = 1;
   }
-  __syncthreads();
+  __syncwarp();
   for (int l = ls; l >= 1; --l) {
     const int c = *((volatile int*)(bcount + l));
     const int base = level_ptr[l];
-    for (int j = threadIdx.x; j < c; j += blockDim.x) {
-      const int x = bucket[base + j];
+    for (int j = t; j < c; j += 32) {
+      const int x = *((volatile int*)(bucket + base + j));
       const unsigned dx = *((volatile unsigned*)(upd + (size_t)x * B + lane));
       const int e1 = push_ptr[x + 1];
       for (int e = push_ptr[x]; e < e1; ++e) {
@@ -96,22 +102,23 @@ __device__ void upward_search(int lane, int B, int n, int s, const int* __restri
         }
       }
     }
-    __syncthreads();
+    __syncwarp();
   }
 }
 
-// Back to rest after the downward sweep: +inf in every entry the lane's search touched,
-// bucket counts 0.
+// Back to rest after the downward sweep (by the warp that searched): +inf in every entry
+// the lane's search touched, bucket counts 0.
 __device__ void search_reset(int lane, int B, int L, const int* __restrict__ level_ptr,
                              unsigned* upd, int* bucket, int* bcount) {
+  const int t = threadIdx.x & 31;
   for (int l = 0; l < L; ++l) {
-    const int c = bcount[l];
+    const int c = *((volatile int*)(bcount + l));
     const int base = level_ptr[l];
-    for (int j = threadIdx.x; j < c; j += blockDim.x) upd[(size_t)bucket[base + j] * B + lane] = 0xFFFFFFFFu;
+    for (int j = t; j < c; j += 32) upd[(size_t)bucket[base + j] * B + lane] = 0xFFFFFFFFu;
   }
-  __syncthreads();
-  for (int l = threadIdx.x; l < L; l += blockDim.x) bcount[l] = 0;
-  __syncthreads();
+  __syncwarp();
+  for (int l = t; l < L; l += 32) bcount[l] = 0;
+  __syncwarp();
 }
 
 // One batch: both sweeps and the per-lane reductions.
@@ -147,12 +154,13 @@ __global__ void __launch_bounds__(256) phast_sweep(
   for (int k = 0; k < V; ++k) sp[k] = src_pos[lane0 + k];
 
   // ---------------------------------------------------------------- upward phase
+  const int warps = (int)(nthreads >> 5);
+  const int warp = (int)(tid >> 5);
   if (SEARCH) {
-    for (int lane = blockIdx.x; lane < B; lane += gridDim.x) {
-      const int n = level_ptr[L];
-      upward_search(lane, B, n, src_pos[lane], level_ptr, level_of, push_ptr, push_head, push_w, upd,
+    const int n = level_ptr[L];
+    for (int lane = warp; lane < B; lane += warps)
+      upward_search(lane, B, src_pos[lane], level_ptr, level_of, push_ptr, push_head, push_w, upd,
                     bucket + (size_t)lane * n, bcount + (size_t)lane * L);
-    }
     grid.sync();
   }
   for (int l = SEARCH ? -1 : L - 1; l >= 0; --l) {
@@ -234,10 +242,9 @@ __global__ void __launch_bounds__(256) phast_sweep(
   }
   if (SEARCH) {  // every read of upd is done: put the touched entries back to +inf
     grid.sync();
-    for (int lane = blockIdx.x; lane < B; lane += gridDim.x) {
-      const int n = level_ptr[L];
+    const int n = level_ptr[L];
+    for (int lane = warp; lane < B; lane += warps)
       search_reset(lane, B, L, level_ptr, upd, bucket + (size_t)lane * n, bcount + (size_t)lane * L);
-    }
   }
 #pragma unroll
   for (int k = 0; k < V; ++k) {

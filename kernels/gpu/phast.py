@@ -292,9 +292,9 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         Resident blocks per SM of the cooperative kernel (default: 1 for batches of up
         to 32 lanes, where cheaper barriers matter more than occupancy; else all that fit).
     upward : {"search", "sweep"}, optional
-        The upward phase: ``search`` (default: ``DEFAULT_UPWARD``): one block per source
+        The upward phase: ``search`` (default: ``DEFAULT_UPWARD``): one warp per source
         pushes along the upward arcs of its search space only, level by level with
-        block-local barriers, into a +inf-at-rest array that is put back to rest after
+        warp barriers, into a +inf-at-rest array that is put back to rest after
         the batch; ``sweep``: a pull sweep of the whole upward DAG for every lane, one
         grid-wide barrier per level.
 
