@@ -283,7 +283,8 @@ def test_gpu_random_isolated_unreachable_16bit(_gpu):
         g = random_graph(1200, 2400, seed + i, lo=lo, hi=hi, isolated=5)
         res = gpu_check(g, np.r_[np.random.default_rng(seed).integers(0, g.n, 150), g.n - 1, g.n - 1],
                         batch_size=[None, 40, 77][i])
-        assert res.counters["label_type"] == ("uint16" if hi == 9 else "uint32")
+        # path lengths below 1199 x hi: 16-bit labels for hi = 9 and 5
+        assert res.counters["label_type"] == ("uint16" if hi < 50 else "uint32")
 
 
 @need_gpu
@@ -314,6 +315,31 @@ def test_gpu_ny(_gpu):
     a = kernels.solve(g, src, method="phast", distances=False, batch_size=32)
     b = kernels.solve(g, src[::-1], method="phast", distances=False, batch_size=64)
     assert np.array_equal(a.sum_distance, b.sum_distance[::-1])
+
+
+@need_gpu
+def test_gpu_weights_at_the_edge_of_the_label_type(_gpu):
+    """Path lengths just below the 16-bit +inf (65535) and at the hierarchy's 2**30 limit."""
+    for n, w in ((300, 219), (200, 2**30 // 199)):
+        # a chain both ways: the distance from an end to the other is the bound itself
+        s, d = np.arange(n - 1), np.arange(1, n)
+        g = Graph.from_edges(np.r_[s, d], np.r_[d, s], np.full(2 * (n - 1), w), n, name=f"chain-{n}-{w}")
+        assert hmod.path_length_bound(g) == (n - 1) * w
+        res = gpu_check(g, [0, n - 1, n // 2, 0], batch_size=3)
+        assert res.counters["label_type"] == ("uint16" if w < 1000 else "uint32")
+        assert res.eccentricity[0] == (n - 1) * w
+
+
+@need_gpu
+def test_gpu_roads_fresh_weight_seed(_gpu):
+    from tests.kernels import batched_graphs as bg
+
+    seed = int(time.time_ns() % 2**31)
+    print(f"weight seed {seed}")
+    for name in ("BAY", "COL"):
+        g = bg.load(f"road-topology/{name}.gr.xz", weights=f"random:1:1000:{seed}")
+        src = np.random.default_rng(seed).integers(0, g.n, 70)
+        gpu_check(g, src, batch_size=32, predecessors=name == "BAY")
 
 
 @need_gpu
