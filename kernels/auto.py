@@ -15,7 +15,9 @@ H200):
   against 2 log2 n = 36, 30, 30); the contraction of a random graph of mean degree 3
   with 20,000 vertices (hop depth 8 against 29) had not finished after 3 minutes.  And the hierarchy either already held by the graph (built, or loaded from the
   cache by a study's worker) or worth building: at least ``PHAST_BUILD_SHARE`` x n sources
-  (NY: the 4.5 s build costs about what ``batched`` takes for 70,000 sources).  A held
+  (NY: the 4.5 s build costs about what ``batched`` takes for 70,000 sources; ``phast``
+  then solves all 264,346 NY sources in 0.33 s of kernel time on an H100 against 16.1 s
+  for ``batched`` on an H200).  A held
   hierarchy that blew up (more than ``HIERARCHY_MAX_ARC_RATIO`` arcs per graph arc, or
   more than ``HIERARCHY_MAX_LEVELS`` levels) keeps ``batched``.  One source takes ``phast``
   only with the hierarchy held.

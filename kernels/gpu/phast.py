@@ -3,9 +3,11 @@
 ``solve(graph, sources)`` takes the graph's contraction hierarchy (built once per graph
 by :mod:`kernels.hierarchy`, RoutingKit through ``routingkit_ch``, or passed in) and
 solves the sources in batches of ``B``: one cooperative kernel per batch
-(``kernels/cuda/phast.cu``) runs the upward phase (a sweep of the upward DAG level by
-level from the bottom, every source of the batch at once) and the downward sweep
-(level by level from the top), with a grid-wide barrier between levels, the labels
+(``kernels/cuda/phast.cu``) runs the upward phase (by default a warp per source searches
+its upward search space, level by level, into a +inf-at-rest array; or, ``upward="sweep"``,
+a sweep of the whole upward DAG level by level from the bottom for every source at once)
+and the downward sweep (level by level from the top), with a grid-wide barrier between
+levels, the labels
 vertex-major (a vertex's ``B`` labels contiguous) and the per-source reductions (reached
 count, eccentricity, exact 64-bit sum of distances) fused into the downward sweep, so
 the labels are written once per phase and never passed over again.  Distances (graph
@@ -20,6 +22,13 @@ their upward value is 0 for their own source and +inf otherwise, computed on the
 and their final value is only reduced.  Labels are unsigned, 16 bits when every path
 length fits (graphs with small weights), else 32; +inf is the all-ones value and
 additions saturate at it.
+
+Measured on one H100 (NY and FLA road topologies, weights U[1,1000] seed 7, statistics
+only, ``tests/kernels/phast_timing.py``): all 264,346 NY sources in 0.33 s of kernel time
+(1.24 us per source; the whole-DAG sweep: 0.64 s), FLA 4.3 us per source over 16,384
+random sources, one NY source 0.36 ms (0.39 ms with its distances).  The searches cut
+the modelled label traffic per NY source from 6.5 MB to 4.0 MB; the kernel moves it
+at 1.06x the device's copy bandwidth (gathers partly served by L2).
 
 Only graphs with integer weights >= 0 whose path lengths fit the hierarchy's weight type
 are eligible (:func:`kernels.hierarchy.eligible`); the others raise ``ValueError``
