@@ -274,7 +274,8 @@ def _pow2_at_most(k: int) -> int:
 
 
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
-          batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, **options) -> Result:
+          batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
+          **options) -> Result:
     """Shortest paths from every source by PHAST sweeps of the graph's hierarchy.
 
     Parameters
@@ -306,6 +307,10 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         warp barriers, into a +inf-at-rest array that is put back to rest after
         the batch; ``sweep``: a pull sweep of the whole upward DAG for every lane, one
         grid-wide barrier per level.
+    force : bool
+        Build the hierarchy even for a graph that does not look road-like
+        (:func:`kernels.auto.road_like`: on expanders and power-law graphs the contraction
+        can run for hours).  Not needed when the graph holds its hierarchy or one is given.
 
     Returns
     -------
@@ -318,7 +323,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     Raises
     ------
     ValueError
-        The graph is not eligible (the reason is named), or a bad ``batch_size``.
+        The graph is not eligible (the reason is named), is not road-like and holds no
+        hierarchy (without ``force``), or a bad ``batch_size``.
     MemoryError
         One source's labels do not fit on the device.
     """
@@ -328,6 +334,17 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
+    why = hmod.eligible(graph)
+    if why is not None:
+        raise ValueError(f"phast: {why}; use method='batched' (or 'auto')")
+    if hierarchy is None and not force and not hmod.has_hierarchy(graph):
+        from gpu_sssp.kernels import auto
+
+        if not auto.road_like(graph):
+            raise ValueError(
+                f"phast: {graph.name} does not look road-like (mean degree {graph.m / max(graph.n, 1):.1f}, "
+                f"hop depth {auto.hop_depth(graph)}), so contracting it may take very long; pass "
+                "force=True to build its hierarchy anyway, or use method='batched' (or 'auto')")
     upward = DEFAULT_UPWARD if upward is None else upward
     if upward not in ("search", "sweep"):
         raise ValueError(f"upward must be 'search' or 'sweep', got {upward!r}")

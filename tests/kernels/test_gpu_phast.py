@@ -213,6 +213,15 @@ def test_auto_rule():
     assert auto.choose(dense, dense.n, "gpu") == "batched"
 
 
+def test_solve_refuses_to_contract_an_expander_without_force():
+    g = random_graph(3000, 4000, 9, undirected=True)
+    with pytest.raises(ValueError, match="does not look road-like.*force=True"):
+        phast.solve(g, [0, 1])  # refused before any device work
+    with pytest.raises(ValueError, match="phast: floats: float64"):
+        phast.solve(Graph.from_edges([0, 1], [1, 2], [0.5, 1.5], 3, name="floats"), [0])
+    assert not hmod.has_hierarchy(g)
+
+
 # ----------------------------------------------------------------------------- GPU
 need_gpu = pytest.mark.gpu
 
@@ -245,7 +254,7 @@ def _gpu_check(g, sources, *, batch_size, predecessors, upward):
     sources = np.asarray(sources, dtype=np.int64)
     want = kernels.solve(g, sources, method="dijkstra")
     got = kernels.solve(g, sources, method="phast", batch_size=batch_size, predecessors=predecessors,
-                        upward=upward)
+                        upward=upward, force=True)
     assert got.counters["upward"] == upward
     assert compare(g, want, got) == []
     assert np.array_equal(got.distances, want.distances)
@@ -254,7 +263,8 @@ def _gpu_check(g, sources, *, batch_size, predecessors, upward):
     if predecessors:
         for i, src in enumerate(sources):
             assert chains_end_at_source(got.predecessors[i], got.distances[i], int(src)), i
-    lite = kernels.solve(g, sources, method="phast", batch_size=batch_size, distances=False, upward=upward)
+    lite = kernels.solve(g, sources, method="phast", batch_size=batch_size, distances=False, upward=upward,
+                         force=True)
     assert lite.distances is None and lite.predecessors is None
     assert np.array_equal(lite.reached, want.reached)
     assert np.array_equal(lite.sum_distance, np.asarray(want.sum_distance).astype(np.int64))
@@ -350,4 +360,4 @@ def test_gpu_refuses_ineligible(_gpu):
     with pytest.raises(ValueError):
         kernels.solve(Graph.from_edges([0, 1], [1, 2], [3, -1], 3), [0], method="phast")
     with pytest.raises(ValueError, match="upward"):
-        kernels.solve(random_graph(50, 120, 1), [0], method="phast", upward="down")
+        kernels.solve(random_graph(50, 120, 1), [0], method="phast", upward="down", force=True)
