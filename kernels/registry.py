@@ -167,3 +167,6 @@ register("dijkstra", "cpu", "gpu_sssp.kernels.cpu:dijkstra", negative_weights=Fa
          description="SciPy Dijkstra (binary heap), the reference")
 register("bellman-ford", "cpu", "gpu_sssp.kernels.cpu:bellman_ford",
          description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")
+register("phast", "cpu", "gpu_sssp.kernels.cpu_phast:phast", negative_weights=False,
+         description="PHAST sweep over a contraction hierarchy (RoutingKit), many sources per sweep, "
+                     "Numba; non-negative integer weights")
