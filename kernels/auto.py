@@ -3,7 +3,16 @@
 The rule (README "Algorithms"; the figures are in BENCHMARKS.md, kernel times on an
 H200):
 
-- CPU backend: ``dijkstra`` for non-negative weights, else ``bellman-ford``.
+- CPU backend: ``bellman-ford`` for negative weights; ``phast`` (a sweep over a
+  contraction hierarchy, ``kernels.cpu_phast``) when the graph already holds its hierarchy
+  (``pipeline.hierarchy.load_hierarchy`` was called, or an earlier phast call built it),
+  or for at least ``PHAST_MIN_SOURCES`` sources when the graph is eligible (non-negative
+  integer weights within the hierarchy's bound) and road-like
+  (:func:`kernels.hierarchy.structure`: degree <= 64, hop depth >= 0.25 sqrt(n)); else
+  ``dijkstra``.  On NY (2-core development VM) phast takes ~1.5-2 ms per source in
+  batches and 6 ms for a single source against ~45 ms for SciPy's Dijkstra, so with the
+  hierarchy at hand it wins from one source on; building it (NY: 5-13 s) costs ~200
+  Dijkstra sources, hence the 256.
 - GPU, more than one source: ``batched`` (NY, 4,096 sources: 0.092 ms per source against
   2.5 ms for the best single-source kernel; RMAT 2^20: 2.2 against 3.1).
 - GPU, one source: ``edgelist`` on dense graphs (mean degree >= ``DENSE_DEGREE``: RMAT
@@ -17,6 +26,9 @@ Methods that need non-negative weights are skipped for a graph that has negative
 from __future__ import annotations
 
 from gpu_sssp.kernels import registry
+
+#: Sources from which the CPU builds a hierarchy for ``phast`` (when none is held yet).
+PHAST_MIN_SOURCES = 256
 
 #: Mean out-degree from which one source is solved by sweeping every arc (edgelist).
 DENSE_DEGREE = 8.0
@@ -46,7 +58,9 @@ def choose(graph, n_sources: int, backend: str) -> str:
         No registered GPU method accepts the graph.
     """
     if backend == "cpu":
-        return "bellman-ford" if graph.has_negative else "dijkstra"
+        if graph.has_negative:
+            return "bellman-ford"
+        return "phast" if _cpu_phast(graph, n_sources) else "dijkstra"
     if n_sources > 1:
         prefs = GPU_PREFERENCE_MANY
     elif graph.n and graph.m / graph.n >= DENSE_DEGREE:
@@ -58,3 +72,16 @@ def choose(graph, n_sources: int, backend: str) -> str:
         if name in names and (registry.get(name).negative_weights or not graph.has_negative):
             return name
     raise ValueError("no GPU method is registered that accepts this graph")
+
+
+def _cpu_phast(graph, n_sources: int) -> bool:
+    """Whether ``auto`` on the CPU runs ``phast`` (the rule in the module docstring)."""
+    from gpu_sssp.kernels import hierarchy
+
+    if "phast" not in registry.available_methods("cpu"):
+        return False
+    if hierarchy.eligible(graph) is not None:
+        return False
+    if hierarchy.has_hierarchy(graph):
+        return True
+    return n_sources >= PHAST_MIN_SOURCES and hierarchy.structure(graph) is None
