@@ -23,9 +23,9 @@ then a median of 12 steps before its head on NY (90th percentile ~4,000), agains
 level-ordered layout of :class:`kernels.hierarchy.Hierarchy` is for the GPU, where a
 level's vertices run in parallel.
 
-Blocks are independent, so the cores work on different blocks (``numba.prange`` over the
-threads, each reusing one label buffer of ``n x lanes`` uint32); nothing is shared but the
-read-only hierarchy.  Predecessors, when asked, come from the final distances: a
+Blocks are independent, so the cores work on different blocks (Python threads calling a
+``nogil`` kernel, each on its own label buffer of ``n x lanes`` uint32, kept between
+calls); nothing is shared but the read-only hierarchy.  Predecessors, when asked, come from the final distances: a
 tight original in-arc (``d[u] + w == d[v]``) per vertex.  With positive weights any tight
 in-arc will do (distances strictly decrease along the chain, so it cannot cycle); with
 zero-weight arcs a breadth-first search from the source over tight arcs gives every vertex
@@ -34,18 +34,22 @@ the arc it was first reached by - a tree, with no cycles through zero-weight arc
 Why Numba: the inner loops must be compiled and SIMD-vectorised; Numba is on PyPI as
 wheels for every platform NumPy supports (llvmlite bundles LLVM), so ``pip install`` needs
 no compiler on the user's machine, the kernels are compiled once and cached on disk
-(``cache=True``), and ``prange`` gives the threads.  A C++ extension would need a build
+(``cache=True``; ~4 s the first time, ~1 s to load after), and ``nogil`` kernels run in
+plain threads (``parallel=True`` compiled twice as slowly and brings its own thread pool,
+which Dask worker processes would oversubscribe).  A C++ extension would need a build
 toolchain at install time or per-platform wheels of our own.
 """
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange, set_num_threads
+from numba import njit
 
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.result import Result
@@ -216,98 +220,92 @@ def _upward(s, up_indptr, up_head, up_weight, dist, stack, space):
     return cnt, relax
 
 
-@njit(parallel=True, cache=True)
-def _sweep(src_pos, lanes, n_threads, step_of_position, step_of_vertex, up_indptr, up_head, up_weight,
+@njit(cache=True, nogil=True)
+def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_indptr, up_head, up_weight,
            down_indptr, down_tail, down_weight, want_dist, out,
-           reached, ecc, total, relax_up, labels, updist):
+           reached, ecc, total, relax_up, d, ud):
+    """Blocks ``t, t + n_threads, ...`` of the sources, with this thread's label buffer
+    ``d`` (n x lanes uint32) and upward-search buffer ``ud`` (n uint32, all INF)."""
     n = len(step_of_vertex)
     nsrc = len(src_pos)
     n_blocks = (nsrc + lanes - 1) // lanes
-    for t in prange(n_threads):
-        # per-thread buffers: labels (n x lanes uint32) and updist (n) come from NumPy,
-        # which asks the kernel for huge pages on large arrays (random row reads then
-        # miss the TLB far less often)
-        d = labels[t]
-        ud = updist[t]
-        mark = np.full(n, -1, dtype=np.int64)
-        tmp = np.empty(lanes, dtype=np.uint32)
-        cnt = np.empty(lanes, dtype=np.int64)
-        mx = np.empty(lanes, dtype=np.int64)
-        sm = np.empty(lanes, dtype=np.int64)
-        stack = np.empty(n + 1, dtype=np.int64)
-        space = np.empty(n + 1, dtype=np.int64)
-        for blk in range(t, n_blocks, n_threads):
-            k0 = blk * lanes
-            b = min(lanes, nsrc - k0)
-            # upward phase: each lane's search space written into its rows; a row is
-            # set to INF the first time this block touches it (mark), the other rows
-            # are initialised by the sweep itself
-            for k in range(b):
-                c, r = _upward(src_pos[k0 + k], up_indptr, up_head, up_weight, ud, stack, space)
-                relax_up[k0 + k] = r
-                for i in range(c):
-                    x = space[i]
-                    q = step_of_position[x]
-                    if mark[q] != blk:
-                        mark[q] = blk
-                        base = q * lanes
-                        for j in range(lanes):
-                            d[base + j] = np.uint32(0xFFFFFFFF)
-                    d[q * lanes + k] = ud[x]
-                    ud[x] = np.uint32(0xFFFFFFFF)
-            for j in range(lanes):
-                cnt[j] = 0
-                mx[j] = 0
-                sm[j] = 0
-            # downward phase: the steps in order (a topological order of the down DAG)
-            for p in range(n):
-                base = p * lanes
-                if mark[p] == blk:
+    mark = np.full(n, -1, dtype=np.int64)
+    tmp = np.empty(lanes, dtype=np.uint32)
+    cnt = np.empty(lanes, dtype=np.int64)
+    mx = np.empty(lanes, dtype=np.int64)
+    sm = np.empty(lanes, dtype=np.int64)
+    stack = np.empty(n + 1, dtype=np.int64)
+    space = np.empty(n + 1, dtype=np.int64)
+    for blk in range(t, n_blocks, n_threads):
+        k0 = blk * lanes
+        b = min(lanes, nsrc - k0)
+        # upward phase: each lane's search space written into its rows; a row is
+        # set to INF the first time this block touches it (mark), the other rows
+        # are initialised by the sweep itself
+        for k in range(b):
+            c, r = _upward(src_pos[k0 + k], up_indptr, up_head, up_weight, ud, stack, space)
+            relax_up[k0 + k] = r
+            for i in range(c):
+                x = space[i]
+                q = step_of_position[x]
+                if mark[q] != blk:
+                    mark[q] = blk
+                    base = q * lanes
                     for j in range(lanes):
-                        tmp[j] = d[base + j]
-                else:
-                    for j in range(lanes):
-                        tmp[j] = np.uint32(0xFFFFFFFF)
-                for a in range(down_indptr[p], down_indptr[p + 1]):
-                    ub = down_tail[a] * lanes
-                    w = down_weight[a]
-                    lim = np.uint32(0xFFFFFFFF) - w
-                    for j in range(lanes):
-                        # saturating add in uint32 (the casts keep the SIMD lanes 32-bit)
-                        x = np.uint32(min(d[ub + j], lim) + w)
-                        tmp[j] = min(tmp[j], x)
+                        d[base + j] = np.uint32(0xFFFFFFFF)
+                d[q * lanes + k] = ud[x]
+                ud[x] = np.uint32(0xFFFFFFFF)
+        for j in range(lanes):
+            cnt[j] = 0
+            mx[j] = 0
+            sm[j] = 0
+        # downward phase: the steps in order (a topological order of the down DAG)
+        for p in range(n):
+            base = p * lanes
+            if mark[p] == blk:
                 for j in range(lanes):
-                    x = tmp[j]
-                    d[base + j] = x
-                    ok = x != np.uint32(0xFFFFFFFF)
-                    xi = np.int64(x) if ok else np.int64(0)
-                    cnt[j] += 1 if ok else 0
-                    sm[j] += xi
-                    mx[j] = max(mx[j], xi)
-            for j in range(b):
-                reached[k0 + j] = cnt[j]
-                ecc[k0 + j] = mx[j]
-                total[k0 + j] = sm[j]
-            if want_dist:
-                # graph order: sequential writes to each lane's row, one label row read
-                # per vertex
-                # in tiles of vertices, one lane at a time: each lane's row is written
-                # sequentially while the tile's label rows stay in L1/L2
-                for v0 in range(0, n, 512):
-                    v1 = min(n, v0 + 512)
-                    for j in range(b):
-                        row = out[k0 + j]
-                        for v in range(v0, v1):
-                            x = d[step_of_vertex[v] * lanes + j]
-                            row[v] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
+                    tmp[j] = d[base + j]
+            else:
+                for j in range(lanes):
+                    tmp[j] = np.uint32(0xFFFFFFFF)
+            for a in range(down_indptr[p], down_indptr[p + 1]):
+                ub = down_tail[a] * lanes
+                w = down_weight[a]
+                lim = np.uint32(0xFFFFFFFF) - w
+                for j in range(lanes):
+                    # saturating add in uint32 (the casts keep the SIMD lanes 32-bit)
+                    x = np.uint32(min(d[ub + j], lim) + w)
+                    tmp[j] = min(tmp[j], x)
+            for j in range(lanes):
+                x = tmp[j]
+                d[base + j] = x
+                ok = x != np.uint32(0xFFFFFFFF)
+                xi = np.int64(x) if ok else np.int64(0)
+                cnt[j] += 1 if ok else 0
+                sm[j] += xi
+                mx[j] = max(mx[j], xi)
+        for j in range(b):
+            reached[k0 + j] = cnt[j]
+            ecc[k0 + j] = mx[j]
+            total[k0 + j] = sm[j]
+        if want_dist:
+            # graph order, in tiles of vertices, one lane at a time: each lane's row
+            # is written sequentially while the tile's label rows stay in L1/L2
+            for v0 in range(0, n, 512):
+                v1 = min(n, v0 + 512)
+                for j in range(b):
+                    row = out[k0 + j]
+                    for v in range(v0, v1):
+                        x = d[step_of_vertex[v] * lanes + j]
+                        row[v] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
 
 
-@njit(parallel=True, cache=True)
-def _tight_tree(sources, indptr, indices, weights, dist, pred):
+@njit(cache=True, nogil=True)
+def _tight_tree(sources, indptr, indices, weights, dist, pred, t, n_threads):
     """Per source row: breadth-first search over tight arcs; the discovery arc of every
     vertex is its predecessor (a tree: each vertex is discovered once)."""
     n = len(indptr) - 1
-    for i in prange(len(sources)):
+    for i in range(t, len(sources), n_threads):
         s = sources[i]
         row = dist[i]
         pr = pred[i]
@@ -332,13 +330,13 @@ def _tight_tree(sources, indptr, indices, weights, dist, pred):
                     tail += 1
 
 
-@njit(parallel=True, cache=True)
-def _tight_in_arc(sources, rev_indptr, rev_tail, rev_weight, dist, pred):
+@njit(cache=True, nogil=True)
+def _tight_in_arc(sources, rev_indptr, rev_tail, rev_weight, dist, pred, t, n_threads):
     """Per source row: every reached vertex but the source takes its first tight in-arc.
     Only for positive weights: the distance then strictly decreases along predecessor
     chains, so they cannot cycle."""
     n = len(rev_indptr) - 1
-    for i in prange(len(sources)):
+    for i in range(t, len(sources), n_threads):
         s = sources[i]
         row = dist[i]
         pr = pred[i]
@@ -377,7 +375,7 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     lanes : int, optional
         Sources per sweep block (default 32, fewer when there are fewer sources per thread).
     threads : int, optional
-        Threads (blocks run in parallel); default Numba's current count (the cores).
+        Threads (blocks run in parallel); default :func:`default_threads` (the cores).
 
     Returns
     -------
@@ -403,7 +401,7 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         raise ValueError(f"phast: the hierarchy held by {graph.name} belongs to another graph")
     sources = np.asarray(sources, dtype=np.int64)
     uniq, inv = _distinct(sources)
-    nthreads = get_num_threads() if threads is None else int(threads)
+    nthreads = default_threads() if threads is None else int(threads)
     if nthreads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     if lanes is None:
@@ -422,27 +420,27 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     relax_up = np.zeros(len(uniq), dtype=np.int64)
     src_pos = h.position[uniq].astype(np.int64)
     labels, updist = _buffers(run_threads, n, lanes)
-    before = get_num_threads()
     t0 = time.perf_counter()
     try:
-        set_num_threads(min(run_threads, _max_threads()))
-        _sweep(src_pos, lanes, run_threads, lay.step_of_position, lay.step_of_vertex,
-               h.up_indptr, h.up_head, h.up_weight, lay.down_indptr, lay.down_tail, lay.down_weight, want_dist, out, reached, ecc, total, relax_up,
-               labels, updist)
+        _in_threads(run_threads, lambda t: _sweep(
+            src_pos, lanes, t, run_threads, lay.step_of_position, lay.step_of_vertex,
+            h.up_indptr, h.up_head, h.up_weight, lay.down_indptr, lay.down_tail, lay.down_weight,
+            want_dist, out, reached, ecc, total, relax_up, labels[t], updist[t]))
         pred = None
         if predecessors:
             pred = np.empty((len(uniq), n), dtype=np.int64)
+            pt = max(1, min(nthreads, len(uniq)))
             if graph.m and graph.min_weight > 0:
                 rp, rt, rw, _ = graph.reverse()
-                _tight_in_arc(uniq, rp.astype(np.int64), rt.astype(np.int64), rw.astype(np.float64), out, pred)
+                rp, rt, rw = rp.astype(np.int64), rt.astype(np.int64), rw.astype(np.float64)
+                _in_threads(pt, lambda t: _tight_in_arc(uniq, rp, rt, rw, out, pred, t, pt))
             else:  # zero-weight arcs: breadth-first over tight arcs, so no zero cycles
-                _tight_tree(uniq, graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
-                            graph.weights.astype(np.float64), out, pred)
+                ip, ix, w = (graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+                             graph.weights.astype(np.float64))
+                _in_threads(pt, lambda t: _tight_tree(uniq, ip, ix, w, out, pred, t, pt))
     except BaseException:
         release_buffers()  # an interrupted sweep may leave upward labels behind
         raise
-    finally:
-        set_num_threads(before)
     ms = (time.perf_counter() - t0) * 1e3
     relax = relax_up + h.m_down
     if inv is not None:  # repeated sources: copy the rows of the distinct ones
@@ -513,7 +511,32 @@ def _distinct(sources):
     return sources[keep], rank[inv]
 
 
-def _max_threads() -> int:
-    import numba
+def default_threads() -> int:
+    """Threads of a ``phast`` call when not given: ``$SSSP_PHAST_THREADS``, else the CPUs
+    this process may run on, at most ``$OMP_NUM_THREADS`` when that is set (Dask's worker
+    processes set it to 1, so a local CPU cluster of one worker per core does not
+    oversubscribe the cores)."""
+    env = os.environ.get("SSSP_PHAST_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cpus = os.cpu_count() or 1
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if omp.isdigit() and int(omp) > 0:
+        cpus = min(cpus, int(omp))
+    return max(1, cpus)
 
-    return numba.config.NUMBA_NUM_THREADS
+
+def _in_threads(n: int, fn) -> None:
+    """``fn(t)`` for ``t`` in ``0 .. n-1``, each in its own thread (the kernels release
+    the GIL), the first in the calling thread."""
+    if n == 1:
+        fn(0)
+        return
+    with ThreadPoolExecutor(n - 1, thread_name_prefix="phast") as pool:
+        futs = [pool.submit(fn, t) for t in range(1, n)]
+        fn(0)
+        for f in futs:
+            f.result()
