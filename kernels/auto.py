@@ -5,14 +5,18 @@ H200):
 
 - CPU backend: ``bellman-ford`` for negative weights; ``phast`` (a sweep over a
   contraction hierarchy, ``kernels.cpu_phast``) when the graph already holds its hierarchy
-  (``pipeline.hierarchy.load_hierarchy`` was called, or an earlier phast call built it),
-  or for at least ``PHAST_MIN_SOURCES`` sources when the graph is eligible (non-negative
-  integer weights within the hierarchy's bound) and road-like
-  (:func:`kernels.hierarchy.structure`: degree <= 64, hop depth >= 0.25 sqrt(n)); else
-  ``dijkstra``.  On NY (2-core development VM) phast takes ~1.5-2 ms per source in
-  batches and 6 ms for a single source against ~45 ms for SciPy's Dijkstra, so with the
-  hierarchy at hand it wins from one source on; building it (NY: 5-13 s) costs ~200
-  Dijkstra sources, hence the 256.
+  (``pipeline.hierarchy.load_hierarchy`` was called - a CPU study's workers do when the
+  client chose phast - or an earlier phast call built it), or when the graph is eligible
+  (non-negative integer weights within the hierarchy's bound), road-like
+  (:func:`kernels.hierarchy.structure`: degree <= 64, hop depth >= 0.25 sqrt(n)) and the
+  call has at least :func:`cpu_phast_min_sources` sources; else ``dijkstra``.  The cost
+  model behind the threshold: SciPy's Dijkstra costs ~62 ns per arc per source (NY: 45 ms),
+  phast ~1.5-2 ms per source on NY (20-40x less), but first the hierarchy is built
+  (~15 us per arc: NY 5-13 s) and Numba loads its compiled kernels (~1.5 s per process,
+  more when several workers start at once); phast is chosen when the Dijkstra time it
+  saves is at least twice that fixed cost (NY: ~580 sources; rome99's 3,353 sources, 1.8 s
+  of Dijkstra, stay with dijkstra).  With the hierarchy at hand phast wins from one
+  source (NY: 6 ms against 44 ms).
 - GPU, more than one source: ``batched`` (NY, 4,096 sources: 0.092 ms per source against
   2.5 ms for the best single-source kernel; RMAT 2^20: 2.2 against 3.1).
 - GPU, one source: ``edgelist`` on dense graphs (mean degree >= ``DENSE_DEGREE``: RMAT
@@ -25,10 +29,15 @@ Methods that need non-negative weights are skipped for a graph that has negative
 """
 from __future__ import annotations
 
+import math
+
 from gpu_sssp.kernels import registry
 
-#: Sources from which the CPU builds a hierarchy for ``phast`` (when none is held yet).
-PHAST_MIN_SOURCES = 256
+#: CPU cost model for building a hierarchy (see the module docstring): SciPy Dijkstra
+#: seconds per arc per source, hierarchy build seconds per arc, Numba's fixed cost.
+DIJKSTRA_S_PER_ARC = 62e-9
+BUILD_S_PER_ARC = 15e-6
+PHAST_FIXED_S = 2.0
 
 #: Mean out-degree from which one source is solved by sweeping every arc (edgelist).
 DENSE_DEGREE = 8.0
@@ -60,7 +69,7 @@ def choose(graph, n_sources: int, backend: str) -> str:
     if backend == "cpu":
         if graph.has_negative:
             return "bellman-ford"
-        return "phast" if _cpu_phast(graph, n_sources) else "dijkstra"
+        return "phast" if cpu_phast_applies(graph, n_sources) else "dijkstra"
     if n_sources > 1:
         prefs = GPU_PREFERENCE_MANY
     elif graph.n and graph.m / graph.n >= DENSE_DEGREE:
@@ -74,7 +83,15 @@ def choose(graph, n_sources: int, backend: str) -> str:
     raise ValueError("no GPU method is registered that accepts this graph")
 
 
-def _cpu_phast(graph, n_sources: int) -> bool:
+def cpu_phast_min_sources(graph) -> int:
+    """Sources from which ``auto`` on the CPU builds a hierarchy and runs ``phast`` (when
+    the graph holds none yet): the Dijkstra time saved must be twice the fixed cost."""
+    fixed = graph.m * BUILD_S_PER_ARC + PHAST_FIXED_S
+    per_source = max(graph.m, 1) * DIJKSTRA_S_PER_ARC * (1 - 1 / 20)
+    return max(1, int(math.ceil(2 * fixed / per_source)))
+
+
+def cpu_phast_applies(graph, n_sources: int) -> bool:
     """Whether ``auto`` on the CPU runs ``phast`` (the rule in the module docstring)."""
     from gpu_sssp.kernels import hierarchy
 
@@ -84,4 +101,4 @@ def _cpu_phast(graph, n_sources: int) -> bool:
         return False
     if hierarchy.has_hierarchy(graph):
         return True
-    return n_sources >= PHAST_MIN_SOURCES and hierarchy.structure(graph) is None
+    return n_sources >= cpu_phast_min_sources(graph) and hierarchy.structure(graph) is None

@@ -28,7 +28,8 @@ from gpu_sssp.kernels.hierarchy import Hierarchy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["load_hierarchy", "cache_path", "read_cache", "write_cache", "CACHE_FORMAT"]
+__all__ = ["load_hierarchy", "prepare_study", "cache_path", "read_cache", "write_cache",
+           "CACHE_FORMAT"]
 
 #: Version of the cache file's layout; a file of another version is rebuilt.
 CACHE_FORMAT = 1
@@ -166,3 +167,32 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
         return h
 
     return graph.cached(hmod.CACHE_KEY, get)
+
+
+def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str = "auto") -> Hierarchy | None:
+    """On the client, before the workers load the graph: build the hierarchy and write
+    its cache file when a CPU study of ``n_sources`` sources will solve with ``phast``
+    (named, or chosen by ``auto``: ``kernels.auto.cpu_phast_applies``), so that every
+    worker reads it (``GraphPlugin(..., hierarchy=True)``) instead of building it again.  GPU studies are
+    left alone.
+
+    Returns
+    -------
+    Hierarchy or None
+        ``None`` when the study will not use it, or the graph has no file to cache beside.
+    """
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels import auto
+
+    from gpu_sssp.kernels import hierarchy
+
+    if backend == "gpu" or (backend == "auto" and kernels.device_count() > 0):
+        return None
+    if cache_path(graph) is None or algorithm not in ("auto", "phast"):
+        return None
+    if algorithm == "auto" and not auto.cpu_phast_applies(graph, n_sources):
+        return None
+    if algorithm == "phast" and hierarchy.eligible(graph) is not None:
+        return None  # the solve itself names the reason
+    return load_hierarchy(graph)
+

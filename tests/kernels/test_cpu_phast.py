@@ -189,26 +189,37 @@ def test_hierarchy_built_once(rome, monkeypatch):
 # ---------------------------------------------------------------------- auto
 def test_auto_rule(rome):
     g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n, name="rome-copy")
-    assert auto.choose(g, 10, "cpu") == "dijkstra"  # no hierarchy held, few sources
-    assert auto.choose(g, auto.PHAST_MIN_SOURCES, "cpu") == "phast"  # road-like, many
-    res = kernels.solve(g, np.arange(auto.PHAST_MIN_SOURCES), backend="cpu")
-    assert res.method == "phast"
+    k = auto.cpu_phast_min_sources(g)
+    assert k > g.n  # rome99: all sources cost less Dijkstra time than a hierarchy's set-up
+    assert auto.choose(g, g.n, "cpu") == "dijkstra"
+    assert auto.choose(g, k, "cpu") == "phast"  # road-like, enough sources (repeats count)
+    assert not hierarchy.has_hierarchy(g)  # choosing builds nothing
+    res = kernels.solve(g, np.arange(k) % g.n, backend="cpu", distances=False)
+    assert res.method == "phast" and hierarchy.has_hierarchy(g)
     assert auto.choose(g, 1, "cpu") == "phast"  # the hierarchy is held now
     # float weights: never phast
     gf = Graph.from_edges(rome.tails(), rome.indices, rome.weights.astype(np.float64), rome.n)
-    assert auto.choose(gf, 5000, "cpu") == "dijkstra"
+    assert auto.choose(gf, 10**7, "cpu") == "dijkstra"
     # negative weights: bellman-ford as before
     gn = Graph.from_edges([0, 1], [1, 0], [-1, 3], 2)
-    assert auto.choose(gn, 5000, "cpu") == "bellman-ford"
+    assert auto.choose(gn, 10**7, "cpu") == "bellman-ford"
+
+
+def test_auto_threshold_on_ny_sized_graphs():
+    """The cost model: NY-sized graphs switch at a few hundred sources."""
+    g = graphs.grid(500, 500)  # 250,000 vertices, ~1M arcs
+    k = auto.cpu_phast_min_sources(g)
+    assert 200 < k < 1500
+    assert auto.choose(g, k - 1, "cpu") == "dijkstra" and auto.choose(g, k, "cpu") == "phast"
 
 
 def test_auto_keeps_dijkstra_on_power_law_and_expanders():
     r = graphs.rmat(12)
     assert "degree" in hierarchy.structure(r)
-    assert auto.choose(r, 10_000, "cpu") == "dijkstra"
+    assert auto.choose(r, 10**7, "cpu") == "dijkstra"
     e = graphs.random_graph(4096, 4 * 4096)
     assert "hop depth" in hierarchy.structure(e)
-    assert auto.choose(e, 10_000, "cpu") == "dijkstra"
+    assert auto.choose(e, 10**7, "cpu") == "dijkstra"
     assert hierarchy.structure(graphs.grid(60, 60)) is None
 
 
