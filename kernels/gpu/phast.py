@@ -309,7 +309,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         grid-wide barrier per level.
     force : bool
         Build the hierarchy even for a graph that does not look road-like
-        (:func:`kernels.auto.road_like`: on expanders and power-law graphs the contraction
+        (:func:`kernels.hierarchy.structure`: on expanders and power-law graphs the contraction
         can run for hours).  Not needed when the graph holds its hierarchy or one is given.
 
     Returns
@@ -338,13 +338,10 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     if why is not None:
         raise ValueError(f"phast: {why}; use method='batched' (or 'auto')")
     if hierarchy is None and not force and not hmod.has_hierarchy(graph):
-        from gpu_sssp.kernels import auto
-
-        if not auto.road_like(graph):
-            raise ValueError(
-                f"phast: {graph.name} does not look road-like (mean degree {graph.m / max(graph.n, 1):.1f}, "
-                f"hop depth {auto.hop_depth(graph)}), so contracting it may take very long; pass "
-                "force=True to build its hierarchy anyway, or use method='batched' (or 'auto')")
+        shape = hmod.structure(graph)
+        if shape is not None:
+            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
+                             "build its hierarchy anyway, or use method='batched' (or 'auto')")
     upward = DEFAULT_UPWARD if upward is None else upward
     if upward not in ("search", "sweep"):
         raise ValueError(f"upward must be 'search' or 'sweep', got {upward!r}")

@@ -5,6 +5,8 @@ arrays of :class:`Hierarchy`; its distances must equal SciPy's exactly.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse.csgraph as csg
@@ -166,3 +168,145 @@ def test_check_hierarchy_rejects_damage(rome):
         hmod.check_hierarchy(replace(h, up_head=bad))
     with pytest.raises(ValueError):
         hmod.check_hierarchy(replace(h, order=h.order[::-1].copy()))
+
+
+# ---------------------------------------------------------------------- the cache file
+@pytest.fixture()
+def rome_parquet(tmp_path):
+    from gpu_sssp.pipeline.ingest import ingest
+
+    out = tmp_path / "rome99.parquet"
+    ingest(DATA / "rome99.gr", out)
+    return out
+
+
+def _fresh(path):
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    return read_parquet(path)
+
+
+def _no_build(monkeypatch):
+    def fail(graph):
+        raise AssertionError("the hierarchy was built again")
+
+    monkeypatch.setattr(hmod, "build_hierarchy", fail)
+
+
+def test_cache_written_then_read(rome_parquet, monkeypatch):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    h = ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    assert cpath == rome_parquet.with_name("rome99.parquet.ch.npz") and cpath.exists()
+    assert hmod.get_hierarchy(g) is h  # kept with the graph for the solvers
+    assert not list(rome_parquet.parent.glob("*.tmp*"))
+    _no_build(monkeypatch)
+    g2 = _fresh(rome_parquet)
+    h2 = ph.load_hierarchy(g2)
+    for name in hmod.Hierarchy.ARRAYS:
+        assert np.array_equal(getattr(h, name), getattr(h2, name)) and getattr(h, name).dtype == getattr(h2, name).dtype
+    assert h2.build_s == h.build_s and h2.library == h.library and h2.fingerprint == g2.fingerprint
+    assert np.array_equal(numpy_phast(h2, [0, 5]), scipy_int(g2, [0, 5]))
+
+
+def _damage_bytes(path):
+    raw = bytearray(path.read_bytes())
+    i = len(raw) // 2
+    raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def _truncate(path):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 3])
+
+
+def _swap_array(path):
+    # a well-formed file whose array does not match its recorded checksum
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    d["down_weight"] = d["down_weight"] + np.uint32(1)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+def _rerecord(path, **changes):
+    import json
+
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    rec = json.loads(str(d["record"]))
+    rec.update(changes)
+    d["record"] = json.dumps(rec)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+@pytest.mark.parametrize("damage, why", [
+    (_damage_bytes, ""), (_truncate, "unreadable"), (_swap_array, "checksum"),
+    (lambda p: _rerecord(p, fingerprint="0123456789abcdef"), "built for graph"),
+    (lambda p: _rerecord(p, library="ch-router 0.0.1 (RoutingKit)"), "built with"),
+    (lambda p: _rerecord(p, format=0), "format"),
+])
+def test_corrupt_or_stale_cache_rebuilt(rome_parquet, damage, why, caplog):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    h = ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    damage(cpath)
+    g2 = _fresh(rome_parquet)
+    bad, reason = ph.read_cache(g2, cpath)
+    assert bad is None and why in reason
+    built = []
+    real = hmod.build_hierarchy
+
+    def counting(graph):
+        built.append(graph)
+        return real(graph)
+
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.hierarchy"):
+        try:
+            hmod.build_hierarchy = counting
+            h2 = ph.load_hierarchy(g2)
+        finally:
+            hmod.build_hierarchy = real
+    assert len(built) == 1 and "rebuilding" in caplog.text
+    assert np.array_equal(numpy_phast(h2, [0, 7]), scipy_int(g2, [0, 7]))
+    # the rebuilt file replaced the bad one and is good again
+    h3, reason = ph.read_cache(_fresh(rome_parquet), cpath)
+    assert h3 is not None, reason
+    assert np.array_equal(h3.down_weight, h.down_weight)
+
+
+def test_new_weights_new_hierarchy(tmp_path):
+    """The same file path with other weights: the fingerprint differs, the cache is
+    rebuilt for the new graph and its answers are exact."""
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 300, 1200), rng.integers(0, 300, 1200)
+    g1 = Graph.from_edges(src, dst, rng.integers(1, 50, 1200), 300)
+    g2 = Graph.from_edges(src, dst, rng.integers(1, 50, 1200), 300)
+    cpath = tmp_path / "g.ch.npz"
+    ph.load_hierarchy(g1, cpath)
+    assert ph.read_cache(g1, cpath)[0] is not None
+    assert "built for graph" in ph.read_cache(g2, cpath)[1]
+    h2 = ph.load_hierarchy(g2, cpath)
+    assert np.array_equal(numpy_phast(h2, [0, 1, 2]), scipy_int(g2, [0, 1, 2]))
+    assert ph.read_cache(g2, cpath)[0] is not None
+
+
+def test_unwritable_cache_folder_still_loads(tmp_path, caplog):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
+    h = ph.load_hierarchy(g, tmp_path / "missing-dir" / "g.ch.npz")
+    assert h.n == 3 and "could not write" in caplog.text
+    # no path and no graph.path: no file at all, still kept with the graph
+    g2 = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
+    assert ph.cache_path(g2) is None and ph.load_hierarchy(g2) is hmod.get_hierarchy(g2)
