@@ -76,9 +76,12 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
     backend : {"auto", "gpu", "cpu"}
         Passed to :class:`pipeline.plugins.GraphPlugin`.
     """
+    from gpu_sssp.pipeline.hierarchy import prepare_study
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
-    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))
+    # phast: the client builds and caches the hierarchy once, the workers read it
+    ch = prepare_study(plan.graph, plan.sources.count, backend, plan.algorithm) is not None
+    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend, hierarchy=ch))
 
 
 def forget_graph(client, plan: StudyPlan) -> None:
