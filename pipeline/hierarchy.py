@@ -171,28 +171,32 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
 
 def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str = "auto") -> Hierarchy | None:
     """On the client, before the workers load the graph: build the hierarchy and write
-    its cache file when a CPU study of ``n_sources`` sources will solve with ``phast``
-    (named, or chosen by ``auto``: ``kernels.auto.cpu_phast_applies``), so that every
-    worker reads it (``GraphPlugin(..., hierarchy=True)``) instead of building it again.  GPU studies are
-    left alone.
+    its cache file when the study of ``n_sources`` sources will solve with ``phast``, so
+    that every worker reads it once (``GraphPlugin(..., hierarchy=True)``) instead of
+    building it again.
+
+    The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch of
+    512 sources alone never pays for a build, so without this a GPU study of all NY
+    sources would run ``batched`` batch after batch.  ``phast`` named, or ``auto`` where
+    the whole study passes ``kernels.auto``'s rule for the backend the workers use
+    (``phast_applies`` on GPUs, ``cpu_phast_applies`` on CPUs; either one when the
+    backend is ``auto``, as on an attached cluster).
 
     Returns
     -------
     Hierarchy or None
         ``None`` when the study will not use it, or the graph has no file to cache beside.
     """
-    from gpu_sssp import kernels
-    from gpu_sssp.kernels import auto
+    from gpu_sssp.kernels import auto, hierarchy
 
-    from gpu_sssp.kernels import hierarchy
-
-    if backend == "gpu" or (backend == "auto" and kernels.device_count() > 0):
-        return None
     if cache_path(graph) is None or algorithm not in ("auto", "phast"):
         return None
-    if algorithm == "auto" and not auto.cpu_phast_applies(graph, n_sources):
-        return None
-    if algorithm == "phast" and hierarchy.eligible(graph) is not None:
-        return None  # the solve itself names the reason
+    if hierarchy.eligible(graph) is not None:
+        return None  # a named phast's solve names the reason; auto keeps another method
+    if algorithm == "auto":
+        gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
+        cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
+        if not (gpu or cpu):
+            return None
     return load_hierarchy(graph)
 

@@ -45,7 +45,12 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
     if method != "auto":
         from gpu_sssp import kernels
 
-        backend = kernels.get(method).backend
+        from gpu_sssp.kernels.registry import backends_of
+
+        # a method on one backend runs there; one on several (phast) where asked
+        on = backends_of(method)
+        if backend not in on:
+            backend = on[0] if len(on) == 1 else "auto"
     indices = [int(i) for i in indices]
     if not indices:
         return {}
