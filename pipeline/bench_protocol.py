@@ -70,7 +70,7 @@ LOCALITY_ABLATION = (
 ABLATIONS = {"hbf": HBF_ABLATION, "locality": LOCALITY_ABLATION}
 
 #: Methods that solve many sources per call (timed per batch, divided by its size).
-BATCHED_METHODS = {"batched"}
+BATCHED_METHODS = {"batched", "phast"}
 
 ROW_SCHEMA = pa.schema(
     [
