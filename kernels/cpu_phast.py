@@ -25,10 +25,11 @@ level's vertices run in parallel.
 
 Blocks are independent, so the cores work on different blocks (Python threads calling a
 ``nogil`` kernel, each on its own label buffer of ``n x lanes`` uint32, kept between
-calls); nothing is shared but the read-only hierarchy.  Predecessors, when asked, come from the final distances: a
-tight original in-arc (``d[u] + w == d[v]``) per vertex.  With positive weights any tight
-in-arc will do (distances strictly decrease along the chain, so it cannot cycle); with
-zero-weight arcs a breadth-first search from the source over tight arcs gives every vertex
+calls); nothing is shared but the read-only hierarchy.
+
+Predecessors, when asked, come from the final distances: a tight original in-arc
+(``d[u] + w == d[v]``) per vertex.  With positive weights any tight in-arc will do
+(distances strictly decrease along the chain, so it cannot cycle); with zero-weight arcs a breadth-first search from the source over tight arcs gives every vertex
 the arc it was first reached by - a tree, with no cycles through zero-weight arcs.
 
 Why Numba: the inner loops must be compiled and SIMD-vectorised; Numba is on PyPI as
@@ -54,7 +55,6 @@ from numba import njit
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.result import Result
 
-INF32 = np.uint32(0xFFFFFFFF)
 #: Sources per sweep block (labels of one position: 32 x 4 bytes = two cache lines).
 DEFAULT_LANES = 32
 
@@ -214,7 +214,8 @@ def _upward(s, up_indptr, up_head, up_weight, dist, stack, space):
             relax += 1
             if dx != np.uint32(0xFFFFFFFF):
                 y = up_head[a]
-                c = dx + up_weight[a]  # dx, w < 2**31: no wrap
+                c = dx + up_weight[a]  # uint32 + uint32 is uint64 in Numba: no wrap;
+                # a stored label is below the old one, so it fits uint32
                 if c < dist[y]:
                     dist[y] = c
     return cnt, relax

@@ -239,6 +239,10 @@ def build_hierarchy(graph) -> Hierarchy:
         raise ValueError(why)
     import routingkit_ch
 
+    shape = structure(graph)
+    if shape is not None:  # named explicitly on such a graph: say why it may take long
+        log.warning("contracting a graph that does not look road-like may take very long or "
+                    "blow up: %s", shape)
     if int(routingkit_ch.INF_WEIGHT) != INF_WEIGHT:  # pragma: no cover - a changed library
         raise ValueError(f"routingkit_ch.INF_WEIGHT is {routingkit_ch.INF_WEIGHT}, expected {INF_WEIGHT}")
     n = graph.n
