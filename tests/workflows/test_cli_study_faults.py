@@ -23,11 +23,17 @@ def _env():
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def _wait_for_batches(proc, out: Path, n: int, timeout: float = 60) -> None:
+def _wait_for_batches(proc, out: Path, n: int, timeout: float = 60, journaled: bool = False) -> None:
+    """Until ``n`` batch files exist (or, with ``journaled``, the client has journaled ``n``
+    batches: it is then inside its collection loop, not still submitting)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         stats = out / "stats"
-        if stats.is_dir() and len(list(stats.glob("batch-*.parquet"))) >= n:
+        if journaled:
+            j = out / "journal.jsonl"
+            if j.exists() and j.read_bytes().count(b"\n") >= n:
+                return
+        elif stats.is_dir() and len(list(stats.glob("batch-*.parquet"))) >= n:
             return
         if proc.poll() is not None:
             pytest.fail("the study ended too soon:\n" + proc.stdout.read().decode())
@@ -64,7 +70,7 @@ def test_ctrl_c_leaves_the_study_interrupted(tmp_path):
     proc = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        _wait_for_batches(proc, out, 5)
+        _wait_for_batches(proc, out, 5, journaled=True)
         os.kill(proc.pid, signal.SIGINT)  # the client only, as a terminal's Ctrl-C reaches it
         rc = proc.wait(timeout=60)
     finally:
