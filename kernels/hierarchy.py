@@ -179,15 +179,26 @@ def path_length_bound(graph) -> int:
 def eligible(graph) -> str | None:
     """``None`` when a hierarchy applies to ``graph``, else the reason (one line).
 
-    Eligible: integer, non-negative weights whose simple path lengths are bounded by
-    ``MAX_PATH_BOUND`` (2**30).  Float or negative weights are not eligible (use
+    Eligible: the contraction library is installed, and the weights are integer,
+    non-negative and their simple path lengths bounded by ``MAX_PATH_BOUND`` (2**30).  Float or negative weights are not eligible (use
     ``dijkstra``/``bellman-ford`` on the CPU, ``batched``/``hbf`` on the GPU).  Computed
     once per graph.
     """
     return graph.cached("hierarchy-eligible", lambda: _eligible(graph))
 
 
+def library_available() -> bool:
+    """Whether the contraction library (``routingkit_ch``, the ``ch-router`` wheel) is
+    installed; its wheels exist for Linux x86_64 only."""
+    import importlib.util
+
+    return importlib.util.find_spec("routingkit_ch") is not None
+
+
 def _eligible(graph) -> str | None:
+    if not library_available():
+        return ("routingkit_ch (the ch-router wheel, Linux x86_64 only) is not installed, so no "
+                "contraction hierarchy can be built")
     if not graph.integer_weights:
         return f"{graph.name}: {graph.weight_type} weights (a hierarchy needs integer weights)"
     if graph.has_negative:

@@ -310,3 +310,16 @@ def test_unwritable_cache_folder_still_loads(tmp_path, caplog):
     # no path and no graph.path: no file at all, still kept with the graph
     g2 = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
     assert ph.cache_path(g2) is None and ph.load_hierarchy(g2) is hmod.get_hierarchy(g2)
+
+
+def test_without_the_library(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "routingkit_ch" else real(name, *a))
+    g = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
+    assert "not installed" in hmod.eligible(g)
+    from gpu_sssp.kernels import auto
+
+    assert auto.choose(g, 10**7, "cpu") == "dijkstra"
