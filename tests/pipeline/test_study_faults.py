@@ -105,6 +105,27 @@ def test_one_run_per_folder_in_process(tmp_path):
     Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5)).close()  # free again
 
 
+def test_a_run_that_never_starts_leaves_no_folder(tmp_path):
+    """The lock needs the folder; a run stopped before its first write (the cluster
+    would not start) removes the folder it created, lock file and all."""
+    from gpu_sssp.pipeline.study import Study
+
+    path = grid_parquet(tmp_path, 10, 10)
+    s = Study(_plan(path, tmp_path / "new", random=10, seed=1, batch_size=5))
+    assert (tmp_path / "new" / ".lock").exists()
+    s.close()
+    assert not (tmp_path / "new").exists()
+    # a folder that was there stays, and so does a started study's lock file
+    (tmp_path / "old").mkdir()
+    Study(_plan(path, tmp_path / "old", random=10, seed=1, batch_size=5)).close()
+    assert (tmp_path / "old").is_dir()
+    s = Study(_plan(path, tmp_path / "started", random=10, seed=1, batch_size=5))
+    s.start({})
+    s.close()
+    assert (tmp_path / "started" / "manifest.json").exists()
+    Study(_plan(path, tmp_path / "started", random=10, seed=1, batch_size=5), resume=True).close()
+
+
 def test_failed_batch_marks_the_manifest_and_releases_the_folder(tmp_path):
     from gpu_sssp.kernels.result import NegativeCycleError
     from gpu_sssp.pipeline.study import Study, run_study
