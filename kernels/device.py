@@ -32,7 +32,8 @@ def device_info() -> dict:
     info = {"gpu": _gpu.device_name(), "cuda_runtime": str(cp.cuda.runtime.runtimeGetVersion()),
             "driver": ""}
     try:
-        info["driver"] = str(cp.cuda.runtime.driverGetVersion())
+        v = int(cp.cuda.runtime.driverGetVersion())
+        info["driver"] = f"CUDA {v // 1000}.{(v % 1000) // 10}"
         import pynvml
 
         pynvml.nvmlInit()

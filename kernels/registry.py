@@ -48,30 +48,49 @@ class Method:
 
 
 _METHODS: dict[str, Method] = {}
+# a name registered on both backends (``phast``): every registration by backend; the
+# GPU one is the name's primary entry in _METHODS
+_VARIANTS: dict[str, dict[str, Method]] = {}
 
 
 def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
              description: str = "", device_turn: bool = False, **options) -> None:
-    """Add (or replace) a method in the registry."""
+    """Add (or replace) a method in the registry.  A name may be registered once per
+    backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other."""
     if backend not in ("gpu", "cpu"):
         raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
-    _METHODS[name] = Method(name, backend, target, negative_weights, description, options, device_turn)
+    m = Method(name, backend, target, negative_weights, description, options, device_turn)
+    variants = _VARIANTS.setdefault(name, {})
+    variants[backend] = m
+    _METHODS[name] = variants.get("gpu", m)
 
 
-def get(name: str) -> Method:
+def get(name: str, backend: str | None = None) -> Method:
+    """The method registered as ``name`` (on ``backend`` when it is registered on both)."""
     try:
-        return _METHODS[name]
+        m = _METHODS[name]
     except KeyError:
         raise ValueError(
             f"unknown method {name!r}; available: {', '.join(available_methods())}"
         ) from None
+    if backend is not None and m.backend != backend:
+        m = _VARIANTS.get(name, {}).get(backend, m)
+    return m
+
+
+def backends_of(name: str) -> list[str]:
+    """The backends ``name`` is registered on (``["gpu", "cpu"]`` for ``phast``)."""
+    m = get(name)
+    other = [b for b in _VARIANTS.get(name, {}) if b != m.backend]
+    return [m.backend] + other
 
 
 def available_methods(backend: str | None = None) -> list[str]:
     """Every registered method (whether or not a GPU is present), plus ``auto``."""
     if backend not in (None, "gpu", "cpu"):
         raise ValueError(f"backend must be 'gpu', 'cpu' or None, got {backend!r}")
-    names = [m.name for m in _METHODS.values() if backend is None or m.backend == backend]
+    names = [m.name for m in _METHODS.values()
+             if backend is None or m.backend == backend or backend in _VARIANTS.get(m.name, {})]
     return names + ["auto"]
 
 
@@ -87,14 +106,18 @@ def _choose(graph, n_sources: int, backend: str) -> str:
 
 def resolve_backend(method: str, backend: str = "auto") -> str:
     """The backend ("gpu" or "cpu") :func:`solve` runs ``method`` on for ``backend``:
-    ``auto`` takes the named method's own, and for ``method="auto"`` the GPU when a
-    device is visible."""
+    ``auto`` takes the named method's own (the GPU when a device is visible, for a name
+    registered on both, like ``phast``), and for ``method="auto"`` the GPU when a device
+    is visible."""
     if backend not in ("auto", "gpu", "cpu"):
         raise ValueError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
     if backend != "auto":
         return backend
     if method != "auto":
-        return get(method).backend
+        on = backends_of(method)
+        if len(on) > 1:  # registered on both: the GPU when a device is visible
+            return "gpu" if device_count() > 0 else "cpu"
+        return on[0]
     return "gpu" if device_count() > 0 else "cpu"
 
 
@@ -157,7 +180,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     backend = resolve_backend(method, backend)
     if method == "auto":
         method = _choose(graph, len(src), backend)
-    spec = get(method)
+    spec = get(method, backend)
     if spec.backend != backend:
         raise TypeError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
     why = spec.unsuitable(graph)
@@ -179,3 +202,6 @@ register("dijkstra", "cpu", "gpu_sssp.kernels.cpu:dijkstra", negative_weights=Fa
          description="SciPy Dijkstra (binary heap), the reference")
 register("bellman-ford", "cpu", "gpu_sssp.kernels.cpu:bellman_ford",
          description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")
+register("phast", "cpu", "gpu_sssp.kernels.cpu_phast:phast", negative_weights=False,
+         description="PHAST sweep over a contraction hierarchy (RoutingKit), many sources per sweep, "
+                     "Numba; non-negative integer weights")

@@ -70,7 +70,7 @@ LOCALITY_ABLATION = (
 ABLATIONS = {"hbf": HBF_ABLATION, "locality": LOCALITY_ABLATION}
 
 #: Methods that solve many sources per call (timed per batch, divided by its size).
-BATCHED_METHODS = {"batched"}
+BATCHED_METHODS = {"batched", "phast"}
 
 ROW_SCHEMA = pa.schema(
     [
@@ -309,6 +309,20 @@ def environment() -> dict:
         except Exception as exc:  # the bench still runs the CPU side
             log.warning("could not query the GPU: %s", exc)
     return env
+
+
+# ----------------------------------------------------------------------------- checks
+@dataclass
+class Answer:
+    """What is compared between a solver and the reference, for one source."""
+
+    reached: int
+    total: float  # sum of finite distances (exact int for integer weights)
+    ecc: float
+
+    @property
+    def checksum(self) -> float:
+        return float(self.total) + float(self.reached)
 
 
 def answer_from_distances(dist: np.ndarray, integer: bool) -> Answer:

@@ -63,6 +63,9 @@ class GraphPlugin(WorkerPlugin):
         ``Graph.fingerprint`` of that file; checked after loading.
     backend : {"auto", "gpu", "cpu"}
         ``auto`` and ``gpu`` upload the graph when the worker sees a CUDA device.
+    hierarchy : bool
+        Also load the graph's contraction hierarchy (``pipeline.hierarchy.load_hierarchy``,
+        from the cache file the client wrote), for ``phast``.
     """
 
     #: registering it again (a second study of the same graph on a long-lived cluster)
@@ -70,7 +73,8 @@ class GraphPlugin(WorkerPlugin):
     #: that join or restart later still get it from the scheduler
     idempotent = True
 
-    def __init__(self, path: str, fingerprint: str, backend: str = "auto"):
+    def __init__(self, path: str, fingerprint: str, backend: str = "auto", hierarchy: bool = False):
+        self.hierarchy = hierarchy  # load the graph's cached contraction hierarchy (phast)
         self.path = os.fspath(path)
         self.fingerprint = fingerprint
         self.backend = backend
@@ -80,6 +84,10 @@ class GraphPlugin(WorkerPlugin):
 
     def setup(self, worker=None):
         self.graph = _load(self.path, self.fingerprint)
+        if getattr(self, "hierarchy", False):
+            from gpu_sssp.pipeline.hierarchy import load_hierarchy
+
+            load_hierarchy(self.graph)  # once per worker process: read from the client's cache file
         if use_gpu(self.backend):
             from gpu_sssp import kernels
 

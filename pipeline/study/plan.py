@@ -220,9 +220,11 @@ def default_batch_size(algorithm: str, devices) -> int:
     """
     from gpu_sssp import kernels
 
-    if algorithm != "auto":
+    from gpu_sssp.kernels.registry import backends_of
+
+    if algorithm != "auto" and len(backends_of(algorithm)) == 1:
         gpu = kernels.get(algorithm).backend == "gpu"
-    else:
+    else:  # auto, or a method on both backends (phast): the workers' devices decide
         devices = list(devices)
         gpu = bool(devices) and all(d != "cpu" for d in devices)
     return GPU_BATCH_SIZE if gpu else CPU_BATCH_SIZE

@@ -45,7 +45,12 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
     if method != "auto":
         from gpu_sssp import kernels
 
-        backend = kernels.get(method).backend
+        from gpu_sssp.kernels.registry import backends_of
+
+        # a method on one backend runs there; one on several (phast) where asked
+        on = backends_of(method)
+        if backend not in on:
+            backend = on[0] if len(on) == 1 else "auto"
     indices = [int(i) for i in indices]
     if not indices:
         return {}
@@ -76,9 +81,12 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
     backend : {"auto", "gpu", "cpu"}
         Passed to :class:`pipeline.plugins.GraphPlugin`.
     """
+    from gpu_sssp.pipeline.hierarchy import prepare_study
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
-    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend))
+    # phast: the client builds and caches the hierarchy once, the workers read it
+    ch = prepare_study(plan.graph, plan.sources.count, backend, plan.algorithm) is not None
+    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend, hierarchy=ch))
 
 
 def forget_graph(client, plan: StudyPlan) -> None:

@@ -83,15 +83,21 @@ def slow_solver(graph, sources, **kw):
 @pytest.fixture
 def registry_guard():
     saved = dict(registry._METHODS)
+    saved_variants = {k: dict(v) for k, v in registry._VARIANTS.items()}
     CALLS.clear()
     yield registry
     registry._METHODS.clear()
     registry._METHODS.update(saved)
+    registry._VARIANTS.clear()
+    registry._VARIANTS.update(saved_variants)
 
 
 @pytest.fixture
 def fakes(registry_guard):
     for name in ("harish", "hbf", "locality", "edgelist", "batched"):
+        # the fake replaces the GPU method (a name registered on both backends keeps its
+        # GPU variant first, so drop that one for the test)
+        registry_guard._VARIANTS.pop(name, None)
         registry_guard.register(name, "cpu", "tests.pipeline.test_bench:fake_solver")
     return registry_guard
 
@@ -333,6 +339,7 @@ def test_a_crashing_method_fails_its_rows_but_not_the_bench(registry_guard):
 
 
 def test_ablation_switch_unknown_to_the_method_is_skipped_with_a_note(registry_guard):
+    registry_guard._VARIANTS.pop("hbf", None)  # the fake replaces the GPU hbf
     registry_guard.register("hbf", "cpu", "tests.pipeline.test_bench:fake_no_k")
     out, _ = _run([grid_graph()], ["hbf"], ablation=["hbf"], baselines=[])
     assert out.failures == 0

@@ -1,0 +1,509 @@
+"""A contraction hierarchy laid out for PHAST sweeps (one per graph and weight set).
+
+The contraction itself is RoutingKit's (the ``ch-router`` wheel, ``import routingkit_ch``);
+this module only turns its output into the arrays a level-ordered sweep reads:
+
+- vertices renumbered into *sweep positions*, sorted by level (level 0 = the top of the
+  hierarchy), so that every level is a contiguous range of positions;
+- the upward arcs (original direction, towards higher rank) in CSR by tail position, for
+  the per-source upward searches;
+- the downward arcs in CSR by *head* position, so that the downward sweep pulls
+  ``d[p] = min(d[p], d[u] + w)`` over the arcs into ``p``.
+
+Levels are defined on both graphs together: ``level(v) = 1 + max level(u)`` over the
+hierarchy neighbours ``u`` of ``v`` (upward or downward arcs) with a higher rank, and 0
+when there is none.  Every hierarchy arc therefore joins two different levels, and
+sweeping the positions ``0 .. n-1`` in order (or level by level, a level's positions in
+parallel) is a topological order of the downward DAG.
+
+RoutingKit's binding only exposes the hierarchy through ``save()``; the file format
+(``contraction_hierarchy.cpp``, also in ``../shared/PERF-NOTES.md``) is a 24-byte header
+(uint64 magic, uint32 node count, forward and backward arc counts, padding), ``rank[n]``,
+then for the forward and the backward upward graph ``first_out[n+1]``, ``head[m]``,
+``weight[m]`` (uint32), a shortcut bit vector of ``((m + 511) // 512) * 64`` bytes and two
+uint32 arrays of ``m`` shortcut arc ids.  Vertex ids in both graphs are ranks; a forward
+arc ``x -> y`` (``y > x``) is an original-direction arc up the hierarchy, a backward arc
+``x -> y`` stands for the original arc ``y -> x`` (a downward arc into ``x``).
+
+Weights
+-------
+RoutingKit stores weights as uint32 with ``INF_WEIGHT = 2**31 - 1`` as infinity, so every
+hierarchy weight and every path length below ``WEIGHT_BOUND = 2**31 - 2`` is held exactly
+(as uint32, and as int32 too), and the sum of two such values never wraps a uint32.  A
+shortcut weight is the length of a walk the contraction found; a graph is eligible when
+an upper bound of its simple path lengths (:func:`path_length_bound`) is at most
+``MAX_PATH_BOUND = 2**30``: half of ``WEIGHT_BOUND``, a margin for shortcuts that a
+limited witness search makes longer than a shortest path (they are still walks, whose
+sums RoutingKit forms in uint32).  After the build every hierarchy weight is checked to
+be below ``INF_WEIGHT`` as well.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import struct
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: RoutingKit's infinity (``routingkit_ch.INF_WEIGHT``); hierarchy weights stay below it.
+INF_WEIGHT = 2**31 - 1
+#: The largest path length the hierarchy's uint32 weights (and int32 labels) hold exactly.
+WEIGHT_BOUND = INF_WEIGHT - 1
+#: Eligibility: an upper bound of the graph's simple path lengths at most this.
+MAX_PATH_BOUND = 2**30
+#: Seconds between progress lines while a large graph is contracted.
+PROGRESS_EVERY_S = 10.0
+#: Key of the hierarchy in ``Graph.cached`` (shared with ``pipeline.hierarchy``).
+CACHE_KEY = "phast-hierarchy"
+
+_MAGIC = 0x436F6E7448696572
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A contraction hierarchy in sweep order.
+
+    Attributes
+    ----------
+    n : int
+        Number of vertices.
+    order : ndarray of int32, shape (n,)
+        Sweep position -> graph vertex (0-based internal index).
+    position : ndarray of int32, shape (n,)
+        Graph vertex -> sweep position (the inverse of ``order``).
+    level_ptr : ndarray of int64, shape (L + 1,)
+        Positions ``level_ptr[i] .. level_ptr[i+1]`` form level ``i``; level 0 is the top.
+        Within a level, positions follow the graph's vertex order.
+    up_indptr : ndarray of int64, shape (n + 1,)
+    up_head : ndarray of int32, shape (m_up,)
+    up_weight : ndarray of uint32, shape (m_up,)
+        Upward arcs (original direction, ``x -> y`` with ``rank(y) > rank(x)``) in CSR by
+        tail position; heads are positions of a smaller level, sorted within a row.
+    down_indptr : ndarray of int64, shape (n + 1,)
+    down_tail : ndarray of int32, shape (m_down,)
+    down_weight : ndarray of uint32, shape (m_down,)
+        Downward arcs *into* each position (original direction ``u -> p``, ``u`` of a
+        smaller level) in CSR by head position; tails sorted within a row.
+    weight_bound : int
+        ``WEIGHT_BOUND`` (2**31 - 2): path lengths up to it are exact in uint32/int32, and
+        two of them add without wrapping a uint32.
+    build_s : float
+        Seconds the contraction (RoutingKit's build) took.
+    library : str
+        E.g. ``"ch-router 0.3.1 (RoutingKit)"``.
+    fingerprint : str
+        The graph's fingerprint when it was built (empty if unknown).
+    layout_s : float
+        Seconds spent turning RoutingKit's output into this layout.
+    """
+
+    n: int
+    order: np.ndarray
+    position: np.ndarray
+    level_ptr: np.ndarray
+    up_indptr: np.ndarray
+    up_head: np.ndarray
+    up_weight: np.ndarray
+    down_indptr: np.ndarray
+    down_tail: np.ndarray
+    down_weight: np.ndarray
+    weight_bound: int
+    build_s: float
+    library: str
+    fingerprint: str = ""
+    layout_s: float = 0.0
+    meta: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def levels(self) -> int:
+        return int(len(self.level_ptr) - 1)
+
+    @property
+    def m_up(self) -> int:
+        return int(len(self.up_head))
+
+    @property
+    def m_down(self) -> int:
+        return int(len(self.down_tail))
+
+    def level_of_position(self) -> np.ndarray:
+        """Level of every sweep position (int32, shape (n,))."""
+        return np.repeat(np.arange(self.levels, dtype=np.int32), np.diff(self.level_ptr))
+
+    def summary(self) -> dict:
+        return {"vertices": self.n, "levels": self.levels, "up_arcs": self.m_up,
+                "down_arcs": self.m_down, "build_s": round(self.build_s, 3),
+                "layout_s": round(self.layout_s, 3), "library": self.library,
+                "weight_bound": self.weight_bound}
+
+    # array names, for writers and readers of the arrays (the cache file)
+    ARRAYS = ("order", "position", "level_ptr", "up_indptr", "up_head", "up_weight",
+              "down_indptr", "down_tail", "down_weight")
+
+
+def library_version() -> str:
+    """The contraction library and its version, e.g. ``"ch-router 0.3.1 (RoutingKit)"``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("ch-router")
+    except PackageNotFoundError:  # pragma: no cover - imported from a source tree
+        v = "unknown"
+    return f"ch-router {v} (RoutingKit)"
+
+
+def path_length_bound(graph) -> int:
+    """An upper bound of the graph's simple path lengths (integer weights >= 0).
+
+    The smaller of ``graph.max_path_bound()`` ((n - 1) x the largest weight) and the sum
+    of the ``n - 1`` largest arc weights (a simple path has at most ``n - 1`` arcs).
+    """
+    if not graph.m or graph.n < 2:
+        return 0
+    w = graph.weights
+    k = min(graph.n - 1, len(w))
+    if k < len(w):
+        top = np.partition(w, len(w) - k)[len(w) - k:]
+    else:
+        top = w
+    return int(min(int(graph.max_path_bound()), int(top.astype(np.int64).sum(dtype=np.int64))))
+
+
+def eligible(graph) -> str | None:
+    """``None`` when a hierarchy applies to ``graph``, else the reason (one line).
+
+    Eligible: integer, non-negative weights whose simple path lengths are bounded by
+    ``MAX_PATH_BOUND`` (2**30).  Float or negative weights are not eligible (use
+    ``dijkstra``/``bellman-ford`` on the CPU, ``batched``/``hbf`` on the GPU).  Computed
+    once per graph.
+    """
+    return graph.cached("hierarchy-eligible", lambda: _eligible(graph))
+
+
+def _eligible(graph) -> str | None:
+    if not graph.integer_weights:
+        return f"{graph.name}: {graph.weight_type} weights (a hierarchy needs integer weights)"
+    if graph.has_negative:
+        return f"{graph.name}: negative weights (a hierarchy needs weights >= 0)"
+    if graph.n >= 2**31 - 1:
+        return f"{graph.name}: {graph.n} vertices, beyond the int32 positions of a hierarchy"
+    bound = path_length_bound(graph)
+    if bound > MAX_PATH_BOUND:
+        return (f"{graph.name}: path lengths may reach {bound}, beyond the hierarchy's limit "
+                f"{MAX_PATH_BOUND} (RoutingKit's uint32 weights with margin)")
+    return None
+
+
+def get_hierarchy(graph) -> Hierarchy:
+    """The graph's hierarchy, built once per graph and kept with it (``Graph.cached``).
+
+    ``pipeline.hierarchy.load_hierarchy`` fills the same slot from the on-disk cache, so
+    a worker that loads it first never builds it again.
+    """
+    return graph.cached(CACHE_KEY, lambda: build_hierarchy(graph))
+
+
+def has_hierarchy(graph) -> bool:
+    """Whether the graph already holds its hierarchy (built or loaded, no work needed)."""
+    return CACHE_KEY in graph._derived
+
+
+def build_hierarchy(graph) -> Hierarchy:
+    """Contract ``graph`` with RoutingKit and lay the hierarchy out for sweeps.
+
+    Parameters
+    ----------
+    graph : kernels.graph.Graph
+
+    Returns
+    -------
+    Hierarchy
+
+    Raises
+    ------
+    ValueError
+        The graph is not eligible (:func:`eligible` names why), or a hierarchy weight
+        reached RoutingKit's infinity.
+    ImportError
+        ``routingkit_ch`` (the ``ch-router`` wheel) is not installed.
+    """
+    why = eligible(graph)
+    if why is not None:
+        raise ValueError(why)
+    import routingkit_ch
+
+    shape = structure(graph)
+    if shape is not None:  # named explicitly on such a graph: say why it may take long
+        log.warning("contracting a graph that does not look road-like may take very long or "
+                    "blow up: %s", shape)
+    if int(routingkit_ch.INF_WEIGHT) != INF_WEIGHT:  # pragma: no cover - a changed library
+        raise ValueError(f"routingkit_ch.INF_WEIGHT is {routingkit_ch.INF_WEIGHT}, expected {INF_WEIGHT}")
+    n = graph.n
+    tails = graph.tails().astype(np.uint32)
+    heads = graph.indices.astype(np.uint32)
+    # parallel arcs and self-loops are handled by RoutingKit (the lightest parallel arc is
+    # kept, loops are dropped; checked against SciPy in the tests)
+    weights = graph.weights.astype(np.uint32)
+    long = graph.m >= 200_000
+    if long:
+        log.info("building the contraction hierarchy of %s (%d vertices, %d arcs) with %s; "
+                 "about %.0f s (NY's 730,100 arcs: 4.5-13 s)", graph.name, n, graph.m,
+                 library_version(), graph.m * 12e-6)
+    t0 = time.perf_counter()
+    done = threading.Event()
+    if long:  # RoutingKit releases the GIL while it contracts: a heartbeat can log
+        def heartbeat():
+            while not done.wait(PROGRESS_EVERY_S):
+                log.info("... still contracting %s (%.0f s)", graph.name, time.perf_counter() - t0)
+
+        threading.Thread(target=heartbeat, name="ch-progress", daemon=True).start()
+    try:
+        ch = routingkit_ch.ContractionHierarchy.build(n, tails, heads, weights)
+    finally:
+        done.set()
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    fd, tmp = tempfile.mkstemp(prefix="sssp-ch-", suffix=".bin")
+    os.close(fd)
+    try:
+        ch.save(tmp)
+        with open(tmp, "rb") as fh:
+            raw = fh.read()
+    finally:
+        os.unlink(tmp)
+    del ch
+    rank, fwd, bwd = parse_routingkit(raw, n)
+    h = layout(rank, fwd, bwd, build_s=build_s, library=library_version(),
+               fingerprint=graph.fingerprint)
+    h = _with_layout_time(h, time.perf_counter() - t1)
+    if long:
+        log.info("hierarchy of %s: %.1f s contraction, %d levels, %d up / %d down arcs",
+                 graph.name, build_s, h.levels, h.m_up, h.m_down)
+    return h
+
+
+def _with_layout_time(h: Hierarchy, s: float) -> Hierarchy:
+    from dataclasses import replace
+
+    return replace(h, layout_s=s)
+
+
+def parse_routingkit(raw: bytes, n: int):
+    """Arrays of a RoutingKit contraction hierarchy file.
+
+    Returns
+    -------
+    rank : ndarray of uint32, shape (n,)
+        Vertex -> rank.
+    fwd, bwd : tuple (first_out, head, weight)
+        The forward and backward upward graphs, vertex ids = ranks.
+
+    Raises
+    ------
+    ValueError
+        A header or length that does not match the format.
+    """
+    if len(raw) < 24:
+        raise ValueError(f"RoutingKit hierarchy: {len(raw)} bytes, shorter than its header")
+    magic, nodes, m_f, m_b = struct.unpack_from("<QIII", raw, 0)
+    if magic != _MAGIC:
+        raise ValueError(f"RoutingKit hierarchy: magic {magic:#x}, expected {_MAGIC:#x}")
+    if nodes != n:
+        raise ValueError(f"RoutingKit hierarchy: {nodes} vertices, expected {n}")
+    expect = 24 + 4 * n
+    for m in (m_f, m_b):
+        expect += 4 * (n + 1) + 4 * m * 4 + ((m + 511) // 512) * 64
+    if len(raw) != expect:
+        raise ValueError(f"RoutingKit hierarchy: {len(raw)} bytes, expected {expect}")
+    off = 24
+
+    def take(count):
+        nonlocal off
+        a = np.frombuffer(raw, dtype="<u4", count=count, offset=off)
+        off += 4 * count
+        return a
+
+    rank = take(n)
+    graphs = []
+    for m in (m_f, m_b):
+        first_out, head, weight = take(n + 1), take(m), take(m)
+        off += ((m + 511) // 512) * 64 + 8 * m  # shortcut bits and the two shortcut arc ids
+        graphs.append((first_out, head, weight))
+    return rank, graphs[0], graphs[1]
+
+
+def _levels_numba():
+    from numba import njit
+
+    @njit(cache=True)
+    def levels_by_rank(n, f_first, f_head, b_first, b_head):
+        lvl = np.zeros(n, dtype=np.int32)
+        for x in range(n - 1, -1, -1):
+            best = -1
+            for a in range(f_first[x], f_first[x + 1]):
+                if lvl[f_head[a]] > best:
+                    best = lvl[f_head[a]]
+            for a in range(b_first[x], b_first[x + 1]):
+                if lvl[b_head[a]] > best:
+                    best = lvl[b_head[a]]
+            lvl[x] = best + 1
+        return lvl
+
+    return levels_by_rank
+
+
+_LEVELS = None
+
+
+def layout(rank, fwd, bwd, *, build_s: float, library: str, fingerprint: str = "") -> Hierarchy:
+    """A :class:`Hierarchy` from RoutingKit's arrays (see :func:`parse_routingkit`).
+
+    Raises
+    ------
+    ValueError
+        Arrays that are not a hierarchy (rank not a permutation, an arc that does not go
+        up in rank, a weight at RoutingKit's infinity).
+    """
+    global _LEVELS
+    n = int(len(rank))
+    rank = np.asarray(rank, dtype=np.int64)
+    if n and not np.array_equal(np.sort(rank), np.arange(n)):
+        raise ValueError("RoutingKit hierarchy: rank is not a permutation")
+    for name, (first, head, weight) in (("forward", fwd), ("backward", bwd)):
+        if len(first) != n + 1 or first[0] != 0 or first[-1] != len(head) or np.any(np.diff(first.astype(np.int64)) < 0):
+            raise ValueError(f"RoutingKit hierarchy: bad {name} first_out")
+        tail_rank = np.repeat(np.arange(n, dtype=np.int64), np.diff(first.astype(np.int64)))
+        if len(head) and np.any(head.astype(np.int64) <= tail_rank):
+            raise ValueError(f"RoutingKit hierarchy: a {name} arc does not go up in rank")
+        if len(weight) and int(weight.max()) >= INF_WEIGHT:
+            raise ValueError(f"RoutingKit hierarchy: a {name} weight reached INF_WEIGHT {INF_WEIGHT}")
+    if _LEVELS is None:
+        _LEVELS = _levels_numba()
+    lvl_rank = _LEVELS(n, fwd[0].astype(np.int64), fwd[1].astype(np.int64),
+                       bwd[0].astype(np.int64), bwd[1].astype(np.int64))
+    level = lvl_rank[rank]  # by vertex
+    order = np.lexsort((np.arange(n), level)).astype(np.int32)
+    position = np.empty(n, dtype=np.int32)
+    position[order] = np.arange(n, dtype=np.int32)
+    n_levels = int(level.max()) + 1 if n else 0
+    level_ptr = np.zeros(n_levels + 1, dtype=np.int64)
+    np.cumsum(np.bincount(level, minlength=n_levels), out=level_ptr[1:])
+    vertex_of_rank = np.empty(n, dtype=np.int64)
+    vertex_of_rank[rank] = np.arange(n)
+    pos_of_rank = position[vertex_of_rank].astype(np.int64)
+
+    def csr(by, other, weight):
+        # CSR keyed by ``by`` (positions), rows sorted by ``other``
+        o = np.lexsort((other, by))
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(by, minlength=n), out=indptr[1:])
+        return indptr, other[o].astype(np.int32), np.ascontiguousarray(weight[o], dtype=np.uint32)
+
+    f_tail = pos_of_rank[np.repeat(np.arange(n), np.diff(fwd[0].astype(np.int64)))]
+    f_head = pos_of_rank[fwd[1].astype(np.int64)]
+    up_indptr, up_head, up_weight = csr(f_tail, f_head, fwd[2])
+    # backward arc x -> y (ranks) is the original arc y -> x: a downward arc into x
+    b_head = pos_of_rank[np.repeat(np.arange(n), np.diff(bwd[0].astype(np.int64)))]
+    b_tail = pos_of_rank[bwd[1].astype(np.int64)]
+    down_indptr, down_tail, down_weight = csr(b_head, b_tail, bwd[2])
+    return Hierarchy(n=n, order=order, position=position, level_ptr=level_ptr,
+                     up_indptr=up_indptr, up_head=up_head, up_weight=up_weight,
+                     down_indptr=down_indptr, down_tail=down_tail, down_weight=down_weight,
+                     weight_bound=WEIGHT_BOUND, build_s=float(build_s), library=library,
+                     fingerprint=fingerprint)
+
+
+def check_hierarchy(h: Hierarchy) -> None:
+    """Raise ``ValueError`` unless ``h``'s arrays are consistent (shapes, dtypes, the
+    permutation, levels strictly decreasing along up arcs and increasing along down arcs).
+    Cheap (a few passes over the arrays); run on every hierarchy read from a file."""
+    n = h.n
+    want = {"order": (np.int32, n), "position": (np.int32, n), "up_indptr": (np.int64, n + 1),
+            "down_indptr": (np.int64, n + 1)}
+    for name, (dt, ln) in want.items():
+        a = getattr(h, name)
+        if a.dtype != dt or a.shape != (ln,):
+            raise ValueError(f"hierarchy: {name} has dtype {a.dtype} shape {a.shape}, expected {np.dtype(dt)} ({ln},)")
+    if h.level_ptr.dtype != np.int64 or h.level_ptr.ndim != 1 or len(h.level_ptr) < 1 or h.level_ptr[0] != 0 \
+            or h.level_ptr[-1] != n or np.any(np.diff(h.level_ptr) < 0):
+        raise ValueError("hierarchy: bad level_ptr")
+    if n and (not np.array_equal(h.position[h.order], np.arange(n))):
+        raise ValueError("hierarchy: position is not the inverse of order")
+    lv = h.level_of_position()
+    for name, ptr, other, w in (("up", h.up_indptr, h.up_head, h.up_weight),
+                                ("down", h.down_indptr, h.down_tail, h.down_weight)):
+        m = len(other)
+        if ptr[0] != 0 or ptr[-1] != m or np.any(np.diff(ptr) < 0):
+            raise ValueError(f"hierarchy: bad {name}_indptr")
+        if other.dtype != np.int32 or w.dtype != np.uint32 or len(w) != m:
+            raise ValueError(f"hierarchy: bad {name} arc arrays")
+        if m:
+            if int(other.min()) < 0 or int(other.max()) >= n:
+                raise ValueError(f"hierarchy: a {name} arc end out of range")
+            if int(w.max()) >= INF_WEIGHT:
+                raise ValueError(f"hierarchy: a {name} weight at RoutingKit's infinity")
+            row = np.repeat(np.arange(n), np.diff(ptr))
+            if np.any(lv[other] >= lv[row]):
+                raise ValueError(f"hierarchy: a {name} arc does not come from a smaller level")
+
+
+#: Structure rule (:func:`structure`): the largest in/out degree a road-like graph has.
+MAX_DEGREE = 64
+#: ... and the smallest hop depth of its largest component, in units of sqrt(size).
+MIN_DEPTH_RATIO = 0.25
+#: Graphs this small are contracted quickly whatever their structure.
+SMALL_GRAPH = 256
+
+
+def structure(graph) -> str | None:
+    """``None`` when the graph looks like one whose hierarchy stays small (road networks,
+    meshes, grids, geometric graphs), else the reason it does not (one line).
+
+    Contraction hierarchies stay small on graphs with small separators and blow up on
+    power-law and expander graphs (measured with RoutingKit on the 2-core development
+    machine: NY 264k vertices 10 s, delaunay_n15 7 s, rgg_n_2_15 11 s, a 200 x 200 grid
+    6 s; RMAT 2^14 with 130k arcs still contracting after 4 minutes; a random graph of
+    2,048 vertices and mean degree 4: 27 s, 4.6 x as many hierarchy arcs as arcs).  The
+    rule: in/out degree at most ``MAX_DEGREE`` (hubs: RMAT 2^14 has 122) and, from a
+    double sweep of breadth-first searches in the largest weak component of ``c``
+    vertices, a hop depth of at least ``MIN_DEPTH_RATIO * sqrt(c)`` (planar-like graphs
+    have depth ~sqrt(c): NY 1.3 x sqrt(c); expanders ~log c).  Computed once per graph.
+    """
+    return graph.cached("hierarchy-structure", lambda: _structure(graph))
+
+
+def _structure(graph) -> str | None:
+    import scipy.sparse.csgraph as csg
+
+    n = graph.n
+    if n <= SMALL_GRAPH or not graph.m:
+        return None
+    deg = int(max(graph.out_degree().max(), graph.in_degree().max()))
+    if deg > MAX_DEGREE:
+        return f"{graph.name}: a vertex of degree {deg} > {MAX_DEGREE} (hubs make a hierarchy blow up)"
+    pattern = graph.pattern(np.float64)
+    comp = graph.cached("weak-components",
+                        lambda: csg.connected_components(pattern, directed=True, connection="weak")[1])
+    sizes = np.bincount(comp)
+    big = int(np.argmax(sizes))
+    c = int(sizes[big])
+    if c <= SMALL_GRAPH:
+        return None
+    start = int(np.argmax(comp == big))
+    depth = 0
+    for _ in range(2):  # double sweep: the second search starts at the farthest vertex
+        hops = csg.shortest_path(pattern, method="D", directed=False, unweighted=True, indices=start)
+        fin = np.isfinite(hops)
+        depth = int(hops[fin].max())
+        start = int(np.argmax(np.where(fin, hops, -1)))
+    if depth < MIN_DEPTH_RATIO * math.sqrt(c):
+        return (f"{graph.name}: hop depth {depth} in a component of {c} vertices, below "
+                f"{MIN_DEPTH_RATIO} x sqrt({c}) (small-world graphs make a hierarchy blow up)")
+    return None

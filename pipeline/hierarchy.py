@@ -1,0 +1,202 @@
+"""The contraction hierarchy of a graph file, cached next to it (``<file>.ch.npz``).
+
+The hierarchy (:mod:`kernels.hierarchy`) takes seconds to build (NY 4.5-10 s, FLA 12-16 s)
+and is the same for every batch, so it is built once per graph and weight set and kept
+beside the Parquet edge list, like the CSR cache (``<file>.csr.npz``).  The cache file
+records the graph's fingerprint, the contraction library and its version, and a SHA-256
+digest, dtype and shape of every array; a file whose record does not match the graph or
+the installed library (stale), or whose arrays do not match their record or do not form a
+consistent hierarchy (corrupt, truncated), is rebuilt and replaced, never used.  Files are
+written to a temporary name and renamed, so a reader never sees half a file.
+
+``load_hierarchy(graph)`` also keeps the hierarchy with the graph (``Graph.cached``),
+where the ``phast`` solvers look for it: a worker that calls it once per graph (the graph
+plugin) never builds or reads it again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.hierarchy import Hierarchy
+
+log = logging.getLogger(__name__)
+
+__all__ = ["load_hierarchy", "prepare_study", "cache_path", "read_cache", "write_cache",
+           "CACHE_FORMAT"]
+
+#: Version of the cache file's layout; a file of another version is rebuilt.
+CACHE_FORMAT = 1
+
+
+def cache_path(graph, path=None) -> Path | None:
+    """Where ``graph``'s hierarchy is cached: ``path`` if given, else ``<graph.path>.ch.npz``
+    (``None`` for a graph that was not loaded from a file)."""
+    if path is not None:
+        return Path(path)
+    if not graph.path:
+        return None
+    p = Path(graph.path)
+    return p.with_name(p.name + ".ch.npz")
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def _record(h: Hierarchy, graph) -> dict:
+    return {
+        "format": CACHE_FORMAT,
+        "fingerprint": graph.fingerprint,
+        "n": h.n,
+        "library": h.library,
+        "build_s": h.build_s,
+        "weight_bound": h.weight_bound,
+        "arrays": {name: [str(getattr(h, name).dtype), list(getattr(h, name).shape), _digest(getattr(h, name))]
+                   for name in Hierarchy.ARRAYS},
+    }
+
+
+def write_cache(h: Hierarchy, graph, path) -> None:
+    """Write ``h`` to ``path`` atomically (a temporary file renamed over it).
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written (the temporary file is removed).
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    try:
+        np.savez(tmp, record=json.dumps(_record(h, graph)),
+                 **{name: getattr(h, name) for name in Hierarchy.ARRAYS})
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_cache(graph, path) -> tuple[Hierarchy | None, str]:
+    """The hierarchy cached in ``path`` for ``graph``, or ``(None, why not)``.
+
+    Never raises for a bad file: a missing, unreadable, stale (other graph fingerprint,
+    library version or format) or corrupt (checksum, dtype, shape, consistency) file
+    gives ``None`` and the reason.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None, "no cache file"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            rec = json.loads(str(z["record"]))
+            if rec.get("format") != CACHE_FORMAT:
+                return None, f"cache format {rec.get('format')}, expected {CACHE_FORMAT}"
+            if rec.get("fingerprint") != graph.fingerprint:
+                return None, f"built for graph {rec.get('fingerprint')}, this graph is {graph.fingerprint}"
+            lib = hmod.library_version()
+            if rec.get("library") != lib:
+                return None, f"built with {rec.get('library')}, installed is {lib}"
+            if rec.get("n") != graph.n:
+                return None, f"{rec.get('n')} vertices, the graph has {graph.n}"
+            arrays = {}
+            for name in Hierarchy.ARRAYS:
+                a = z[name]
+                dtype, shape, digest = rec["arrays"][name]
+                if str(a.dtype) != dtype or list(a.shape) != shape:
+                    return None, f"array {name}: {a.dtype} {a.shape}, recorded {dtype} {shape}"
+                if _digest(a) != digest:
+                    return None, f"array {name}: checksum mismatch"
+                arrays[name] = a
+    except Exception as exc:  # truncated zip, bad CRC, missing member, bad JSON ...
+        return None, f"unreadable ({type(exc).__name__}: {exc})"
+    h = Hierarchy(n=int(rec["n"]), weight_bound=int(rec["weight_bound"]), build_s=float(rec["build_s"]),
+                  library=rec["library"], fingerprint=rec["fingerprint"], **arrays)
+    try:
+        hmod.check_hierarchy(h)
+    except ValueError as exc:
+        return None, f"inconsistent arrays ({exc})"
+    return h, ""
+
+
+def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
+    """``graph``'s contraction hierarchy: kept with the graph, else read from the cache
+    file, else built (and written to the cache file).
+
+    Parameters
+    ----------
+    graph : kernels.graph.Graph
+    path : str or os.PathLike, optional
+        The cache file (default ``<graph.path>.ch.npz``; graphs not loaded from a file
+        are not cached on disk unless ``path`` is given).
+    cache : bool
+        Read and write the cache file.  Failing to write it only logs a warning.
+
+    Returns
+    -------
+    kernels.hierarchy.Hierarchy
+
+    Raises
+    ------
+    ValueError
+        The graph is not eligible for a hierarchy (:func:`kernels.hierarchy.eligible`).
+    """
+
+    def get():
+        cpath = cache_path(graph, path) if cache else None
+        if cpath is not None:
+            h, why = read_cache(graph, cpath)
+            if h is not None:
+                log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
+                         graph.name, cpath, h.levels, h.build_s)
+                return h
+            if cpath.exists():
+                log.warning("rebuilding the hierarchy cache %s: %s", cpath, why)
+        h = hmod.build_hierarchy(graph)
+        log.info("built the hierarchy of %s in %.1f s (%d levels, %d up / %d down arcs, %s)",
+                 graph.name, h.build_s, h.levels, h.m_up, h.m_down, h.library)
+        if cpath is not None:
+            try:
+                write_cache(h, graph, cpath)
+            except OSError as exc:
+                log.warning("could not write the hierarchy cache %s: %s", cpath, exc)
+        return h
+
+    return graph.cached(hmod.CACHE_KEY, get)
+
+
+def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str = "auto") -> Hierarchy | None:
+    """On the client, before the workers load the graph: build the hierarchy and write
+    its cache file when the study of ``n_sources`` sources will solve with ``phast``, so
+    that every worker reads it once (``GraphPlugin(..., hierarchy=True)``) instead of
+    building it again.
+
+    The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch of
+    512 sources alone never pays for a build, so without this a GPU study of all NY
+    sources would run ``batched`` batch after batch.  ``phast`` named, or ``auto`` where
+    the whole study passes ``kernels.auto``'s rule for the backend the workers use
+    (``phast_applies`` on GPUs, ``cpu_phast_applies`` on CPUs; either one when the
+    backend is ``auto``, as on an attached cluster).
+
+    Returns
+    -------
+    Hierarchy or None
+        ``None`` when the study will not use it, or the graph has no file to cache beside.
+    """
+    from gpu_sssp.kernels import auto, hierarchy
+
+    if cache_path(graph) is None or algorithm not in ("auto", "phast"):
+        return None
+    if hierarchy.eligible(graph) is not None:
+        return None  # a named phast's solve names the reason; auto keeps another method
+    if algorithm == "auto":
+        gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
+        cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
+        if not (gpu or cpu):
+            return None
+    return load_hierarchy(graph)
+

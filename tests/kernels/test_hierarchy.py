@@ -1,0 +1,312 @@
+"""The contraction hierarchy's sweep layout (kernels.hierarchy) against SciPy.
+
+A plain NumPy PHAST written here (independent of the product's sweep) runs over the
+arrays of :class:`Hierarchy`; its distances must equal SciPy's exactly.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse.csgraph as csg
+
+from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.graph import Graph
+from tests.conftest import DATA
+from tests.kernels import graphs
+
+
+def numpy_phast(h: hmod.Hierarchy, sources) -> np.ndarray:
+    """Distances (B, n) in graph order, int64 with -1 for unreachable: the upward DAG swept
+    from the bottom level up (push), then the downward arcs level by level (pull)."""
+    sources = np.asarray(sources)
+    n, b = h.n, len(sources)
+    inf = np.iinfo(np.int64).max // 4
+    d = np.full((n, b), inf, dtype=np.int64)
+    d[h.position[sources], np.arange(b)] = 0
+    lv = h.level_of_position()
+    up_tail = np.repeat(np.arange(n), np.diff(h.up_indptr))
+    up_w = h.up_weight.astype(np.int64)
+    for level in range(h.levels - 1, -1, -1):
+        sel = lv[up_tail] == level
+        t, hd, w = up_tail[sel], h.up_head[sel], up_w[sel]
+        if len(t):
+            np.minimum.at(d, hd, d[t] + w[:, None])
+    down_head = np.repeat(np.arange(n), np.diff(h.down_indptr))
+    down_w = h.down_weight.astype(np.int64)
+    for level in range(h.levels):
+        sel = lv[down_head] == level
+        if sel.any():
+            np.minimum.at(d, down_head[sel], d[h.down_tail[sel]] + down_w[sel][:, None])
+    d = np.where(d >= inf, -1, d)
+    return d[h.position].T
+
+
+def scipy_int(g: Graph, sources) -> np.ndarray:
+    ref = csg.dijkstra(g.to_scipy(), directed=True, indices=np.asarray(sources))
+    return np.where(np.isfinite(ref), ref, -1).astype(np.int64)
+
+
+def check(g: Graph, sources):
+    h = hmod.build_hierarchy(g)
+    hmod.check_hierarchy(h)
+    assert np.array_equal(numpy_phast(h, sources), scipy_int(g, sources))
+    return h
+
+
+@pytest.fixture(scope="module")
+def rome():
+    rows = [line.split() for line in open(DATA / "rome99.gr") if line.startswith("a ")]
+    a = np.array([[int(x) for x in r[1:]] for r in rows], dtype=np.int64)
+    return Graph.from_edges(a[:, 0] - 1, a[:, 1] - 1, a[:, 2], 3353, id_base=1, name="rome99")
+
+
+def test_rome99_layout(rome):
+    h = check(rome, np.arange(0, rome.n, 97))
+    assert h.n == rome.n and h.levels > 1
+    assert h.weight_bound == 2**31 - 2 and h.up_weight.dtype == np.uint32
+    assert h.library.startswith("ch-router ") and "RoutingKit" in h.library
+    assert h.fingerprint == rome.fingerprint and h.build_s > 0
+    # positions sorted by level, levels contiguous, the top level first
+    lv = h.level_of_position()
+    assert np.all(np.diff(lv) >= 0) and lv[0] == 0
+    # level(v) = 1 + max level over higher neighbours: some arc reaches level - 1
+    up_tail = np.repeat(np.arange(h.n), np.diff(h.up_indptr))
+    down_head = np.repeat(np.arange(h.n), np.diff(h.down_indptr))
+    best = np.full(h.n, -1)
+    np.maximum.at(best, up_tail, lv[h.up_head])
+    np.maximum.at(best, down_head, lv[h.down_tail])
+    assert np.array_equal(lv, best + 1)
+
+
+def test_parallel_arcs_self_loops_zero_weights_isolated():
+    # 0 -> 1 twice (5 and 3), 1 -> 2 weight 0, a loop at 2, 2 -> 0, vertex 3 isolated,
+    # 4 -> 5 -> 4 a separate piece with zero weights
+    src = [0, 0, 1, 2, 2, 4, 5]
+    dst = [1, 1, 2, 2, 0, 5, 4]
+    w = [5, 3, 0, 1, 7, 0, 0]
+    g = Graph.from_edges(src, dst, w, 6, parallel="keep")
+    h = check(g, np.arange(6))
+    assert h.n == 6
+    got = numpy_phast(h, [0])[0]
+    assert got.tolist() == [0, 3, 3, -1, -1, -1]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_directed_with_zeros(seed):
+    rng = np.random.default_rng(seed)
+    n, m = 400, 1400
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.integers(0, 4, m), n + 20)
+    check(g, np.arange(0, n + 20, 7))
+
+
+def test_no_arcs_and_single_vertex():
+    g = Graph.from_edges(np.array([], dtype=np.int64), np.array([], dtype=np.int64),
+                         np.array([], dtype=np.int64), 5)
+    h = check(g, np.arange(5))
+    assert h.m_up == h.m_down == 0
+    check(Graph.from_edges([0], [0], [3], 1), [0])
+
+
+def test_weights_at_the_edge():
+    # a path whose length is exactly MAX_PATH_BOUND: eligible and exact
+    n = 5
+    w = hmod.MAX_PATH_BOUND // (n - 1)
+    g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, w), n)
+    assert hmod.path_length_bound(g) == w * (n - 1) and hmod.eligible(g) is None
+    check(g, [0, 2])
+    g2 = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, w + 1), n)
+    assert "beyond" in hmod.eligible(g2)
+    with pytest.raises(ValueError, match="beyond"):
+        hmod.build_hierarchy(g2)
+
+
+def test_not_eligible():
+    g = Graph.from_edges([0, 1], [1, 0], [1.5, 2.0], 2)
+    assert "float" in hmod.eligible(g)
+    g = Graph.from_edges([0, 1], [1, 0], [-1, 2], 2)
+    assert "negative" in hmod.eligible(g)
+    with pytest.raises(ValueError, match="negative"):
+        hmod.build_hierarchy(g)
+
+
+def test_path_bound_uses_largest_weights():
+    # one heavy arc: (n - 1) x max would exceed the limit, the n - 1 largest do not
+    n = 1000
+    w = np.ones(n - 1, dtype=np.int64)
+    w[0] = 2**29
+    g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), w, n)
+    assert g.max_path_bound() > hmod.MAX_PATH_BOUND
+    assert hmod.path_length_bound(g) == 2**29 + n - 2
+    check(g, [0, 500])
+
+
+@pytest.mark.parametrize("name", ["4.gr", "4.wel", "4w.mtx", "4.graph"])
+@pytest.mark.parametrize("parallel", ["min", "keep"])
+def test_gapbs_graphs(name, parallel):
+    g = graphs.load(f"gapbs/{name}", parallel=parallel)
+    if not g.integer_weights:
+        pytest.skip(f"{name}: {g.weight_type} weights")
+    check(g, np.arange(g.n))
+
+
+def test_get_hierarchy_once(rome):
+    g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n)
+    assert not hmod.has_hierarchy(g)
+    h1 = hmod.get_hierarchy(g)
+    assert hmod.has_hierarchy(g) and hmod.get_hierarchy(g) is h1
+
+
+def test_check_hierarchy_rejects_damage(rome):
+    from dataclasses import replace
+
+    h = hmod.get_hierarchy(rome)
+    bad = h.up_head.copy()
+    bad[0] = int(np.searchsorted(h.up_indptr, 0, side="right") - 1)  # arc 0 to its own tail
+    with pytest.raises(ValueError):
+        hmod.check_hierarchy(replace(h, up_head=bad))
+    with pytest.raises(ValueError):
+        hmod.check_hierarchy(replace(h, order=h.order[::-1].copy()))
+
+
+# ---------------------------------------------------------------------- the cache file
+@pytest.fixture()
+def rome_parquet(tmp_path):
+    from gpu_sssp.pipeline.ingest import ingest
+
+    out = tmp_path / "rome99.parquet"
+    ingest(DATA / "rome99.gr", out)
+    return out
+
+
+def _fresh(path):
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    return read_parquet(path)
+
+
+def _no_build(monkeypatch):
+    def fail(graph):
+        raise AssertionError("the hierarchy was built again")
+
+    monkeypatch.setattr(hmod, "build_hierarchy", fail)
+
+
+def test_cache_written_then_read(rome_parquet, monkeypatch):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    h = ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    assert cpath == rome_parquet.with_name("rome99.parquet.ch.npz") and cpath.exists()
+    assert hmod.get_hierarchy(g) is h  # kept with the graph for the solvers
+    assert not list(rome_parquet.parent.glob("*.tmp*"))
+    _no_build(monkeypatch)
+    g2 = _fresh(rome_parquet)
+    h2 = ph.load_hierarchy(g2)
+    for name in hmod.Hierarchy.ARRAYS:
+        assert np.array_equal(getattr(h, name), getattr(h2, name)) and getattr(h, name).dtype == getattr(h2, name).dtype
+    assert h2.build_s == h.build_s and h2.library == h.library and h2.fingerprint == g2.fingerprint
+    assert np.array_equal(numpy_phast(h2, [0, 5]), scipy_int(g2, [0, 5]))
+
+
+def _damage_bytes(path):
+    raw = bytearray(path.read_bytes())
+    i = len(raw) // 2
+    raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def _truncate(path):
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 3])
+
+
+def _swap_array(path):
+    # a well-formed file whose array does not match its recorded checksum
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    d["down_weight"] = d["down_weight"] + np.uint32(1)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+def _rerecord(path, **changes):
+    import json
+
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    rec = json.loads(str(d["record"]))
+    rec.update(changes)
+    d["record"] = json.dumps(rec)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+@pytest.mark.parametrize("damage, why", [
+    (_damage_bytes, ""), (_truncate, "unreadable"), (_swap_array, "checksum"),
+    (lambda p: _rerecord(p, fingerprint="0123456789abcdef"), "built for graph"),
+    (lambda p: _rerecord(p, library="ch-router 0.0.1 (RoutingKit)"), "built with"),
+    (lambda p: _rerecord(p, format=0), "format"),
+])
+def test_corrupt_or_stale_cache_rebuilt(rome_parquet, damage, why, caplog):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    h = ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    damage(cpath)
+    g2 = _fresh(rome_parquet)
+    bad, reason = ph.read_cache(g2, cpath)
+    assert bad is None and why in reason
+    built = []
+    real = hmod.build_hierarchy
+
+    def counting(graph):
+        built.append(graph)
+        return real(graph)
+
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.hierarchy"):
+        try:
+            hmod.build_hierarchy = counting
+            h2 = ph.load_hierarchy(g2)
+        finally:
+            hmod.build_hierarchy = real
+    assert len(built) == 1 and "rebuilding" in caplog.text
+    assert np.array_equal(numpy_phast(h2, [0, 7]), scipy_int(g2, [0, 7]))
+    # the rebuilt file replaced the bad one and is good again
+    h3, reason = ph.read_cache(_fresh(rome_parquet), cpath)
+    assert h3 is not None, reason
+    assert np.array_equal(h3.down_weight, h.down_weight)
+
+
+def test_new_weights_new_hierarchy(tmp_path):
+    """The same file path with other weights: the fingerprint differs, the cache is
+    rebuilt for the new graph and its answers are exact."""
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 300, 1200), rng.integers(0, 300, 1200)
+    g1 = Graph.from_edges(src, dst, rng.integers(1, 50, 1200), 300)
+    g2 = Graph.from_edges(src, dst, rng.integers(1, 50, 1200), 300)
+    cpath = tmp_path / "g.ch.npz"
+    ph.load_hierarchy(g1, cpath)
+    assert ph.read_cache(g1, cpath)[0] is not None
+    assert "built for graph" in ph.read_cache(g2, cpath)[1]
+    h2 = ph.load_hierarchy(g2, cpath)
+    assert np.array_equal(numpy_phast(h2, [0, 1, 2]), scipy_int(g2, [0, 1, 2]))
+    assert ph.read_cache(g2, cpath)[0] is not None
+
+
+def test_unwritable_cache_folder_still_loads(tmp_path, caplog):
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
+    h = ph.load_hierarchy(g, tmp_path / "missing-dir" / "g.ch.npz")
+    assert h.n == 3 and "could not write" in caplog.text
+    # no path and no graph.path: no file at all, still kept with the graph
+    g2 = Graph.from_edges([0, 1], [1, 2], [3, 4], 3)
+    assert ph.cache_path(g2) is None and ph.load_hierarchy(g2) is hmod.get_hierarchy(g2)

@@ -1,0 +1,80 @@
+"""A CPU study with phast: the client builds and caches the hierarchy once, every worker
+loads it from the cache file (plugin), the batches solve with phast, exactly."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.pipeline.test_study_support import _parse_gr, rome_parquet, rome_source, scipy_stats, write_edge_parquet
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _holds_hierarchy(fingerprint, dask_worker=None):
+    from gpu_sssp.kernels import hierarchy
+    from gpu_sssp.pipeline.plugins import plugin_name
+
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
+    return plugin is not None and plugin.graph is not None and hierarchy.has_hierarchy(plugin.graph)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.WARNING)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _plan(path, out, **kw):
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+
+    g = read_parquet(path)
+    return g, plan_study(g, path, plan_sources(g, sources="all"), out=out, **kw)
+
+
+def test_study_with_phast(client, tmp_path, monkeypatch):
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.study import run_study
+
+    path = rome_parquet(tmp_path)
+    g, plan = _plan(path, tmp_path / "study", algorithm="phast", batch_size=100)
+    cache = path.with_name(path.name + ".ch.npz")
+    assert not cache.exists()
+    s = run_study(client, plan, backend="cpu")
+    assert s["complete"] and cache.exists()  # the client built and cached it
+    assert all(client.run(_holds_hierarchy, g.fingerprint).values())
+    t = pq.read_table(tmp_path / "study" / "stats").sort_by("source")
+    assert set(t.column("algorithm").to_pylist()) == {"phast"}
+    src = t.column("source").to_numpy() - g.id_base
+    reached, ecc, total, _ = scipy_stats(g, src)
+    assert (t.column("reached").to_numpy() == reached).all()
+    assert (t.column("eccentricity").to_numpy() == ecc).all()
+    assert (t.column("sum_distance").to_numpy().astype(np.int64) == total).all()
+    # the workers read the client's file: same arrays, the client's build time
+    h_client, why = ph.read_cache(g, cache)
+    assert h_client is not None, why
+
+
+def test_auto_study_of_a_small_graph_keeps_dijkstra(client, tmp_path):
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.study import run_study
+
+    # rome99 with other weights: not the graph (fingerprint) the workers may hold already
+    n, s, d, w = _parse_gr(rome_source())
+    path = write_edge_parquet(tmp_path / "rome-x3.parquet", s, d, 3 * w, n=n, id_base=1)
+    g, plan = _plan(path, tmp_path / "study", batch_size=500)
+    assert ph.prepare_study(g, plan.sources.count, "cpu") is None  # rome99: below the cost threshold
+    s = run_study(client, plan, backend="cpu")
+    assert s["complete"] and not path.with_name(path.name + ".ch.npz").exists()
+    t = pq.read_table(tmp_path / "study" / "stats")
+    assert set(t.column("algorithm").to_pylist()) == {"dijkstra"}
