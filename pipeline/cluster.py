@@ -180,7 +180,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu", {"dashboard": dashboard})
     from distributed import LocalCluster
 
-    n = setting("cluster.cpu-workers", cpu_workers, default=None) or os.cpu_count() or 1
+    n = setting("cluster.cpu-workers", cpu_workers, default=None)
+    if n is None:  # (0 is not "unset": it is refused below)
+        n = os.cpu_count() or 1
     n = int(n)
     if n < 1:
         raise UsageError(f"--cpu-workers must be at least 1, got {n}")

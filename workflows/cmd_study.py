@@ -191,7 +191,8 @@ def run(args) -> int:
                 on_cluster=on_cluster, on_batch=on_batch, **ingest_options)
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
-        progress.stop()
+        if "task" in state:
+            progress.stop()
         if "study" in state and not isinstance(exc, StudyError):
             fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
             print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "

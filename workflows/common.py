@@ -100,9 +100,12 @@ def check_method(graph, method: str, backend: str = "auto") -> None:
         return
     if method not in kernels.available_methods():
         raise UsageError(f"unknown method {method!r}; available: {', '.join(kernels.available_methods())}")
-    spec = kernels.get(method)
-    if backend not in ("auto", spec.backend):
-        raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
+    from gpu_sssp.kernels.registry import backends_of
+
+    on = backends_of(method)
+    if backend not in ("auto", *on):
+        raise OptionError(f"method {method!r} runs on the {' or '.join(on)} backend, not {backend!r}")
+    spec = kernels.get(method, None if backend == "auto" else backend)
     why = spec.unsuitable(graph)
     if why:
         raise UsageError(why)

@@ -106,15 +106,26 @@ class FolderLock:
         except ImportError:  # not POSIX: no locking (studies target Linux clusters)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = " ".join(fh.read().split()) or "holder unknown"
+        while True:
+            fh = open(self.path, "a+")
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                holder = " ".join(fh.read().split()) or "holder unknown"
+                fh.close()
+                raise StudyError(f"{self.path.parent} is in use by another study run ({holder}); "
+                                 "wait for it to end (or stop it), then --resume") from None
+            # the file may have been removed by its last holder (see release) between
+            # our open and our lock: then this lock guards nothing; take the new file's
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
             fh.close()
-            raise StudyError(f"{self.path.parent} is in use by another study run ({holder}); "
-                             "wait for it to end (or stop it), then --resume") from None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         import platform
 
         fh.seek(0)
@@ -123,11 +134,15 @@ class FolderLock:
         fh.flush()
         self._fh = fh
 
-    def release(self) -> None:
+    def release(self, *, remove: bool = False) -> None:
+        """Give the lock up; ``remove`` deletes the lock file first (while still held,
+        so that a run waiting on the old file notices, see :meth:`acquire`)."""
         if self._fh is not None:
             import fcntl
 
             try:
+                if remove:
+                    self.path.unlink(missing_ok=True)
                 fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
             finally:
                 self._fh.close()
@@ -207,6 +222,7 @@ class Study:
         self.manifest: dict = {}
         if self.out.exists() and not self.out.is_dir():
             raise StudyError(f"{self.out}: exists and is not a folder")
+        self._created = not self.out.exists()
         # one run per folder: the checks and the journal read below are under the lock
         self.lock = FolderLock(self.out)
         self.lock.acquire()
@@ -214,12 +230,20 @@ class Study:
             self._check_folder(resume)
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
         except BaseException:
-            self.lock.release()
+            self.close()
             raise
 
     def close(self) -> None:
-        """Release the folder's lock (also released when the process ends)."""
-        self.lock.release()
+        """Release the folder's lock (also released when the process ends).  A folder
+        this run created and never started a study in (the cluster would not start,
+        ...) is removed again rather than left holding only the lock file."""
+        unused = self._created and not self.manifest and self.lock.held
+        self.lock.release(remove=unused)
+        if unused:
+            try:
+                self.out.rmdir()  # only if empty
+            except OSError:
+                pass
 
     # .................................................................. folder checks
     def _check_folder(self, resume: bool) -> None:

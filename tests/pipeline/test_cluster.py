@@ -93,6 +93,11 @@ def test_bad_listen_options_are_usage_errors(kwargs, message):
         start_cluster(**kwargs)
 
 
+def test_zero_cpu_workers_is_refused_not_taken_as_unset():
+    with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
+        start_cluster(cpu_workers=0)
+
+
 # ---------------------------------------------------------------- plugin teardown
 def test_plugin_teardown_releases_the_graph_on_the_device(monkeypatch, tmp_path):
     """The teardown drops the host graph and asks kernels to release its device

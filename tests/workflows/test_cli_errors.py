@@ -110,6 +110,16 @@ def test_solve_usage_errors(grid, capsys, argv, code, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_method_on_both_backends_is_accepted_on_either(grid, capsys):
+    """phast is registered on the CPU and the GPU: --backend cpu is not refused."""
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.registry import backends_of
+
+    if "phast" not in kernels.available_methods() or len(backends_of("phast")) < 2:
+        pytest.skip("phast is not registered on both backends here")
+    assert main(["solve", str(grid), "-s", "1", "-m", "phast", "--backend", "cpu"]) == 0
+
+
 def test_dijkstra_on_negative_weights_is_a_usage_error(tmp_path, capsys):
     g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2], [2, 3], np.array([1, -3]), n=3, id_base=1)
     assert main(["solve", str(g), "-s", "1", "-m", "dijkstra"]) == 2
