@@ -61,6 +61,20 @@ def test_local_cluster_listens_on_localhost_only():
             assert w.startswith("tcp://127.0.0.1:")
 
 
+@pytest.mark.gpu
+def test_local_cuda_cluster_listens_on_localhost_only():
+    pytest.importorskip("dask_cuda")
+    before = set(_listening())
+    with start_cluster(gpus="0") as handle:
+        assert handle.mode == "local-cuda"
+        opened = [s for s in _listening() if s not in before]
+        assert opened and all(_loopback(ip) for _, ip, _ in opened), opened
+        sched = handle.cluster.scheduler
+        http = [sock.getsockname()[0] for sock in sched.http_server._sockets.values()]
+        assert http and all(_loopback(ip) for ip in http), http
+        assert all(w.startswith("tcp://127.0.0.1:") for w in sched.workers)
+
+
 def test_no_dashboard_serves_nothing():
     with start_cluster(cpu_workers=1, dashboard=False) as handle:
         sched = handle.cluster.scheduler
