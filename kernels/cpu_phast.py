@@ -60,6 +60,20 @@ DEFAULT_LANES = 32
 
 
 @njit(cache=True)
+def _heap_push(heap, size, x):
+    """Push ``x`` onto the binary min-heap ``heap[:size]``; return the new size."""
+    i = size
+    while i > 0:
+        par = (i - 1) // 2
+        if heap[par] <= x:
+            break
+        heap[i] = heap[par]
+        i = par
+    heap[i] = x
+    return size + 1
+
+
+@njit(cache=True)
 def _kahn_smallest_first(n, out_ptr, out_head, indeg, key):
     """Topological order of a DAG (CSR ``out_ptr``/``out_head``) that always takes the
     ready vertex with the smallest ``key`` (a binary heap of ``key * n + vertex``)."""
@@ -70,16 +84,7 @@ def _kahn_smallest_first(n, out_ptr, out_head, indeg, key):
     done = 0
     for v in range(n):
         if deg[v] == 0:
-            x = key[v] * n + v
-            i = size
-            size += 1
-            while i > 0:
-                par = (i - 1) // 2
-                if heap[par] <= x:
-                    break
-                heap[i] = heap[par]
-                i = par
-            heap[i] = x
+            size = _heap_push(heap, size, key[v] * n + v)
     while size > 0:
         top = heap[0]
         size -= 1
@@ -104,16 +109,7 @@ def _kahn_smallest_first(n, out_ptr, out_head, indeg, key):
             y = out_head[a]
             deg[y] -= 1
             if deg[y] == 0:
-                x = key[y] * n + y
-                j = size
-                size += 1
-                while j > 0:
-                    par = (j - 1) // 2
-                    if heap[par] <= x:
-                        break
-                    heap[j] = heap[par]
-                    j = par
-                heap[j] = x
+                size = _heap_push(heap, size, key[y] * n + y)
     return res, done
 
 
