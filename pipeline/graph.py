@@ -197,10 +197,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         if created:
             _drop_if_empty(base)
         raise
-    name = path.name
-    for ext in (".gz", ".xz", ".bz2", ".zst"):
-        name = name.removesuffix(ext)
-    g.name = Path(name).stem
+    g.name = Path(_ingest.strip_compression(path.name)).stem
     return g
 
 
