@@ -188,14 +188,14 @@ def _now() -> str:
 
 def resumed_settings(out) -> dict:
     """Settings of the study in ``out`` that a resume takes when not given again:
-    ``batch_size``, ``distance_form``, ``order`` (empty when there is no readable manifest)."""
+    ``distance_form``, ``order`` (empty when there is no readable manifest; the batch size
+    is adopted by :class:`Study` itself)."""
     try:
         m = json.loads((Path(out) / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
     ident = m.get("identity", {})
-    got = {"batch_size": ident.get("batch_size"), "distance_form": ident.get("distance_form"),
-           "order": m.get("sources", {}).get("order")}
+    got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order")}
     return {k: v for k, v in got.items() if v}
 
 

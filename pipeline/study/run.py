@@ -265,8 +265,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.study.plan import plan_study
 
     if resume:
-        kept = resumed_settings(out)
-        batch_size = batch_size if batch_size is not None else kept.get("batch_size")
+        kept = resumed_settings(out)  # the batch size not given again is adopted by Study
         distance_form = distance_form or kept.get("distance_form")
         order = order or kept.get("order")
     if isinstance(graph, (str, os.PathLike)):
