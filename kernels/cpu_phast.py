@@ -350,7 +350,8 @@ def _tight_in_arc(sources, rev_indptr, rev_tail, rev_weight, dist, pred, t, n_th
 
 
 def phast(graph, sources, *, predecessors=False, distances=True, count_work=False,
-          lanes: int | None = None, threads: int | None = None, **options):
+          lanes: int | None = None, threads: int | None = None, hierarchy=None, force: bool = False,
+          **options):
     """Shortest paths from every source by a PHAST sweep over the graph's hierarchy.
 
     Parameters
@@ -373,6 +374,12 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         Sources per sweep block (default 32, fewer when there are fewer sources per thread).
     threads : int, optional
         Threads (blocks run in parallel); default :func:`default_threads` (the cores).
+    hierarchy : kernels.hierarchy.Hierarchy, optional
+        Use this hierarchy of the graph instead of the one the graph holds (or builds).
+    force : bool
+        Build a hierarchy even for a graph that does not look road-like
+        (:func:`kernels.hierarchy.structure`), where contracting may take very long; as
+        the GPU ``phast`` does, it is refused otherwise.
 
     Returns
     -------
@@ -385,14 +392,23 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         An unknown option.
     ValueError
         The graph is not eligible (float or negative weights, path lengths beyond the
-        bound); ``lanes``/``threads`` below 1.
+        bound), or is not road-like and holds no hierarchy (without ``force``);
+        ``lanes``/``threads`` below 1; a ``hierarchy`` of another graph.
     """
     if options:
-        raise TypeError(f"phast takes the options lanes and threads, got {sorted(options)}")
+        raise TypeError(f"phast takes the options lanes, threads, hierarchy and force, got {sorted(options)}")
     why = hmod.eligible(graph)
     if why is not None:
         raise ValueError(f"phast: {why}; use dijkstra (or bellman-ford) instead")
-    lay = get_layout(graph)
+    if hierarchy is None and not force and not hmod.has_hierarchy(graph):
+        shape = hmod.structure(graph)
+        if shape is not None:
+            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
+                             "build its hierarchy anyway, or use method='dijkstra' (or 'auto')")
+    if hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy):
+        lay = sweep_layout(hierarchy)
+    else:
+        lay = get_layout(graph)
     h = lay.hierarchy
     if h.n != graph.n or (h.fingerprint and graph.fingerprint and h.fingerprint != graph.fingerprint):
         raise ValueError(f"phast: the hierarchy held by {graph.name} belongs to another graph")

@@ -107,7 +107,7 @@ def test_unreachable_and_isolated():
     dst = np.concatenate([dst, [400], rng.integers(400, 480, 200)])
     w = rng.integers(1, 60, len(src))
     g = Graph.from_edges(src, dst, w, n)
-    res = check(g, np.concatenate([np.arange(0, n, 13), [499, 599, 450]]), predecessors=True)
+    res = check(g, np.concatenate([np.arange(0, n, 13), [499, 599, 450]]), predecessors=True, force=True)
     assert (res.reached[-3:-1] == 1).all()  # isolated sources reach themselves only
     assert np.isinf(res.distances[:, 500:]).sum() > 0
 
@@ -119,7 +119,7 @@ def test_zero_weight_arcs_give_trees(seed):
     n, m = 500, 2500
     g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.integers(0, 2, m), n)
     assert g.min_weight == 0
-    check(g, np.arange(0, n, 9), predecessors=True)
+    check(g, np.arange(0, n, 9), predecessors=True, force=True)
 
 
 def test_all_zero_weights_undirected():
@@ -171,6 +171,24 @@ def test_not_eligible():
         phast(neg, [0])
     with pytest.raises(TypeError, match="options"):
         phast(Graph.from_edges([0], [1], [1], 2), [0], bogus=1)
+
+
+def test_not_road_like_refused_unless_forced_or_held():
+    g = graphs.random_graph(1000, 4000, seed=4)
+    assert "hop depth" in hierarchy.structure(g)
+    with pytest.raises(ValueError, match="force=True"):
+        phast(g, [0, 1])
+    assert not hierarchy.has_hierarchy(g)
+    res = check(g, [0, 1], force=True)
+    assert res.method == "phast"
+    check(g, [2, 3])  # held now: no refusal
+
+
+def test_explicit_hierarchy(rome):
+    g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n)
+    h = hierarchy.build_hierarchy(g)
+    res = check(g, [0, 9, 99], hierarchy=h)
+    assert not hierarchy.has_hierarchy(g)  # used, not adopted
 
 
 def test_hierarchy_built_once(rome, monkeypatch):
