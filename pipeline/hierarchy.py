@@ -28,7 +28,7 @@ from gpu_sssp.kernels.hierarchy import Hierarchy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["load_hierarchy", "prepare_study", "cache_path", "read_cache", "write_cache",
+__all__ = ["load_hierarchy", "prepare_study", "study_uses_phast", "cache_path", "read_cache", "write_cache",
            "CACHE_FORMAT"]
 
 #: Version of the cache file's layout; a file of another version is rebuilt.
@@ -169,34 +169,39 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
     return graph.cached(hmod.CACHE_KEY, get)
 
 
+def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: str = "auto") -> bool:
+    """Whether a study of ``n_sources`` sources will solve with ``phast``: named, or
+    ``auto`` where the whole study passes ``kernels.auto``'s rule for the backend the
+    workers use (``phast_applies`` on GPUs, ``cpu_phast_applies`` on CPUs; either one
+    when the backend is ``auto``, as on an attached cluster of unknown devices), and the
+    graph is eligible (a named phast on an ineligible graph fails in its solve, naming
+    the reason)."""
+    from gpu_sssp.kernels import auto, hierarchy
+
+    if algorithm not in ("auto", "phast") or hierarchy.eligible(graph) is not None:
+        return False
+    if algorithm == "phast":
+        return True
+    gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
+    cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
+    return gpu or cpu
+
+
 def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str = "auto") -> Hierarchy | None:
     """On the client, before the workers load the graph: build the hierarchy and write
-    its cache file when the study of ``n_sources`` sources will solve with ``phast``, so
-    that every worker reads it once (``GraphPlugin(..., hierarchy=True)``) instead of
-    building it again.
+    its cache file when the study of ``n_sources`` sources will solve with ``phast``
+    (:func:`study_uses_phast`), so that every worker reads it once
+    (``GraphPlugin(..., hierarchy=True)``) instead of building it again.
 
-    The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch of
-    512 sources alone never pays for a build, so without this a GPU study of all NY
-    sources would run ``batched`` batch after batch.  ``phast`` named, or ``auto`` where
-    the whole study passes ``kernels.auto``'s rule for the backend the workers use
-    (``phast_applies`` on GPUs, ``cpu_phast_applies`` on CPUs; either one when the
-    backend is ``auto``, as on an attached cluster).
+    The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch
+    alone may never pay for a build, so without this a GPU study of all NY sources
+    would run ``batched`` batch after batch.
 
     Returns
     -------
     Hierarchy or None
         ``None`` when the study will not use it, or the graph has no file to cache beside.
     """
-    from gpu_sssp.kernels import auto, hierarchy
-
-    if cache_path(graph) is None or algorithm not in ("auto", "phast"):
+    if cache_path(graph) is None or not study_uses_phast(graph, n_sources, backend, algorithm):
         return None
-    if hierarchy.eligible(graph) is not None:
-        return None  # a named phast's solve names the reason; auto keeps another method
-    if algorithm == "auto":
-        gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
-        cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
-        if not (gpu or cpu):
-            return None
     return load_hierarchy(graph)
-

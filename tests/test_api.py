@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse.csgraph as csg
 
 import gpu_sssp as sssp
@@ -62,3 +63,30 @@ def test_default_batch_size_comes_from_the_workers():
     assert default_batch_size("auto", []) == CPU_BATCH_SIZE
     assert default_batch_size("batched", ["cpu"]) == GPU_BATCH_SIZE  # a GPU method asks for GPU batches
     assert default_batch_size("dijkstra", ["NVIDIA H200"]) == CPU_BATCH_SIZE
+
+
+def test_phast_studies_get_larger_batches():
+    """A study that sweeps with phast gets PHAST_*_BATCH_SIZE sources per task (one sweep
+    serves the whole batch; the task's fixed cost dominates small ones)."""
+    from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, GPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE,
+                                              PHAST_GPU_BATCH_SIZE, default_batch_size)
+
+    assert default_batch_size("phast", ["NVIDIA H200"], phast=True) == PHAST_GPU_BATCH_SIZE
+    assert default_batch_size("phast", ["cpu", "cpu"], phast=True) == PHAST_CPU_BATCH_SIZE
+    assert default_batch_size("auto", ["cpu"], phast=False) == CPU_BATCH_SIZE
+    assert default_batch_size("batched", ["NVIDIA H200"], phast=False) == GPU_BATCH_SIZE
+
+
+def test_plan_resolves_phast_batch_size(tmp_path):
+    pytest.importorskip("routingkit_ch")
+    from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE, PHAST_GPU_BATCH_SIZE,
+                                              plan_study)
+    from gpu_sssp.pipeline.sources import plan_sources
+
+    g = sssp.load_graph(ROME)
+    sources = plan_sources(g, sources="all")
+    for algo, devices, want in (("phast", ["NVIDIA H200"], PHAST_GPU_BATCH_SIZE),
+                                ("phast", ["cpu", "cpu"], PHAST_CPU_BATCH_SIZE),
+                                ("dijkstra", ["cpu"], CPU_BATCH_SIZE)):
+        plan = plan_study(g, ROME, sources, out=tmp_path / algo, algorithm=algo)
+        assert plan.resolve_batch_size(devices) == want, algo

@@ -373,7 +373,9 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         kmax = min(kmax, N)
         if _pow2_at_least(kmax) > fit:
             raise MemoryError(f"phast on {graph.name}: batch_size {batch_size} needs "
-                              f"{_pow2_at_least(kmax) * per_lane:,} bytes, {free:,} are free")
+                              f"{_pow2_at_least(kmax) * per_lane:,} bytes, more than "
+                              f"{MEMORY_SHARE:.0%} of the {free:,} bytes free; use a batch of at most "
+                              f"{_pow2_at_most(fit)} (or leave batch_size unset)")
     Bmax = _pow2_at_least(kmax)
     starts = list(range(0, N, kmax))
     nb = len(starts)
