@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 
 from gpu_sssp.kernels import registry
+from gpu_sssp.kernels.errors import UsageError
 
 #: CPU cost model for building a hierarchy (see the module docstring): SciPy Dijkstra
 #: seconds per arc per source, hierarchy build seconds per arc, Numba's fixed cost.
@@ -103,7 +104,7 @@ def choose(graph, n_sources: int, backend: str) -> str:
     for name in prefs:
         if name in names and (registry.get(name).negative_weights or not graph.has_negative):
             return name
-    raise ValueError("no GPU method is registered that accepts this graph")
+    raise UsageError("no GPU method is registered that accepts this graph")
 
 
 def cpu_phast_min_sources(graph) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels import _gpu
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.kernels.result import Result
 
 
@@ -58,7 +59,7 @@ def register(name: str, backend: str, target: str, *, negative_weights: bool = T
     """Add (or replace) a method in the registry.  A name may be registered once per
     backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other."""
     if backend not in ("gpu", "cpu"):
-        raise ValueError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
+        raise UsageError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
     m = Method(name, backend, target, negative_weights, description, options, device_turn)
     variants = _VARIANTS.setdefault(name, {})
     variants[backend] = m
@@ -70,7 +71,7 @@ def get(name: str, backend: str | None = None) -> Method:
     try:
         m = _METHODS[name]
     except KeyError:
-        raise ValueError(
+        raise UsageError(
             f"unknown method {name!r}; available: {', '.join(available_methods())}"
         ) from None
     if backend is not None and m.backend != backend:
@@ -88,7 +89,7 @@ def backends_of(name: str) -> list[str]:
 def available_methods(backend: str | None = None) -> list[str]:
     """Every registered method (whether or not a GPU is present), plus ``auto``."""
     if backend not in (None, "gpu", "cpu"):
-        raise ValueError(f"backend must be 'gpu', 'cpu' or None, got {backend!r}")
+        raise UsageError(f"backend must be 'gpu', 'cpu' or None, got {backend!r}")
     names = [m.name for m in _METHODS.values()
              if backend is None or m.backend == backend or backend in _VARIANTS.get(m.name, {})]
     return names + ["auto"]
@@ -110,7 +111,7 @@ def resolve_backend(method: str, backend: str = "auto") -> str:
     registered on both, like ``phast``), and for ``method="auto"`` the GPU when a device
     is visible."""
     if backend not in ("auto", "gpu", "cpu"):
-        raise ValueError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
+        raise UsageError(f"backend must be 'auto', 'gpu' or 'cpu', got {backend!r}")
     if backend != "auto":
         return backend
     if method != "auto":
@@ -161,16 +162,16 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     """
     src = np.atleast_1d(np.asarray(sources))
     if src.ndim != 1:
-        raise ValueError(f"sources must be a 1-D list of vertex indices, got shape {src.shape}")
+        raise UsageError(f"sources must be a 1-D list of vertex indices, got shape {src.shape}")
     if src.dtype.kind not in "iu":
-        raise TypeError(f"sources must be integers, got {src.dtype}")
+        raise OptionError(f"sources must be integers, got {src.dtype}")
     src = src.astype(np.int64)
     if len(src) == 0:
-        raise ValueError("no sources given")
+        raise UsageError("no sources given")
     bad = (src < 0) | (src >= graph.n)
     if bad.any():
         v = int(src[np.argmax(bad)])
-        raise ValueError(
+        raise UsageError(
             f"source index {v} out of range for {graph.name} with {graph.n} vertices "
             f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
@@ -182,10 +183,10 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         method = _choose(graph, len(src), backend)
     spec = get(method, backend)
     if spec.backend != backend:
-        raise TypeError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
+        raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
     why = spec.unsuitable(graph)
     if why:
-        raise ValueError(why)
+        raise UsageError(why)
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
+
 from ..errors import InputError
 
 EXACT_LIMIT = 2.0**53
@@ -67,9 +69,9 @@ class Limits:
             try:
                 v = int(v)
             except (TypeError, ValueError):
-                raise ValueError(f"sssp.ingest.{key}: expected a whole number or null, got {v!r}") from None
+                raise UsageError(f"sssp.ingest.{key}: expected a whole number or null, got {v!r}") from None
             if v < 0:
-                raise ValueError(f"sssp.ingest.{key}: expected a number >= 0, got {v}")
+                raise UsageError(f"sssp.ingest.{key}: expected a number >= 0, got {v}")
             return v
 
         return cls(get("max-vertices", max_vertices), get("max-arcs", max_arcs),
