@@ -15,8 +15,11 @@ H200):
   (~15 us per arc: NY 5-13 s) and Numba loads its compiled kernels (~1.5 s per process,
   more when several workers start at once); phast is chosen when the Dijkstra time it
   saves is at least twice that fixed cost (NY: ~580 sources; rome99's 3,353 sources, 1.8 s
-  of Dijkstra, stay with dijkstra).  With the hierarchy at hand phast wins from one
-  source (NY: 6 ms against 44 ms).
+  of Dijkstra, stay with dijkstra in a cold process).  A study's CPU workers load the
+  kernels in the background as they start (``pipeline.warmup``; 0.6-0.8 s on the
+  development VM), so for a study the fixed cost is the build alone (rome99: ~510
+  sources, so all its sources take phast; NY ~70).  With the hierarchy at hand phast
+  wins from one source (NY: 6 ms against 44 ms).
 - GPU, ``phast`` (a contraction-hierarchy sweep, ``kernels.gpu.phast``) first, where
   :func:`phast_applies`: integer weights >= 0 within the hierarchy's bound
   (:func:`kernels.hierarchy.eligible`), a road-like graph (the same
@@ -107,16 +110,28 @@ def choose(graph, n_sources: int, backend: str) -> str:
     raise UsageError("no GPU method is registered that accepts this graph")
 
 
-def cpu_phast_min_sources(graph) -> int:
+def _warm_here() -> bool:
+    """Whether this process already loaded the CPU phast kernels (without importing Numba)."""
+    import sys
+
+    mod = sys.modules.get("gpu_sssp.kernels.cpu_phast")
+    return mod is not None and mod._WARM.is_set()
+
+
+def cpu_phast_min_sources(graph, warm: bool = False) -> int:
     """Sources from which ``auto`` on the CPU builds a hierarchy and runs ``phast`` (when
-    the graph holds none yet): the Dijkstra time saved must be twice the fixed cost."""
-    fixed = graph.m * BUILD_S_PER_ARC + PHAST_FIXED_S
+    the graph holds none yet): the Dijkstra time saved must be twice the fixed cost,
+    the build plus, unless ``warm`` (the kernels are loaded already, or a study's
+    workers load them as they start: ``pipeline.warmup``), Numba's ``PHAST_FIXED_S``."""
+    warm = warm or _warm_here()
+    fixed = graph.m * BUILD_S_PER_ARC + (0.0 if warm else PHAST_FIXED_S)
     per_source = max(graph.m, 1) * DIJKSTRA_S_PER_ARC * (1 - 1 / 20)
     return max(1, int(math.ceil(2 * fixed / per_source)))
 
 
-def cpu_phast_applies(graph, n_sources: int) -> bool:
-    """Whether ``auto`` on the CPU runs ``phast`` (the rule in the module docstring)."""
+def cpu_phast_applies(graph, n_sources: int, warm: bool = False) -> bool:
+    """Whether ``auto`` on the CPU runs ``phast`` (the rule in the module docstring;
+    ``warm``: see :func:`cpu_phast_min_sources`)."""
     from gpu_sssp.kernels import hierarchy
 
     if "phast" not in registry.available_methods("cpu"):
@@ -125,7 +140,7 @@ def cpu_phast_applies(graph, n_sources: int) -> bool:
         return False
     if hierarchy.has_hierarchy(graph):
         return True
-    return n_sources >= cpu_phast_min_sources(graph) and hierarchy.structure(graph) is None
+    return n_sources >= cpu_phast_min_sources(graph, warm) and hierarchy.structure(graph) is None
 
 
 def phast_applies(graph, n_sources: int) -> bool:

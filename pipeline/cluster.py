@@ -186,8 +186,11 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     n = int(n)
     if n < 1:
         raise UsageError(f"--cpu-workers must be at least 1, got {n}")
+    # preload: each worker loads the CPU phast kernels in the background as it starts
+    # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
     kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
-              silence_logs=level, scheduler_kwargs={"dashboard": dashboard})
+              silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
+              preload=["gpu_sssp.pipeline.warmup"])
     kw.update(cluster_options)
     with _http_routes(dashboard):
         cluster = LocalCluster(**kw)

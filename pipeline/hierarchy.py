@@ -183,7 +183,9 @@ def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: st
     if algorithm == "phast":
         return True
     gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
-    cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
+    # CPU workers of a study load the kernels as they start (pipeline.warmup: local CPU
+    # clusters preload it; README: `dask worker --preload gpu_sssp.pipeline.warmup`)
+    cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources, warm=backend == "cpu")
     return gpu or cpu
 
 

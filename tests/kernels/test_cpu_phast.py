@@ -205,10 +205,17 @@ def test_hierarchy_built_once(rome, monkeypatch):
 
 
 # ---------------------------------------------------------------------- auto
-def test_auto_rule(rome):
+def test_auto_rule(rome, monkeypatch):
+    monkeypatch.setattr(auto, "_warm_here", lambda: False)  # a cold process
     g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n, name="rome-copy")
     k = auto.cpu_phast_min_sources(g)
     assert k > g.n  # rome99: all sources cost less Dijkstra time than a hierarchy's set-up
+    # with the kernels loaded (a study's warmed workers) the build alone is the fixed cost
+    kw = auto.cpu_phast_min_sources(g, warm=True)
+    assert kw < g.n and auto.cpu_phast_applies(g, g.n, warm=True)
+    monkeypatch.setattr(auto, "_warm_here", lambda: True)
+    assert auto.cpu_phast_min_sources(g) == kw
+    monkeypatch.setattr(auto, "_warm_here", lambda: False)
     assert auto.choose(g, g.n, "cpu") == "dijkstra"
     assert auto.choose(g, k, "cpu") == "phast"  # road-like, enough sources (repeats count)
     assert not hierarchy.has_hierarchy(g)  # choosing builds nothing
@@ -245,3 +252,24 @@ def test_registered_on_cpu():
     assert "phast" in kernels.available_methods("cpu")
     assert kernels.get("phast", "cpu").backend == "cpu"
     assert not kernels.get("phast", "cpu").negative_weights
+
+
+def test_warm_up_loads_the_kernels_once():
+    from gpu_sssp.kernels import cpu_phast
+
+    first = cpu_phast.warm_up()
+    assert cpu_phast._WARM.is_set() and auto._warm_here()
+    assert cpu_phast.warm_up() == 0.0 and first >= 0.0
+
+
+def test_warmup_preload_thread(monkeypatch):
+    """The worker preload starts one daemon thread and returns at once; SSSP_WARMUP=0 skips it."""
+    from gpu_sssp.pipeline import warmup
+
+    monkeypatch.setenv("SSSP_WARMUP", "0")
+    assert warmup.start() is None
+    monkeypatch.setenv("SSSP_WARMUP", "1")
+    t = warmup.start()
+    assert t is not None and t.daemon
+    t.join(120)
+    assert not t.is_alive() and auto._warm_here()
