@@ -251,6 +251,8 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
             launches += 1
         ev1.record()
         events.append((ev0, ev1))
+        ev1.synchronize()  # the copy's own time, not the kernels' it would wait for
+        host_syncs += 1
         tc = time.perf_counter()
         mat_buf[:k * T].reshape(k, T).get(out=out[s0:s0 + k])
         copy_s += time.perf_counter() - tc
