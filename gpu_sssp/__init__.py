@@ -9,6 +9,7 @@ The public interface, importable from here::
     res.distances                                       # (2, n) float64, +inf unreachable
     sssp.available_methods(), sssp.device_count()
     summary = sssp.study("data/rome99.gr", sources="all", out="rome-study")
+    m = sssp.matrix(g, [1, 2, 3], "all")                # (3, n) travel-time matrix, file ids
 
 Everything else (``gpu_sssp.kernels``, ``gpu_sssp.pipeline``, ``gpu_sssp.workflows``) is the
 implementation: the solvers on one device, ingestion/Dask/files, and the command line.
@@ -29,6 +30,8 @@ if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
 
 from gpu_sssp.kernels import (  # noqa: E402
     DISTANCE_SCHEMA,
+    MATRIX_LONG_SCHEMA,
+    MATRIX_SCHEMA,
     STATS_SCHEMA,
     NegativeCycleError,
     Result,
@@ -46,12 +49,15 @@ __all__ = [
     "read_parquet",
     "solve",
     "study",
+    "matrix",
     "available_methods",
     "device_count",
     "Result",
     "NegativeCycleError",
     "DISTANCE_SCHEMA",
     "STATS_SCHEMA",
+    "MATRIX_SCHEMA",
+    "MATRIX_LONG_SCHEMA",
 ]
 
 
@@ -77,3 +83,60 @@ def study(graph, **options) -> dict:
     from gpu_sssp.pipeline.study.run import study as _study
 
     return _study(graph, **options)
+
+
+def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend: str = "auto",
+           stats_over: str = "targets", as_arrow=False, **options):
+    """The travel-time matrix from ``sources`` to ``targets`` (file ids, as on the command line).
+
+    Parameters
+    ----------
+    graph : Graph, str or os.PathLike
+        A graph, or an input file / Parquet edge list (loaded with :func:`load_graph`;
+        its contraction hierarchy is then cached beside it when ``phast`` is used).
+    sources, targets : "all" or sequence of int
+        File ids (1-based for DIMACS); order and repeats kept: row ``i`` is
+        ``sources[i]``, column ``j`` is ``targets[j]``.
+    method, backend : str
+        As :func:`solve`.  ``phast`` sweeps only the part of the hierarchy the targets
+        need (RPHAST); the other engines gather the target columns (on the GPU, before
+        anything is copied to the host).
+    stats_over : {"targets", "all"}
+        Passed to :func:`solve` (only the matrix is returned here; call
+        ``solve(g, g.to_index(s), targets=g.to_index(t))`` for the per-source statistics).
+    as_arrow : bool or {"wide", "long"}
+        False: a NumPy ``(len(sources), len(targets))`` float64 array (``+inf``
+        unreachable).  True or ``"wide"``: an Arrow table in :data:`MATRIX_SCHEMA` (a
+        row per source, a list of its distances; the target ids in the schema metadata);
+        ``"long"``: :data:`MATRIX_LONG_SCHEMA` (a row per pair).
+    **options
+        Method options (``batch_size``, ...).
+
+    Raises
+    ------
+    ValueError
+        An unknown id, an ineligible method (see :func:`solve`).
+    """
+    import numpy as _np
+
+    g = load_graph(graph) if isinstance(graph, (str, _os.PathLike)) else graph
+
+    def ids(x, what):
+        if isinstance(x, str) and x == "all":
+            return _np.arange(g.n, dtype=_np.int64)
+        arr = _np.asarray(list(x) if not isinstance(x, _np.ndarray) else x)
+        if arr.size == 0:
+            raise ValueError(f"no {what} ids given")
+        return g.to_index(arr, what=what)
+
+    src, tg = ids(sources, "source"), ids(targets, "target")
+    if getattr(g, "path", None):
+        from gpu_sssp.kernels.registry import resolve_backend
+        from gpu_sssp.pipeline.hierarchy import prepare_study
+
+        prepare_study(g, len(src), resolve_backend(method, backend), method)
+    res = solve(g, src, method=method, backend=backend, targets=tg, stats_over=stats_over, **options)
+    if as_arrow is False or as_arrow is None:
+        return res.matrix
+    form = "wide" if as_arrow is True else as_arrow
+    return res.matrix_table(g.id_base, form)

@@ -7,7 +7,8 @@ takes), and the device helpers of :mod:`kernels.device` that the other layers us
 from gpu_sssp.kernels.device import device_info, device_name, release_device_memory, upload_graph
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.kernels.registry import available_methods, device_count, get, register, solve
-from gpu_sssp.kernels.result import DISTANCE_SCHEMA, STATS_SCHEMA, NegativeCycleError, Result
+from gpu_sssp.kernels.result import (DISTANCE_SCHEMA, MATRIX_LONG_SCHEMA, MATRIX_SCHEMA, STATS_SCHEMA,
+                                      NegativeCycleError, Result)
 from gpu_sssp.kernels import methods as _methods  # noqa: F401  (registers GPU methods)
 
 __all__ = [
@@ -25,4 +26,6 @@ __all__ = [
     "NegativeCycleError",
     "DISTANCE_SCHEMA",
     "STATS_SCHEMA",
+    "MATRIX_SCHEMA",
+    "MATRIX_LONG_SCHEMA",
 ]

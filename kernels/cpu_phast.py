@@ -163,6 +163,99 @@ def sweep_layout(h: hmod.Hierarchy) -> SweepLayout:
                        down_weight=np.ascontiguousarray(h.down_weight[o]))
 
 
+@dataclass(frozen=True)
+class Selection:
+    """RPHAST's restriction of a sweep layout to what a set of targets needs.
+
+    Attributes
+    ----------
+    layout : SweepLayout
+    key : bytes
+        Digest of the targets (the cache key).
+    steps : ndarray of int64
+        The selected steps, ascending (a topological order of the restricted DAG): the
+        targets and every step a selected step's downward arcs come from.
+    row_of_position : ndarray of int64, shape (n,)
+        Hierarchy position -> row of the restricted sweep, or -1.
+    indptr, tail, weight : ndarray
+        Downward arcs into each row (tails as rows).
+    tg_row : ndarray of int64, shape (T,)
+        Row of each target (the matrix's columns).
+    first : ndarray of bool, shape (T,)
+        The first occurrence of each distinct target (the reductions count it once).
+    select_s : float
+        Seconds the selection took.
+    """
+
+    layout: SweepLayout
+    key: bytes
+    steps: np.ndarray
+    row_of_position: np.ndarray
+    indptr: np.ndarray
+    tail: np.ndarray
+    weight: np.ndarray
+    tg_row: np.ndarray
+    first: np.ndarray
+    select_s: float
+
+    @property
+    def arcs(self) -> int:
+        return int(len(self.tail))
+
+
+def targets_key(targets) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(targets, dtype=np.int64).tobytes()).digest()
+
+
+def first_occurrences(targets) -> np.ndarray:
+    """Boolean mask of the first occurrence of each distinct value of ``targets``."""
+    targets = np.asarray(targets)
+    first = np.zeros(len(targets), dtype=bool)
+    first[np.unique(targets, return_index=True)[1]] = True
+    return first
+
+
+def select_targets(lay: SweepLayout, targets) -> Selection:
+    """RPHAST's selection (Delling, Goldberg, Werneck, ATMOS 2011): the targets' upward
+    closure in the downward DAG, i.e. every vertex whose final label a target's final
+    label depends on, and the downward arcs among them renumbered into rows."""
+    t0 = time.perf_counter()
+    targets = np.asarray(targets, dtype=np.int64)
+    n = len(lay.step_of_vertex)
+    tsteps = lay.step_of_vertex[targets]
+    mark = np.zeros(n, dtype=np.bool_)
+    mark[tsteps] = True
+    _closure(n, lay.down_indptr, lay.down_tail, mark)
+    steps = np.flatnonzero(mark)
+    row_of_step = np.full(n, -1, dtype=np.int64)
+    row_of_step[steps] = np.arange(len(steps))
+    counts = (lay.down_indptr[steps + 1] - lay.down_indptr[steps]).astype(np.int64)
+    indptr = np.zeros(len(steps) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    idx = np.repeat(lay.down_indptr[steps] - indptr[:-1], counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+    return Selection(layout=lay, key=targets_key(targets), steps=steps,
+                     row_of_position=row_of_step[lay.step_of_position],
+                     indptr=indptr, tail=row_of_step[lay.down_tail[idx]].astype(np.int32),
+                     weight=np.ascontiguousarray(lay.down_weight[idx]), tg_row=row_of_step[tsteps],
+                     first=first_occurrences(targets), select_s=time.perf_counter() - t0)
+
+
+def get_selection(graph, lay: SweepLayout, targets) -> Selection:
+    """The selection for ``targets``, made once and kept with the graph (the last few
+    target sets: a study's batches share theirs)."""
+    slot = graph.cached("phast-cpu-selections", dict)
+    key = targets_key(targets)
+    sel = slot.get(key)
+    if sel is None or sel.layout is not lay:
+        sel = select_targets(lay, targets)
+        while len(slot) >= 4:
+            slot.pop(next(iter(slot)))
+        slot[key] = sel
+    return sel
+
+
 def get_layout(graph) -> SweepLayout:
     """The graph's sweep layout, made once from its hierarchy and kept with the graph."""
     h = hmod.get_hierarchy(graph)
@@ -220,9 +313,11 @@ def _upward(s, up_indptr, up_head, up_weight, dist, stack, space):
 @njit(cache=True, nogil=True)
 def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_indptr, up_head, up_weight,
            down_indptr, down_tail, down_weight, want_dist, out,
-           reached, ecc, total, relax_up, d, ud):
+           reached, ecc, total, relax_up, d, ud, tg_row, mat):
     """Blocks ``t, t + n_threads, ...`` of the sources, with this thread's label buffer
-    ``d`` (n x lanes uint32) and upward-search buffer ``ud`` (n uint32, all INF)."""
+    ``d`` (n x lanes uint32) and upward-search buffer ``ud`` (n uint32, all INF).
+    ``tg_row`` (steps of the targets, empty for none): their labels are written to the
+    travel-time matrix ``mat`` (sources x targets float64)."""
     n = len(step_of_vertex)
     nsrc = len(src_pos)
     n_blocks = (nsrc + lanes - 1) // lanes
@@ -295,6 +390,101 @@ def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_in
                     for v in range(v0, v1):
                         x = d[step_of_vertex[v] * lanes + j]
                         row[v] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
+        if len(tg_row):
+            _matrix_rows(d, lanes, k0, b, tg_row, mat)
+
+
+@njit(cache=True, nogil=True)
+def _matrix_rows(d, lanes, k0, b, tg_row, mat):
+    """Rows ``k0 .. k0 + b`` of the matrix from a block's labels (row ``tg_row[t]`` holds
+    target ``t``), in tiles of targets so that the label rows read stay in cache."""
+    nt = len(tg_row)
+    for t0 in range(0, nt, 256):
+        t1 = min(nt, t0 + 256)
+        for j in range(b):
+            row = mat[k0 + j]
+            for t in range(t0, t1):
+                x = d[tg_row[t] * lanes + j]
+                row[t] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
+
+
+@njit(cache=True)
+def _closure(n, down_indptr, down_tail, mark):
+    """Mark every step whose label a marked step's final label depends on: the tails of
+    the downward arcs into it, recursively (tails are earlier steps: one pass, last step
+    first)."""
+    for p in range(n - 1, -1, -1):
+        if mark[p]:
+            for a in range(down_indptr[p], down_indptr[p + 1]):
+                mark[down_tail[a]] = True
+
+
+@njit(cache=True, nogil=True)
+def _sweep_restricted(src_pos, lanes, t, n_threads, row_of_position, up_indptr, up_head, up_weight,
+                      sdn_indptr, sdn_tail, sdn_weight, tg_row, first, mat,
+                      reached, ecc, total, relax_up, d, ud):
+    """RPHAST: like :func:`_sweep`, but the downward phase visits only the selected rows
+    (``sdn_*``: the downward arcs into each selected row, tails as rows), and the result
+    is the matrix; the reductions run over the targets marked ``first`` (each distinct
+    target once)."""
+    nrows = len(sdn_indptr) - 1
+    nsrc = len(src_pos)
+    n = len(row_of_position)
+    n_blocks = (nsrc + lanes - 1) // lanes
+    mark = np.full(max(nrows, 1), -1, dtype=np.int64)
+    tmp = np.empty(lanes, dtype=np.uint32)
+    stack = np.empty(n + 1, dtype=np.int64)
+    space = np.empty(n + 1, dtype=np.int64)
+    nt = len(tg_row)
+    for blk in range(t, n_blocks, n_threads):
+        k0 = blk * lanes
+        b = min(lanes, nsrc - k0)
+        for k in range(b):
+            c, r = _upward(src_pos[k0 + k], up_indptr, up_head, up_weight, ud, stack, space)
+            relax_up[k0 + k] = r
+            for i in range(c):
+                x = space[i]
+                q = row_of_position[x]
+                if q >= 0:
+                    if mark[q] != blk:
+                        mark[q] = blk
+                        base = q * lanes
+                        for j in range(lanes):
+                            d[base + j] = np.uint32(0xFFFFFFFF)
+                    d[q * lanes + k] = ud[x]
+                ud[x] = np.uint32(0xFFFFFFFF)
+        for p in range(nrows):
+            base = p * lanes
+            if mark[p] == blk:
+                for j in range(lanes):
+                    tmp[j] = d[base + j]
+            else:
+                for j in range(lanes):
+                    tmp[j] = np.uint32(0xFFFFFFFF)
+            for a in range(sdn_indptr[p], sdn_indptr[p + 1]):
+                ub = sdn_tail[a] * lanes
+                w = sdn_weight[a]
+                lim = np.uint32(0xFFFFFFFF) - w
+                for j in range(lanes):
+                    x = np.uint32(min(d[ub + j], lim) + w)
+                    tmp[j] = min(tmp[j], x)
+            for j in range(lanes):
+                d[base + j] = tmp[j]
+        _matrix_rows(d, lanes, k0, b, tg_row, mat)
+        for j in range(b):
+            cnt = 0
+            mx = 0
+            sm = 0
+            for q in range(nt):
+                if first[q]:
+                    x = d[tg_row[q] * lanes + j]
+                    if x != np.uint32(0xFFFFFFFF):
+                        cnt += 1
+                        sm += np.int64(x)
+                        mx = max(mx, np.int64(x))
+            reached[k0 + j] = cnt
+            ecc[k0 + j] = mx
+            total[k0 + j] = sm
 
 
 @njit(cache=True, nogil=True)
@@ -351,7 +541,7 @@ def _tight_in_arc(sources, rev_indptr, rev_tail, rev_weight, dist, pred, t, n_th
 
 def phast(graph, sources, *, predecessors=False, distances=True, count_work=False,
           lanes: int | None = None, threads: int | None = None, hierarchy=None, force: bool = False,
-          **options):
+          targets=None, stats_over: str = "targets", **options):
     """Shortest paths from every source by a PHAST sweep over the graph's hierarchy.
 
     Parameters
@@ -380,6 +570,14 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         Build a hierarchy even for a graph that does not look road-like
         (:func:`kernels.hierarchy.structure`), where contracting may take very long; as
         the GPU ``phast`` does, it is refused otherwise.
+    targets : ndarray of int64, optional
+        Return the ``(B, T)`` travel-time matrix to these vertices (``kernels.solve``'s
+        ``targets=``) instead of all distances.  With ``stats_over="targets"`` (default)
+        the sweep is RPHAST's: only the targets' upward closure in the downward DAG
+        (:func:`select_targets`, made once per target set and kept with the graph),
+        and the statistics are over the distinct targets; ``"all"``: the full sweep,
+        statistics over every vertex, the target labels copied into the matrix.
+    stats_over : {"targets", "all"}
 
     Returns
     -------
@@ -396,7 +594,8 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         ``lanes``/``threads`` below 1; a ``hierarchy`` of another graph.
     """
     if options:
-        raise TypeError(f"phast takes the options lanes, threads, hierarchy and force, got {sorted(options)}")
+        raise TypeError(f"phast takes the options lanes, threads, hierarchy, force, targets and stats_over, "
+                        f"got {sorted(options)}")
     why = hmod.eligible(graph)
     if why is not None:
         raise ValueError(f"phast: {why}; use dijkstra (or bellman-ford) instead")
@@ -424,8 +623,11 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         raise ValueError(f"lanes must be >= 1, got {lanes}")
     nb = math.ceil(len(uniq) / lanes)
     run_threads = max(1, min(nthreads, nb))
-    want_dist = bool(distances or predecessors)
     n = graph.n
+    if targets is not None:
+        return _phast_targets(graph, lay, sources, uniq, inv, np.asarray(targets, dtype=np.int64), stats_over,
+                              lanes, nthreads, run_threads)
+    want_dist = bool(distances or predecessors)
     out = np.empty((len(uniq), n) if want_dist else (0, 0), dtype=np.float64)
     reached = np.zeros(len(uniq), dtype=np.int64)
     ecc = np.zeros(len(uniq), dtype=np.int64)
@@ -438,7 +640,7 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         _in_threads(run_threads, lambda t: _sweep(
             src_pos, lanes, t, run_threads, lay.step_of_position, lay.step_of_vertex,
             h.up_indptr, h.up_head, h.up_weight, lay.down_indptr, lay.down_tail, lay.down_weight,
-            want_dist, out, reached, ecc, total, relax_up, labels[t], updist[t]))
+            want_dist, out, reached, ecc, total, relax_up, labels[t], updist[t], _NO_TARGETS, _NO_MATRIX))
         pred = None
         if predecessors:
             pred = np.empty((len(uniq), n), dtype=np.int64)
@@ -488,6 +690,66 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
             "hierarchy_build_s": h.build_s,
         },
     )
+
+
+_NO_TARGETS = np.zeros(0, dtype=np.int64)
+_NO_MATRIX = np.zeros((0, 0), dtype=np.float64)
+
+
+def _phast_targets(graph, lay, sources, uniq, inv, targets, stats_over, lanes, nthreads, run_threads):
+    """``phast`` with targets: RPHAST (``stats_over="targets"``) or the full sweep with the
+    target labels gathered (``"all"``); see :func:`phast`."""
+    h = lay.hierarchy
+    n = graph.n
+    nu = len(uniq)
+    mat = np.empty((nu, len(targets)), dtype=np.float64)
+    reached = np.zeros(nu, dtype=np.int64)
+    ecc = np.zeros(nu, dtype=np.int64)
+    total = np.zeros(nu, dtype=np.int64)
+    relax_up = np.zeros(nu, dtype=np.int64)
+    src_pos = h.position[uniq].astype(np.int64)
+    labels, updist = _buffers(run_threads, n, lanes)
+    sel = None
+    t0 = time.perf_counter()
+    try:
+        if stats_over == "all":
+            tg_row = lay.step_of_vertex[targets].astype(np.int64)
+            _in_threads(run_threads, lambda t: _sweep(
+                src_pos, lanes, t, run_threads, lay.step_of_position, lay.step_of_vertex,
+                h.up_indptr, h.up_head, h.up_weight, lay.down_indptr, lay.down_tail, lay.down_weight,
+                False, _NO_MATRIX, reached, ecc, total, relax_up, labels[t], updist[t], tg_row, mat))
+            down_arcs = h.m_down
+        else:
+            sel = get_selection(graph, lay, targets)
+            _in_threads(run_threads, lambda t: _sweep_restricted(
+                src_pos, lanes, t, run_threads, sel.row_of_position, h.up_indptr, h.up_head, h.up_weight,
+                sel.indptr, sel.tail, sel.weight, sel.tg_row, sel.first, mat,
+                reached, ecc, total, relax_up, labels[t], updist[t]))
+            down_arcs = sel.arcs
+    except BaseException:
+        release_buffers()
+        raise
+    ms = (time.perf_counter() - t0) * 1e3
+    relax = relax_up + down_arcs
+    if inv is not None:
+        mat, reached, ecc, total, relax = mat[inv], reached[inv], ecc[inv], total[inv], relax[inv]
+    b = len(sources)
+    edges = float(relax.sum())
+    ecc = np.where(reached > 0, ecc.astype(np.float64), np.nan)
+    counters = {
+        "iterations": h.levels, "launches": 0, "host_syncs": 0, "relaxations": int(edges),
+        "kernel_ms": ms, "mteps": edges / (ms * 1e3) if ms > 0 else 0.0, "lanes": lanes,
+        "threads": run_threads, "distinct_sources": int(nu), "hierarchy_levels": h.levels,
+        "hierarchy_build_s": h.build_s, "targets": int(len(targets)), "stats_over": stats_over,
+    }
+    if sel is not None:  # the selection is made once per target set; its time is reported apart
+        counters.update(selected_rows=int(len(sel.steps)), selected_arcs=sel.arcs,
+                        select_ms=sel.select_s * 1e3, rphast=True)
+    return Result(
+        sources=sources, distances=mat, predecessors=None, reached=reached, eccentricity=ecc,
+        sum_distance=total, iterations=np.full(b, h.levels, dtype=np.int64), relaxations=relax,
+        method="phast", backend="cpu", device="cpu", counters=counters, targets=targets,
+        stats_over="targets" if stats_over == "targets" else "vertices")
 
 
 _LOCAL = threading.local()

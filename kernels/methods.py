@@ -35,8 +35,9 @@ register("delta", "gpu", "gpu_sssp.kernels.gpu.delta:solve", negative_weights=Fa
          description="delta-stepping, per-vertex bucket index, light/heavy on the fly, one cooperative "
                      "kernel per source (paper 003, Meyer-Sanders)")
 register("batched", "gpu", "gpu_sssp.kernels.gpu.batched:batched", negative_weights=True, device_turn=True,
+         targets=True,
          description="many sources per cooperative kernel, vertex-major distances, near-far buckets, GPU reductions")
-register("phast", "gpu", "gpu_sssp.kernels.gpu.phast:solve", negative_weights=False,
+register("phast", "gpu", "gpu_sssp.kernels.gpu.phast:solve", negative_weights=False, targets=True,
          description="PHAST: a contraction hierarchy (RoutingKit) once per graph, then one cooperative kernel per "
                      "batch sweeps it upward and downward level by level, labels vertex-major, reductions fused; "
                      "integer weights >= 0")

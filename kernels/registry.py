@@ -11,6 +11,7 @@ validated by :func:`kernels.solve`.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 from dataclasses import dataclass, field
 
@@ -32,6 +33,9 @@ class Method:
     # the implementation takes ``turn`` (see :func:`solve`) and holds it only while it
     # enqueues device work
     device_turn: bool = False
+    # the implementation takes ``targets=`` and ``stats_over=`` itself (a restricted
+    # sweep, or a gather on the device); the others are served by :func:`_solve_targets`
+    targets: bool = False
 
     def unsuitable(self, graph) -> str | None:
         """Why this method cannot solve ``graph`` (one line), or None when it can.
@@ -55,12 +59,13 @@ _VARIANTS: dict[str, dict[str, Method]] = {}
 
 
 def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
-             description: str = "", device_turn: bool = False, **options) -> None:
+             description: str = "", device_turn: bool = False, targets: bool = False, **options) -> None:
     """Add (or replace) a method in the registry.  A name may be registered once per
-    backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other."""
+    backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other.
+    ``targets=True``: the implementation takes ``targets=`` and ``stats_over=`` itself."""
     if backend not in ("gpu", "cpu"):
         raise UsageError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
-    m = Method(name, backend, target, negative_weights, description, options, device_turn)
+    m = Method(name, backend, target, negative_weights, description, options, device_turn, targets)
     variants = _VARIANTS.setdefault(name, {})
     variants[backend] = m
     _METHODS[name] = variants.get("gpu", m)
@@ -122,8 +127,54 @@ def resolve_backend(method: str, backend: str = "auto") -> str:
     return "gpu" if device_count() > 0 else "cpu"
 
 
+STATS_OVER = ("targets", "all")
+#: the generic ``targets=`` path solves at most this many bytes of full distance rows at once
+GENERIC_CHUNK_BYTES = 1 << 30
+
+
+def check_targets(graph, targets) -> np.ndarray:
+    """``targets`` as a validated 1-D int64 array of internal indices (repeats kept).
+
+    Raises
+    ------
+    TypeError
+        Not integers.
+    ValueError
+        Not 1-D, empty, or an index out of range (its file id named).
+    """
+    tg = np.atleast_1d(np.asarray(targets))
+    if tg.ndim != 1:
+        raise UsageError(f"targets must be a 1-D list of vertex indices, got shape {tg.shape}")
+    if tg.dtype.kind not in "iu":
+        raise OptionError(f"targets must be integers, got {tg.dtype}")
+    tg = tg.astype(np.int64)
+    if len(tg) == 0:
+        raise UsageError("no targets given")
+    bad = (tg < 0) | (tg >= graph.n)
+    if bad.any():
+        v = int(tg[np.argmax(bad)])
+        raise UsageError(
+            f"target index {v} out of range for {graph.name} with {graph.n} vertices "
+            f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
+        )
+    return tg
+
+
+def target_stats(matrix, targets, *, integer: bool, xp=np):
+    """``(reached, eccentricity, sum_distance)`` of each row of a ``(B, T)`` matrix over
+    its distinct targets (a repeated target counted once)."""
+    tg = np.asarray(targets)
+    _, first = np.unique(tg, return_index=True)
+    if len(first) != len(tg):
+        matrix = matrix[:, xp.asarray(np.sort(first))]
+    from gpu_sssp.kernels.result import reduce_distances
+
+    return reduce_distances(matrix, integer=integer, xp=xp)
+
+
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
-          predecessors: bool = False, distances: bool = True, turn=None, **options) -> Result:
+          predecessors: bool = False, distances: bool = True, turn=None, targets=None,
+          stats_over: str = "targets", **options) -> Result:
     """Shortest paths from each of ``sources`` (internal 0-based indices).
 
     Parameters
@@ -146,6 +197,18 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         work queues right behind on the same stream while this one fetches its results
         and builds its answer; its CUDA-event kernel time still covers its own work only.
         Other methods hold it for the whole call.
+    targets : array_like of int, optional
+        Internal indices of targets (repeats kept, any order): the result's
+        ``distances`` is then the ``(B, T)`` travel-time matrix (``Result.matrix``),
+        ``Result.targets`` the targets.  ``phast`` sweeps only the part of the hierarchy
+        the targets need (RPHAST); the GPU engines gather the target columns on the
+        device before anything is copied to the host; the CPU's ``dijkstra`` and
+        ``bellman-ford`` gather them from rows solved ``GENERIC_CHUNK_BYTES`` at a time.
+        Not with ``predecessors`` or ``distances=False``.
+    stats_over : {"targets", "all"}
+        With ``targets``: the per-source statistics over the distinct targets only
+        (default; ``Result.stats_over == "targets"``), or over every vertex (``"all"``:
+        ``phast`` then makes the full sweep and gathers the targets from it).
 
     Returns
     -------
@@ -175,6 +238,14 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
             f"source index {v} out of range for {graph.name} with {graph.n} vertices "
             f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
+    if targets is not None:
+        targets = check_targets(graph, targets)
+        if predecessors:
+            raise OptionError("predecessors are not returned with targets= (solve without targets for the trees)")
+        if not distances:
+            raise OptionError("targets= returns the travel-time matrix: distances=False does not go with it")
+        if stats_over not in STATS_OVER:
+            raise UsageError(f"stats_over must be one of {STATS_OVER}, got {stats_over!r}")
     # one check for every method: integer path lengths must stay exact in float64 (and
     # so within every kernel's distance type) before anything is solved
     graph.check_exact()
@@ -190,6 +261,8 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()
+    if targets is not None:
+        return _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)
     if turn is not None and spec.device_turn:
         return fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
     if turn is not None:
@@ -198,11 +271,66 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     return fn(graph, src, predecessors=predecessors, distances=distances, **options)
 
 
+def _solve_targets(spec: Method, fn, graph, src, targets, stats_over, turn, options) -> Result:
+    """``solve`` with ``targets``: the method's own path, or full rows gathered (on the
+    device for the GPU engines that solve through ``kernels.gpu.common.SourceLoop``)."""
+    kw = dict(predecessors=False, distances=True)
+    if spec.device_turn and turn is not None:
+        kw["turn"] = turn
+        turn = None
+    hold = turn if turn is not None else contextlib.nullcontext()
+    if spec.targets:
+        with hold:
+            return fn(graph, src, targets=targets, stats_over=stats_over, **kw, **options)
+    integer = graph.integer_weights
+    if spec.backend == "gpu":
+        from gpu_sssp.kernels.gpu.common import gather_targets
+
+        with hold, gather_targets(targets):
+            res = fn(graph, src, **kw, **options)
+        parts = [res]
+    else:  # CPU: rows of at most GENERIC_CHUNK_BYTES, each gathered at once
+        step = max(1, GENERIC_CHUNK_BYTES // max(8 * graph.n, 1))
+        parts = []
+        with hold:
+            for i in range(0, len(src), step):
+                r = fn(graph, src[i:i + step], **kw, **options)
+                r.distances = np.ascontiguousarray(r.distances[:, targets])
+                r.counters["targets_gathered"] = "host"
+                parts.append(r)
+    res = _concat(parts)
+    if res.distances.shape[1] != len(targets) or not res.counters.get("targets_gathered"):
+        # an engine that does not gather (none registered today): gather its rows here
+        res.distances = np.ascontiguousarray(res.distances[:, targets])
+        res.counters["targets_gathered"] = "host"
+    res.targets = targets
+    if stats_over == "targets":
+        res.reached, res.eccentricity, res.sum_distance = target_stats(res.distances, targets, integer=integer)
+        res.stats_over = "targets"
+    return res
+
+
+def _concat(parts: list) -> Result:
+    """One Result of several solved in turn over consecutive slices of the sources."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    counters = dict(first.counters)
+    for key in ("kernel_ms", "relaxations", "launches", "host_syncs"):
+        if key in counters:
+            counters[key] = sum(p.counters.get(key, 0) for p in parts)
+    return Result(sources=cat("sources"), distances=cat("distances"), predecessors=None,
+                  reached=cat("reached"), eccentricity=cat("eccentricity"), sum_distance=cat("sum_distance"),
+                  iterations=cat("iterations"), relaxations=cat("relaxations"), method=first.method,
+                  backend=first.backend, device=first.device, counters=counters)
+
+
 # --------------------------------------------------------------------- built-ins
 register("dijkstra", "cpu", "gpu_sssp.kernels.cpu:dijkstra", negative_weights=False,
          description="SciPy Dijkstra (binary heap), the reference")
 register("bellman-ford", "cpu", "gpu_sssp.kernels.cpu:bellman_ford",
          description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")
-register("phast", "cpu", "gpu_sssp.kernels.cpu_phast:phast", negative_weights=False,
+register("phast", "cpu", "gpu_sssp.kernels.cpu_phast:phast", negative_weights=False, targets=True,
          description="PHAST sweep over a contraction hierarchy (RoutingKit), many sources per sweep, "
                      "Numba; non-negative integer weights")

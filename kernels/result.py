@@ -48,6 +48,77 @@ STATS_SCHEMA = pa.schema(
 )
 
 
+#: Travel-time matrix, wide form: one row per source, its distances to every target in
+#: the order the targets were asked (repeats kept), ``+inf`` where unreachable.  The
+#: targets' file ids are in the schema metadata (key ``sssp``, field ``targets``) and,
+#: in a study, in ``targets.parquet``.
+MATRIX_SCHEMA = pa.schema(
+    [
+        ("source", pa.int64()),
+        ("distance", pa.list_(pa.float64())),
+    ]
+)
+
+#: Travel-time matrix, long form: one row per (source, target) pair, unreachable ones
+#: included (``+inf``), rows by source then target in the asked order.
+MATRIX_LONG_SCHEMA = pa.schema(
+    [
+        ("source", pa.int64()),
+        ("target", pa.int64()),
+        ("distance", pa.float64()),
+    ]
+)
+
+MATRIX_FORMS = ("wide", "long")
+
+
+def matrix_table(sources, targets, matrix, id_base: int = 0, form: str = "wide") -> pa.Table:
+    """A ``(len(sources), len(targets))`` distance matrix as an Arrow table.
+
+    Parameters
+    ----------
+    sources, targets : array_like of int
+        Internal 0-based indices (rows and columns of ``matrix``).
+    matrix : ndarray of float64
+        ``+inf`` where unreachable.
+    id_base : int
+        Added to every vertex index (the input file's id base).
+    form : {"wide", "long"}
+        :data:`MATRIX_SCHEMA` (one row per source, a list column of ``len(targets)``
+        distances) or :data:`MATRIX_LONG_SCHEMA` (one row per pair).
+
+    Returns
+    -------
+    pyarrow.Table
+        File ids; the target ids are also in the metadata (``b"sssp"`` JSON, ``targets``).
+    """
+    import json
+
+    src = np.asarray(sources, dtype=np.int64) + id_base
+    tg = np.asarray(targets, dtype=np.int64) + id_base
+    mat = np.ascontiguousarray(matrix, dtype=np.float64)
+    b, t = mat.shape
+    if b != len(src) or t != len(tg):
+        raise ValueError(f"matrix of shape {mat.shape} for {len(src)} sources x {len(tg)} targets")
+    if form == "wide":
+        # list offsets are int32: rows are cut into chunks of fewer than 2**31 values
+        step = max(1, (2**31 - 1) // max(t, 1))
+        chunks = []
+        for r0 in range(0, b, step):
+            r1 = min(b, r0 + step)
+            offsets = pa.array(np.arange(r1 - r0 + 1, dtype=np.int32) * np.int32(t))
+            chunks.append(pa.ListArray.from_arrays(offsets, pa.array(mat[r0:r1].reshape(-1))))
+        lists = pa.chunked_array(chunks, type=pa.list_(pa.float64()))
+        table = pa.Table.from_arrays([pa.array(src), lists], schema=MATRIX_SCHEMA)
+    elif form == "long":
+        table = pa.Table.from_pydict({"source": np.repeat(src, t), "target": np.tile(tg, b),
+                                      "distance": mat.reshape(-1)}, schema=MATRIX_LONG_SCHEMA)
+    else:
+        raise ValueError(f"form must be one of {MATRIX_FORMS}, got {form!r}")
+    meta = {b"sssp": json.dumps({"targets": tg.tolist(), "form": form}).encode()}
+    return table.replace_schema_metadata(meta)
+
+
 class NegativeCycleError(SsspError, ValueError):
     """A negative-weight cycle is reachable from a source (``sssp`` exits with 3).
 
@@ -99,6 +170,14 @@ class Result:
     counters : dict
         Whole-call counters: ``iterations``, ``launches``, ``host_syncs``,
         ``relaxations``, ``kernel_ms``, ``mteps`` and method specific ones.
+    targets : ndarray of int64, shape (T,), or None
+        Set when solved with ``targets=`` (:func:`kernels.registry.solve`): then
+        ``distances`` is the ``(B, T)`` travel-time matrix, column ``j`` the distances to
+        ``targets[j]`` (internal indices, in the order asked, repeats kept).
+    stats_over : {"vertices", "targets"}
+        What ``reached`` / ``eccentricity`` / ``sum_distance`` are taken over: every
+        vertex (the default, and ``stats_over="all"`` with targets), or only the distinct
+        targets (``stats_over="targets"``: a restricted sweep never sees the others).
     """
 
     sources: np.ndarray
@@ -113,14 +192,30 @@ class Result:
     backend: str
     device: str = "cpu"
     counters: dict[str, Any] = field(default_factory=dict)
+    targets: np.ndarray | None = None
+    stats_over: str = "vertices"
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The ``(B, T)`` travel-time matrix of a result solved with ``targets=``."""
+        if self.targets is None or self.distances is None:
+            raise TypeError("this result holds no matrix; solve with targets=")
+        return self.distances
+
+    def matrix_table(self, id_base: int = 0, form: str = "wide") -> pa.Table:
+        """The matrix as Arrow (:data:`MATRIX_SCHEMA` or :data:`MATRIX_LONG_SCHEMA`, file ids)."""
+        return matrix_table(self.sources, self.targets, self.matrix, id_base, form)
 
     @property
     def batch_size(self) -> int:
         return int(len(self.sources))
 
     def mean_distance(self) -> np.ndarray:
-        """Mean distance to the reached vertices other than the source (nan if none)."""
+        """Mean distance to the reached vertices other than the source (nan if none);
+        with ``stats_over="targets"``, to the reached targets other than the source."""
         others = self.reached - 1
+        if self.stats_over == "targets" and self.targets is not None:
+            others = self.reached - np.isin(self.sources, self.targets).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(others > 0, self.sum_distance / np.maximum(others, 1), np.nan)
 
@@ -151,6 +246,8 @@ class Result:
         """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids)."""
         if self.distances is None:
             raise TypeError("this result holds statistics only; solve with distances=True")
+        if self.targets is not None:
+            raise TypeError("this result holds a travel-time matrix: use matrix_table()")
         b, n = self.distances.shape
         if reachable_only:
             rows, cols = np.nonzero(np.isfinite(self.distances))

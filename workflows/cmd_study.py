@@ -57,6 +57,19 @@ def add_parser(sub) -> None:
                      help="a source id as in the input file (repeatable)")
     src.add_argument("--order", choices=("locality", "given"), default=None,
                      help="batch order: locality (sources of one region of the graph together; default) or given")
+    mat = p.add_argument_group(
+        "travel-time matrix (sources x targets; written to OUT/matrix/, columns in OUT/targets.parquet)")
+    mat.add_argument("--targets", metavar="all|FILE",
+                     help="every vertex, or a file of target ids (one per line, the input's ids; order and "
+                     "repeats kept as the matrix's columns)")
+    mat.add_argument("--random-targets", type=int, metavar="K", help="K distinct random targets (with --target-seed)")
+    mat.add_argument("--target-seed", type=int, default=None, help="seed for --random-targets (default 1)")
+    mat.add_argument("--stats-over", choices=("targets", "all"), default=None,
+                     help="per-source stats over the distinct targets (default: phast then sweeps only the "
+                     "part of the hierarchy the targets need, RPHAST) or over all vertices (the full sweep)")
+    mat.add_argument("--matrix-form", choices=("wide", "long"), default=None,
+                     help="wide: a row per source with a list of distances (default); long: a row per "
+                     "(source, target); +inf where unreachable")
     sol = p.add_argument_group("solving and outputs")
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,
@@ -117,10 +130,16 @@ def summary_table(s: dict, integer: bool) -> Table:
 
     t.add_row("sources solved", f"{s['sources_solved']:,} / {s['sources_planned']:,}", "",
               "complete" if s["complete"] else "incomplete")
-    t.add_row("sources reaching every vertex", f"{s['sources_reaching_all']:,}", "", "")
+    if s.get("stats_over") == "targets":
+        t.add_row("targets", f"{s['targets']:,}", "", f"{s['distinct_targets']:,} distinct; stats below over them")
+        t.add_row("sources reaching every target", f"{s['sources_reaching_all']:,}", "", "")
+    else:
+        t.add_row("sources reaching every vertex", f"{s['sources_reaching_all']:,}", "", "")
     row("diameter", s["diameter"])
     row("radius", s["radius"])
-    row("largest eccentricity", s["eccentricity_max"], "over the vertices each source reaches")
+    row("largest eccentricity", s["eccentricity_max"],
+        "over the targets each source reaches" if s.get("stats_over") == "targets"
+        else "over the vertices each source reaches")
     row("closeness max", s["closeness_max"], "(reached-1)/sum of distances")
     row("closeness min", s["closeness_min"], "(reached-1)/sum of distances")
     t.add_row("relaxations", f"{s['relaxations_total']:,}", "", "")
@@ -163,6 +182,11 @@ def run(args) -> int:
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
         if info.get("dashboard") and not args.no_dashboard:
             console.print(f"dashboard: {info['dashboard']}")
+        if plan.targets is not None:
+            console.print(f"matrix: {plan.sources.count:,} sources x {plan.targets.count:,} targets "
+                          f"({plan.targets.how['kind']}), up to {fmt_bytes(plan.distance_estimate)} before "
+                          f"compression ({plan.matrix_form} form); stats over "
+                          + ("the targets" if plan.stats_over == "targets" else "all vertices"))
         if {"distances", "predecessors"} & set(plan.outputs):
             est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
@@ -188,7 +212,9 @@ def run(args) -> int:
                 scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
                 cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
                 host=args.host, dashboard_address=args.dashboard_address,
-                on_cluster=on_cluster, on_batch=on_batch, **ingest_options)
+                on_cluster=on_cluster, on_batch=on_batch, targets=args.targets,
+                random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
+                matrix_form=args.matrix_form, **ingest_options)
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:
@@ -200,6 +226,7 @@ def run(args) -> int:
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"]))
-    console.print(f"wrote {args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
+    mat_note = f"{args.out}/matrix/, targets.parquet, " if "targets" in summary else ""
+    console.print(f"wrote {mat_note}{args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
                   + (f"; report {args.report}" if args.report else ""))
     return 0

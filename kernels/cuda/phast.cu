@@ -28,6 +28,17 @@
 // Labels are unsigned (16, 32 or 64 bits, the narrowest that holds the distance bound);
 // +inf is the all-ones value and additions saturate at it, so a label never wraps.
 //
+// Travel-time matrices (targets; Delling, Goldberg, Werneck, "Faster Batched Shortest
+// Paths in Road Networks", ATMOS 2011: RPHAST):
+//   phast_restricted: the upward searches as above, then the downward sweep over the
+//     selected rows only (the targets' upward closure in the downward DAG, chosen once
+//     per target set on the host); row r stands for position sel_pos[r], its upward
+//     value is upd[sel_pos[r]] (0 for the lane's source, +inf outside its search space)
+//     and its downward arcs come from selected rows of earlier levels only;
+//   phast_matrix: the target rows of the labels, transposed through shared memory into
+//     the (lanes x targets) float64 matrix, optionally reduced per lane over the
+//     targets marked first (each distinct target once).
+//
 // Predecessors (phast_pred_strict / phast_pred_zero, plain kernels, graph order over
 // the original in-arcs): a vertex first takes a tight in-arc from a strictly closer
 // vertex (distances fall along such arcs: no cycle); a vertex that has none (reached
@@ -340,6 +351,102 @@ __global__ void phast_pred_zero(int n, int B, int nb, int r, const long long* __
   }
 }
 
+// RPHAST's restricted sweep for one batch (see the header).  Lsel levels hold selected
+// rows: rows [sel_level_ptr[i], sel_level_ptr[i+1]) form the i-th (top first); sdn_src
+// are rows of earlier levels.  The SEARCH buffers (upd, bucket, bcount) are those of
+// phast_sweep and are put back to rest at the end.
+template <typename T, int V>
+__global__ void __launch_bounds__(256) phast_restricted(
+    int L, int Lsel, int B, int log_g, const int* __restrict__ level_ptr,
+    const int* __restrict__ sel_level_ptr, const int* __restrict__ sel_pos,
+    const int* __restrict__ sdn_ptr, const int* __restrict__ sdn_src, const T* __restrict__ sdn_w,
+    const int* __restrict__ src_pos, T* lab, const int* __restrict__ level_of,
+    const int* __restrict__ push_ptr, const int* __restrict__ push_head,
+    const unsigned* __restrict__ push_w, unsigned* upd, int* bucket, int* bcount) {
+  cg::grid_group grid = cg::this_grid();
+  const long long nthreads = (long long)gridDim.x * blockDim.x;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const int G = 1 << log_g;
+  const int lane0 = (int)(tid & (G - 1)) * V;
+  const T INF = inf_of<T>();
+  const int warps = (int)(nthreads >> 5);
+  const int warp = (int)(tid >> 5);
+  const int n = level_ptr[L];
+  for (int lane = warp; lane < B; lane += warps)
+    upward_search(lane, B, src_pos[lane], level_ptr, level_of, push_ptr, push_head, push_w, upd,
+                  bucket + (size_t)lane * n, bcount + (size_t)lane * L);
+  grid.sync();
+  for (int l = 0; l < Lsel; ++l) {
+    const int a = sel_level_ptr[l];
+    const long long items = (long long)(sel_level_ptr[l + 1] - a) << log_g;
+    for (long long i = tid; i < items; i += nthreads) {
+      const int r = a + (int)(i >> log_g);
+      const Vec<unsigned, V> u = load_vec<unsigned, V>(upd + (size_t)sel_pos[r] * B + lane0);
+      Vec<T, V> d;
+#pragma unroll
+      for (int k = 0; k < V; ++k) d.x[k] = (T)min(u.x[k], (unsigned)INF);
+      const int e1 = sdn_ptr[r + 1];
+      for (int e = sdn_ptr[r]; e < e1; ++e) {
+        const Vec<T, V> x = load_vec<T, V>(lab + (size_t)sdn_src[e] * B + lane0);
+        const T w = sdn_w[e];
+#pragma unroll
+        for (int k = 0; k < V; ++k) d.x[k] = min(d.x[k], sat_add<T>(x.x[k], w));
+      }
+      store_vec<T, V>(lab + (size_t)r * B + lane0, d);
+    }
+    grid.sync();
+  }
+  for (int lane = warp; lane < B; lane += warps)
+    search_reset(lane, B, L, level_ptr, upd, bucket + (size_t)lane * n, bcount + (size_t)lane * L);
+}
+
+// The matrix of a batch: out[b * ntg + j] = label of target j (row tg_row[j]) for lane b
+// < nb, as float64 (+inf unreachable).  A block transposes a 32 x 32 tile through
+// shared memory (reads along the lanes, writes along the targets: both coalesced);
+// blockDim = (32, 8).  reduce != 0: each lane's reached count, largest and exact sum
+// over the targets with first[j] != 0, one atomic per warp and tile row.
+template <typename T>
+__global__ void __launch_bounds__(256) phast_matrix(
+    int B, int nb, int ntg, const int* __restrict__ tg_row, const unsigned char* __restrict__ first,
+    const T* __restrict__ lab, double* __restrict__ out, int reduce, u64* __restrict__ reached,
+    u64* __restrict__ ecc, u64* __restrict__ total) {
+  __shared__ T tile[32][33];
+  const T INF = inf_of<T>();
+  const int j0 = blockIdx.x * 32;
+  const int b0 = blockIdx.y * 32;
+  const int tx = threadIdx.x;
+  for (int jj = threadIdx.y; jj < 32; jj += blockDim.y) {
+    const int j = j0 + jj;
+    const int b = b0 + tx;
+    tile[jj][tx] = (j < ntg && b < nb) ? lab[(size_t)tg_row[j] * B + b] : INF;
+  }
+  __syncthreads();
+  const double inf = __longlong_as_double(0x7ff0000000000000LL);
+  for (int bb = threadIdx.y; bb < 32; bb += blockDim.y) {
+    const int b = b0 + bb;
+    const int j = j0 + tx;
+    const bool in = b < nb && j < ntg;
+    const T x = tile[tx][bb];
+    if (in) out[(size_t)b * ntg + j] = (x == INF) ? inf : (double)x;
+    if (reduce) {  // b is the same across the warp (blockDim.x == 32)
+      const bool ok = in && first[j] && x != INF;
+      const unsigned c = __popc(__ballot_sync(0xffffffffu, ok));
+      u64 sm = ok ? (u64)x : 0ull;
+      u64 mx = sm;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        sm += __shfl_xor_sync(0xffffffffu, sm, off);
+        mx = max(mx, (u64)__shfl_xor_sync(0xffffffffu, mx, off));
+      }
+      if (tx == 0 && c) {
+        atomicAdd(reached + b, (u64)c);
+        atomicMax(ecc + b, mx);
+        atomicAdd(total + b, sm);
+      }
+    }
+  }
+}
+
 }  // namespace phast
 
 #ifdef SSSP_NVCC_CHECK
@@ -364,4 +471,19 @@ INST_SWEEP(unsigned int, 4, true)
 INST_AUX(unsigned short)
 INST_AUX(unsigned int)
 INST_AUX(unsigned long long)
+#define INST_RPHAST(T, V)                                                                     \
+  template __global__ void phast::phast_restricted<T, V>(                                     \
+      int, int, int, int, const int*, const int*, const int*, const int*, const int*,         \
+      const T*, const int*, T*, const int*, const int*, const int*, const unsigned*,          \
+      unsigned*, int*, int*);
+INST_RPHAST(unsigned short, 1)
+INST_RPHAST(unsigned short, 4)
+INST_RPHAST(unsigned int, 1)
+INST_RPHAST(unsigned int, 4)
+#define INST_MATRIX(T)                                                                        \
+  template __global__ void phast::phast_matrix<T>(int, int, int, const int*,                 \
+      const unsigned char*, const T*, double*, int, unsigned long long*,                      \
+      unsigned long long*, unsigned long long*);
+INST_MATRIX(unsigned short)
+INST_MATRIX(unsigned int)
 #endif

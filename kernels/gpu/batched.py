@@ -120,7 +120,7 @@ def _device_arrays(dg, graph, tname):
 
 def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
             batch_size=None, histogram_bins=None, delta=None, locality=True, mode=None,
-            blocks_per_sm=None, turn=None, **options) -> Result:
+            blocks_per_sm=None, turn=None, targets=None, stats_over="targets", **options) -> Result:
     """Shortest paths from every source, ``batch_size`` sources per kernel.
 
     Parameters
@@ -164,6 +164,11 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         Held from the first chunk's set-up to the last launch enqueued (see
         :func:`kernels.solve`); the statistics then come back on a side stream that
         waits for this call's end event only, not for the next call's kernels.
+    targets : ndarray of int64, optional
+        Keep only these columns (``kernels.solve(targets=)``): each batch's target rows
+        are gathered on the device, converted and copied to the host as a ``(k, T)``
+        block; ``stats_over="targets"`` reduces that block (on the device) instead of
+        reporting the statistics over every vertex.
 
     Returns
     -------
@@ -308,7 +313,13 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             nbins = len(shared_edges) - 1
         hist_edges = cp.zeros((N, nbins + 1), dtype=cp.float64)
         hist_counts = cp.zeros((N, nbins), dtype=cp.uint64)
-    out_dist = np.empty((N, n), dtype=np.float64) if distances else None
+    tg_d = None
+    if targets is not None:
+        targets = np.asarray(targets, dtype=np.int64)
+        tg_d = cp.asarray(targets)
+        t_stats = (np.zeros(N, np.int64), np.zeros(N, np.float64), np.zeros(N, np.float64 if not integer
+                                                                             else np.int64))
+    out_dist = np.empty((N, n if targets is None else len(targets)), dtype=np.float64) if distances else None
     out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
     pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
     rank_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None
@@ -404,10 +415,19 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
                         hist_edges, hist_counts))
                 launches += 1
             if distances:
-                blk = dist.reshape(n, Bcap)[:, :k].T
+                if tg_d is None:
+                    blk = dist.reshape(n, Bcap)[:, :k].T
+                else:  # the target rows only, gathered here: (k, T) goes to the host
+                    blk = dist.reshape(n, Bcap)[tg_d][:, :k].T
                 d64 = cp.where(blk == inf_t, cp.inf, blk.astype(cp.float64))
                 out_dist[rows] = d64.get()
                 host_syncs += 1
+                if tg_d is not None and stats_over == "targets":
+                    from gpu_sssp.kernels.registry import target_stats
+
+                    r_, e_, s_ = target_stats(d64, targets, integer=integer, xp=cp)
+                    t_stats[0][rows], t_stats[1][rows], t_stats[2][rows] = r_.get(), e_.get(), s_.get()
+                    host_syncs += 3
             if predecessors:
                 tot = n * Bcap
                 n_l, n_s, rounds = predecessor_tree(
@@ -476,6 +496,13 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     }
     if predecessors:
         counters["predecessor_rounds"] = pred_rounds
+    extra = {}
+    if targets is not None:
+        counters["targets_gathered"] = "device"
+        extra = {"targets": targets, "stats_over": "vertices"}
+        if stats_over == "targets":
+            reached_h, ecc_h, sum_h = t_stats
+            extra["stats_over"] = "targets"
     if hist_edges is not None:
         counters["histogram"] = {
             "edges": shared_edges if shared_edges is not None else hist_edges.get(stream=side),
@@ -494,6 +521,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         backend="gpu",
         device=device_name(),
         counters=counters,
+        **extra,
     )
 
 

@@ -18,6 +18,8 @@ arcs and zero-weight cycles cannot close a loop.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 
 import numpy as np
@@ -158,6 +160,22 @@ def check_options(method: str, options: dict, allowed: dict) -> dict:
     return out
 
 
+# targets= of kernels.solve for the engines below: each source's row is cut down to the
+# target columns on the device, before it is copied to the host (set by the registry)
+_TARGETS: contextvars.ContextVar = contextvars.ContextVar("sssp_gather_targets", default=None)
+
+
+@contextlib.contextmanager
+def gather_targets(targets):
+    """While open, :class:`SourceLoop` keeps only the ``targets`` columns (internal
+    indices, a 1-D int64 array) of every distance row, gathered on the device."""
+    tok = _TARGETS.set(np.asarray(targets, dtype=np.int64))
+    try:
+        yield
+    finally:
+        _TARGETS.reset(tok)
+
+
 class SourceLoop:
     """State of one solve call over B sources, one source at a time.
 
@@ -198,6 +216,8 @@ class SourceLoop:
         self.relax_buf = cp.zeros(1, dtype=cp.uint64)
         self.sms = sm_count(cp.cuda.Device().id)
         self.launches = 0
+        tg = _TARGETS.get()
+        self.targets = None if tg is None else cp.asarray(tg)
         self.host_syncs = 0
         self.kernel_ms = 0.0
         self.rows, self.preds, self.stats, self.stats_int = [], [], [], []
@@ -277,7 +297,7 @@ class SourceLoop:
         if self.want_pred:
             self.preds.append(self._predecessors(s, d_row))
         if self.want_dist:
-            self.rows.append(out)
+            self.rows.append(out if self.targets is None else out[self.targets])
 
     def _predecessors(self, s, d_row):
         cp, g = self.cp, self.graph
@@ -343,6 +363,8 @@ class SourceLoop:
         }
         if self.want_pred:
             counters["predecessor_rounds"] = self.pred_rounds
+        if self.targets is not None:
+            counters["targets_gathered"] = "device"
         counters.update(more_counters)
         return Result(
             sources=np.asarray(sources, dtype=np.int64),

@@ -275,7 +275,7 @@ def _pow2_at_most(k: int) -> int:
 
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
           batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
-          **options) -> Result:
+          targets=None, stats_over="targets", **options) -> Result:
     """Shortest paths from every source by PHAST sweeps of the graph's hierarchy.
 
     Parameters
@@ -311,6 +311,13 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         Build the hierarchy even for a graph that does not look road-like
         (:func:`kernels.hierarchy.structure`: on expanders and power-law graphs the contraction
         can run for hours).  Not needed when the graph holds its hierarchy or one is given.
+    targets : ndarray of int64, optional
+        Return the ``(len(sources), len(targets))`` travel-time matrix instead
+        (``kernels.solve(targets=)``; :mod:`kernels.gpu.rphast`): RPHAST's restricted
+        sweep with statistics over the distinct targets (``stats_over="targets"``), or
+        the full sweep with the statistics over every vertex (``"all"``); the matrix is
+        gathered on the device.  The upward phase is then always ``search``.
+    stats_over : {"targets", "all"}
 
     Returns
     -------
@@ -348,6 +355,13 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     search = upward == "search"
     cp = _cupy()
     prep = prepare(graph, hierarchy)
+    if targets is not None:
+        if not search:
+            raise ValueError("phast with targets runs the upward phase as searches (upward='search')")
+        from gpu_sssp.kernels.gpu.rphast import solve_targets
+
+        return solve_targets(graph, prep, sources, targets, stats_over=stats_over, batch_size=batch_size,
+                             blocks_per_sm=blocks_per_sm)
     sources = np.asarray(sources, dtype=np.int64)
     N = len(sources)
     n = graph.n

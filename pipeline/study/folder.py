@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
@@ -188,14 +189,15 @@ def _now() -> str:
 
 def resumed_settings(out) -> dict:
     """Settings of the study in ``out`` that a resume takes when not given again:
-    ``distance_form``, ``order`` (empty when there is no readable manifest; the batch size
+    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` (empty when there is no readable manifest; the batch size
     is adopted by :class:`Study` itself)."""
     try:
         m = json.loads((Path(out) / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
     ident = m.get("identity", {})
-    got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order")}
+    got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
+           "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
     return {k: v for k, v in got.items() if v}
 
 
@@ -346,6 +348,7 @@ class Study:
         for sub in ("stats",) + (("distances",) if {"distances", "predecessors"} & set(self.plan.outputs) else ()):
             (self.out / sub).mkdir(exist_ok=True)
         remove_temporaries(self.out)
+        _matrix.start_folder(self.plan, self.out)
         g = self.plan.graph
         if not self.plan.graph_path:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
@@ -371,6 +374,10 @@ class Study:
             "runs": runs,
             "created": self.manifest.get("created", _now()),
         }
+        if self.plan.targets is not None:
+            self.manifest["matrix"] = {"targets": dict(self.plan.targets.how, digest=self.plan.targets.digest()),
+                                       "stats_over": self.plan.stats_over, "form": self.plan.matrix_form,
+                                       "files": f"{_matrix.MATRIX_DIR}/", "columns": _matrix.TARGETS_FILE}
         write_json_atomic(self.manifest, self.out / MANIFEST)
 
     def record(self, meta: dict) -> None:

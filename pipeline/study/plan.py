@@ -10,6 +10,7 @@ from pathlib import Path
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.sources import SourcePlan
+from gpu_sssp.pipeline.study import matrix as _matrix
 
 OUTPUTS = ("stats", "distances", "predecessors")
 FORMS = ("long", "wide")
@@ -72,6 +73,10 @@ class StudyPlan:
     distance_estimate: int = 0
     batches: list = field(default_factory=list)
     input_path: str = ""
+    # a matrix study (pipeline.study.matrix): its targets, and how its stats are taken
+    targets: object = None
+    stats_over: str = "vertices"
+    matrix_form: str = "wide"
 
     @property
     def identity(self) -> dict:
@@ -85,6 +90,7 @@ class StudyPlan:
             "batch_size": self.batch_size,
             "outputs": list(self.outputs),
             "distance_form": self.distance_form,
+            **_matrix.identity(self),
         }
 
     @property
@@ -136,7 +142,8 @@ def parse_outputs(outputs) -> tuple:
 
 def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = "auto",
                batch_size: int | None = None, outputs=None, distance_form: str | None = None,
-               max_distance_bytes: int | None = None) -> StudyPlan:
+               max_distance_bytes: int | None = None, targets=None, stats_over: str | None = None,
+               matrix_form: str | None = None) -> StudyPlan:
     """Validate a study's options and split its sources into batches.
 
     Parameters
@@ -157,6 +164,11 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         is left open until the workers are known (:meth:`StudyPlan.resolve_batch_size`).
     outputs : str or sequence
         Any of ``stats``, ``distances``, ``predecessors`` (``stats`` always written).
+    targets : pipeline.targets.TargetPlan, optional
+        A matrix study (:mod:`pipeline.study.matrix`): the sources x targets matrix is
+        written instead of distances, its size checked against the same limit.
+    stats_over, matrix_form : optional
+        With ``targets``: ``targets`` (default) or ``all``; ``wide`` (default) or ``long``.
 
     Raises
     ------
@@ -181,7 +193,11 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     if sources.count == 0:
         raise StudyError("the study has no sources")
     estimate = 0
-    if "distances" in outputs or "predecessors" in outputs:
+    if targets is not None:
+        stats_over, matrix_form, estimate = _matrix.check_plan(
+            graph, sources, targets, outputs=outputs, stats_over=stats_over, matrix_form=matrix_form,
+            max_distance_bytes=max_distance_bytes)
+    elif "distances" in outputs or "predecessors" in outputs:
         estimate = distance_bytes(sources.count, graph.n, distance_form, "predecessors" in outputs)
         limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
         if estimate > limit:
@@ -198,6 +214,8 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
                      input_path=os.fspath(gp), sources=sources,
                      algorithm=algorithm, batch_size=None, outputs=outputs,
                      distance_form=distance_form, out=Path(out), distance_estimate=estimate)
+    if targets is not None:
+        plan.targets, plan.stats_over, plan.matrix_form = targets, stats_over, matrix_form
     if batch_size is not None:
         plan.set_batch_size(batch_size)
     return plan

@@ -7,6 +7,7 @@ import os
 import time
 
 from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
 from gpu_sssp.pipeline.study.task import solve_batch_task
@@ -62,7 +63,7 @@ def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", r
         key=plan.task_keys(indices), pure=False, retries=retries,
         fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
         backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
-        out=os.fspath(plan.out.resolve()), fsync=fsync,
+        out=os.fspath(plan.out.resolve()), fsync=fsync, **_matrix.task_options(plan),
     )
     return dict(zip(futs, indices))
 
@@ -208,7 +209,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           client=None, scheduler: str | None = None, scheduler_file: str | None = None,
           gpus=None, cpu_workers: int | None = None, dashboard: bool = False,
           host: str | None = None, dashboard_address: str | None = None,
-          keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None, **ingest_options) -> dict:
+          keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None,
+          targets=None, random_targets: int | None = None, target_seed: int | None = None,
+          stats_over: str | None = None, matrix_form: str | None = None, **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
 
     Parameters
@@ -242,6 +245,11 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         Called once the cluster is up and the batches are fixed.
     on_start, on_batch : callable, optional
         See :func:`run_study`.
+    targets, random_targets, target_seed, stats_over, matrix_form : optional
+        A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
+        file ids, or ``random_targets`` K drawn with ``target_seed``
+        (``pipeline.targets.plan_targets``); ``stats_over`` ``targets`` (default) or
+        ``all``; ``matrix_form`` ``wide`` (default) or ``long``.
 
     Returns
     -------
@@ -268,6 +276,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         kept = resumed_settings(out)  # the batch size not given again is adopted by Study
         distance_form = distance_form or kept.get("distance_form")
         order = order or kept.get("order")
+        stats_over = stats_over or kept.get("stats_over")
+        matrix_form = matrix_form or kept.get("matrix_form")
     if isinstance(graph, (str, os.PathLike)):
         graph_path, g = os.fspath(graph), load_graph(graph, **ingest_options)
     else:
@@ -277,8 +287,12 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         sources = "all"
     sp = plan_sources(g, sources=sources, ids=ids, sources_file=sources_file, random=random, seed=seed,
                       order=setting("study.order", order))
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    tp = plan_targets(g, targets=targets, random=random_targets, seed=target_seed)
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
-                      outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes)
+                      outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes,
+                      targets=tp, stats_over=stats_over, matrix_form=matrix_form)
     folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
     close = False
     try:

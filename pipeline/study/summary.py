@@ -72,7 +72,13 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     relax = stats.column("relaxations").to_numpy()
     solved = int(len(src))
     every_source = plan.sources.how.get("kind") == "all" and solved == n
-    full = reached == n
+    tp = getattr(plan, "targets", None)
+    over_targets = tp is not None and getattr(plan, "stats_over", "") == "targets"
+    universe = n
+    if over_targets:  # a matrix study's stats over its distinct targets: no diameter/radius
+        universe = int(len(np.unique(tp.targets)))
+        every_source = False
+    full = reached == universe
     finite = np.isfinite(ecc)
     diam = _pick(ecc, src, full & finite, np.argmax)
     rad = _pick(ecc, src, full & finite, np.argmin)
@@ -84,8 +90,12 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         rad["kind"] = "exact" if every_source else "upper bound"
     elif every_source:
         diam = {"value": None, "kind": "infinite (not strongly connected)"}
+    others = reached - 1
+    if over_targets:  # the source counts only where it is a target
+        others = reached - np.isin(src, tp.targets + g.id_base).astype(np.int64)
+        diam = rad = {"value": None, "kind": "not computed: statistics over the targets only (--stats-over all)"}
     with np.errstate(divide="ignore", invalid="ignore"):
-        close = np.where(sdist > 0, (reached - 1) / sdist, np.nan)
+        close = np.where(sdist > 0, others / sdist, np.nan)
     ok = np.isfinite(close)
     algorithms = sorted(set(stats.column("algorithm").to_pylist())) if solved else []
     devices = sorted(set(stats.column("device").to_pylist())) if solved else []
@@ -126,4 +136,6 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         "algorithms": algorithms,
         "devices": devices,
         "timings": timings,
+        **({"stats_over": "targets" if over_targets else "vertices", "targets": tp.count,
+            "distinct_targets": int(len(np.unique(tp.targets)))} if tp is not None else {}),
     }

@@ -53,11 +53,14 @@ def _solve_turn(method: str, backend: str):
 
 def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,
                 method: str, backend: str, outputs: tuple, distance_form: str, out: str,
-                fsync: bool = True) -> dict:
+                fsync: bool = True, targets_file: str | None = None, targets_digest: str = "",
+                stats_over: str = "targets", matrix_form: str = "wide") -> dict:
     """Solve one batch on a worker and write its files; return small metadata.
 
-    Files are written atomically, distances before stats, so that an existing stats
-    file means the batch's other files are complete too.
+    Files are written atomically, distances (or the matrix) before stats, so that an
+    existing stats file means the batch's other files are complete too.  With
+    ``targets_file`` (a matrix study, :mod:`pipeline.study.matrix`) the batch's
+    sources x targets matrix is written to ``matrix/``.
     """
     from gpu_sssp import kernels
     from gpu_sssp.kernels.errors import SsspError
@@ -79,10 +82,17 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     # worker's second thread collects and writes the previous batch meanwhile, and kernel
     # times stay honest (CUDA events around each call's own work)
     turn = _solve_turn(method, backend)
+    matrix_kw = {}
+    if targets_file:
+        from gpu_sssp.pipeline.study.matrix import load_targets
+
+        matrix_kw = {"targets": load_targets(targets_file, targets_digest, graph.id_base),
+                     "stats_over": stats_over}
+        want_dist = True
     try:
         res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
                             backend=backend, distances=want_dist,
-                            predecessors="predecessors" in outputs, turn=turn)
+                            predecessors="predecessors" in outputs, turn=turn, **matrix_kw)
     except SsspError as exc:
         # a product error (a negative cycle, a method that refuses the graph) is the
         # same on every retry and worker: it comes back as this batch's result, the
@@ -95,7 +105,12 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
     name = batch_name(index)
     nbytes = 0
     files = []
-    if want_dist:
+    if targets_file:
+        from gpu_sssp.pipeline.study.matrix import MATRIX_DIR, write_batch
+
+        nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync)
+        files.append(f"{MATRIX_DIR}/{name}")
+    elif want_dist:
         if distance_form == "long":
             table = res.to_table(graph.id_base, reachable_only=True)
             nbytes += write_parquet_atomic(table, outdir / "distances" / name, fsync=fsync)

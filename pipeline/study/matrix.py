@@ -1,0 +1,138 @@
+"""Matrix studies: a study with targets writes the sources x targets travel-time matrix.
+
+``sssp study GRAPH --sources ... --targets all|FILE`` (or ``--random-targets K``) solves
+its batches as any study does (resume, atomic files, the cluster) and writes, per batch,
+``matrix/batch-NNNNNN.parquet`` in ``kernels.result.MATRIX_SCHEMA`` (wide: a row per
+source with a list of its distances to the targets, in the order of
+``targets.parquet``) or ``MATRIX_LONG_SCHEMA`` (long: a row per pair), ``+inf`` where a
+target is unreachable, file ids throughout.  ``stats/`` is still written: over the
+distinct targets (``--stats-over targets``, the default: ``phast`` then sweeps only what
+the targets need) or over every vertex (``--stats-over all``: the full sweep).
+
+Only this module knows about matrices; plan, folder, task and run call it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.errors import StudyError
+
+MATRIX_DIR = "matrix"
+TARGETS_FILE = "targets.parquet"
+STATS_OVER = ("targets", "all")
+MATRIX_FORMS = ("wide", "long")
+#: ``targets.parquet``: the matrix's columns in order (file ids, repeats kept)
+TARGETS_SCHEMA = pa.schema([("column", pa.int64()), ("target", pa.int64())])
+
+
+def matrix_bytes(n_sources: int, n_targets: int, form: str) -> int:
+    """Uncompressed size of a matrix study's outputs: wide 8 bytes a cell (+8 a source),
+    long 24 bytes a cell (source, target, distance)."""
+    cells = int(n_sources) * int(n_targets)
+    return cells * 24 if form == "long" else cells * 8 + int(n_sources) * 8
+
+
+def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max_distance_bytes):
+    """Validate a matrix study's options; return ``(stats_over, matrix_form, estimate)``.
+
+    Raises
+    ------
+    StudyError
+        Distances or predecessors asked as well (the matrix replaces them), an unknown
+        ``stats_over`` or form, or a matrix above the distance-output limit.
+    """
+    from gpu_sssp.pipeline.study.plan import fmt_bytes
+
+    extra = [o for o in outputs if o in ("distances", "predecessors")]
+    if extra:
+        raise StudyError(f"--outputs {','.join(extra)} does not go with targets: a study with targets writes "
+                         "the sources x targets matrix (matrix/) and the stats; drop --targets for full "
+                         "distance vectors")
+    stats_over = setting("study.stats-over", stats_over, default="targets")
+    if stats_over not in STATS_OVER:
+        raise StudyError(f"--stats-over must be 'targets' or 'all', got {stats_over!r}")
+    matrix_form = setting("study.matrix-form", matrix_form, default="wide")
+    if matrix_form not in MATRIX_FORMS:
+        raise StudyError(f"--matrix-form must be 'wide' or 'long', got {matrix_form!r}")
+    estimate = matrix_bytes(sources.count, targets.count, matrix_form)
+    limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
+    if estimate > limit:
+        raise StudyError(
+            f"the matrix would take up to {fmt_bytes(estimate)} ({sources.count:,} sources x "
+            f"{targets.count:,} targets, {matrix_form} form, before compression), above the limit of "
+            f"{fmt_bytes(limit)}; raise it with --max-distance-bytes {estimate} (or dask config "
+            "sssp.study.max-distance-bytes), or choose fewer sources or targets")
+    return stats_over, matrix_form, estimate
+
+
+def identity(plan) -> dict:
+    """What a matrix study adds to the study identity (empty without targets, so studies
+    without targets keep their identity and resume as before)."""
+    t = getattr(plan, "targets", None)
+    if t is None:
+        return {}
+    return {"targets_digest": t.digest(), "targets_count": t.count, "stats_over": plan.stats_over,
+            "matrix_form": plan.matrix_form}
+
+
+def start_folder(plan, out: Path) -> None:
+    """Create ``matrix/`` and write ``targets.parquet`` (the matrix's columns, file ids)."""
+    t = getattr(plan, "targets", None)
+    if t is None:
+        return
+    from gpu_sssp.pipeline.writers import write_parquet_atomic
+
+    (out / MATRIX_DIR).mkdir(exist_ok=True)
+    ids = t.targets.astype(np.int64) + plan.graph.id_base
+    table = pa.Table.from_pydict({"column": np.arange(len(ids), dtype=np.int64), "target": ids},
+                                 schema=TARGETS_SCHEMA)
+    write_parquet_atomic(table, out / TARGETS_FILE, metadata={"targets": t.how, "digest": t.digest()})
+
+
+def task_options(plan) -> dict:
+    """The keyword arguments a batch task needs for the matrix (none without targets)."""
+    t = getattr(plan, "targets", None)
+    if t is None:
+        return {}
+    return {"targets_file": str((plan.out / TARGETS_FILE).resolve()), "targets_digest": t.digest(),
+            "stats_over": plan.stats_over, "matrix_form": plan.matrix_form}
+
+
+_LOADED: dict = {}
+
+
+def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
+    """The targets (internal indices) from a study's ``targets.parquet``, read once per
+    worker process and checked against the plan's digest."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    key = (path, digest)
+    got = _LOADED.get(key)
+    if got is None:
+        ids = pq.read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
+        got = ids - id_base
+        mine = hashlib.sha256(np.ascontiguousarray(got).tobytes()).hexdigest()[:16]
+        if mine != digest:
+            raise StudyError(f"{path}: the targets differ from the study's (digest {mine}, expected {digest})")
+        if len(_LOADED) >= 4:
+            _LOADED.clear()
+        _LOADED[key] = got
+    return got
+
+
+def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool) -> int:
+    """Write a batch's matrix (``matrix/<name>``); return its size in bytes."""
+    import json
+
+    from gpu_sssp.pipeline.writers import write_parquet_atomic
+
+    table = res.matrix_table(graph.id_base, form)
+    # the columns are named once, in targets.parquet (not in every batch's metadata)
+    table = table.replace_schema_metadata({b"sssp": json.dumps({"form": form, "targets": TARGETS_FILE}).encode()})
+    return write_parquet_atomic(table, out / MATRIX_DIR / name, fsync=fsync)

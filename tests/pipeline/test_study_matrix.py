@@ -1,0 +1,187 @@
+"""Matrix studies (``--targets``) on a local CPU cluster: the matrix equals SciPy's, wide
+and long, stats over the targets or all vertices, resume, the size limit; bad targets
+files give one line naming the file and line; the ``gpu_sssp.matrix`` facade."""
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.csgraph as csg
+
+from tests.pipeline.test_study_support import rome_parquet
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.WARNING)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def rome(tmp_path_factory):
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    path = rome_parquet(tmp_path_factory.mktemp("matrix-data"))
+    g = read_parquet(path)
+    a = sp.csr_matrix((g.weights.astype(np.float64), g.indices, g.indptr), shape=(g.n, g.n))
+    return path, g, csg.dijkstra(a, directed=True)
+
+
+def _matrix(out, form="wide"):
+    """The study's matrix as (source file ids, (S, T) array), rows sorted by source."""
+    t = pq.read_table(out / "matrix")
+    if form == "wide":
+        src = t.column("source").to_numpy()
+        m = np.array(t.column("distance").to_pylist(), dtype=np.float64)
+    else:
+        ntg = pq.read_table(out / "targets.parquet").num_rows
+        src = t.column("source").to_numpy()[::ntg]
+        m = t.column("distance").to_numpy().reshape(-1, ntg)
+    o = np.argsort(src, kind="stable")
+    return src[o], m[o]
+
+
+def _targets_file(tmp_path, ids, name="targets.txt"):
+    p = tmp_path / name
+    p.write_text("# targets\n" + "\n".join(str(i) for i in ids) + "\n")
+    return p
+
+
+@pytest.mark.parametrize("stats_over, form", [("targets", "wide"), ("all", "long")])
+def test_matrix_study_equals_scipy(client, rome, tmp_path, stats_over, form):
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, ref = rome
+    rng = np.random.default_rng(3)
+    tg_ids = list(rng.integers(1, g.n + 1, 80)) + [1, 1, g.n]
+    tfile = _targets_file(tmp_path, tg_ids)
+    out = tmp_path / "m"
+    s = study(path, client=client, random=50, seed=4, targets=str(tfile), stats_over=stats_over,
+              matrix_form=form, batch_size=16, out=out, algorithm="phast")
+    assert s["complete"] and s["stats_over"] == ("targets" if stats_over == "targets" else "vertices")
+    cols = pq.read_table(out / "targets.parquet")
+    assert cols.column("target").to_pylist() == [int(x) for x in tg_ids]
+    src, m = _matrix(out, form)
+    tg = np.asarray(tg_ids) - 1
+    assert np.array_equal(m, ref[np.ix_(src - 1, tg)])
+    stats = pq.read_table(out / "stats").sort_by("source")
+    over = ref[src - 1][:, np.unique(tg)] if stats_over == "targets" else ref[src - 1]
+    fin = np.isfinite(over)
+    assert stats.column("reached").to_pylist() == fin.sum(1).tolist()
+    assert stats.column("sum_distance").to_pylist() == np.where(fin, over, 0).sum(1).tolist()
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["matrix"]["stats_over"] == stats_over and man["matrix"]["form"] == form
+    if stats_over == "targets":
+        assert s["diameter"]["value"] is None and "targets" in s["diameter"]["kind"]
+
+
+def test_matrix_study_resume_and_refusals(client, rome, tmp_path):
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, ref = rome
+    out = tmp_path / "m"
+    kw = dict(client=client, random=40, seed=2, random_targets=300, target_seed=5, batch_size=8, out=out,
+              algorithm="phast")
+    study(path, **kw)
+    _, first = _matrix(out)
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    (out / "journal.jsonl").write_text("\n".join(x for x in lines if json.loads(x)["batch"] != 1) + "\n")
+    (out / "matrix" / "batch-000003.parquet").unlink()
+    (out / "stats" / "batch-000003.parquet").unlink()
+    redone = []
+    s = study(path, resume=True, on_batch=lambda meta, st: redone.append(meta["batch"]), **kw)
+    assert sorted(redone) == [1, 3] and s["complete"]
+    src, again = _matrix(out)
+    assert np.array_equal(again, first)
+    tg = np.sort(np.random.default_rng(5).choice(g.n, 300, replace=False))
+    assert np.array_equal(again, ref[np.ix_(src - 1, tg)])
+    with pytest.raises(StudyError, match="targets_digest"):
+        study(path, resume=True, **dict(kw, target_seed=6))
+    with pytest.raises(StudyError, match="stats_over"):
+        study(path, resume=True, **dict(kw, stats_over="all"))
+    with pytest.raises(StudyError, match="the matrix would take up to .* above the limit"):
+        study(path, **dict(kw, out=tmp_path / "big", max_distance_bytes=1000))
+    with pytest.raises(StudyError, match="does not go with targets"):
+        study(path, **dict(kw, out=tmp_path / "d", outputs="stats,distances"))
+
+
+@pytest.mark.parametrize("content, line, what", [
+    ("1\n2\n99999\n", 3, "target 99999 is not a vertex of"),
+    ("1\n0\n", 2, "target 0 is not a vertex of"),
+    ("1\n# c\nabc\n", 3, "expected one vertex id (an integer) per line, got 'abc'"),
+    ("1\n2.5\n", 2, "got '2.5'"),
+    ("1 2\n", 1, "got '1 2'"),
+    ("# only a comment\n\n", None, "no targets in the file"),
+    ("", None, "no targets in the file"),
+])
+def test_bad_targets_files(rome, tmp_path, capsys, content, line, what):
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.targets import plan_targets
+    from gpu_sssp.workflows.cli import main
+
+    path, g, _ = rome
+    bad = tmp_path / "bad-targets.txt"
+    bad.write_text(content)
+    with pytest.raises(InputError) as e:
+        plan_targets(g, targets=str(bad))
+    where = f"{bad}:{line}: " if line else f"{bad}: "
+    assert str(e.value).startswith(where) and what in str(e.value)
+    # the command line: exit 2, one line, before any cluster starts
+    rc = main(["study", str(path), "--random", "5", "--targets", str(bad), "--out", str(tmp_path / "o"),
+               "--cpu-workers", "1", "--no-dashboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and where.strip() in err[0] and what in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_targets_options(rome, tmp_path):
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    _, g, _ = rome
+    assert plan_targets(g) is None
+    assert plan_targets(g, targets="all").count == g.n
+    r = plan_targets(g, random=10)
+    assert r.count == 10 and r.how == {"kind": "random", "seed": 1, "count": 10, "distinct": 10}
+    ss = tmp_path / "t.ss"
+    ss.write_text("p aux sp ss 2\ns 5\ns 5\n")
+    assert plan_targets(g, targets=str(ss)).targets.tolist() == [4, 4]
+    with pytest.raises(UsageError, match="one way only"):
+        plan_targets(g, targets="all", random=3)
+    with pytest.raises(UsageError, match="--target-seed goes with"):
+        plan_targets(g, targets="all", seed=3)
+    with pytest.raises(UsageError, match="between 1 and"):
+        plan_targets(g, random=g.n + 1)
+    with pytest.raises(InputError, match="no such targets file"):
+        plan_targets(g, targets=str(tmp_path / "missing.txt"))
+
+
+def test_facade_matrix(rome):
+    import gpu_sssp
+
+    path, g, ref = rome
+    src, tg = [1, 7, 7, 3353], [2, 2, 1, 100]
+    for method in ("phast", "dijkstra"):
+        m = gpu_sssp.matrix(g, src, tg, method=method, backend="cpu")
+        assert m.shape == (4, 4) and np.array_equal(m, ref[np.ix_(np.array(src) - 1, np.array(tg) - 1)])
+    wide = gpu_sssp.matrix(path, src, tg, backend="cpu", as_arrow=True)
+    assert wide.schema.equals(gpu_sssp.MATRIX_SCHEMA, check_metadata=False)
+    assert wide.column("distance").to_pylist() == ref[np.ix_(np.array(src) - 1, np.array(tg) - 1)].tolist()
+    long = gpu_sssp.matrix(g, [1], "all", backend="cpu", as_arrow="long")
+    assert long.num_rows == g.n and long.column("distance").to_pylist() == ref[0].tolist()
+    with pytest.raises(ValueError, match="target"):
+        gpu_sssp.matrix(g, [1], [0], backend="cpu")
