@@ -1,0 +1,41 @@
+"""The chunked, pinned device-to-host copy (kernels.gpu.transfer.to_host)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_sssp import kernels
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+    import cupy
+
+    return cupy
+
+
+@pytest.mark.parametrize("nbytes", [8, 1 << 20, (1 << 20) * 5 + 24, (1 << 22) + 8])
+def test_to_host_matches_get(cp, nbytes):
+    from gpu_sssp.kernels.gpu.transfer import to_host
+
+    rng = np.random.default_rng(nbytes)
+    host = rng.random(nbytes // 8)
+    dev = cp.asarray(host)
+    out = np.empty_like(host)
+    to_host(dev, out, chunk=1 << 16)  # many chunks, a short last one
+    assert (out == host).all()
+    if len(host) % 2 == 0:  # a 2-D destination of the same size
+        out2 = np.empty((2, len(host) // 2))
+        to_host(dev, out2, chunk=1 << 16)
+        assert (out2.reshape(-1) == host).all()
+
+
+def test_to_host_refuses_mismatch(cp):
+    from gpu_sssp.kernels.gpu.transfer import to_host
+
+    with pytest.raises(ValueError):
+        to_host(cp.zeros(10), np.empty(11))
