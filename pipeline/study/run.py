@@ -312,6 +312,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             "cluster_start_s": (cluster_info or {}).get("start_s"),
             "client_hierarchy_s": reg.get("client_hierarchy_s"),
             "register_s": reg.get("register_s"),
+            "hierarchy_file": reg.get("hierarchy_file"),
             "workers_ready_s": ct["ready_s_max"],
             "first_batch_s": ct["first_batch_s"],
             "graph_load_s_max": max((w.get("graph_load_s", 0.0) for w in ct["workers"].values()), default=0.0),

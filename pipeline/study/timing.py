@@ -90,6 +90,8 @@ def cluster_timings(tasks: list[dict], startup: dict | None = None, *, started_a
         for k in ("graph_load_s", "hierarchy_load_s", "upload_s", "compile_s", "compile_wait_s", "warm_s", "setup_s"):
             if k in st:
                 row[k] = float(st[k])
+        if st.get("warm_method"):
+            row["warm_method"] = str(st["warm_method"])
         out[w] = row
     finishes = [r["finish_s"] for r in out.values()]
     last_end = max((t["ended"] for t in tasks), default=None)
