@@ -8,7 +8,7 @@ planned, sources per second, each worker's share.  :class:`StudyBoard`, a schedu
 registered by the study's client, adds two routes to the scheduler's HTTP server (the one
 serving the dashboard, same port):
 
-- ``/sssp``: an HTML page (refreshes itself every 2 s, no JavaScript): per study a progress
+- ``/sssp``: an HTML page (reloads itself every 2 s, ``?refresh=0`` not; no JavaScript): per study a progress
   bar in sources, sources/s, ETA, per-worker tasks, sources and busy time, and the
   sources-over-time curve;
 - ``/sssp.json``: the same as JSON (for scripts and tests).
@@ -189,7 +189,11 @@ try:
             b = _board_of(self.scheduler)
             self.set_header("Content-Type", "text/html; charset=utf-8")
             self.set_header("Cache-Control", "no-store")
-            self.write(render_page(b.status() if b is not None else {"studies": []}))
+            try:
+                refresh = max(0, int(self.get_argument("refresh", "2")))
+            except ValueError:
+                refresh = 2
+            self.write(render_page(b.status() if b is not None else {"studies": []}, refresh=refresh))
 except ImportError:  # pragma: no cover - tornado comes with distributed
     pass
 
@@ -249,8 +253,9 @@ def _curve(history, total: int, w: int = 360, h: int = 70) -> str:
             f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{pts}"/></svg>')
 
 
-def render_page(status: dict) -> str:
-    """The ``/sssp`` page for :meth:`StudyBoard.status`."""
+def render_page(status: dict, refresh: int = 2) -> str:
+    """The ``/sssp`` page for :meth:`StudyBoard.status`; it reloads itself every
+    ``refresh`` seconds (``/sssp?refresh=0``: never, e.g. for a screenshot)."""
     e = html.escape
     rows = []
     for s in status.get("studies", []):
@@ -285,7 +290,7 @@ def render_page(status: dict) -> str:
 </div>""")
     body = "".join(rows) or "<p>No study has run on this scheduler yet.</p>"
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<html><head><meta charset="utf-8">{f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ''}
 <title>sssp studies</title>
 <style>
 body {{ font-family: sans-serif; margin: 16px; color: #222; }}
