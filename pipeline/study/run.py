@@ -130,7 +130,14 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
     t0 = time.perf_counter()
-    h = prepare_study(plan.graph, plan.sources.count, backend, plan.algorithm)
+    devices = list(devices or [])
+    decide = backend
+    if backend == "auto" and devices:  # an attached cluster: what its workers are decides
+        if all(d == "cpu" for d in devices):
+            decide = "cpu"
+        elif all(d != "cpu" for d in devices):
+            decide = "gpu"
+    h = prepare_study(plan.graph, plan.sources.count, decide, plan.algorithm)
     hfile = os.fspath(place_for_workers(h, plan.graph, plan.graph_path)) if h is not None else None
     t1 = time.perf_counter()
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
@@ -324,9 +331,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         extra["task_prefix"] = reg.get("prefix")
         extra["schedule"] = {"mode": str(setting("study.schedule", None, default="guided")),
                              "tasks": len(run_tasks), "batches": len(run_meta)}
-        # the study itself, start-up apart: from the first task's start to the collection
-        first = min(t["started"] for t in run_tasks)
-        extra["solve_wall_s"] = collected_at - first
+        # the study itself, start-up apart: from the first worker's first task (once its
+        # graph was ready) to the collection of the last batch
+        solve_wall = wall - min(w["first_task_s"] for w in ct["workers"].values())
+        kernel_s = sum(m.get("kernel_ms", 0.0) for m in run_meta) / 1e3
+        extra["solve_wall_s"] = solve_wall
+        extra["outside_kernels_solve_s"] = max(solve_wall * workers - kernel_s, 0.0)
+        extra["outside_kernels_solve_vs_kernel"] = (extra["outside_kernels_solve_s"] / kernel_s) if kernel_s > 0 else None
     summary = study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers,
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
@@ -460,7 +471,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                          on_start=on_start, on_batch=on_batch, study=folder)
     finally:
         folder.close()  # released already unless the run stopped before it began
+        # a cluster this call did not start (a client given, or attached with --scheduler
+        # or --scheduler-file) outlives the study: free the workers' copies of the graph
+        if handle.cluster is None and not setting("study.keep-graph", keep_graph, default=False):
+            forget_graph(handle.client, plan)
         if close:
             handle.close()
-        elif not setting("study.keep-graph", keep_graph, default=False):
-            forget_graph(handle.client, plan)
