@@ -62,3 +62,29 @@ def test_default_batch_size_comes_from_the_workers():
     assert default_batch_size("auto", []) == CPU_BATCH_SIZE
     assert default_batch_size("batched", ["cpu"]) == GPU_BATCH_SIZE  # a GPU method asks for GPU batches
     assert default_batch_size("dijkstra", ["NVIDIA H200"]) == CPU_BATCH_SIZE
+
+
+def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
+    """Statistics-only studies that sweep a hierarchy on GPU workers get 4,096-source
+    batches (one full sweep); with distance outputs, on CPUs or without phast, as before."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+    from gpu_sssp.pipeline.study.plan import CPU_BATCH_SIZE, GPU_BATCH_SIZE, PHAST_GPU_BATCH_SIZE
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    g = read_parquet(path)
+    gpu = ["NVIDIA H200"] * 4
+
+    def size(devices, **kw):
+        src = {k: kw.pop(k) for k in ("sources", "random", "seed") if k in kw} or {"sources": "all"}
+        plan = plan_study(g, path, plan_sources(g, **src), out=tmp_path / "o", **kw)
+        return plan.resolve_batch_size(devices)
+
+    assert size(gpu) == PHAST_GPU_BATCH_SIZE  # rome99: road-like, every vertex a source
+    assert size(gpu, algorithm="phast", random=10, seed=1) == PHAST_GPU_BATCH_SIZE
+    assert size(gpu, outputs="stats,distances") == GPU_BATCH_SIZE
+    assert size(gpu, random=10, seed=1) == GPU_BATCH_SIZE  # too few sources to build a hierarchy
+    assert size(["cpu", "cpu"]) == CPU_BATCH_SIZE
+    assert size(gpu, algorithm="batched") == GPU_BATCH_SIZE

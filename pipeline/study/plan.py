@@ -100,10 +100,31 @@ class StudyPlan:
         self.batches = self.sources.batches(batch_size)
 
     def resolve_batch_size(self, devices) -> int:
-        """Set the default batch size from the workers' devices when none was given."""
+        """Set the default batch size from the workers' devices when none was given (and,
+        on GPUs, from whether the study will sweep a hierarchy: :func:`default_batch_size`)."""
         if self.batch_size is None:
-            self.set_batch_size(default_batch_size(self.algorithm, devices))
+            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices)))
         return self.batch_size
+
+    def sweeps_hierarchy(self, devices) -> bool:
+        """Whether this study, on GPU workers, solves with ``phast`` and writes statistics
+        only (``pipeline.hierarchy.prepare_study``'s decision, taken before the hierarchy
+        exists)."""
+        if {"distances", "predecessors"} & set(self.outputs):
+            return False
+        devices = list(devices)
+        if not devices or any(d == "cpu" for d in devices):
+            return False
+        if self.algorithm == "phast":
+            return True
+        if self.algorithm != "auto":
+            return False
+        try:
+            from gpu_sssp.kernels import auto
+
+            return bool(auto.phast_applies(self.graph, self.sources.count))
+        except Exception:
+            return False
 
     def task_key(self, index: int, prefix: str = "sssp") -> str:
         return self.chunk_keys([[index]], prefix)[0]
@@ -201,19 +222,25 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
 
 GPU_BATCH_SIZE = 512
+#: GPU statistics-only studies that sweep a hierarchy (phast): one sweep of 4,096 lanes
+#: (``kernels.gpu.phast.DEFAULT_MAX_BATCH``) is what the kernel runs best (NY, H100:
+#: 1.28 us per source at 4,096 lanes, 1.71 at 1,024), and a batch's files cost the same
+#: few milliseconds whatever its size, against 0.6 ms of kernel for 512 NY sources
+PHAST_GPU_BATCH_SIZE = 4096
 CPU_BATCH_SIZE = 64
 
 
-def default_batch_size(algorithm: str, devices) -> int:
-    """Sources per task when neither the caller nor the config sets it.
+def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
+    """Sources per batch when neither the caller nor the config sets it.
 
     Decided by what the workers are (``devices``: each worker's device as
     ``pipeline.cluster.describe_cluster`` reports it, ``"cpu"`` for CPU workers), not by
     what the client machine has: a client on a login node attached to GPU workers
     must still give them GPU-sized batches.  GPU workers solve a batch in one kernel
-    call, which fills the GPU best with a few hundred sources (BENCHMARKS.md); CPU
-    workers solve source after source, where small batches balance better and a
-    resume loses less.
+    call, which fills the GPU best with a few hundred sources (BENCHMARKS.md), or
+    4,096 for a statistics-only hierarchy sweep (``phast``); CPU workers solve source
+    after source, where small batches balance better and a resume loses less.  (Tasks
+    solve chunks of several batches at first, :mod:`pipeline.study.schedule`.)
 
     Parameters
     ----------
@@ -221,6 +248,9 @@ def default_batch_size(algorithm: str, devices) -> int:
         ``auto`` or a registered method (its backend decides when named).
     devices : iterable of str
         The workers' devices.
+    phast : bool
+        The study sweeps a hierarchy on GPUs and writes statistics only
+        (:meth:`StudyPlan.sweeps_hierarchy`).
     """
     from gpu_sssp import kernels
 
@@ -231,4 +261,6 @@ def default_batch_size(algorithm: str, devices) -> int:
     else:  # auto, or a method on both backends (phast): the workers' devices decide
         devices = list(devices)
         gpu = bool(devices) and all(d != "cpu" for d in devices)
+    if gpu and phast:
+        return PHAST_GPU_BATCH_SIZE
     return GPU_BATCH_SIZE if gpu else CPU_BATCH_SIZE
