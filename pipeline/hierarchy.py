@@ -189,6 +189,9 @@ def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str =
     that every worker reads it once (``GraphPlugin(..., hierarchy=True)``) instead of
     building it again.
 
+    A valid cache file beside the graph (an earlier study or ``sssp ingest``'s build) is
+    loaded whatever the number of sources: with the hierarchy at hand ``auto`` sweeps it.
+
     The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch of
     512 sources alone never pays for a build, so without this a GPU study of all NY
     sources would run ``batched`` batch after batch.  ``phast`` named, or ``auto`` where
@@ -208,6 +211,13 @@ def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str =
     if hierarchy.eligible(graph) is not None:
         return None  # a named phast's solve names the reason; auto keeps another method
     if algorithm == "auto":
+        # a valid cache file makes the hierarchy free: auto then sweeps it whatever the
+        # number of sources (the rule below weighs a build); a stale one is not rebuilt here
+        cpath = cache_path(graph)
+        if not hierarchy.has_hierarchy(graph) and cpath.exists():
+            h, _why = read_cache(graph, cpath)
+            if h is not None:
+                graph.cached(hmod.CACHE_KEY, lambda: h)
         gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
         cpu = backend in ("cpu", "auto") and auto.cpu_phast_applies(graph, n_sources)
         if not (gpu or cpu):

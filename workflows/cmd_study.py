@@ -135,6 +135,17 @@ def summary_table(s: dict, integer: bool) -> Table:
     ratio = tm.get("outside_kernels_vs_kernel")
     t.add_row("time outside kernels", f"{tm['outside_kernels_s']:,.2f} s", "",
               f"{ratio * 100:,.0f}% of kernel time (wall x workers - kernel)" if ratio is not None else "")
+    st, ct = tm.get("startup") or {}, tm.get("cluster") or {}
+    if st:
+        parts = [f"{name} {st[key]:.2f} s" for name, key in (
+            ("cluster", "cluster_start_s"), ("workers ready", "workers_ready_s"), ("first batch", "first_batch_s"))
+            if st.get(key) is not None]
+        t.add_row("start-up", "", "", ", ".join(parts) or "-")
+    if ct:
+        busy = ", ".join(f"{w['busy_s']:.2f}" for _, w in sorted(ct.get("workers", {}).items()))
+        t.add_row("per-worker busy", f"{busy} s", "",
+                  f"tail {ct.get('tail_s', 0.0):.3f} s, idle {ct.get('scheduler_overhead_s', 0.0):.3f} s, "
+                  f"{ct.get('tasks', 0)} tasks")
     return t
 
 
@@ -164,7 +175,8 @@ def run(args) -> int:
         console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
         if info.get("dashboard") and not args.no_dashboard:
-            console.print(f"dashboard: {info['dashboard']}")
+            base = str(info["dashboard"]).rsplit("/", 1)[0]
+            console.print(f"dashboard: {info['dashboard']} (this study: {base}/sssp)")
         if {"distances", "predecessors"} & set(plan.outputs):
             est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "

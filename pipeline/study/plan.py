@@ -121,7 +121,11 @@ class StudyPlan:
             return False
         try:
             from gpu_sssp.kernels import auto
+            from gpu_sssp.pipeline.hierarchy import cache_path
 
+            cached = cache_path(self.graph)
+            if cached is not None and cached.exists():  # prepare_study will load it
+                return auto.phast_applies(self.graph, max(self.sources.count, self.graph.n))
             return bool(auto.phast_applies(self.graph, self.sources.count))
         except Exception:
             return False

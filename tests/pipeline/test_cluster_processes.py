@@ -170,3 +170,24 @@ def test_a_worker_never_builds_the_hierarchy(tmp_path):
     g = read_parquet(rome_parquet(tmp_path))
     with pytest.raises(FileNotFoundError, match="must be shared with the workers"):
         load_hierarchy(g, tmp_path / "nowhere.ch.npz", build=False)
+
+
+def test_a_cached_hierarchy_is_swept_for_any_number_of_sources(tmp_path):
+    """With a valid cache file beside the graph (an earlier study built it), ``auto``
+    sweeps the hierarchy even for a few sources; without one, a few sources never pay
+    for a build; a stale file is not rebuilt by the decision."""
+    from gpu_sssp.kernels import hierarchy as H
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.hierarchy import cache_path, load_hierarchy, prepare_study
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    g = read_parquet(path)
+    assert prepare_study(g, 10, "cpu") is None and not H.has_hierarchy(g)
+    load_hierarchy(read_parquet(path))  # builds and writes the cache file
+    assert cache_path(g).exists()
+    g2 = read_parquet(path)
+    assert prepare_study(g2, 10, "cpu") is not None and H.has_hierarchy(g2)
+    cache_path(g).write_bytes(b"stale")
+    g3 = read_parquet(path)
+    assert prepare_study(g3, 10, "cpu") is None and cache_path(g).read_bytes() == b"stale"
