@@ -197,6 +197,9 @@ class ProcessCluster:
 
 
 # ---------------------------------------------------------------------- one study
+_GRAPHS: dict = {}
+
+
 def check_sample(parquet: Path, out: Path, k: int = 8) -> dict:
     """``k`` sources of the study against SciPy's Dijkstra (reached, eccentricity, sum)."""
     import numpy as np
@@ -205,7 +208,9 @@ def check_sample(parquet: Path, out: Path, k: int = 8) -> dict:
     from gpu_sssp import kernels
     from gpu_sssp.pipeline.graph import read_parquet
 
-    g = read_parquet(parquet)
+    g = _GRAPHS.get(str(parquet))
+    if g is None:
+        g = _GRAPHS[str(parquet)] = read_parquet(parquet)
     t = pq.read_table(out / "stats", columns=["source", "reached", "eccentricity", "sum_distance"])
     rng = np.random.default_rng(0)
     pick = np.sort(rng.choice(t.num_rows, size=min(k, t.num_rows), replace=False))

@@ -191,3 +191,30 @@ def test_a_cached_hierarchy_is_swept_for_any_number_of_sources(tmp_path):
     cache_path(g).write_bytes(b"stale")
     g3 = read_parquet(path)
     assert prepare_study(g3, 10, "cpu") is None and cache_path(g).read_bytes() == b"stale"
+
+
+@pytest.mark.gpu
+def test_gpu_study_reports_start_up_and_warms_the_kernels_in_setup(tmp_path):
+    """On a GPU worker the graph plugin compiles the sweep kernels while the hierarchy
+    loads and warms the method up, so the batches pay none of it; the summary reports
+    each step; the statistics are exact."""
+    pytest.importorskip("dask_cuda")
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import study
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    s = study(path, sources="all", algorithm="phast", gpus="0", out=tmp_path / "o", dashboard=False)
+    assert s["complete"] and s["algorithms"] == ["phast"] and s["devices"] != ["cpu"]
+    tm = s["timings"]
+    (w,) = tm["cluster"]["workers"].values()
+    assert w["warm_method"] == "phast" and w["compile_s"] >= 0 and w["hierarchy_load_s"] >= 0
+    assert w["upload_s"] >= 0 and w["busy_s"] > 0
+    assert tm["startup"]["hierarchy_file"].endswith(".ch.npz") and tm["startup"]["first_batch_s"] > 0
+    g = read_parquet(path)
+    stats = pq.read_table(tmp_path / "o" / "stats").sort_by("source")
+    ids = stats.column("source").to_numpy()[::131]
+    ref = kernels.solve(g, g.to_index(ids), method="dijkstra", backend="cpu", distances=False)
+    got = dict(zip(stats.column("source").to_numpy(), stats.column("sum_distance").to_numpy()))
+    assert [got[v] for v in ids] == [float(x) for x in ref.sum_distance]
