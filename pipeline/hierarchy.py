@@ -28,7 +28,7 @@ from gpu_sssp.kernels.hierarchy import Hierarchy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["load_hierarchy", "prepare_study", "study_uses_phast", "cache_path", "read_cache", "write_cache",
+__all__ = ["load_hierarchy", "place_for_workers", "prepare_study", "study_uses_phast", "cache_path", "read_cache", "write_cache",
            "CACHE_FORMAT"]
 
 #: Version of the cache file's layout; a file of another version is rebuilt.
@@ -123,7 +123,7 @@ def read_cache(graph, path) -> tuple[Hierarchy | None, str]:
     return h, ""
 
 
-def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
+def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) -> Hierarchy:
     """``graph``'s contraction hierarchy: kept with the graph, else read from the cache
     file, else built (and written to the cache file).
 
@@ -135,6 +135,11 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
         are not cached on disk unless ``path`` is given).
     cache : bool
         Read and write the cache file.  Failing to write it only logs a warning.
+    build : bool
+        Build the hierarchy when the cache file is missing or unusable.  A study's
+        workers pass False: the client wrote the file before they load it, and a worker
+        that cannot use it must say so rather than spend seconds to minutes building
+        its own copy (each worker would).
 
     Returns
     -------
@@ -144,6 +149,8 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
     ------
     ValueError
         The graph is not eligible for a hierarchy (:func:`kernels.hierarchy.eligible`).
+    FileNotFoundError
+        ``build=False`` and the cache file is missing or unusable (the reason named).
     """
 
     def get():
@@ -154,8 +161,15 @@ def load_hierarchy(graph, path=None, *, cache: bool = True) -> Hierarchy:
                 log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
                          graph.name, cpath, h.levels, h.build_s)
                 return h
+            if not build:
+                raise FileNotFoundError(
+                    f"{cpath}: the contraction hierarchy of {graph.name} cannot be used here ({why}); "
+                    "the study's client writes it beside the graph file before the workers load it: "
+                    "the folder must be shared with the workers under the same path")
             if cpath.exists():
                 log.warning("rebuilding the hierarchy cache %s: %s", cpath, why)
+        elif not build:
+            raise FileNotFoundError(f"{graph.name}: no hierarchy cache file to load (build=False)")
         h = hmod.build_hierarchy(graph)
         log.info("built the hierarchy of %s in %.1f s (%d levels, %d up / %d down arcs, %s)",
                  graph.name, h.build_s, h.levels, h.m_up, h.m_down, h.library)
@@ -182,6 +196,9 @@ def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: st
         return False
     if algorithm == "phast":
         return True
+    cpath = cache_path(graph)
+    if cpath is not None and cpath.exists():  # no build to weigh: the hierarchy is at hand
+        n_sources = max(n_sources, graph.n)
     gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
     # CPU workers of a study load the kernels as they start (pipeline.warmup: local CPU
     # clusters preload it; README: `dask worker --preload gpu_sssp.pipeline.warmup`)
@@ -195,6 +212,9 @@ def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str =
     (:func:`study_uses_phast`), so that every worker reads it once
     (``GraphPlugin(..., hierarchy=True)``) instead of building it again.
 
+    A cache file beside the graph (an earlier study or ``sssp ingest``'s build) makes the
+    hierarchy free: ``auto`` then sweeps it whatever the number of sources.
+
     The decision is the study's, not a batch's: ``auto`` chooses per call, and a batch
     alone may never pay for a build, so without this a GPU study of all NY sources
     would run ``batched`` batch after batch.
@@ -207,3 +227,28 @@ def prepare_study(graph, n_sources: int, backend: str = "auto", algorithm: str =
     if cache_path(graph) is None or not study_uses_phast(graph, n_sources, backend, algorithm):
         return None
     return load_hierarchy(graph)
+
+
+def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
+    """The hierarchy cache file beside the Parquet file the workers read (``graph_path``),
+    written there from ``h`` when it is not already a valid cache of this graph.
+
+    On an attached cluster the workers read ``<study folder>/graph.parquet`` (the one
+    place known to be shared), not the client's ingestion cache beside which
+    :func:`load_hierarchy` keeps the hierarchy: without this copy every worker would
+    build the hierarchy again.
+
+    Returns
+    -------
+    pathlib.Path
+        The file the workers load (``<graph_path>.ch.npz``).
+    """
+    target = Path(os.fspath(graph_path) + ".ch.npz")
+    mine = cache_path(graph)
+    if mine is not None and Path(mine).resolve() == target.resolve():
+        return target  # load_hierarchy read or wrote it just now
+    got, _why = read_cache(graph, target)
+    if got is None:
+        write_cache(h, graph, target)
+        log.info("wrote the hierarchy of %s for the workers to %s", graph.name, target)
+    return target

@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+
+import numpy as np
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -55,6 +58,16 @@ def use_gpu(backend: str) -> bool:
 class GraphPlugin(WorkerPlugin):
     """Load a graph on a worker (and upload it to the worker's GPU) in ``setup``.
 
+    ``setup`` returns at once and does the work in a thread of its own, so that
+    registering the plugin does not wait for the slowest worker, the worker's event
+    loop stays free (heartbeats) and each worker starts on its first task as soon as
+    it is ready itself; a task waits for the load (:func:`worker_graph`) and raises its
+    error if it failed.  On a GPU the kernels are compiled (or read from CuPy's on-disk
+    cache, ``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``) in a second thread
+    while the hierarchy loads, then one warm-up solve of one source prepares the
+    method's device arrays, so that the first batch pays none of it.  What each step
+    took is kept in :attr:`timings` (the study reports it as start-up).
+
     Parameters
     ----------
     path : str
@@ -63,9 +76,15 @@ class GraphPlugin(WorkerPlugin):
         ``Graph.fingerprint`` of that file; checked after loading.
     backend : {"auto", "gpu", "cpu"}
         ``auto`` and ``gpu`` upload the graph when the worker sees a CUDA device.
-    hierarchy : bool
-        Also load the graph's contraction hierarchy (``pipeline.hierarchy.load_hierarchy``,
-        from the cache file the client wrote), for ``phast``.
+    hierarchy : bool or str
+        Also load the graph's contraction hierarchy, for ``phast``: from the cache file
+        the client wrote (a path; ``True``: the default ``<path>.ch.npz``).  Workers never
+        build it (``pipeline.hierarchy.load_hierarchy(build=False)``).
+    method : str, optional
+        The study's method (``auto`` decided for ``unit`` sources, as the tasks decide
+        it): warmed up in ``setup``.  ``None``: no warm-up.
+    unit : int
+        The study's batch size.
     """
 
     #: registering it again (a second study of the same graph on a long-lived cluster)
@@ -73,28 +92,112 @@ class GraphPlugin(WorkerPlugin):
     #: that join or restart later still get it from the scheduler
     idempotent = True
 
-    def __init__(self, path: str, fingerprint: str, backend: str = "auto", hierarchy: bool = False):
+    def __init__(self, path: str, fingerprint: str, backend: str = "auto", hierarchy=False,
+                 method: str | None = None, unit: int = 1):
         self.hierarchy = hierarchy  # load the graph's cached contraction hierarchy (phast)
         self.path = os.fspath(path)
         self.fingerprint = fingerprint
         self.backend = backend
+        self.method = method
+        self.unit = int(unit)
         self.name = plugin_name(fingerprint)
         self.graph = None
         self.device = "cpu"
+        self.timings: dict = {}
+        self._ready = None
+        self._error = None
+
+    def __getstate__(self):  # sent to the scheduler and the workers: no thread state
+        state = dict(self.__dict__)
+        state.update(graph=None, _ready=None, _error=None, timings={})
+        return state
 
     def setup(self, worker=None):
-        self.graph = _load(self.path, self.fingerprint)
-        if getattr(self, "hierarchy", False):
-            from gpu_sssp.pipeline.hierarchy import load_hierarchy
+        self._ready = threading.Event()
+        self.timings = {"setup_at": time.time()}
+        threading.Thread(target=self._load, args=(worker,), name=f"sssp-load-{self.fingerprint[:8]}",
+                         daemon=True).start()
 
-            load_hierarchy(self.graph)  # once per worker process: read from the client's cache file
-        if use_gpu(self.backend):
-            from gpu_sssp import kernels
+    def wait(self, timeout: float | None = None):
+        """The loaded graph, once ``setup``'s thread is done (its error raised)."""
+        if self._ready is None:
+            return None
+        self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self.graph
 
-            kernels.upload_graph(self.graph)
-            self.device = kernels.device_name()
-        log.info("graph %s (%s) ready on %s (%s)", self.graph.name, self.fingerprint,
-                 getattr(worker, "address", "?"), self.device)
+    def _load(self, worker):
+        tm = self.timings
+        t0 = time.perf_counter()
+        try:
+            graph = _load(self.path, self.fingerprint)
+            tm["graph_load_s"] = time.perf_counter() - t0
+            gpu = use_gpu(self.backend)
+            compiler = None
+            if gpu and self.hierarchy:
+                compiler = threading.Thread(target=self._compile, args=(graph,), daemon=True)
+                compiler.start()
+            if self.hierarchy:
+                from gpu_sssp.pipeline.hierarchy import load_hierarchy
+
+                t = time.perf_counter()
+                hpath = self.hierarchy if isinstance(self.hierarchy, str) else None
+                load_hierarchy(graph, hpath, build=False)  # once per worker process
+                tm["hierarchy_load_s"] = time.perf_counter() - t
+            if gpu:
+                from gpu_sssp import kernels
+
+                t = time.perf_counter()
+                kernels.upload_graph(graph)
+                self.device = kernels.device_name()
+                tm["upload_s"] = time.perf_counter() - t
+            if compiler is not None:
+                t = time.perf_counter()
+                compiler.join()
+                tm["compile_wait_s"] = time.perf_counter() - t
+            if self.method is not None:
+                t = time.perf_counter()
+                tm["warm_method"] = self._warm(graph)
+                tm["warm_s"] = time.perf_counter() - t
+            self.graph = graph
+        except BaseException as exc:  # raised again by the tasks that wait (wait())
+            self._error = exc
+            log.error("graph %s could not be loaded on %s: %s", self.fingerprint,
+                      getattr(worker, "address", "?"), exc)
+        finally:
+            tm["setup_s"] = time.perf_counter() - t0
+            tm["ready_at"] = time.time()
+            self._ready.set()
+        if self._error is None:
+            log.info("graph %s (%s) ready on %s (%s) in %.2f s", graph.name, self.fingerprint,
+                     getattr(worker, "address", "?"), self.device, tm["setup_s"])
+
+    def _compile(self, graph):
+        t = time.perf_counter()
+        try:
+            from gpu_sssp.kernels.gpu import phast
+
+            phast.load_kernels(graph)
+        except Exception as exc:  # the warm-up solve (or the first batch) compiles and reports
+            log.debug("phast kernels not compiled ahead: %s", exc)
+        self.timings["compile_s"] = time.perf_counter() - t
+
+    def _warm(self, graph) -> str | None:
+        """One solve of one source with the study's method (stats only): compiles what is
+        left, loads Numba's compiled sweep on CPUs, builds the method's device arrays."""
+        from gpu_sssp import kernels
+        from gpu_sssp.pipeline.study.task import _solve_turn, _study_method
+
+        try:
+            method, backend = _study_method(graph, self.method, self.backend, self.unit)
+            turn = _solve_turn(method, backend)
+            kernels.solve(graph, np.zeros(1, dtype=np.int64), method=method, backend=backend,
+                          distances=False, turn=turn)
+            return method
+        except Exception as exc:  # not fatal: the batches report what is wrong
+            log.warning("warm-up solve on %s failed: %s", graph.name, exc)
+            return None
 
     def teardown(self, worker=None):
         """Forget the graph: the host copy and its device copies (with the arrays the
@@ -103,6 +206,8 @@ class GraphPlugin(WorkerPlugin):
         studied on its GPU."""
         from gpu_sssp import kernels
 
+        if self._ready is not None:
+            self._ready.wait()  # the loading thread holds the graph until it is done
         with _lock:
             graph = _GRAPHS.pop(self.fingerprint, None)
         graph = self.graph if self.graph is not None else graph
@@ -110,6 +215,17 @@ class GraphPlugin(WorkerPlugin):
         if graph is not None:
             kernels.release_device_memory(graph)
         log.info("graph %s released on %s", self.fingerprint, getattr(worker, "address", "?"))
+
+
+def worker_startup(fingerprint: str, dask_worker=None) -> dict:
+    """The start-up timings of this worker's graph plugin (for ``client.run``)."""
+    if dask_worker is None:
+        return {}
+    name = str(dask_worker.name) if dask_worker.name is not None else str(dask_worker.address)
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
+    if plugin is None:
+        return {"worker": name}
+    return dict(getattr(plugin, "timings", {}), device=getattr(plugin, "device", "cpu"), worker=name)
 
 
 def worker_graph(fingerprint: str, path: str | None = None):
@@ -123,8 +239,11 @@ def worker_graph(fingerprint: str, path: str | None = None):
 
         worker = get_worker()
         plugin = worker.plugins.get(plugin_name(fingerprint))
-        if plugin is not None and plugin.graph is not None:
-            return plugin.graph
+        if plugin is not None:
+            if plugin.graph is None and getattr(plugin, "_ready", None) is not None:
+                plugin.wait()  # setup's thread is loading it
+            if plugin.graph is not None:
+                return plugin.graph
     except ValueError:  # not on a worker (local call)
         pass
     with _lock:

@@ -90,3 +90,33 @@ def test_plan_resolves_phast_batch_size(tmp_path):
                                 ("dijkstra", ["cpu"], CPU_BATCH_SIZE)):
         plan = plan_study(g, ROME, sources, out=tmp_path / algo, algorithm=algo)
         assert plan.resolve_batch_size(devices) == want, algo
+
+
+def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
+    """Statistics-only studies that sweep a hierarchy on GPU workers get 4,096-source
+    batches (one full sweep), on CPU workers 256; with distance outputs on GPUs, or
+    without phast, as before."""
+    pytest.importorskip("routingkit_ch")
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+    from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, GPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE,
+                                              PHAST_GPU_BATCH_SIZE)
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    g = read_parquet(path)
+    gpu = ["NVIDIA H200"] * 4
+
+    def size(devices, **kw):
+        src = {k: kw.pop(k) for k in ("sources", "random", "seed") if k in kw} or {"sources": "all"}
+        plan = plan_study(g, path, plan_sources(g, **src), out=tmp_path / "o", **kw)
+        return plan.resolve_batch_size(devices)
+
+    assert size(gpu) == PHAST_GPU_BATCH_SIZE  # rome99: road-like, every vertex a source
+    assert size(gpu, algorithm="phast", random=10, seed=1) == PHAST_GPU_BATCH_SIZE
+    assert size(gpu, outputs="stats,distances") == GPU_BATCH_SIZE
+    assert size(gpu, random=10, seed=1) == GPU_BATCH_SIZE  # too few sources to build a hierarchy
+    assert size(["cpu", "cpu"]) == PHAST_CPU_BATCH_SIZE  # warm CPU workers sweep all of rome99
+    assert size(["cpu", "cpu"], random=10, seed=1) == CPU_BATCH_SIZE
+    assert size(gpu, algorithm="batched") == GPU_BATCH_SIZE

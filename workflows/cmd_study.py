@@ -73,7 +73,9 @@ def add_parser(sub) -> None:
     sol = p.add_argument_group("solving and outputs")
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,
-                     help="sources per task (default: config sssp.study.batch-size; auto = 512 on GPUs, 64 on CPU workers)")
+                     help="sources per batch, the unit of the journal, the files and --resume (default: config "
+                     "sssp.study.batch-size; auto = 512 on GPUs, 4096 for statistics-only phast studies, 64 on "
+                     "CPU workers); tasks solve chunks of several batches, single batches at the end")
     sol.add_argument("--outputs", default="stats",
                      help="comma list of stats, distances, predecessors (default stats)")
     sol.add_argument("--distance-form", choices=("long", "wide"), default=None,
@@ -152,6 +154,17 @@ def summary_table(s: dict, integer: bool) -> Table:
     ratio = tm.get("outside_kernels_vs_kernel")
     t.add_row("time outside kernels", f"{tm['outside_kernels_s']:,.2f} s", "",
               f"{ratio * 100:,.0f}% of kernel time (wall x workers - kernel)" if ratio is not None else "")
+    st, ct = tm.get("startup") or {}, tm.get("cluster") or {}
+    if st:
+        parts = [f"{name} {st[key]:.2f} s" for name, key in (
+            ("cluster", "cluster_start_s"), ("workers ready", "workers_ready_s"), ("first batch", "first_batch_s"))
+            if st.get(key) is not None]
+        t.add_row("start-up", "", "", ", ".join(parts) or "-")
+    if ct:
+        busy = ", ".join(f"{w['busy_s']:.2f}" for _, w in sorted(ct.get("workers", {}).items()))
+        t.add_row("per-worker busy", f"{busy} s", "",
+                  f"tail {ct.get('tail_s', 0.0):.3f} s, idle {ct.get('scheduler_overhead_s', 0.0):.3f} s, "
+                  f"{ct.get('tasks', 0)} tasks")
     return t
 
 
@@ -181,7 +194,8 @@ def run(args) -> int:
         console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
         if info.get("dashboard") and not args.no_dashboard:
-            console.print(f"dashboard: {info['dashboard']}")
+            base = str(info["dashboard"]).rsplit("/", 1)[0]
+            console.print(f"dashboard: {info['dashboard']} (this study: {base}/sssp)")
         if plan.targets is not None:
             console.print(f"matrix: {plan.sources.count:,} sources x {plan.targets.count:,} targets "
                           f"({plan.targets.how['kind']}), up to {fmt_bytes(plan.distance_estimate)} before "

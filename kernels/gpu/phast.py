@@ -273,6 +273,29 @@ def _pow2_at_most(k: int) -> int:
     return 1 << (max(1, int(k)).bit_length() - 1)
 
 
+def _modules(ct: str, search: bool):
+    """The sweep module (cooperative) and the auxiliary one for label type ``ct``."""
+    from gpu_sssp.kernels.gpu.loader import load_module
+
+    sname = "true" if search else "false"
+    mod = load_module("phast.cu", name_expressions=[f"phast::phast_sweep<{ct}, {v}, {sname}>" for v in (1, 4)],
+                      cooperative=True)
+    aux = load_module("phast.cu", name_expressions=[f"phast::phast_distances<{ct}>",
+                                                    f"phast::phast_pred_strict<{ct}>",
+                                                    f"phast::phast_pred_zero<{ct}>"])
+    return mod, aux
+
+
+def load_kernels(graph, upward=None) -> None:
+    """Compile (or read from CuPy's on-disk kernel cache) and load on the current device the
+    kernels that :func:`solve` runs for ``graph`` (its label type decides them).  Needs
+    the graph only, not its hierarchy: a study's worker runs it while it loads the
+    hierarchy (``pipeline.plugins.GraphPlugin``)."""
+    dt = label_dtype(graph)
+    upward = DEFAULT_UPWARD if upward is None else upward
+    _modules(LABEL_TYPES[dt][0], upward == "search")
+
+
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
           batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
           targets=None, stats_over="targets", **options) -> Result:
@@ -337,7 +360,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     """
     from gpu_sssp.kernels._gpu import cupy as _cupy
     from gpu_sssp.kernels._gpu import device_name
-    from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
+    from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative
 
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
@@ -396,11 +419,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
     ct = prep.ctype
     sname = "true" if search else "false"
-    mod = load_module("phast.cu", name_expressions=[f"phast::phast_sweep<{ct}, {v}, {sname}>" for v in (1, 4)],
-                      cooperative=True)
-    aux = load_module("phast.cu", name_expressions=[f"phast::phast_distances<{ct}>",
-                                                    f"phast::phast_pred_strict<{ct}>",
-                                                    f"phast::phast_pred_zero<{ct}>"])
+    mod, aux = _modules(ct, search)
     arrs = _device_arrays(graph, prep, full)
     lab = cp.empty(max(rows * Bmax, 1), dtype=prep.label_dtype)
     # every batch's source positions at once (one upload, no host sync between batches)

@@ -423,11 +423,11 @@ class Study:
         return pa.concat_tables(parts)
 
     def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
-               clock: tuple[float, float] | None = None) -> dict:
+               clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
         """Summarise, write ``summary.json`` and the final manifest; return the summary."""
         stats = self.stats_table()
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,
-                            run_meta=run_meta, workers=workers, clock=clock)
+                            run_meta=run_meta, workers=workers, clock=clock, extra_timings=extra_timings)
         write_json_atomic(summary, self.out / SUMMARY)
         complete = not self.pending
         self.manifest["status"] = "complete" if complete else "incomplete"

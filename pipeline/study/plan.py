@@ -106,26 +106,42 @@ class StudyPlan:
         self.batches = self.sources.batches(batch_size)
 
     def resolve_batch_size(self, devices) -> int:
-        """Set the default batch size from the workers' devices (and whether the study
-        will run ``phast`` there) when none was given."""
+        """Set the default batch size from the workers' devices when none was given (and
+        from whether the study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
         if self.batch_size is None:
-            from gpu_sssp.pipeline.hierarchy import study_uses_phast
-
-            devices = list(devices)
-            backend = ("gpu" if devices and all(d != "cpu" for d in devices)
-                       else "cpu" if devices and all(d == "cpu" for d in devices) else "auto")
-            phast = study_uses_phast(self.graph, self.sources.count, backend, self.algorithm)
-            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=phast))
+            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices)))
         return self.batch_size
 
-    def task_key(self, index: int) -> str:
-        return self.task_keys([index])[0]
+    def sweeps_hierarchy(self, devices) -> bool:
+        """Whether this study solves with ``phast`` on workers with these devices
+        (``pipeline.hierarchy.study_uses_phast``, decided before the hierarchy exists);
+        on GPUs only when it writes statistics only (distance rows of 4,096 sources
+        would not fit the device and the chunk beside the labels)."""
+        from gpu_sssp.pipeline.hierarchy import study_uses_phast
 
-    def task_keys(self, indices) -> list[str]:
-        """Task keys of batches ``indices`` (the study id, a digest of every source, is
-        computed once: per key it made submitting all of NY's 517 batches take 0.6 s)."""
+        devices = list(devices)
+        gpu = bool(devices) and all(d != "cpu" for d in devices)
+        cpu = bool(devices) and all(d == "cpu" for d in devices)
+        if gpu and {"distances", "predecessors"} & set(self.outputs):
+            return False
+        backend = "gpu" if gpu else "cpu" if cpu else "auto"
+        try:
+            return study_uses_phast(self.graph, self.sources.count, backend, self.algorithm)
+        except Exception:  # the solve names what is wrong with the graph
+            return False
+
+    def task_key(self, index: int, prefix: str = "sssp") -> str:
+        return self.chunk_keys([[index]], prefix)[0]
+
+    def chunk_keys(self, chunks, prefix: str = "sssp") -> list[str]:
+        """Task keys of chunks of consecutive batches: ``<prefix>-batch-<first>-<last>-<study
+        id>``, e.g. ``phast-batch-000120-000127-3f2a...``.  Dask names a task's prefix and
+        group by the key's leading words (``phast-batch``), which is what its dashboard
+        shows (progress bars, task stream); the numbers name the batches, the study id (a
+        digest of every source, computed once here: per key it made submitting all of NY's
+        517 batches take 0.6 s) keeps two studies apart."""
         sid = self.study_id
-        return [f"sssp-batch-{sid}-{int(i):06d}" for i in indices]
+        return [f"{prefix}-batch-{int(c[0]):06d}-{int(c[-1]):06d}-{sid}" for c in chunks]
 
 
 def parse_outputs(outputs) -> tuple:
@@ -223,23 +239,25 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
 GPU_BATCH_SIZE = 512
 CPU_BATCH_SIZE = 64
-#: phast studies: a sweep's cost hardly depends on the batch, the task's fixed cost does
-#: (NY all sources on one H200: 517 batches of 512 took 9.6 s of study wall for 0.55 s
-#: of kernel time, the rest per-batch scheduling, result and Parquet costs)
+#: phast studies: a sweep's cost hardly depends on the batch (NY, H200: 1.06 us per source
+#: at 4,096 lanes, 1.49 at 1,024; ``kernels.gpu.phast.DEFAULT_MAX_BATCH``), a batch's
+#: fixed cost does (NY all sources on one H200: 517 batches of 512 took 9.6 s of study
+#: wall for 0.55 s of kernel time, the rest per-batch scheduling, results and files)
 PHAST_GPU_BATCH_SIZE = 4096
 PHAST_CPU_BATCH_SIZE = 256
 
 
 def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
-    """Sources per task when neither the caller nor the config sets it.
+    """Sources per batch when neither the caller nor the config sets it.
 
     Decided by what the workers are (``devices``: each worker's device as
     ``pipeline.cluster.describe_cluster`` reports it, ``"cpu"`` for CPU workers), not by
     what the client machine has: a client on a login node attached to GPU workers
     must still give them GPU-sized batches.  GPU workers solve a batch in one kernel
-    call, which fills the GPU best with a few hundred sources (BENCHMARKS.md); CPU
-    workers solve source after source, where small batches balance better and a
-    resume loses less.
+    call, which fills the GPU best with a few hundred sources (BENCHMARKS.md), or
+    4,096 for a statistics-only hierarchy sweep (``phast``); CPU workers solve source
+    after source, where small batches balance better and a resume loses less.  (Tasks
+    solve chunks of several batches at first, :mod:`pipeline.study.schedule`.)
 
     Parameters
     ----------
@@ -248,9 +266,9 @@ def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
     devices : iterable of str
         The workers' devices.
     phast : bool
-        The study solves with ``phast`` (``pipeline.hierarchy.study_uses_phast``): one
-        sweep serves a whole batch, so batches are larger (``PHAST_*_BATCH_SIZE``; the
-        GPU kernel splits a batch further when the device's memory asks for it).
+        The study sweeps a hierarchy (``phast``; :meth:`StudyPlan.sweeps_hierarchy`): one
+        sweep serves a whole batch, so batches are larger (``PHAST_*_BATCH_SIZE``; the GPU
+        kernel splits a batch further when the device's memory asks for it).
     """
     from gpu_sssp import kernels
 

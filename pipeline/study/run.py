@@ -10,69 +10,111 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
-from gpu_sssp.pipeline.study.task import solve_batch_task
+from gpu_sssp.pipeline.study.plan import StudyError
+from gpu_sssp.pipeline.study.task import solve_chunk_task
 
 log = logging.getLogger(__name__)
 
 
-def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):
-    """Submit one task per batch index; return ``{future: index}``.
-
-    Tasks are not pinned to workers (a dead worker's batches go elsewhere); keys are
-    ``sssp-batch-<study id>-<index>``.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    plan : StudyPlan
-        Its ``graph_path`` must already be set (see :meth:`Study.start`).
-    indices : iterable of int
-        Batch indices to run.
-    backend : {"auto", "gpu", "cpu"}
-        Backend the tasks ask for; ignored when the plan names an algorithm, whose
-        own backend is used so that a method never runs on the wrong device.
-    retries : int, optional
-        Retries per task; default from dask config ``sssp.study.retries``.  Whether
-        workers fsync their files comes from ``sssp.study.fsync`` (default on).
-
-    Returns
-    -------
-    dict
-        ``{future: batch index}``.
-    """
+def _task_kwargs(plan: StudyPlan, backend: str, retries: int | None):
+    """``(retries, backend, keyword arguments of every task)``."""
     retries = int(setting("study.retries", retries))
     fsync = bool(setting("study.fsync", None, default=True))
     method = plan.algorithm
     if method != "auto":
-        from gpu_sssp import kernels
-
         from gpu_sssp.kernels.registry import backends_of
 
         # a method on one backend runs there; one on several (phast) where asked
         on = backends_of(method)
         if backend not in on:
             backend = on[0] if len(on) == 1 else "auto"
-    indices = [int(i) for i in indices]
-    if not indices:
+    kw = dict(fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
+              backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
+              out=os.fspath(plan.out.resolve()), fsync=fsync, unit=plan.batch_size,
+              **_matrix.task_options(plan))
+    return retries, kw
+
+
+def submit_chunks(client, plan: StudyPlan, chunks, *, prefix: str = "sssp", backend: str = "auto",
+                  retries: int | None = None):
+    """Submit one task per chunk of consecutive batches; return ``{future: chunk}``.
+
+    Tasks are not pinned to workers (a dead worker's chunks go elsewhere); keys are
+    ``<prefix>-batch-<first>-<last>-<study id>`` (:meth:`StudyPlan.chunk_keys`).  The
+    chunks of one call go to the scheduler in one message (``client.map``).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    plan : StudyPlan
+        Its ``graph_path`` must already be set (see :meth:`Study.start`).
+    chunks : list of list of int
+        Batch indices, each list consecutive (:class:`pipeline.study.schedule.ChunkSchedule`).
+    prefix : str
+        The method's name, for the keys (what the dashboard shows).
+    backend : {"auto", "gpu", "cpu"}
+        Backend the tasks ask for; ignored when the plan names an algorithm, whose
+        own backend is used so that a method never runs on the wrong device.
+    retries : int, optional
+        Retries per task; default from dask config ``sssp.study.retries``.  Whether
+        workers fsync their files comes from ``sssp.study.fsync`` (default on).
+    """
+    chunks = [[int(i) for i in c] for c in chunks if len(c)]
+    if not chunks:
         return {}
-    # one message for every batch (client.map): submitted one by one, the batches after
-    # the first waited for the client's next batched send (10 ms), and so did the GPU
-    # that got none of the first ones
-    futs = client.map(
-        solve_batch_task, indices, [plan.batches[i] for i in indices],
-        key=plan.task_keys(indices), pure=False, retries=retries,
-        fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
-        backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
-        out=os.fspath(plan.out.resolve()), fsync=fsync, **_matrix.task_options(plan),
-    )
-    return dict(zip(futs, indices))
+    retries, kw = _task_kwargs(plan, backend, retries)
+    futs = client.map(solve_chunk_task, chunks, [[plan.batches[i] for i in c] for c in chunks],
+                      key=plan.chunk_keys(chunks, prefix), pure=False, retries=retries, **kw)
+    return dict(zip(futs, chunks))
 
 
-def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
+def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):
+    """Submit one task per batch index (a chunk of one); return ``{future: [index]}``."""
+    return submit_chunks(client, plan, [[int(i)] for i in indices], backend=backend, retries=retries)
+
+
+def task_prefix(plan: StudyPlan, devices=None) -> str:
+    """The method a study's batches run, for its task keys: the named one, or what
+    ``auto`` picks for one batch on the workers' devices (``sssp`` when unsure)."""
+    if plan.algorithm != "auto":
+        return plan.algorithm
+    devices = list(devices or [])
+    if not devices:
+        return "sssp"
+    backend = "cpu" if all(d == "cpu" for d in devices) else "gpu" if all(d != "cpu" for d in devices) else None
+    if backend is None:
+        return "sssp"
+    try:
+        from gpu_sssp.kernels import auto
+
+        return auto.choose(plan.graph, int(plan.batch_size or 1), backend)
+    except Exception:
+        return "sssp"
+
+
+def chunk_cap(plan: StudyPlan) -> int | None:
+    """Most batches in one chunk: unbounded for statistics; with distance outputs (or a
+    travel-time matrix), what keeps a chunk's distances in memory below
+    ``sssp.study.chunk-bytes`` (default 2 GB; at least one batch)."""
+    targets = getattr(plan, "targets", None)
+    if targets is None and not ({"distances", "predecessors"} & set(plan.outputs)):
+        return None
+    limit = float(setting("study.chunk-bytes", None, default=2e9))
+    if targets is not None:  # a matrix study: a batch's rows hold the targets only
+        per_batch = max(1, int(plan.batch_size or 1) * int(targets.count) * 8)
+    else:
+        per_batch = max(1, int(plan.batch_size or 1) * plan.graph.n * (16 if "predecessors" in plan.outputs else 8))
+    return max(1, int(limit // per_batch))
+
+
+def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None) -> dict:
     """Register the graph's worker plugin (runs now on every worker, and on restarts).
 
     Registering a plugin rather than scattering the graph means a worker that
-    restarts or joins later loads the graph too.
+    restarts or joins later loads the graph too.  Where the study solves with ``phast``,
+    the client first builds (or loads) the hierarchy and writes its cache file beside
+    the Parquet file the workers read (``pipeline.hierarchy.place_for_workers``); the
+    workers load that file and never build one.
 
     Parameters
     ----------
@@ -81,13 +123,35 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto") -> None:
         Gives the Parquet path the workers read and the fingerprint they check.
     backend : {"auto", "gpu", "cpu"}
         Passed to :class:`pipeline.plugins.GraphPlugin`.
+    devices : list of str, optional
+        The workers' devices (``describe_cluster``), for the task prefix.
+
+    Returns
+    -------
+    dict
+        ``client_hierarchy_s`` (the hierarchy's load or build on the client),
+        ``hierarchy_file`` (what the workers load, or None), ``register_s``, ``prefix``.
     """
-    from gpu_sssp.pipeline.hierarchy import prepare_study
+    from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
-    # phast: the client builds and caches the hierarchy once, the workers read it
-    ch = prepare_study(plan.graph, plan.sources.count, backend, plan.algorithm) is not None
-    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend, hierarchy=ch))
+    t0 = time.perf_counter()
+    devices = list(devices or [])
+    decide = backend
+    if backend == "auto" and devices:  # an attached cluster: what its workers are decides
+        if all(d == "cpu" for d in devices):
+            decide = "cpu"
+        elif all(d != "cpu" for d in devices):
+            decide = "gpu"
+    h = prepare_study(plan.graph, plan.sources.count, decide, plan.algorithm)
+    hfile = os.fspath(place_for_workers(h, plan.graph, plan.graph_path)) if h is not None else None
+    t1 = time.perf_counter()
+    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
+                                       hierarchy=hfile or False, method=plan.algorithm,
+                                       unit=int(plan.batch_size or 1)))
+    t2 = time.perf_counter()
+    return {"client_hierarchy_s": t1 - t0, "hierarchy_file": hfile, "register_s": t2 - t1,
+            "prefix": task_prefix(plan, devices)}
 
 
 def forget_graph(client, plan: StudyPlan) -> None:
@@ -101,10 +165,26 @@ def forget_graph(client, plan: StudyPlan) -> None:
         log.debug("graph plugin not unregistered: %s", exc)
 
 
+def _worker_startup(client, fingerprint: str) -> dict:
+    """``{worker name: GraphPlugin.timings}`` (best effort: empty on failure)."""
+    from gpu_sssp.pipeline.plugins import worker_startup
+
+    try:
+        got = client.run(worker_startup, fingerprint)
+    except Exception as exc:
+        log.debug("start-up timings not collected: %s", exc)
+        return {}
+    return {str(v.get("worker", k)): v for k, v in got.items()}
+
+
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
               cluster_info: dict | None = None, on_batch=None, on_start=None,
               study: "Study | None" = None) -> dict:
     """Run (or resume) a study on a connected client; return its summary.
+
+    The pending batches go out in chunks of shrinking size, a bounded number in flight
+    (:mod:`pipeline.study.schedule`; dask config ``sssp.study.schedule``: ``guided``,
+    the default, or ``batch``: one task per batch, all submitted at once).
 
     Parameters
     ----------
@@ -124,13 +204,21 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     study : Study, optional
         The folder, already checked (``Study(plan, resume=...)``); made here when absent.
 
+    Returns
+    -------
+    dict
+        The summary; its ``timings`` hold ``startup`` (cluster start, the hierarchy on
+        the client, registration, the workers' loading, the first batch) and
+        ``cluster`` (per-worker busy time, tail, scheduler overhead:
+        :func:`pipeline.study.timing.cluster_timings`) beside the study's wall time.
+
     Raises
     ------
     StudyError
         See :class:`Study`.
     SsspError
-        A batch met a product error (``NegativeCycleError``, ...), raised as itself;
-        the remaining tasks are cancelled, the finished ones stay recorded
+        A batch failed with a product error (``NegativeCycleError``, ...), raised as
+        itself; the remaining tasks are cancelled, the finished ones stay recorded
         (``resume`` continues from there) and the manifest's status is ``failed``
         with the reason.
     Exception
@@ -140,10 +228,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     """
     from distributed import as_completed
 
+    from gpu_sssp.pipeline.study.schedule import ChunkSchedule, slots_for
+    from gpu_sssp.pipeline.study.timing import cluster_timings
+
     if study is None:
         study = Study(plan, resume=resume)
     try:
-        if plan.batch_size is None:
+        if plan.batch_size is None or cluster_info is None:
             if cluster_info is None:
                 from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
 
@@ -160,30 +251,53 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         workers = int(cluster_info["workers"])
     pending = study.pending
     run_meta: list[dict] = []
+    run_tasks: list[dict] = []
+    reg: dict = {}
+    board = None
     t0 = time.perf_counter()
     started_at = time.time()
     if pending:
         futures: dict = {}
         failed_batch = None
         try:
-            register_graph(client, plan, backend)
-            futures = submit_batches(client, plan, pending, backend=backend)
+            reg = register_graph(client, plan, backend, cluster_info.get("devices"))
+            mode = str(setting("study.schedule", None, default="guided"))
+            if mode not in ("guided", "batch"):
+                raise StudyError(f"sssp.study.schedule must be 'guided' or 'batch', got {mode!r}")
+            if mode == "guided":
+                slots = slots_for(cluster_info.get("worker_list"))
+                sched = ChunkSchedule(pending, slots, cap=chunk_cap(plan))
+            else:  # every batch its own task, all submitted at once (Dask balances)
+                slots = len(pending)
+                sched = ChunkSchedule(pending, slots, cap=1)
+            board = _board(client, plan, study, reg["prefix"], cluster_info)
+            ac = as_completed([], with_results=True)
+
+            def submit(chunks):
+                got = submit_chunks(client, plan, chunks, prefix=reg["prefix"], backend=backend)
+                futures.update(got)
+                for f in got:
+                    ac.add(f)
+
+            submit(sched.take(slots))
             # results are fetched in the background as tasks finish (not one round trip
-            # per batch in this loop), and batches that finish together are journaled
-            # with one fsync: the tail of a short study is mostly this bookkeeping
-            done = as_completed(list(futures), with_results=True)
-            for group in done.batches():
-                metas, error = [], None
-                for fut, meta in group:
-                    index = futures.pop(fut)
-                    if isinstance(meta, dict) and "error" in meta:  # a product error, see task
-                        error = error or (index, meta["error"])
+            # per task in this loop), and batches that finish together are journaled
+            # with one fsync; each finished task frees a slot for the next chunk, sized
+            # from what is left then
+            for group in ac.batches():
+                metas, error, freed = [], None, 0
+                for fut, got in group:
+                    chunk = futures.pop(fut)
+                    freed += 1
+                    if isinstance(got, dict) and "error" in got:  # a product error, see task
+                        error = error or (chunk[0], got["error"])
                     else:
-                        metas.append(meta)
-                # journaled batches' futures are dropped here: the scheduler then
+                        metas.extend(got["batches"])
+                        run_tasks.append({k: v for k, v in got.items() if k != "batches"})
+                # journaled chunks' futures are dropped here: the scheduler then
                 # forgets their results, and a worker that dies later does not make it
                 # solve them again (a held future of a lost result is recomputed)
-                group = fut = meta = None
+                group = fut = got = None
                 study.record_many(metas)
                 for meta in metas:
                     run_meta.append(meta)
@@ -192,14 +306,73 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 if error is not None:
                     failed_batch, exc = error
                     raise exc
+                if sched:
+                    submit(sched.take(freed))
         except BaseException as exc:
             client.cancel(list(futures))
+            _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             study.stop(exc, batch=failed_batch)
             raise
     wall = time.perf_counter() - t0
+    collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)
-    return study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers,
-                        clock=(started_at, started_at + wall))
+    extra = {}
+    if run_tasks:
+        startup_workers = _worker_startup(client, plan.graph.fingerprint)
+        ct = cluster_timings(run_tasks, startup_workers, started_at=started_at, collected_at=collected_at)
+        extra["cluster"] = ct
+        extra["startup"] = {
+            "cluster_start_s": (cluster_info or {}).get("start_s"),
+            "client_hierarchy_s": reg.get("client_hierarchy_s"),
+            "register_s": reg.get("register_s"),
+            "hierarchy_file": reg.get("hierarchy_file"),
+            "workers_ready_s": ct["ready_s_max"],
+            "first_batch_s": ct["first_batch_s"],
+            "graph_load_s_max": max((w.get("graph_load_s", 0.0) for w in ct["workers"].values()), default=0.0),
+            "hierarchy_load_s_max": max((w.get("hierarchy_load_s", 0.0) for w in ct["workers"].values()),
+                                        default=0.0),
+            "compile_s_max": max((w.get("compile_s", 0.0) for w in ct["workers"].values()), default=0.0),
+            "warm_s_max": max((w.get("warm_s", 0.0) for w in ct["workers"].values()), default=0.0),
+        }
+        extra["task_prefix"] = reg.get("prefix")
+        extra["schedule"] = {"mode": str(setting("study.schedule", None, default="guided")),
+                             "tasks": len(run_tasks), "batches": len(run_meta)}
+        # the study itself, start-up apart: from the first worker's first task (once its
+        # graph was ready) to the collection of the last batch
+        solve_wall = wall - min(w["first_task_s"] for w in ct["workers"].values())
+        kernel_s = sum(m.get("kernel_ms", 0.0) for m in run_meta) / 1e3
+        extra["solve_wall_s"] = solve_wall
+        extra["outside_kernels_solve_s"] = max(solve_wall * workers - kernel_s, 0.0)
+        extra["outside_kernels_solve_vs_kernel"] = (extra["outside_kernels_solve_s"] / kernel_s) if kernel_s > 0 else None
+    summary = study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers,
+                           clock=(started_at, collected_at), extra_timings=extra)
+    _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
+    return summary
+
+
+def _board(client, plan, study, prefix, cluster_info):
+    """Show the study on the dashboard's ``/sssp`` page (best effort; None without a
+    dashboard or where the scheduler cannot import this package)."""
+    if not (cluster_info or {}).get("dashboard"):
+        return None
+    try:
+        from gpu_sssp.pipeline.dashboard import announce
+
+        return announce(client, plan, study, prefix)
+    except Exception as exc:
+        log.warning("the study is not shown on the dashboard's /sssp page: %s", exc)
+        return None
+
+
+def _board_end(client, board, status: str, summary: dict | None = None) -> None:
+    if board is None:
+        return
+    try:
+        from gpu_sssp.pipeline.dashboard import conclude
+
+        conclude(client, board, status, summary)
+    except Exception as exc:
+        log.debug("dashboard not updated: %s", exc)
 
 
 def study(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
@@ -295,6 +468,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                       targets=tp, stats_over=stats_over, matrix_form=matrix_form)
     folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
     close = False
+    t_cluster = time.perf_counter()
     try:
         if client is not None:
             handle = ClusterHandle(client, None, "attached", "auto")
@@ -308,6 +482,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         raise
     try:
         info = describe_cluster(handle)
+        info["start_s"] = time.perf_counter() - t_cluster if close else None  # started here
         plan.resolve_batch_size(info["devices"])
         if on_cluster is not None:
             on_cluster(info, plan, folder)
@@ -315,7 +490,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                          on_start=on_start, on_batch=on_batch, study=folder)
     finally:
         folder.close()  # released already unless the run stopped before it began
+        # a cluster this call did not start (a client given, or attached with --scheduler
+        # or --scheduler-file) outlives the study: free the workers' copies of the graph
+        if handle.cluster is None and not setting("study.keep-graph", keep_graph, default=False):
+            forget_graph(handle.client, plan)
         if close:
             handle.close()
-        elif not setting("study.keep-graph", keep_graph, default=False):
-            forget_graph(handle.client, plan)

@@ -15,7 +15,7 @@ def _pick(values: np.ndarray, ids: np.ndarray, mask: np.ndarray, fn) -> dict | N
 
 def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 0,
               run_meta: list | None = None, workers: int = 1,
-              clock: tuple[float, float] | None = None) -> dict:
+              clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
     """The study summary from its stats table.
 
     Definitions (``n`` = vertices, over the solved sources):
@@ -51,6 +51,9 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         graph's registration and the submissions) and its last batch was collected;
         kept as ``timings["started_at"]`` / ``["collected_at"]`` so that the batches'
         own ``started`` / ``ended`` stamps can be set against them.
+    extra_timings : dict, optional
+        Added to ``timings`` (the run's ``startup`` and per-worker ``cluster`` figures,
+        :func:`pipeline.study.timing.cluster_timings`).
 
     Returns
     -------
@@ -117,6 +120,8 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     }
     if clock is not None:
         timings["started_at"], timings["collected_at"] = float(clock[0]), float(clock[1])
+    if extra_timings:
+        timings.update(extra_timings)
     return {
         "study_id": plan.study_id,
         "graph": g.name,

@@ -51,66 +51,64 @@ def _solve_turn(method: str, backend: str):
     return None
 
 
-def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,
-                method: str, backend: str, outputs: tuple, distance_form: str, out: str,
-                fsync: bool = True, targets_file: str | None = None, targets_digest: str = "",
-                stats_over: str = "targets", matrix_form: str = "wide") -> dict:
-    """Solve one batch on a worker and write its files; return small metadata.
-
-    Files are written atomically, distances (or the matrix) before stats, so that an
-    existing stats file means the batch's other files are complete too.  With
-    ``targets_file`` (a matrix study, :mod:`pipeline.study.matrix`) the batch's
-    sources x targets matrix is written to ``matrix/``.
-    """
-    from gpu_sssp import kernels
-    from gpu_sssp.kernels.errors import SsspError
-    from gpu_sssp.pipeline.plugins import worker_graph
-
-    t0 = time.perf_counter()
-    started = time.time()  # wall clock, comparable with the client's (same host or NTP)
-    graph = worker_graph(fingerprint, graph_path)
+def _worker_name() -> tuple[str, str | None]:
+    """This worker's name and the key of the task running in this thread."""
     try:
         from distributed import get_worker
 
         w = get_worker()
-        worker = str(w.name) if w.name is not None else str(w.address)
+        try:
+            key = w.get_current_task()
+        except Exception:
+            key = None
+        return (str(w.name) if w.name is not None else str(w.address)), (str(key) if key is not None else None)
     except ValueError:
-        worker = "local"
-    want_dist = "distances" in outputs or "predecessors" in outputs
-    t_load = time.perf_counter()
-    # one solve's device work at a time per process (= per GPU for dask-cuda workers): a
-    # worker's second thread collects and writes the previous batch meanwhile, and kernel
-    # times stay honest (CUDA events around each call's own work)
-    turn = _solve_turn(method, backend)
-    matrix_kw = {}
-    if targets_file:
-        from gpu_sssp.pipeline.study.matrix import load_targets
+        return "local", None
 
-        matrix_kw = {"targets": load_targets(targets_file, targets_digest, graph.id_base),
-                     "stats_over": stats_over}
-        want_dist = True
-    try:
-        res = kernels.solve(graph, np.asarray(sources, dtype=np.int64), method=method,
-                            backend=backend, distances=want_dist,
-                            predecessors="predecessors" in outputs, turn=turn, **matrix_kw)
-    except SsspError as exc:
-        # a product error (a negative cycle, a method that refuses the graph) is the
-        # same on every retry and worker: it comes back as this batch's result, the
-        # exception itself (it pickles), so Dask neither retries it nor logs its
-        # traceback, and the client raises it once (pipeline.study.run)
-        return {"batch": int(index), "error": exc}
-    t2 = time.perf_counter()
-    t1 = turn.got if turn is not None and turn.got is not None else t_load
-    outdir = Path(out)
+
+def _study_method(graph, method: str, backend: str, unit: int) -> tuple[str, str]:
+    """``(method, backend)`` a chunk solves with: ``auto`` is decided for one *batch*
+    (``unit`` sources), as when every batch was its own task, never for the whole chunk:
+    a chunk of thousands of sources must not make ``auto`` build a hierarchy on a
+    worker (the client builds and caches it once, ``pipeline.hierarchy.prepare_study``)."""
+    if method != "auto":
+        return method, backend
+    from gpu_sssp.kernels import auto
+    from gpu_sssp.kernels.registry import resolve_backend
+
+    b = resolve_backend("auto", backend)
+    return auto.choose(graph, max(1, int(unit)), b), b
+
+
+def _part(res, a: int, b: int, share: float):
+    """Rows ``a:b`` of a Result, its whole-call counters apportioned by ``share``."""
+    from gpu_sssp.kernels.result import Result
+
+    counters = dict(res.counters)
+    counters["kernel_ms"] = float(res.counters.get("kernel_ms", 0.0)) * share
+    return Result(sources=res.sources[a:b],
+                  distances=None if res.distances is None else res.distances[a:b],
+                  predecessors=None if res.predecessors is None else res.predecessors[a:b],
+                  reached=res.reached[a:b], eccentricity=res.eccentricity[a:b],
+                  sum_distance=res.sum_distance[a:b], iterations=res.iterations[a:b],
+                  relaxations=res.relaxations[a:b], method=res.method, backend=res.backend,
+                  device=res.device, counters=counters, targets=res.targets, stats_over=res.stats_over)
+
+
+def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, outdir: Path,
+                 worker: str, fsync: bool, matrix_form: str | None = None) -> tuple[int, list, float]:
+    """Write one batch's files (distances or its travel-time matrix before stats);
+    ``(bytes, files, stats_table_ms)``.  ``matrix_form``: a matrix study
+    (:mod:`pipeline.study.matrix`) writes the batch's sources x targets matrix there."""
     name = batch_name(index)
     nbytes = 0
     files = []
-    if targets_file:
+    if matrix_form is not None:
         from gpu_sssp.pipeline.study.matrix import MATRIX_DIR, write_batch
 
         nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync)
         files.append(f"{MATRIX_DIR}/{name}")
-    elif want_dist:
+    elif "distances" in outputs or "predecessors" in outputs:
         if distance_form == "long":
             table = res.to_table(graph.id_base, reachable_only=True)
             nbytes += write_parquet_atomic(table, outdir / "distances" / name, fsync=fsync)
@@ -123,32 +121,135 @@ def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.nd
                 nbytes += write_parquet_atomic(wide_distance_table(res, graph.id_base, field="predecessors"),
                                                outdir / "predecessors" / name, fsync=fsync)
                 files.append(f"predecessors/{name}")
-    t_stats = time.perf_counter()
+    t = time.perf_counter()
     stats = res.stats_table(graph.id_base, worker=worker)
-    t_table = time.perf_counter()
+    t_table = (time.perf_counter() - t) * 1e3
     nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=fsync)
     files.append(f"stats/{name}")
+    return nbytes, files, t_table
+
+
+def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: str, backend: str,
+                outputs: tuple, distance_form: str, out: str, fsync: bool = True, unit: int | None = None,
+                targets_file: str | None = None, targets_digest: str = "", stats_over: str = "targets",
+                matrix_form: str = "wide") -> dict:
+    """Solve a chunk of consecutive batches on a worker in one solver call and write each
+    batch's files; return small metadata (see :mod:`pipeline.study.schedule`).
+
+    Files are written atomically, batch by batch, distances before stats, so that an
+    existing stats file means the batch's other files are complete too.
+
+    Parameters
+    ----------
+    indices : sequence of int
+        The chunk's batch indices.
+    sources : sequence of ndarray
+        Each batch's sources (internal indices), in the same order.
+    unit : int, optional
+        The study's batch size (``auto`` decides the method for one batch of it; default
+        the first batch's length).
+    targets_file, targets_digest, stats_over, matrix_form : optional
+        A matrix study (:mod:`pipeline.study.matrix`): solve with the targets of that
+        file (checked against its digest) and write each batch's matrix.
+
+    Returns
+    -------
+    dict
+        ``{"batches": [per-batch metadata], "worker", "started", "ended", "kernel_ms",
+        "solve_ms", "task_ms", ...}`` for the chunk as a whole; each batch's metadata holds
+        the chunk's times apportioned by its share of the sources (``kernel_ms``,
+        ``solve_ms``, ``load_ms``, ``wait_ms``, ``held_ms``, ``task_ms``; its own
+        ``write_ms``) and the chunk's ``started``/``ended``.  A product error
+        (``SsspError``) comes back as ``{"batch": first index, "error": exc}``.
+    """
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import SsspError
+    from gpu_sssp.pipeline.plugins import worker_graph
+
+    t0 = time.perf_counter()
+    started = time.time()  # wall clock, comparable with the client's (same host or NTP)
+    indices = [int(i) for i in indices]
+    parts = [np.asarray(s, dtype=np.int64) for s in sources]
+    graph = worker_graph(fingerprint, graph_path)
+    worker, task_key = _worker_name()
+    want_dist = "distances" in outputs or "predecessors" in outputs
+    matrix_kw = {}
+    if targets_file:
+        from gpu_sssp.pipeline.study.matrix import load_targets
+
+        matrix_kw = {"targets": load_targets(targets_file, targets_digest, graph.id_base),
+                     "stats_over": stats_over}
+        want_dist = True
+    t_load = time.perf_counter()
+    # one solve's device work at a time per process (= per GPU for dask-cuda workers): a
+    # worker's second thread collects and writes the previous chunk meanwhile, and kernel
+    # times stay honest (CUDA events around each call's own work)
+    try:
+        method, backend = _study_method(graph, method, backend, unit or len(parts[0]))
+        turn = _solve_turn(method, backend)
+        res = kernels.solve(graph, np.concatenate(parts) if len(parts) > 1 else parts[0], method=method,
+                            backend=backend, distances=want_dist,
+                            predecessors="predecessors" in outputs, turn=turn, **matrix_kw)
+    except SsspError as exc:
+        # a product error (a negative cycle, a method that refuses the graph) is the
+        # same on every retry and worker: it comes back as this chunk's result, the
+        # exception itself (it pickles), so Dask neither retries it nor logs its
+        # traceback, and the client raises it once (pipeline.study.run)
+        return {"batch": indices[0], "error": exc}
+    t2 = time.perf_counter()
+    t1 = turn.got if turn is not None and turn.got is not None else t_load
+    held = (turn.gave - turn.got) * 1e3 if turn is not None and turn.gave is not None else (t2 - t1) * 1e3
+    kernel_ms = float(res.counters.get("kernel_ms", 0.0))
+    total = max(1, sum(len(p) for p in parts))
+    outdir = Path(out)
+    metas = []
+    a = 0
+    for index, p in zip(indices, parts):
+        b = a + len(p)
+        share = len(p) / total
+        tw = time.perf_counter()
+        nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
+                                               outdir, worker, fsync, matrix_form if targets_file else None)
+        metas.append({
+            "batch": index, "rows": int(b - a), "bytes": int(nbytes), "files": files, "worker": worker,
+            "device": res.device, "algorithm": res.method,
+            "kernel_ms": kernel_ms * share,
+            "solve_ms": (t2 - t1) * 1e3 * share,
+            "write_ms": (time.perf_counter() - tw) * 1e3,
+            "stats_table_ms": table_ms,  # of write_ms: building the stats rows
+            "load_ms": (t_load - t0) * 1e3 * share,
+            "wait_ms": (t1 - t_load) * 1e3 * share,  # for the GPU turn (this worker's other solve)
+            "held_ms": held * share,  # the GPU turn held: set-up and launches
+            "chunk": indices[0], "chunk_batches": len(indices), "task": task_key,
+        })
+        a = b
     t3 = time.perf_counter()
-    return {
-        "batch": int(index),
-        "rows": int(stats.num_rows),
-        "bytes": int(nbytes),
-        "files": files,
-        "worker": worker,
-        "device": res.device,
-        "algorithm": res.method,
-        "kernel_ms": float(res.counters.get("kernel_ms", 0.0)),
-        "solve_ms": (t2 - t1) * 1e3,
-        "write_ms": (t3 - t2) * 1e3,
-        "stats_table_ms": (t_table - t_stats) * 1e3,  # of write_ms: building the stats rows
-        "load_ms": (t_load - t0) * 1e3,
-        "wait_ms": (t1 - t_load) * 1e3,  # for the GPU turn (this worker's other solve)
-        "held_ms": ((turn.gave - turn.got) * 1e3 if turn is not None and turn.gave is not None
-                    else (t2 - t1) * 1e3),  # the GPU turn held: set-up and launches
-        "task_ms": (t3 - t0) * 1e3,
-        "started": started,
-        "ended": started + (t3 - t0),
-    }
+    for m in metas:
+        m["task_ms"] = (t3 - t0) * 1e3 * (m["rows"] / total)
+        m["started"] = started
+        m["ended"] = started + (t3 - t0)
+    return {"batches": metas, "worker": worker, "task": task_key, "started": started, "ended": started + (t3 - t0),
+            "rows": int(total), "kernel_ms": kernel_ms, "solve_ms": (t2 - t1) * 1e3,
+            "write_ms": (t3 - t2) * 1e3, "load_ms": (t_load - t0) * 1e3, "wait_ms": (t1 - t_load) * 1e3,
+            "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device}
+
+
+def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,
+                method: str, backend: str, outputs: tuple, distance_form: str, out: str,
+                fsync: bool = True, **matrix_options) -> dict:
+    """Solve one batch on a worker and write its files; return its metadata (a chunk of
+    one batch, see :func:`solve_chunk`, which takes ``matrix_options`` too)."""
+    got = solve_chunk(fingerprint=fingerprint, graph_path=graph_path, indices=[index], sources=[sources],
+                      method=method, backend=backend, outputs=outputs, distance_form=distance_form,
+                      out=out, fsync=fsync, **matrix_options)
+    if "error" in got:
+        return got
+    return got["batches"][0]
+
+
+def solve_chunk_task(indices, sources, **kwargs) -> dict:
+    """``solve_chunk`` with the batch indices and sources positional (for ``client.map``)."""
+    return solve_chunk(indices=indices, sources=sources, **kwargs)
 
 
 def solve_batch_task(index: int, sources, **kwargs) -> dict:

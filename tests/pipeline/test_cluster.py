@@ -126,8 +126,9 @@ def test_plugin_teardown_releases_the_graph_on_the_device(monkeypatch, tmp_path)
     path = grid_parquet(tmp_path, 4, 4)
     fp = read_parquet(path).fingerprint
     plugin = plugins.GraphPlugin(str(path), fp, "cpu")
-    plugin.setup()
-    g = plugin.graph
+    plugin.setup()  # loads in a thread of its own
+    g = plugin.wait()
+    assert g is plugin.graph and "graph_load_s" in plugin.timings
     assert plugins._GRAPHS[fp] is g
     plugin.teardown()
     assert plugin.graph is None and fp not in plugins._GRAPHS
@@ -168,6 +169,7 @@ def test_plugin_teardown_returns_device_memory(tmp_path):
     fp = read_parquet(path).fingerprint
     plugin = plugins.GraphPlugin(str(path), fp, "gpu")
     plugin.setup()
+    plugin.wait()
     res = kernels.solve(plugin.graph, np.arange(64), method="batched")
     del res
     gc.collect()
@@ -177,3 +179,18 @@ def test_plugin_teardown_returns_device_memory(tmp_path):
     gc.collect()
     assert pool.used_bytes() - base_used <= 1 << 20, (held, pool.used_bytes() - base_used)
     assert pool.total_bytes() - base_total <= 1 << 20
+
+
+def test_plugin_loads_in_the_background_and_tasks_get_its_error(tmp_path):
+    """setup returns at once; a task waiting for the graph gets the loading error (here a
+    file whose fingerprint is not the study's) rather than a half-loaded graph."""
+    from gpu_sssp.pipeline import plugins
+    from tests.pipeline.test_study_support import grid_parquet
+
+    path = grid_parquet(tmp_path, 4, 4)
+    plugin = plugins.GraphPlugin(str(path), "not-this-graph", "cpu")
+    plugin.setup()
+    with pytest.raises(ValueError, match="is the file the same on every node"):
+        plugin.wait(timeout=60)
+    assert plugin.graph is None and "setup_s" in plugin.timings
+    plugin.teardown()

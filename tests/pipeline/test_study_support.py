@@ -196,6 +196,10 @@ def test_task_keys_digest_the_sources_once(tmp_path, monkeypatch):
     calls = []
     orig = SourcePlan.digest
     monkeypatch.setattr(SourcePlan, "digest", lambda self: calls.append(1) or orig(self))
-    keys = plan.task_keys(range(len(plan.batches)))
+    keys = plan.chunk_keys([[i] for i in range(len(plan.batches))], "phast")
     assert len(calls) == 1 and len(keys) == len(set(keys)) == 15
-    assert keys[3] == plan.task_key(3) == f"sssp-batch-{plan.study_id}-000003"
+    assert keys[3] == plan.task_key(3, "phast") == f"phast-batch-000003-000003-{plan.study_id}"
+    assert plan.chunk_keys([[4, 5, 6]], "dijkstra") == [f"dijkstra-batch-000004-000006-{plan.study_id}"]
+    from distributed.utils import key_split
+
+    assert key_split(keys[3]) == "phast-batch"  # the dashboard's task prefix

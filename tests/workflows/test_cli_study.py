@@ -141,8 +141,10 @@ def test_kill_client_then_resume(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            stats = out / "stats"
-            if stats.is_dir() and len(list(stats.glob("batch-*.parquet"))) >= 8:
+            # a task solves a chunk of batches and writes their files before the client
+            # journals them: wait for journaled batches (files alone are redone on resume)
+            journal = out / "journal.jsonl"
+            if journal.exists() and len(journal.read_text().splitlines()) >= 8:
                 break
             if proc.poll() is not None:
                 pytest.fail("the study ended before it could be killed:\n" + proc.stdout.read().decode())

@@ -1,0 +1,117 @@
+"""The study's task schedule (guided self-scheduling of chunks of batches) and the
+per-worker timing figures, without a cluster."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.pipeline.study.schedule import (ChunkSchedule, chunk_size, contiguous_runs, plan_chunks, simulate,
+                                              slots_for)
+from gpu_sssp.pipeline.study.timing import cluster_timings, union_length
+
+
+def test_chunk_size_rule():
+    assert chunk_size(0, 4) == 0
+    assert chunk_size(1, 4) == 1
+    assert chunk_size(100, 4) == 13  # ceil(100 / 8)
+    assert chunk_size(100, 4, cap=5) == 5
+    assert chunk_size(3, 100) == 1  # never below one batch
+    assert chunk_size(7, 1, factor=1) == 7
+
+
+def test_contiguous_runs():
+    assert contiguous_runs([0, 1, 2, 5, 6, 9]) == [[0, 1, 2], [5, 6], [9]]
+    assert contiguous_runs([]) == []
+
+
+@pytest.mark.parametrize("n, slots", [(1, 4), (7, 3), (517, 12), (2091, 12), (32, 12), (1000, 1)])
+def test_chunks_cover_every_batch_once_in_order_and_shrink(n, slots):
+    chunks = plan_chunks(list(range(n)), slots)
+    flat = [i for c in chunks for i in c]
+    assert flat == list(range(n))  # every batch once, in plan order (locality kept)
+    sizes = [len(c) for c in chunks]
+    assert all(a >= b for a, b in zip(sizes, sizes[1:]))  # never grows
+    assert sizes[-1] == 1  # the tail is single batches
+    assert all(c == list(range(c[0], c[-1] + 1)) for c in chunks)  # consecutive
+    # the first chunk is at most half an even share of the work
+    assert sizes[0] <= -(-n // (2 * slots))
+    # the last `slots` chunks are small: no worker is left with a big one at the end
+    assert max(sizes[-min(slots, len(sizes)):]) <= max(1, -(-n // (2 * slots)) // 4 + 1)
+
+
+def test_resume_gaps_are_not_bridged():
+    """A resume hands out only the batches its journal lacks; a chunk never spans a gap
+    (its key names its first and last batch), and finished batches never come back."""
+    pending = [3, 4, 5, 6, 7, 8, 20, 21, 40]
+    chunks = plan_chunks(pending, 1)
+    assert [i for c in chunks for i in c] == pending
+    for c in chunks:
+        assert c == list(range(c[0], c[-1] + 1))
+    assert not any(set(c) & {0, 1, 2, 9, 10} for c in chunks)
+
+
+def test_cap_bounds_every_chunk():
+    chunks = plan_chunks(list(range(500)), 2, cap=3)
+    assert max(len(c) for c in chunks) == 3
+
+
+def test_schedule_hands_out_by_what_is_left():
+    s = ChunkSchedule(range(64), slots=4)
+    first = s.take(4)
+    assert [len(c) for c in first] == [8, 7, 7, 6]  # ceil(64/8), ceil(56/8), ceil(49/8), ceil(42/8)
+    assert s.remaining == 64 - 28 and bool(s)
+    rest = s.take(1000)
+    assert not s and s.next_chunk() == [] and sum(map(len, rest)) == 36
+
+
+def test_slots_from_the_workers():
+    assert slots_for(None) == 2
+    assert slots_for([{"nthreads": 2}] * 4) == 12  # 4 GPU workers with 2 threads: 3 each
+    assert slots_for([{"nthreads": 1}, {}]) == 4
+
+
+def test_guided_chunks_balance_the_tail_better_than_fixed_big_tasks():
+    """Simulated: 4 workers, 128 batches of uneven cost (a locality-ordered study: some
+    regions cost more).  Guided chunks end within about one batch of each other; handing
+    out 4 equal big chunks (one per worker) leaves workers idle while one still works."""
+    costs = [1.0 + (i % 16 == 0) * 6.0 + (i >= 96) * 2.0 for i in range(128)]
+    guided = simulate(costs, workers=4, slots_per_worker=3)
+    fixed = simulate(costs, workers=4, slots_per_worker=1, chunks=[list(range(k, k + 32)) for k in range(0, 128, 32)])
+    ideal = sum(costs) / 4
+    assert guided["tail"] <= max(costs) + 1e-9
+    assert guided["makespan"] <= ideal + max(costs)
+    assert fixed["tail"] > guided["tail"]
+    assert guided["tasks"] < 128  # far fewer tasks than batches
+    # latency between a task's end and the next chunk's arrival is hidden by the slots
+    late = simulate(costs, workers=4, slots_per_worker=3, latency=0.5)
+    assert late["makespan"] <= guided["makespan"] + 1.0
+
+
+def test_union_length():
+    assert union_length([]) == 0
+    assert union_length([(0, 1), (0.5, 2), (3, 4)]) == pytest.approx(3.0)
+
+
+def test_cluster_timings_busy_tail_idle():
+    t0 = 1000.0
+    tasks = [
+        {"worker": "a", "started": t0 + 0.1, "ended": t0 + 1.0, "kernel_ms": 800, "rows": 10},
+        {"worker": "a", "started": t0 + 0.9, "ended": t0 + 2.0, "kernel_ms": 900, "rows": 10},  # overlaps
+        {"worker": "b", "started": t0 + 0.3, "ended": t0 + 1.0, "kernel_ms": 600, "rows": 5},
+        {"worker": "b", "started": t0 + 1.5, "ended": t0 + 2.5, "kernel_ms": 900, "rows": 5},  # 0.5 s gap
+    ]
+    startup = {"a": {"ready_at": t0 + 0.2, "graph_load_s": 0.1, "setup_s": 0.2}, "b": {"ready_at": t0 + 0.25}}
+    ct = cluster_timings(tasks, startup, started_at=t0, collected_at=t0 + 2.6)
+    a, b = ct["workers"]["a"], ct["workers"]["b"]
+    assert a["busy_s"] == pytest.approx(1.8)  # 0.2 (ready; the task waited) .. 2.0
+    assert a["first_task_s"] == pytest.approx(0.2) and a["ready_s"] == pytest.approx(0.2)
+    assert b["busy_s"] == pytest.approx(1.7)
+    assert b["idle_s"] == pytest.approx(0.55)  # 0.25 -> 0.3 dispatch, 1.0 -> 1.5 gap
+    assert b["dispatch_s"] == pytest.approx(0.05)
+    assert ct["tail_s"] == pytest.approx(0.5)
+    assert ct["drain_s"] == pytest.approx(0.1)
+    assert ct["first_batch_s"] == pytest.approx(1.0)
+    assert ct["scheduler_overhead_s"] == pytest.approx(0.55)
+    assert a["kernel_s"] == pytest.approx(1.7) and a["sources"] == 20 and a["graph_load_s"] == 0.1
+    # a worker whose graph was loaded by an earlier study: no start-up figures
+    ct2 = cluster_timings(tasks[:2], {}, started_at=t0, collected_at=t0 + 2.0)
+    assert ct2["workers"]["a"]["ready_s"] is None and ct2["workers"]["a"]["busy_s"] == pytest.approx(1.9)
