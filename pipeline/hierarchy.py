@@ -197,8 +197,12 @@ def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: st
     if algorithm == "phast":
         return True
     cpath = cache_path(graph)
-    if cpath is not None and cpath.exists():  # no build to weigh: the hierarchy is at hand
-        n_sources = max(n_sources, graph.n)
+    if cpath is not None and not hierarchy.has_hierarchy(graph) and cpath.exists():
+        # a valid cache file makes the hierarchy free (held from now on): auto then
+        # sweeps it whatever the number of sources; a stale one is not rebuilt for this
+        h, _why = read_cache(graph, cpath)
+        if h is not None:
+            graph.cached(hmod.CACHE_KEY, lambda: h)
     gpu = backend in ("gpu", "auto") and auto.phast_applies(graph, n_sources)
     # CPU workers of a study load the kernels as they start (pipeline.warmup: local CPU
     # clusters preload it; README: `dask worker --preload gpu_sssp.pipeline.warmup`)
