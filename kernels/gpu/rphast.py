@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_sssp.kernels.gpu.transfer import to_host
+from gpu_sssp.kernels.gpu.transfer import host_empty, to_host
 from gpu_sssp.kernels.result import Result
 
 _BLOCK = 256
@@ -203,7 +203,7 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     bucket = cp.empty(n * Bmax, dtype=cp.int32)
     bcount = cp.zeros(prep.levels * Bmax, dtype=cp.int32)
     mat_buf = cp.empty(kmax * T, dtype=cp.float64)
-    out = np.empty((N, T), dtype=np.float64)
+    out = host_empty((N, T), np.float64)
     events = []
     copy_s = 0.0
     launches = host_syncs = 0

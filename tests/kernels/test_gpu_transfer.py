@@ -39,3 +39,14 @@ def test_to_host_refuses_mismatch(cp):
 
     with pytest.raises(ValueError):
         to_host(cp.zeros(10), np.empty(11))
+
+
+def test_host_empty_is_a_writable_array():
+    from gpu_sssp.kernels.gpu.transfer import host_empty
+
+    a = host_empty((3000, 3000), np.float64)  # 72 MB: the huge-page path
+    assert a.shape == (3000, 3000) and a.dtype == np.float64 and a.flags.writeable and a.flags.c_contiguous
+    a[:] = 1.5
+    assert a.sum() == 1.5 * 9e6
+    b = host_empty((10, 3), np.int32)
+    assert b.shape == (10, 3) and b.flags.writeable
