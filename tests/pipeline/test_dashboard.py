@@ -161,12 +161,13 @@ def _check(seen, with_shots: bool):
     studies = {s["study_id"]: s for s in seen["json"]["studies"]}
     st = studies[sid]
     assert st["status"] == "running"  # loaded while the study ran
-    assert st["sources_total"] == 3353 and st["prefix"] == "dijkstra"
+    # rome99's sources on CPU workers: phast (warm workers), dijkstra without ch-router
+    assert st["sources_total"] == 3353 and st["prefix"] in ("phast", "dijkstra")
     # counted on the scheduler from the tasks' transitions: at least what the client journaled
     assert st["sources_done"] >= seen["journaled"] > 0
     assert sum(w["sources"] for w in st["workers"].values()) == st["sources_done_run"]
     code, page = seen["sssp"]
-    assert code == 200 and sid in page and "sources/s" in page and "dijkstra-batch-" in page
+    assert code == 200 and sid in page and "sources/s" in page and f"{st['prefix']}-batch-" in page
     code, status = seen["status"]
     assert code == 200 and "Dask" in status
     if with_shots:
