@@ -86,7 +86,8 @@ def test_journaled_batches_are_not_solved_again_when_their_worker_dies(tmp_path)
         assert killed and summary["complete"]
         lines = [json.loads(x) for x in (tmp_path / "study" / "journal.jsonl").read_text().splitlines()]
         keys = {e["batch"]: e["task"] for e in lines}
-        assert all(k.startswith("dijkstra-batch-") for k in keys.values()), keys
+        # rome99's sources on CPU workers: phast (warm workers; dijkstra without ch-router)
+        assert all(k.startswith(("phast-batch-", "dijkstra-batch-")) for k in keys.values()), keys
         before = sorted(killed["journaled"])
         assert len(killed["victim"]) >= 3, killed  # results the dead worker held
         twice = {i: counter.memory[keys[i]] for i in before if counter.memory[keys[i]] != 1}
