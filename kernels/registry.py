@@ -132,8 +132,9 @@ STATS_OVER = ("targets", "all")
 GENERIC_CHUNK_BYTES = 1 << 30
 
 
-def check_targets(graph, targets) -> np.ndarray:
-    """``targets`` as a validated 1-D int64 array of internal indices (repeats kept).
+def _vertex_indices(graph, values, what: str) -> np.ndarray:
+    """``values`` (``what``: "source" or "target") as a validated 1-D int64 array of
+    internal indices, repeats kept.
 
     Raises
     ------
@@ -142,22 +143,28 @@ def check_targets(graph, targets) -> np.ndarray:
     ValueError
         Not 1-D, empty, or an index out of range (its file id named).
     """
-    tg = np.atleast_1d(np.asarray(targets))
-    if tg.ndim != 1:
-        raise UsageError(f"targets must be a 1-D list of vertex indices, got shape {tg.shape}")
-    if tg.dtype.kind not in "iu":
-        raise OptionError(f"targets must be integers, got {tg.dtype}")
-    tg = tg.astype(np.int64)
-    if len(tg) == 0:
-        raise UsageError("no targets given")
-    bad = (tg < 0) | (tg >= graph.n)
+    v = np.atleast_1d(np.asarray(values))
+    if v.ndim != 1:
+        raise UsageError(f"{what}s must be a 1-D list of vertex indices, got shape {v.shape}")
+    if v.dtype.kind not in "iu":
+        raise OptionError(f"{what}s must be integers, got {v.dtype}")
+    v = v.astype(np.int64)
+    if len(v) == 0:
+        raise UsageError(f"no {what}s given")
+    bad = (v < 0) | (v >= graph.n)
     if bad.any():
-        v = int(tg[np.argmax(bad)])
+        i = int(v[np.argmax(bad)])
         raise UsageError(
-            f"target index {v} out of range for {graph.name} with {graph.n} vertices "
-            f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
+            f"{what} index {i} out of range for {graph.name} with {graph.n} vertices "
+            f"(file id {i + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
-    return tg
+    return v
+
+
+def check_targets(graph, targets) -> np.ndarray:
+    """``targets`` as a validated 1-D int64 array of internal indices (repeats kept);
+    raises as :func:`_vertex_indices`."""
+    return _vertex_indices(graph, targets, "target")
 
 
 def target_stats(matrix, targets, *, integer: bool, xp=np):
@@ -223,21 +230,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     kernels.result.NegativeCycleError
         A negative cycle is reachable from a source.
     """
-    src = np.atleast_1d(np.asarray(sources))
-    if src.ndim != 1:
-        raise UsageError(f"sources must be a 1-D list of vertex indices, got shape {src.shape}")
-    if src.dtype.kind not in "iu":
-        raise OptionError(f"sources must be integers, got {src.dtype}")
-    src = src.astype(np.int64)
-    if len(src) == 0:
-        raise UsageError("no sources given")
-    bad = (src < 0) | (src >= graph.n)
-    if bad.any():
-        v = int(src[np.argmax(bad)])
-        raise UsageError(
-            f"source index {v} out of range for {graph.name} with {graph.n} vertices "
-            f"(file id {v + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
-        )
+    src = _vertex_indices(graph, sources, "source")
     if targets is not None:
         targets = check_targets(graph, targets)
         if predecessors:
