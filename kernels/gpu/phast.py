@@ -296,6 +296,54 @@ def load_kernels(graph, upward=None) -> None:
     _modules(LABEL_TYPES[dt][0], upward == "search")
 
 
+def plan_batches(graph, N: int, per_lane: int, batch_size=None) -> tuple[int, int, list]:
+    """``(kmax, Bmax, starts)`` for ``N`` sources of ``per_lane`` device bytes each:
+    sources per sweep (``batch_size``, or up to ``DEFAULT_MAX_BATCH``, within
+    ``MEMORY_SHARE`` of the device's free memory), the kernel's lanes (the next power of
+    two) and each sweep's first source.
+
+    Raises
+    ------
+    ValueError
+        ``batch_size`` below 1.
+    MemoryError
+        One source, or a batch of ``batch_size``, does not fit.
+    """
+    from gpu_sssp.kernels._gpu import cupy as _cupy
+
+    cp = _cupy()
+    free, _total = cp.cuda.runtime.memGetInfo()
+    free += cp.get_default_memory_pool().free_bytes()
+    fit = int(free * MEMORY_SHARE) // max(per_lane, 1)
+    if fit < 1:
+        raise MemoryError(f"phast on {graph.name}: one source needs {per_lane:,} bytes on GPU "
+                          f"{cp.cuda.Device().id}, {free:,} are free")
+    if batch_size is None:
+        kmax = min(N, DEFAULT_MAX_BATCH, _pow2_at_most(fit))
+    else:
+        kmax = int(batch_size)
+        if kmax < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        kmax = min(kmax, N)
+        if _pow2_at_least(kmax) > fit:
+            raise MemoryError(f"phast on {graph.name}: batch_size {batch_size} needs "
+                              f"{_pow2_at_least(kmax) * per_lane:,} bytes, more than "
+                              f"{MEMORY_SHARE:.0%} of the {free:,} bytes free; use a batch of at most "
+                              f"{_pow2_at_most(fit)} (or leave batch_size unset)")
+    return kmax, _pow2_at_least(kmax), list(range(0, N, kmax))
+
+
+def source_positions(prep: Prepared, sources, starts, kmax: int, Bmax: int) -> np.ndarray:
+    """Every sweep's source positions at once, ``(len(starts), Bmax)`` int32, -1 in the
+    unused lanes (one upload, no host sync between batches)."""
+    N = len(sources)
+    src_pos = np.full((len(starts), Bmax), -1, dtype=np.int32)
+    for i, s0 in enumerate(starts):
+        k = min(kmax, N - s0)
+        src_pos[i, :k] = prep.position[sources[s0:s0 + k]]
+    return src_pos
+
+
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
           batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
           targets=None, stats_over="targets", **options) -> Result:
@@ -364,14 +412,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
 
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
-    why = hmod.eligible(graph)
-    if why is not None:
-        raise ValueError(f"phast: {why}; use method='batched' (or 'auto')")
-    if hierarchy is None and not force and not hmod.has_hierarchy(graph):
-        shape = hmod.structure(graph)
-        if shape is not None:
-            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
-                             "build its hierarchy anyway, or use method='batched' (or 'auto')")
+    hmod.check_phast(graph, hierarchy=hierarchy, force=force, ineligible="use method='batched' (or 'auto')",
+                     fallback="batched")
     upward = DEFAULT_UPWARD if upward is None else upward
     if upward not in ("search", "sweep"):
         raise ValueError(f"upward must be 'search' or 'sweep', got {upward!r}")
@@ -395,26 +437,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     # (search mode: the +inf-at-rest upward values and the per-level buckets, 4 + 4 bytes)
     per_lane = (rows * isz + (n * 8 if distances else 0) + (n * 8 if predecessors else 0)
                 + (n * 8 if search else 0))
-    free, _total = cp.cuda.runtime.memGetInfo()
-    free += cp.get_default_memory_pool().free_bytes()
-    fit = int(free * MEMORY_SHARE) // max(per_lane, 1)
-    if fit < 1:
-        raise MemoryError(f"phast on {graph.name}: one source needs {per_lane:,} bytes on GPU "
-                          f"{cp.cuda.Device().id}, {free:,} are free")
-    if batch_size is None:
-        kmax = min(N, DEFAULT_MAX_BATCH, _pow2_at_most(fit))
-    else:
-        kmax = int(batch_size)
-        if kmax < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        kmax = min(kmax, N)
-        if _pow2_at_least(kmax) > fit:
-            raise MemoryError(f"phast on {graph.name}: batch_size {batch_size} needs "
-                              f"{_pow2_at_least(kmax) * per_lane:,} bytes, more than "
-                              f"{MEMORY_SHARE:.0%} of the {free:,} bytes free; use a batch of at most "
-                              f"{_pow2_at_most(fit)} (or leave batch_size unset)")
-    Bmax = _pow2_at_least(kmax)
-    starts = list(range(0, N, kmax))
+    kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
     nb = len(starts)
 
     ct = prep.ctype
@@ -422,12 +445,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     mod, aux = _modules(ct, search)
     arrs = _device_arrays(graph, prep, full)
     lab = cp.empty(max(rows * Bmax, 1), dtype=prep.label_dtype)
-    # every batch's source positions at once (one upload, no host sync between batches)
-    src_pos = np.full((nb, Bmax), -1, dtype=np.int32)
-    for i, s0 in enumerate(starts):
-        k = min(kmax, N - s0)
-        src_pos[i, :k] = prep.position[sources[s0:s0 + k]]
-    src_pos_d = cp.asarray(src_pos)
+    src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
     reached = cp.zeros((nb, Bmax), dtype=cp.uint64)
     ecc = cp.zeros((nb, Bmax), dtype=cp.uint64)
     total = cp.zeros((nb, Bmax), dtype=cp.uint64)

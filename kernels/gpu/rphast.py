@@ -100,17 +100,9 @@ def select(prep, targets) -> Selection:
 
 def get_selection(graph, prep, targets) -> Selection:
     """:func:`select`, made once per target set and kept with the graph (the last four)."""
-    from gpu_sssp.kernels.cpu_phast import targets_key
+    from gpu_sssp.kernels.cpu_phast import kept_selection
 
-    slot = graph.cached(_SEL_KEY, dict)
-    key = targets_key(targets)
-    sel = slot.get(key)
-    if sel is None or sel.prepared is not prep:
-        sel = select(prep, targets)
-        while len(slot) >= 4:
-            slot.pop(next(iter(slot)))
-        slot[key] = sel
-    return sel
+    return kept_selection(graph, _SEL_KEY, targets, lambda sel: sel.prepared is prep, lambda: select(prep, targets))
 
 
 def _device_selection(graph, sel: Selection):
@@ -142,8 +134,7 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     from gpu_sssp.kernels._gpu import device_name
     from gpu_sssp.kernels.cpu_phast import targets_key
     from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
-    from gpu_sssp.kernels.gpu.phast import (DEFAULT_MAX_BATCH, MEMORY_SHARE, _device_arrays, _pow2_at_least,
-                                            _pow2_at_most)
+    from gpu_sssp.kernels.gpu.phast import _device_arrays, _pow2_at_least, plan_batches, source_positions
 
     cp = _cupy()
     sources = np.asarray(sources, dtype=np.int64)
@@ -158,24 +149,7 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     rows = sel.rows if restricted else n
     isz = prep.label_dtype.itemsize
     per_lane = max(rows, 1) * isz + T * 8 + n * 8  # labels, matrix block, upd + buckets
-    free, _total = cp.cuda.runtime.memGetInfo()
-    free += cp.get_default_memory_pool().free_bytes()
-    fit = int(free * MEMORY_SHARE) // max(per_lane, 1)
-    if fit < 1:
-        raise MemoryError(f"phast on {graph.name}: one source needs {per_lane:,} bytes on GPU "
-                          f"{cp.cuda.Device().id}, {free:,} are free")
-    if batch_size is None:
-        kmax = min(N, DEFAULT_MAX_BATCH, _pow2_at_most(fit))
-    else:
-        kmax = int(batch_size)
-        if kmax < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        kmax = min(kmax, N)
-        if _pow2_at_least(kmax) > fit:
-            raise MemoryError(f"phast on {graph.name}: batch_size {batch_size} needs "
-                              f"{_pow2_at_least(kmax) * per_lane:,} bytes, {free:,} are free")
-    Bmax = _pow2_at_least(kmax)
-    starts = list(range(0, N, kmax))
+    kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
     nb = len(starts)
     ct = prep.ctype
     names = ([f"phast::phast_restricted<{ct}, {v}>" for v in (1, 4)] if restricted
@@ -191,11 +165,7 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
         tg_row = cp.asarray(prep.position[targets].astype(np.int32))
         first = cp.asarray(np.ones(T, dtype=np.uint8))
     lab = cp.empty(max(rows * Bmax, 1), dtype=prep.label_dtype)
-    src_pos = np.full((nb, Bmax), -1, dtype=np.int32)
-    for i, s0 in enumerate(starts):
-        k = min(kmax, N - s0)
-        src_pos[i, :k] = prep.position[sources[s0:s0 + k]]
-    src_pos_d = cp.asarray(src_pos)
+    src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
     reached = cp.zeros((nb, Bmax), dtype=cp.uint64)
     ecc = cp.zeros((nb, Bmax), dtype=cp.uint64)
     total = cp.zeros((nb, Bmax), dtype=cp.uint64)
