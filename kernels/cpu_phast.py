@@ -242,18 +242,26 @@ def select_targets(lay: SweepLayout, targets) -> Selection:
                      first=first_occurrences(targets), select_s=time.perf_counter() - t0)
 
 
-def get_selection(graph, lay: SweepLayout, targets) -> Selection:
-    """The selection for ``targets``, made once and kept with the graph (the last few
-    target sets: a study's batches share theirs)."""
-    slot = graph.cached("phast-cpu-selections", dict)
+def kept_selection(graph, slot_name: str, targets, is_current, make):
+    """A target selection made once per target set and kept with the graph under
+    ``slot_name`` (the last four sets: a study's batches share theirs); ``is_current(sel)``
+    says whether a kept one still belongs to the graph's layout, ``make()`` makes one.
+    Serves the CPU selection here and the GPU one (``kernels.gpu.rphast``)."""
+    slot = graph.cached(slot_name, dict)
     key = targets_key(targets)
     sel = slot.get(key)
-    if sel is None or sel.layout is not lay:
-        sel = select_targets(lay, targets)
+    if sel is None or not is_current(sel):
+        sel = make()
         while len(slot) >= 4:
             slot.pop(next(iter(slot)))
         slot[key] = sel
     return sel
+
+
+def get_selection(graph, lay: SweepLayout, targets) -> Selection:
+    """The selection for ``targets``, made once and kept with the graph (:func:`kept_selection`)."""
+    return kept_selection(graph, "phast-cpu-selections", targets, lambda sel: sel.layout is lay,
+                          lambda: select_targets(lay, targets))
 
 
 def get_layout(graph) -> SweepLayout:
@@ -596,14 +604,8 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     if options:
         raise TypeError(f"phast takes the options lanes, threads, hierarchy, force, targets and stats_over, "
                         f"got {sorted(options)}")
-    why = hmod.eligible(graph)
-    if why is not None:
-        raise ValueError(f"phast: {why}; use dijkstra (or bellman-ford) instead")
-    if hierarchy is None and not force and not hmod.has_hierarchy(graph):
-        shape = hmod.structure(graph)
-        if shape is not None:
-            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
-                             "build its hierarchy anyway, or use method='dijkstra' (or 'auto')")
+    hmod.check_phast(graph, hierarchy=hierarchy, force=force, ineligible="use dijkstra (or bellman-ford) instead",
+                     fallback="dijkstra")
     if hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy):
         lay = sweep_layout(hierarchy)
     else:

@@ -221,6 +221,26 @@ def get_hierarchy(graph) -> Hierarchy:
     return graph.cached(CACHE_KEY, lambda: build_hierarchy(graph))
 
 
+def check_phast(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str) -> None:
+    """Refuse a ``phast`` call the GPU and CPU methods both refuse: a graph that is not
+    :func:`eligible` (``"phast: <reason>; <ineligible>"``), or one that does not look
+    road-like (:func:`structure`), holds no hierarchy and was given none, without
+    ``force`` (contracting it may take very long; ``fallback`` names the method to use).
+
+    Raises
+    ------
+    ValueError
+    """
+    why = eligible(graph)
+    if why is not None:
+        raise ValueError(f"phast: {why}; {ineligible}")
+    if hierarchy is None and not force and not has_hierarchy(graph):
+        shape = structure(graph)
+        if shape is not None:
+            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
+                             f"build its hierarchy anyway, or use method='{fallback}' (or 'auto')")
+
+
 def has_hierarchy(graph) -> bool:
     """Whether the graph already holds its hierarchy (built or loaded, no work needed)."""
     return CACHE_KEY in graph._derived
