@@ -45,7 +45,7 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
         Distances or predecessors asked as well (the matrix replaces them), an unknown
         ``stats_over`` or form, or a matrix above the distance-output limit.
     """
-    from gpu_sssp.pipeline.study.plan import fmt_bytes
+    from gpu_sssp.pipeline.study.plan import check_output_size
 
     extra = [o for o in outputs if o in ("distances", "predecessors")]
     if extra:
@@ -59,13 +59,9 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
     if matrix_form not in MATRIX_FORMS:
         raise StudyError(f"--matrix-form must be 'wide' or 'long', got {matrix_form!r}")
     estimate = matrix_bytes(sources.count, targets.count, matrix_form)
-    limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
-    if estimate > limit:
-        raise StudyError(
-            f"the matrix would take up to {fmt_bytes(estimate)} ({sources.count:,} sources x "
-            f"{targets.count:,} targets, {matrix_form} form, before compression), above the limit of "
-            f"{fmt_bytes(limit)}; raise it with --max-distance-bytes {estimate} (or dask config "
-            "sssp.study.max-distance-bytes), or choose fewer sources or targets")
+    check_output_size(estimate, max_distance_bytes, "the matrix",
+                      f"{sources.count:,} sources x {targets.count:,} targets, {matrix_form} form, before compression",
+                      "or choose fewer sources or targets")
     return stats_over, matrix_form, estimate
 
 

@@ -55,6 +55,19 @@ def fmt_bytes(b: float) -> str:
     return f"{b} B"
 
 
+def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str) -> None:
+    """Refuse outputs estimated above ``--max-distance-bytes`` (dask config
+    ``sssp.study.max-distance-bytes``): distance vectors and travel-time matrices alike.
+    ``what`` names them (``"distance outputs"``), ``detail`` the sizes behind the estimate,
+    ``advice`` ends the message (what else to choose)."""
+    limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
+    if estimate > limit:
+        raise StudyError(
+            f"{what} would take up to {fmt_bytes(estimate)} ({detail}), above the limit of {fmt_bytes(limit)}; "
+            f"raise it with --max-distance-bytes {estimate} (or dask config sssp.study.max-distance-bytes), "
+            f"{advice}")
+
+
 @dataclass
 class StudyPlan:
     """Everything a study needs before a cluster is involved.
@@ -215,14 +228,9 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
             max_distance_bytes=max_distance_bytes)
     elif "distances" in outputs or "predecessors" in outputs:
         estimate = distance_bytes(sources.count, graph.n, distance_form, "predecessors" in outputs)
-        limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
-        if estimate > limit:
-            raise StudyError(
-                f"distance outputs would take up to {fmt_bytes(estimate)} ({sources.count:,} sources x "
-                f"{graph.n:,} vertices, {distance_form} form, before compression), above the limit of "
-                f"{fmt_bytes(limit)}; raise it with --max-distance-bytes {estimate} (or dask config "
-                "sssp.study.max-distance-bytes), choose fewer sources, or ask only for stats"
-            )
+        check_output_size(estimate, max_distance_bytes, "distance outputs",
+                          f"{sources.count:,} sources x {graph.n:,} vertices, {distance_form} form, before compression",
+                          "choose fewer sources, or ask only for stats")
     gp = Path(graph_path)
     # a Parquet input is read by the workers as it is; other inputs are written into
     # the study folder by Study.start (after the folder checks)
