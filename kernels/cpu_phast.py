@@ -318,6 +318,48 @@ def _upward(s, up_indptr, up_head, up_weight, dist, stack, space):
     return cnt, relax
 
 
+@njit(inline="always")
+def _load_upward(s, k, blk, lanes, row_of_position, up_indptr, up_head, up_weight, ud, stack, space, mark, d):
+    """Lane ``k``'s upward search space from position ``s`` written into its label rows
+    (``row_of_position``; -1: a position the sweep does not keep); a row is set to INF
+    the first time block ``blk`` touches it (``mark``), the other rows are initialised
+    by the downward sweep itself.  Returns the arcs relaxed."""
+    c, r = _upward(s, up_indptr, up_head, up_weight, ud, stack, space)
+    for i in range(c):
+        x = space[i]
+        q = row_of_position[x]
+        if q >= 0:
+            if mark[q] != blk:
+                mark[q] = blk
+                base = q * lanes
+                for j in range(lanes):
+                    d[base + j] = np.uint32(0xFFFFFFFF)
+            d[q * lanes + k] = ud[x]
+        ud[x] = np.uint32(0xFFFFFFFF)
+    return r
+
+
+@njit(inline="always")
+def _down_row(p, blk, lanes, mark, d, tmp, indptr, tail, weight):
+    """Row ``p``'s labels into ``tmp``: its own (when block ``blk`` set them) or INF,
+    lowered over its downward in-arcs (``indptr``/``tail``/``weight``, tails as rows)."""
+    base = p * lanes
+    if mark[p] == blk:
+        for j in range(lanes):
+            tmp[j] = d[base + j]
+    else:
+        for j in range(lanes):
+            tmp[j] = np.uint32(0xFFFFFFFF)
+    for a in range(indptr[p], indptr[p + 1]):
+        ub = tail[a] * lanes
+        w = weight[a]
+        lim = np.uint32(0xFFFFFFFF) - w
+        for j in range(lanes):
+            # saturating add in uint32 (the casts keep the SIMD lanes 32-bit)
+            x = np.uint32(min(d[ub + j], lim) + w)
+            tmp[j] = min(tmp[j], x)
+
+
 @njit(cache=True, nogil=True)
 def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_indptr, up_head, up_weight,
            down_indptr, down_tail, down_weight, want_dist, out,
@@ -339,43 +381,17 @@ def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_in
     for blk in range(t, n_blocks, n_threads):
         k0 = blk * lanes
         b = min(lanes, nsrc - k0)
-        # upward phase: each lane's search space written into its rows; a row is
-        # set to INF the first time this block touches it (mark), the other rows
-        # are initialised by the sweep itself
-        for k in range(b):
-            c, r = _upward(src_pos[k0 + k], up_indptr, up_head, up_weight, ud, stack, space)
-            relax_up[k0 + k] = r
-            for i in range(c):
-                x = space[i]
-                q = step_of_position[x]
-                if mark[q] != blk:
-                    mark[q] = blk
-                    base = q * lanes
-                    for j in range(lanes):
-                        d[base + j] = np.uint32(0xFFFFFFFF)
-                d[q * lanes + k] = ud[x]
-                ud[x] = np.uint32(0xFFFFFFFF)
+        for k in range(b):  # upward phase
+            relax_up[k0 + k] = _load_upward(src_pos[k0 + k], k, blk, lanes, step_of_position, up_indptr, up_head,
+                                            up_weight, ud, stack, space, mark, d)
         for j in range(lanes):
             cnt[j] = 0
             mx[j] = 0
             sm[j] = 0
         # downward phase: the steps in order (a topological order of the down DAG)
         for p in range(n):
+            _down_row(p, blk, lanes, mark, d, tmp, down_indptr, down_tail, down_weight)
             base = p * lanes
-            if mark[p] == blk:
-                for j in range(lanes):
-                    tmp[j] = d[base + j]
-            else:
-                for j in range(lanes):
-                    tmp[j] = np.uint32(0xFFFFFFFF)
-            for a in range(down_indptr[p], down_indptr[p + 1]):
-                ub = down_tail[a] * lanes
-                w = down_weight[a]
-                lim = np.uint32(0xFFFFFFFF) - w
-                for j in range(lanes):
-                    # saturating add in uint32 (the casts keep the SIMD lanes 32-bit)
-                    x = np.uint32(min(d[ub + j], lim) + w)
-                    tmp[j] = min(tmp[j], x)
             for j in range(lanes):
                 x = tmp[j]
                 d[base + j] = x
@@ -448,34 +464,11 @@ def _sweep_restricted(src_pos, lanes, t, n_threads, row_of_position, up_indptr, 
         k0 = blk * lanes
         b = min(lanes, nsrc - k0)
         for k in range(b):
-            c, r = _upward(src_pos[k0 + k], up_indptr, up_head, up_weight, ud, stack, space)
-            relax_up[k0 + k] = r
-            for i in range(c):
-                x = space[i]
-                q = row_of_position[x]
-                if q >= 0:
-                    if mark[q] != blk:
-                        mark[q] = blk
-                        base = q * lanes
-                        for j in range(lanes):
-                            d[base + j] = np.uint32(0xFFFFFFFF)
-                    d[q * lanes + k] = ud[x]
-                ud[x] = np.uint32(0xFFFFFFFF)
+            relax_up[k0 + k] = _load_upward(src_pos[k0 + k], k, blk, lanes, row_of_position, up_indptr, up_head,
+                                            up_weight, ud, stack, space, mark, d)
         for p in range(nrows):
+            _down_row(p, blk, lanes, mark, d, tmp, sdn_indptr, sdn_tail, sdn_weight)
             base = p * lanes
-            if mark[p] == blk:
-                for j in range(lanes):
-                    tmp[j] = d[base + j]
-            else:
-                for j in range(lanes):
-                    tmp[j] = np.uint32(0xFFFFFFFF)
-            for a in range(sdn_indptr[p], sdn_indptr[p + 1]):
-                ub = sdn_tail[a] * lanes
-                w = sdn_weight[a]
-                lim = np.uint32(0xFFFFFFFF) - w
-                for j in range(lanes):
-                    x = np.uint32(min(d[ub + j], lim) + w)
-                    tmp[j] = min(tmp[j], x)
             for j in range(lanes):
                 d[base + j] = tmp[j]
         _matrix_rows(d, lanes, k0, b, tg_row, mat)
