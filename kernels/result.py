@@ -46,6 +46,9 @@ STATS_SCHEMA = pa.schema(
         ("mteps", pa.float64()),
     ]
 )
+#: the statistics' columns of one value per file (Parquet dictionary-encodes these only:
+#: encoding the numeric columns too made a 4,096-row file 1.7x slower to write)
+STATS_DICTIONARY_COLUMNS = ("device", "worker", "algorithm")
 
 
 #: Travel-time matrix, wide form: one row per source, its distances to every target in
@@ -235,9 +238,9 @@ class Result:
             "iterations": self.iterations.astype(np.int64),
             "relaxations": self.relaxations.astype(np.int64),
             "kernel_ms": np.asarray(kernel_ms, dtype=np.float64),
-            "device": np.array([self.device] * b, dtype=object),
-            "worker": np.array([worker] * b, dtype=object),
-            "algorithm": np.array([self.method] * b, dtype=object),
+            "device": pa.repeat(pa.scalar(str(self.device), pa.string()), b),
+            "worker": pa.repeat(pa.scalar(str(worker), pa.string()), b),
+            "algorithm": pa.repeat(pa.scalar(str(self.method), pa.string()), b),
             "mteps": np.asarray(mteps, dtype=np.float64),
         }
         return pa.Table.from_pydict(cols, schema=STATS_SCHEMA)

@@ -143,11 +143,73 @@ def bytes_needed(graph, *, extra_per_vertex: int = 0, extra_per_arc: int = 0) ->
             + graph.n * extra_per_vertex + graph.m * extra_per_arc)
 
 
+# Work buffers a method keeps on a device between its calls (``phast``'s search arrays,
+# which its kernel leaves at rest): one set per device, {device: (key, arrays, bytes)}.
+# They are reclaimable: a method that needs room drops them first (:func:`check_fits`,
+# :func:`free_bytes`), and they are dropped with the graph they belong to.  Dropping is
+# safe while kernels that use them are still queued: their memory goes back to CuPy's
+# pool, which hands it out again in stream order (all our kernels use one stream).
+_scratch: dict = {}
+_scratch_lock = threading.Lock()
+
+
+def scratch(key):
+    """The work arrays kept under ``key`` (``(graph fingerprint, ...)``) on the current
+    device (a dict), or None when the device keeps none under that key."""
+    dev = _cupy().cuda.Device().id
+    with _scratch_lock:
+        got = _scratch.get(dev)
+    if got is None or got[0] != key:
+        return None
+    return got[1]
+
+
+def keep_scratch(key, arrays: dict) -> dict:
+    """Keep ``arrays`` on the current device under ``key`` (replacing what it kept)."""
+    dev = _cupy().cuda.Device().id
+    nbytes = int(sum(int(a.nbytes) for a in arrays.values()))
+    with _scratch_lock:
+        _scratch[dev] = (key, arrays, nbytes)
+    return arrays
+
+
+def scratch_bytes() -> int:
+    """Bytes of the work arrays kept on the current device."""
+    dev = _cupy().cuda.Device().id
+    with _scratch_lock:
+        got = _scratch.get(dev)
+    return 0 if got is None else got[2]
+
+
+def drop_scratch(fingerprint: str | None = None, *, here: bool = False) -> None:
+    """Drop kept work arrays back into the memory pool: every device's (``here``: the
+    current device's only), or only those of the graph ``fingerprint``."""
+    dev_here = _cupy().cuda.Device().id if here else None
+    with _scratch_lock:
+        for dev in list(_scratch):
+            if here and dev != dev_here:
+                continue
+            if fingerprint is None or _scratch[dev][0][0] == fingerprint:
+                del _scratch[dev]
+
+
+def free_bytes() -> int:
+    """Device bytes available to a new allocation: free memory, the pool's free blocks
+    and the reclaimable work arrays (:func:`scratch`)."""
+    cp = _cupy()
+    free, _total = cp.cuda.runtime.memGetInfo()
+    return int(free) + int(cp.get_default_memory_pool().free_bytes()) + scratch_bytes()
+
+
 def check_fits(graph, nbytes: int, what: str = "graph") -> None:
-    """Raise ``MemoryError`` naming the bytes needed and free when ``nbytes`` does not fit."""
+    """Raise ``MemoryError`` naming the bytes needed and free when ``nbytes`` does not fit
+    (kept work arrays, :func:`scratch`, are dropped first when that makes it fit)."""
     cp = _cupy()
     free, total = cp.cuda.runtime.memGetInfo()
     pool_free = cp.get_default_memory_pool().free_bytes()
+    if nbytes > free + pool_free and scratch_bytes():
+        drop_scratch(here=True)
+        pool_free = cp.get_default_memory_pool().free_bytes()
     if nbytes > free + pool_free:
         raise MemoryError(
             f"{what} {graph.name} needs {nbytes:,} bytes on GPU {cp.cuda.Device().id} but only "
@@ -180,7 +242,9 @@ def device_graph(graph) -> DeviceGraph:
 
 
 def forget_graphs(graph=None) -> None:
-    """Drop the resident copies of ``graph`` (of every graph when None), on every device."""
+    """Drop the resident copies of ``graph`` (of every graph when None), on every device,
+    with the work arrays kept for it (:func:`drop_scratch`)."""
+    drop_scratch(None if graph is None else graph.fingerprint)
     with _lock:
         if graph is None:
             _graphs.clear()

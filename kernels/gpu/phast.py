@@ -36,6 +36,7 @@ naming the reason, and ``method="auto"`` keeps ``batched`` for them.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -299,8 +300,9 @@ def load_kernels(graph, upward=None) -> None:
 def plan_batches(graph, N: int, per_lane: int, batch_size=None) -> tuple[int, int, list]:
     """``(kmax, Bmax, starts)`` for ``N`` sources of ``per_lane`` device bytes each:
     sources per sweep (``batch_size``, or up to ``DEFAULT_MAX_BATCH``, within
-    ``MEMORY_SHARE`` of the device's free memory), the kernel's lanes (the next power of
-    two) and each sweep's first source.
+    ``MEMORY_SHARE`` of the device's free memory, counting the work arrays kept from
+    earlier calls, :func:`kernels.gpu.loader.free_bytes`, as free), the kernel's lanes
+    (the next power of two) and each sweep's first source.
 
     Raises
     ------
@@ -310,10 +312,10 @@ def plan_batches(graph, N: int, per_lane: int, batch_size=None) -> tuple[int, in
         One source, or a batch of ``batch_size``, does not fit.
     """
     from gpu_sssp.kernels._gpu import cupy as _cupy
+    from gpu_sssp.kernels.gpu.loader import free_bytes
 
     cp = _cupy()
-    free, _total = cp.cuda.runtime.memGetInfo()
-    free += cp.get_default_memory_pool().free_bytes()
+    free = free_bytes()  # the work arrays kept from the previous call count as free
     fit = int(free * MEMORY_SHARE) // max(per_lane, 1)
     if fit < 1:
         raise MemoryError(f"phast on {graph.name}: one source needs {per_lane:,} bytes on GPU "
@@ -344,9 +346,44 @@ def source_positions(prep: Prepared, sources, starts, kmax: int, Bmax: int) -> n
     return src_pos
 
 
+def _work_arrays(graph, prep: Prepared, rows: int, Bmax: int, search: bool) -> dict:
+    """The sweep's work arrays for ``Bmax`` lanes: the labels (``rows`` per lane) and, for
+    the upward searches, the +inf-at-rest upward values, the per-level buckets and their
+    counts (zero at rest).
+
+    The kernel puts the search arrays back at rest after every batch, so they are kept
+    on the device between calls (:func:`kernels.gpu.loader.scratch`, reclaimable by other
+    allocations) and filled once per device, not once per call: for NY at 4,096 lanes
+    that fill was a 4.3 GB memset, most of a call's 6 ms outside its kernel.  A call
+    that needs more lanes or label rows than are kept allocates anew (the old arrays go
+    back to the memory pool first)."""
+    from gpu_sssp.kernels._gpu import cupy as _cupy
+    from gpu_sssp.kernels.gpu.loader import drop_scratch, keep_scratch, scratch
+
+    cp = _cupy()
+    key = (graph.fingerprint, "phast", prep.label_dtype.str, prep.n, prep.levels)
+    need = {"lab": max(rows * Bmax, 1), "upd": prep.n * Bmax if search else 0,
+            "bcount": prep.levels * Bmax if search else 0}
+    got = scratch(key)
+    if got is not None and all(got[k].size >= v for k, v in need.items()):
+        return got
+    drop_scratch(here=True)
+    got = None
+    arrs = {"lab": cp.empty(need["lab"], dtype=prep.label_dtype)}
+    if search:
+        arrs["upd"] = cp.full(need["upd"], 0xFFFFFFFF, dtype=cp.uint32)
+        arrs["bucket"] = cp.empty(need["upd"], dtype=cp.int32)
+        arrs["bcount"] = cp.zeros(max(need["bcount"], 1), dtype=cp.int32)
+    else:
+        arrs.update(upd=cp.empty(1, dtype=cp.uint32), bucket=cp.empty(1, dtype=cp.int32),
+                    bcount=cp.empty(1, dtype=cp.int32))
+        arrs["bcount"].fill(0)
+    return keep_scratch(key, arrs)
+
+
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
           batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
-          targets=None, stats_over="targets", **options) -> Result:
+          targets=None, stats_over="targets", turn=None, **options) -> Result:
     """Shortest paths from every source by PHAST sweeps of the graph's hierarchy.
 
     Parameters
@@ -389,6 +426,11 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         the full sweep with the statistics over every vertex (``"all"``); the matrix is
         gathered on the device.  The upward phase is then always ``search``.
     stats_over : {"targets", "all"}
+    turn : lock, optional
+        Held from the plan to the last launch enqueued (see :func:`kernels.solve`): a
+        concurrent call (a study worker's other thread) then plans and queues its
+        batches behind ours while ours run; our statistics come back on a side stream
+        that waits for our own end event only.  With ``targets``, held for the call.
 
     Returns
     -------
@@ -425,8 +467,9 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
             raise ValueError("phast with targets runs the upward phase as searches (upward='search')")
         from gpu_sssp.kernels.gpu.rphast import solve_targets
 
-        return solve_targets(graph, prep, sources, targets, stats_over=stats_over, batch_size=batch_size,
-                             blocks_per_sm=blocks_per_sm)
+        with (turn if turn is not None else contextlib.nullcontext()):
+            return solve_targets(graph, prep, sources, targets, stats_over=stats_over, batch_size=batch_size,
+                                 blocks_per_sm=blocks_per_sm)
     sources = np.asarray(sources, dtype=np.int64)
     N = len(sources)
     n = graph.n
@@ -437,119 +480,130 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     # (search mode: the +inf-at-rest upward values and the per-level buckets, 4 + 4 bytes)
     per_lane = (rows * isz + (n * 8 if distances else 0) + (n * 8 if predecessors else 0)
                 + (n * 8 if search else 0))
-    kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
-    nb = len(starts)
-
     ct = prep.ctype
     sname = "true" if search else "false"
     mod, aux = _modules(ct, search)
     arrs = _device_arrays(graph, prep, full)
-    lab = cp.empty(max(rows * Bmax, 1), dtype=prep.label_dtype)
-    src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
-    reached = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    ecc = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    total = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    out_dist = np.empty((N, n), dtype=np.float64) if distances else None
-    out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
-    dist_buf = cp.empty((kmax, n), dtype=cp.float64) if distances else None
-    if predecessors:
-        pred_buf = cp.empty(n * Bmax, dtype=cp.int32)
-        stamp = cp.empty(n * Bmax, dtype=cp.int32)
-        flags = cp.zeros(1, dtype=cp.int32)
-        progress = cp.zeros(2, dtype=cp.uint64)
-        rptr, rsrc, rw = _reverse_arrays(graph, prep)
-    if search:
-        upd = cp.full(n * Bmax, 0xFFFFFFFF, dtype=cp.uint32)
-        bucket = cp.empty(n * Bmax, dtype=cp.int32)
-        bcount = cp.zeros(prep.levels * Bmax, dtype=cp.int32)
-    else:
-        upd = cp.empty(1, dtype=cp.uint32)
-        bucket = bcount = cp.empty(1, dtype=cp.int32)
-    launches = 0
-    host_syncs = 0
-    zero_rounds = 0
-    grid_used = []
-    events = []
-    for i, s0 in enumerate(starts):
-        k = min(kmax, N - s0)
-        B = _pow2_at_least(k)
-        V = 4 if B % 4 == 0 else 1
-        G = B // V
-        log_g = G.bit_length() - 1
-        kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, {sname}>")
-        per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
-        blocks = coop_blocks(kern, per_sm, _BLOCK)
-        mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
-        args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
-                arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
-                arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
-                arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
-        went = []
-        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-        ev0.record()
-        events.append((ev0, ev1))
-
-        def go(b):
-            bb = (b // mult) * mult
-            if bb < 1:
-                raise RuntimeError(f"phast: a grid of {b} blocks cannot serve {B} lanes "
-                                   f"(needs a multiple of {mult} blocks)")
-            kern((bb,), (_BLOCK,), args)
-            went.append(bb)
-
-        if prep.levels:
-            launch_cooperative(go, blocks)
-            launches += 1
-            grid_used.append(went[-1])
-        if distances:
-            tot = k * n
-            k_d = aux.get_function(f"phast::phast_distances<{ct}>")
-            k_d((max(1, min((tot + _BLOCK - 1) // _BLOCK, 65535)),), (_BLOCK,),
-                (np.int32(n), np.int32(B), np.int32(k), arrs["position"], lab, dist_buf))
-            launches += 1
+    held = turn is not None
+    if held:
+        turn.acquire()
+    try:
+        kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
+        nb = len(starts)
+        work = _work_arrays(graph, prep, rows, Bmax, search)
+        lab, upd, bucket, bcount = work["lab"], work["upd"], work["bucket"], work["bcount"]
+        src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
+        stats = cp.zeros((3, nb, Bmax), dtype=cp.uint64)  # reached, eccentricity, sum
+        reached, ecc, total = stats[0], stats[1], stats[2]
+        out_dist = np.empty((N, n), dtype=np.float64) if distances else None
+        out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
+        dist_buf = cp.empty((kmax, n), dtype=cp.float64) if distances else None
         if predecessors:
-            src_d = cp.asarray(sources[s0:s0 + k])
-            tot = n * B
-            grid = (max(1, min((tot + _BLOCK - 1) // _BLOCK, 65535)),)
-            flags.fill(0)
-            aux.get_function(f"phast::phast_pred_strict<{ct}>")(
-                grid, (_BLOCK,), (np.int32(n), np.int32(B), np.int32(k), rptr, rsrc, rw,
-                                  arrs["position"], lab, src_d, pred_buf, stamp, flags))
-            launches += 1
-            pending = int(flags.get()[0])
-            host_syncs += 1
-            r = 0
-            k_z = aux.get_function(f"phast::phast_pred_zero<{ct}>")
-            while pending:
-                r += 1
-                progress.fill(0)
-                k_z(grid, (_BLOCK,), (np.int32(n), np.int32(B), np.int32(k), np.int32(r), rptr, rsrc,
-                                      rw, arrs["position"], lab, pred_buf, stamp, progress))
+            pred_buf = cp.empty(n * Bmax, dtype=cp.int32)
+            stamp = cp.empty(n * Bmax, dtype=cp.int32)
+            flags = cp.zeros(1, dtype=cp.int32)
+            progress = cp.zeros(2, dtype=cp.uint64)
+            rptr, rsrc, rw = _reverse_arrays(graph, prep)
+        launches = 0
+        host_syncs = 0
+        zero_rounds = 0
+        grid_used = []
+        events = []
+        for i, s0 in enumerate(starts):
+            k = min(kmax, N - s0)
+            B = _pow2_at_least(k)
+            V = 4 if B % 4 == 0 else 1
+            G = B // V
+            log_g = G.bit_length() - 1
+            kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, {sname}>")
+            per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
+            blocks = coop_blocks(kern, per_sm, _BLOCK)
+            mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
+            args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
+                    arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
+                    arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
+                    arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
+            went = []
+            ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+            ev0.record()
+            events.append((ev0, ev1))
+
+            def go(b):
+                bb = (b // mult) * mult
+                if bb < 1:
+                    raise RuntimeError(f"phast: a grid of {b} blocks cannot serve {B} lanes "
+                                       f"(needs a multiple of {mult} blocks)")
+                kern((bb,), (_BLOCK,), args)
+                went.append(bb)
+
+            if prep.levels:
+                launch_cooperative(go, blocks)
                 launches += 1
-                done, left = (int(x) for x in progress.get())
+                grid_used.append(went[-1])
+            if distances:
+                tot = k * n
+                k_d = aux.get_function(f"phast::phast_distances<{ct}>")
+                k_d((max(1, min((tot + _BLOCK - 1) // _BLOCK, 65535)),), (_BLOCK,),
+                    (np.int32(n), np.int32(B), np.int32(k), arrs["position"], lab, dist_buf))
+                launches += 1
+            if predecessors:
+                src_d = cp.asarray(sources[s0:s0 + k])
+                tot = n * B
+                grid = (max(1, min((tot + _BLOCK - 1) // _BLOCK, 65535)),)
+                flags.fill(0)
+                aux.get_function(f"phast::phast_pred_strict<{ct}>")(
+                    grid, (_BLOCK,), (np.int32(n), np.int32(B), np.int32(k), rptr, rsrc, rw,
+                                      arrs["position"], lab, src_d, pred_buf, stamp, flags))
+                launches += 1
+                pending = int(flags.get()[0])
                 host_syncs += 1
-                if left == 0:
-                    break
-                if done == 0:
-                    raise RuntimeError(f"phast predecessors on {graph.name}: {left} reached "
-                                       "(source, vertex) pairs have no tight in-arc")
-            zero_rounds = max(zero_rounds, r)
-        ev1.record()
-        if distances:
-            out_dist[s0:s0 + k] = dist_buf[:k].get()
-            host_syncs += 1
-        if predecessors:
-            out_pred[s0:s0 + k] = pred_buf[:n * B].reshape(n, B)[:, :k].T.astype(cp.int64).get()
-            host_syncs += 1
-    if events:
-        events[-1][1].synchronize()
-        host_syncs += 1
-    kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
+                r = 0
+                k_z = aux.get_function(f"phast::phast_pred_zero<{ct}>")
+                while pending:
+                    r += 1
+                    progress.fill(0)
+                    k_z(grid, (_BLOCK,), (np.int32(n), np.int32(B), np.int32(k), np.int32(r), rptr, rsrc,
+                                          rw, arrs["position"], lab, pred_buf, stamp, progress))
+                    launches += 1
+                    done, left = (int(x) for x in progress.get())
+                    host_syncs += 1
+                    if left == 0:
+                        break
+                    if done == 0:
+                        raise RuntimeError(f"phast predecessors on {graph.name}: {left} reached "
+                                           "(source, vertex) pairs have no tight in-arc")
+                zero_rounds = max(zero_rounds, r)
+            ev1.record()
+            if distances:
+                out_dist[s0:s0 + k] = dist_buf[:k].get()
+                host_syncs += 1
+            if predecessors:
+                out_pred[s0:s0 + k] = pred_buf[:n * B].reshape(n, B)[:, :k].T.astype(cp.int64).get()
+                host_syncs += 1
+        end = cp.cuda.Event()
+        end.record()
+    except BaseException:
+        # a launch that failed half-way may leave the kept search arrays off their rest
+        # state: the next call fills them again
+        from gpu_sssp.kernels.gpu.loader import drop_scratch
+
+        drop_scratch(here=True)
+        raise
+    finally:
+        if held:
+            turn.release()
+    # every launch is enqueued: a concurrent call may queue its batches behind ours now;
+    # our statistics come back on a side stream ordered after our end event only
     take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
-    reached_h = reached.reshape(-1)[cp.asarray(take)].get().astype(np.int64)
-    ecc_h = ecc.reshape(-1)[cp.asarray(take)].get().astype(np.float64)
-    sum_h = total.reshape(-1)[cp.asarray(take)].get().astype(np.int64)
-    host_syncs += 3
+    side = cp.cuda.Stream(non_blocking=True)
+    side.wait_event(end)
+    with side:
+        got = stats.reshape(3, -1)[:, cp.asarray(take)].get(stream=side)
+    host_syncs += 1
+    kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
+    reached_h = got[0].astype(np.int64)
+    ecc_h = got[1].astype(np.float64)
+    sum_h = got[2].astype(np.int64)
     ecc_h = np.where(reached_h > 0, ecc_h, np.nan)
     per_source = prep.m_up + prep.m_down
     relax = np.full(N, per_source, dtype=np.int64)

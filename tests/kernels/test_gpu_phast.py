@@ -361,3 +361,92 @@ def test_gpu_refuses_ineligible(_gpu):
         kernels.solve(Graph.from_edges([0, 1], [1, 2], [3, -1], 3), [0], method="phast")
     with pytest.raises(ValueError, match="upward"):
         kernels.solve(random_graph(50, 120, 1), [0], method="phast", upward="down", force=True)
+
+
+@need_gpu
+def test_gpu_kept_work_arrays(_gpu, monkeypatch):
+    """The search arrays kept on the device between calls (``loader.scratch``): reused
+    when they fit, grown when they do not, dropped after a failed call, when another
+    allocation needs the room and with the graph; calls of two threads that share a
+    turn (a study worker's threads) queue behind each other and stay exact."""
+    import threading
+
+    from gpu_sssp.kernels.gpu import loader
+
+    seed = int(time.time_ns() % 2**31)
+    print(f"seed {seed}")
+    g = random_graph(3000, 9000, seed, lo=0, hi=40)
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, g.n, 400)
+    want = kernels.solve(g, src, method="dijkstra", distances=False)
+
+    def exact(res, idx):
+        assert np.array_equal(res.reached, want.reached[idx])
+        assert np.array_equal(res.sum_distance, np.asarray(want.sum_distance[idx]).astype(np.int64))
+
+    loader.drop_scratch()
+    exact(kernels.solve(g, src[:50], method="phast", distances=False, batch_size=16, force=True), slice(0, 50))
+    kept = loader.scratch_bytes()
+    assert kept > 0
+    exact(kernels.solve(g, src, method="phast", distances=False, batch_size=16, force=True), slice(None))
+    assert loader.scratch_bytes() == kept  # reused, not grown
+    exact(kernels.solve(g, src, method="phast", distances=False, batch_size=128, force=True), slice(None))
+    assert loader.scratch_bytes() > kept  # grown for 128 lanes
+    # distances after statistics-only calls: every label row, same kept search arrays
+    full = kernels.solve(g, src[:70], method="phast", batch_size=33, force=True)
+    ref = kernels.solve(g, src[:70], method="dijkstra")
+    assert np.array_equal(full.distances, ref.distances)
+
+    # two threads, one turn: each call plans and enqueues while the other's batches run
+    lock = threading.Lock()
+    errors = []
+
+    def worker(part):
+        mine = np.random.default_rng(seed + part)
+        try:
+            for rep in range(4):
+                idx = np.sort(mine.choice(len(src), 150, replace=False)) if part else np.arange(150 + rep)
+                res = kernels.solve(g, src[idx], method="phast", distances=False, batch_size=32 + 16 * part,
+                                    turn=lock, force=True)
+                exact(res, idx)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(p,)) for p in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not lock.locked()
+
+    # a launch that fails half-way: the call raises, the kept arrays are dropped, the
+    # turn is given back, the next call is exact
+    real = loader.launch_cooperative  # phast.solve imports it from the loader at each call
+    calls = []
+
+    def flaky(go, blocks, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("injected launch failure")
+        return real(go, blocks, **kw)
+
+    monkeypatch.setattr(loader, "launch_cooperative", flaky)
+    with pytest.raises(RuntimeError, match="injected"):
+        kernels.solve(g, src, method="phast", distances=False, batch_size=64, turn=lock, force=True)
+    assert loader.scratch_bytes() == 0 and not lock.locked()
+    monkeypatch.setattr(loader, "launch_cooperative", real)
+    exact(kernels.solve(g, src, method="phast", distances=False, batch_size=64, force=True), slice(None))
+
+    # another allocation that needs the room drops them; so does forgetting the graph
+    import cupy as cp
+
+    assert loader.scratch_bytes() > 0
+    free, _ = cp.cuda.runtime.memGetInfo()
+    need = free + cp.get_default_memory_pool().free_bytes() + 1
+    loader.check_fits(g, need, what="test")  # fits once the kept arrays are dropped
+    assert loader.scratch_bytes() == 0
+    kernels.solve(g, src[:10], method="phast", distances=False, force=True)
+    assert loader.scratch_bytes() > 0
+    kernels.release_device_memory(g)
+    assert loader.scratch_bytes() == 0
