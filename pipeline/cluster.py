@@ -164,10 +164,10 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 raise UsageError(
                     f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
                 ) from exc
-            # two task threads: one batch's files are written (and the next task fetched)
-            # while the other thread's batch is on the GPU; solve_batch lets one solve
-            # at a time run per device, so kernel times do not overlap
-            threads = int(setting("cluster.threads-per-gpu", None, default=2))
+            # three task threads: one chunk's files are written while the next chunk runs
+            # on the GPU and a third is queued behind it; a solve holds the worker's GPU
+            # turn only while it enqueues, so kernel times do not overlap
+            threads = int(setting("cluster.threads-per-gpu", None, default=3))
             if threads < 1:
                 raise UsageError(f"sssp.cluster.threads-per-gpu must be at least 1, got {threads}")
             kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
@@ -175,8 +175,15 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
-            with _http_routes(dashboard):
-                cluster = LocalCUDACluster(**kw)
+            try:
+                with _http_routes(dashboard):
+                    cluster = LocalCUDACluster(**kw)
+            except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
+                if gpus is not None and "device index" in str(exc).lower():
+                    raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
+                                     f"{kernels.device_count()} GPU(s), numbered from 0; "
+                                     "`nvidia-smi -L` lists them)") from None
+                raise
             return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu", {"dashboard": dashboard})
     from distributed import LocalCluster
 

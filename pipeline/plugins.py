@@ -184,16 +184,30 @@ class GraphPlugin(WorkerPlugin):
         self.timings["compile_s"] = time.perf_counter() - t
 
     def _warm(self, graph) -> str | None:
-        """One solve of one source with the study's method (stats only): compiles what is
-        left, loads Numba's compiled sweep on CPUs, builds the method's device arrays."""
+        """One solve with the study's method (stats only), its statistics encoded as a
+        batch file would be: compiles what is left, loads Numba's compiled sweep on
+        CPUs, builds the method's device arrays, sets Parquet's writer up.  ``phast`` on a
+        GPU solves one whole batch (``unit`` sources spread over the graph: its kernel
+        variant, its kept work arrays at the study's size, CuPy's gather kernels; 4-15 ms
+        of kernel time on NY or FLA, where the first batch of a study paid 80 ms more than
+        the next ones); every other method one source."""
         from gpu_sssp import kernels
+        from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.study.task import _solve_turn, _study_method
 
         try:
             method, backend = _study_method(graph, self.method, self.backend, self.unit)
             turn = _solve_turn(method, backend)
-            kernels.solve(graph, np.zeros(1, dtype=np.int64), method=method, backend=backend,
-                          distances=False, turn=turn)
+            on_gpu = resolve_backend(method, backend) == "gpu"
+            k = min(self.unit, graph.n) if (method == "phast" and on_gpu) else 1
+            sources = np.unique(np.linspace(0, graph.n - 1, max(1, k)).astype(np.int64))
+            res = kernels.solve(graph, sources, method=method, backend=backend, distances=False, turn=turn)
+            self.timings["warm_sources"] = int(len(sources))
+            # the first batch's statistics file then pays no Parquet set-up either
+            from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
+            from gpu_sssp.pipeline.writers import parquet_bytes
+
+            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), use_dictionary=STATS_DICTIONARY_COLUMNS)
             return method
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)
@@ -215,6 +229,28 @@ class GraphPlugin(WorkerPlugin):
         if graph is not None:
             kernels.release_device_memory(graph)
         log.info("graph %s released on %s", self.fingerprint, getattr(worker, "address", "?"))
+
+
+async def wait_ready(fingerprint: str, timeout: float, dask_worker=None) -> bool:
+    """Wait (in the worker's event loop, without blocking it) until this worker's graph
+    plugin is done loading; True when it is ready (or the worker has no such plugin to
+    wait for), False after ``timeout`` seconds or when its loading failed (the tasks
+    then raise its error).  For ``client.run``: :func:`pipeline.study.run.run_study`
+    starts the batches once every worker is ready."""
+    import asyncio
+
+    if dask_worker is None:
+        return True
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
+    ready = getattr(plugin, "_ready", None)
+    if ready is None:
+        return True
+    end = time.monotonic() + float(timeout)
+    while not ready.is_set():
+        if time.monotonic() >= end:
+            return False
+        await asyncio.sleep(0.002)
+    return getattr(plugin, "_error", None) is None
 
 
 def worker_startup(fingerprint: str, dask_worker=None) -> dict:

@@ -84,7 +84,7 @@ def atomic_path(path, *, fsync: bool = True):
 
 
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
-                         compression: str = "zstd", fsync: bool = True) -> int:
+                         compression: str = "zstd", fsync: bool = True, use_dictionary=True) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -97,6 +97,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
     fsync : bool
         Flush the file and its folder to disk (survives a power loss, not only a
         killed process; the rename alone already protects against the latter).
+    use_dictionary : bool or sequence of str
+        Parquet dictionary encoding: every column (default), or only these.
     """
     path = Path(path)
     if metadata is not None:
@@ -104,8 +106,21 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
     with atomic_path(path, fsync=fsync) as tmp:
-        pq.write_table(table, tmp, compression=compression)
+        pq.write_table(table, tmp, compression=compression,
+                       use_dictionary=list(use_dictionary) if not isinstance(use_dictionary, bool) else use_dictionary)
     return path.stat().st_size
+
+
+def parquet_bytes(table: pa.Table, *, compression: str = "zstd", use_dictionary=True) -> int:
+    """Encode ``table`` as :func:`write_parquet_atomic` would, in memory; return the size.
+
+    A study's workers call it once while they warm up: the first Parquet file a
+    process writes pays for the writer's and the codec's set-up (250 ms in a GPU worker,
+    against 2-3 ms for each later 4,096-row statistics file)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=compression,
+                   use_dictionary=list(use_dictionary) if not isinstance(use_dictionary, bool) else use_dictionary)
+    return int(sink.getvalue().size)
 
 
 def write_json_atomic(obj, path) -> None:

@@ -154,6 +154,32 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
             "prefix": task_prefix(plan, devices)}
 
 
+def wait_for_workers(client, fingerprint: str) -> dict:
+    """Block until every worker has loaded the graph (its plugin's setup: graph,
+    hierarchy, kernels, warm-up), at most ``sssp.study.ready-wait`` seconds (default
+    120; 0: not at all).
+
+    The first batches go out after this: a task handed to a worker that is still
+    loading waits there while the others may idle, and the guided chunk sizes assume
+    that every worker takes its share from the start (on 2 GPUs the workers became
+    ready up to 0.1 s apart, as long as a quarter of an all-NY study).  The workers load
+    in parallel, so the study waits only for the slowest one.  Returns
+    ``{"ready_wait_s", "workers_ready", "workers_waited"}``.
+    """
+    from gpu_sssp.pipeline.plugins import wait_ready
+
+    limit = float(setting("study.ready-wait", None, default=120))
+    t = time.perf_counter()
+    got: dict = {}
+    if limit > 0:
+        try:
+            got = client.run(wait_ready, fingerprint, limit)
+        except Exception as exc:  # best effort: the tasks wait for their worker's graph anyway
+            log.debug("workers' readiness not awaited: %s", exc)
+    return {"ready_wait_s": time.perf_counter() - t, "workers_ready": sum(bool(v) for v in got.values()),
+            "workers_waited": len(got)}
+
+
 def forget_graph(client, plan: StudyPlan) -> None:
     """Unregister the graph's worker plugin: every worker's teardown frees its host and
     device copies of the graph.  Best effort (a study's result does not depend on it)."""
@@ -267,10 +293,16 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             if mode == "guided":
                 slots = slots_for(cluster_info.get("worker_list"))
                 sched = ChunkSchedule(pending, slots, cap=chunk_cap(plan))
+                # in flight: one more task per worker than the chunk sizes assume, held by
+                # the scheduler (Dask queues tasks beyond a worker's threads there, not on a
+                # worker): a worker that finishes a short tail chunk gets the next one from
+                # the scheduler without waiting for this client's round trip
+                inflight = slots + max(1, len(cluster_info.get("worker_list") or []))
             else:  # every batch its own task, all submitted at once (Dask balances)
-                slots = len(pending)
+                slots = inflight = len(pending)
                 sched = ChunkSchedule(pending, slots, cap=1)
             board = _board(client, plan, study, reg["prefix"], cluster_info)
+            reg.update(wait_for_workers(client, plan.graph.fingerprint))
             ac = as_completed([], with_results=True)
 
             def submit(chunks):
@@ -279,7 +311,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 for f in got:
                     ac.add(f)
 
-            submit(sched.take(slots))
+            submit(sched.take(inflight))
             # results are fetched in the background as tasks finish (not one round trip
             # per task in this loop), and batches that finish together are journaled
             # with one fsync; each finished task frees a slot for the next chunk, sized
@@ -326,6 +358,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             "client_hierarchy_s": reg.get("client_hierarchy_s"),
             "register_s": reg.get("register_s"),
             "hierarchy_file": reg.get("hierarchy_file"),
+            "ready_wait_s": reg.get("ready_wait_s"),
             "workers_ready_s": ct["ready_s_max"],
             "first_batch_s": ct["first_batch_s"],
             "graph_load_s_max": max((w.get("graph_load_s", 0.0) for w in ct["workers"].values()), default=0.0),

@@ -15,9 +15,9 @@ batches at the end keep the tail short: when one worker finishes its last task, 
 other worker is at most one (small) chunk from its end.
 
 The client does not hand everything to Dask at once (Dask would assign tasks to workers
-when they are submitted, before it knows how long they take): it keeps ``slots`` tasks in
-flight and submits the next chunk, sized from what is left *then*, as each one finishes
-(:class:`ChunkSchedule`).  Nothing here depends on the cluster for correctness: which
+when they are submitted, before it knows how long they take): it keeps ``slots`` tasks, plus
+one per worker that waits in the scheduler's queue, in flight and submits the next chunk,
+sized from what is left *then*, as each one finishes (:class:`ChunkSchedule`).  Nothing here depends on the cluster for correctness: which
 batch is in which chunk changes neither the files nor the journal.
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
 from gpu_sssp.pipeline.writers import batch_name, wide_distance_table, write_parquet_atomic
 
 _SOLVE_LOCK = threading.Lock()
@@ -124,7 +125,8 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     t = time.perf_counter()
     stats = res.stats_table(graph.id_base, worker=worker)
     t_table = (time.perf_counter() - t) * 1e3
-    nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=fsync)
+    nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=fsync,
+                                   use_dictionary=STATS_DICTIONARY_COLUMNS)
     files.append(f"stats/{name}")
     return nbytes, files, t_table
 

@@ -147,7 +147,7 @@ class ProcessCluster:
     """``dask scheduler`` + workers as separate processes (``dask cuda worker`` on GPUs:
     one worker per visible GPU; ``dask worker --nworkers N`` on CPUs)."""
 
-    def __init__(self, root: Path, n: int, *, cpu: bool, log: Path, threads: int = 2, timeout: float = 120):
+    def __init__(self, root: Path, n: int, *, cpu: bool, log: Path, threads: int = 3, timeout: float = 120):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.file = root / "scheduler.json"
@@ -299,10 +299,13 @@ def speedups(rows: list[dict]) -> list[dict]:
         target = 3.5 if s.startswith("random") else 3.8
         sp = one["wall_s"] / r["wall_s"]
         sp_solve = (one["solve_wall_s"] / r["solve_wall_s"]) if one.get("solve_wall_s") and r.get("solve_wall_s") else None
+        # the targets are judged on the solve wall: start-up (cluster, graph, hierarchy,
+        # kernels, warm-up) is reported apart, as the issue asks
         out.append({"graph": g, "sources": s, "mode": mode, "gpus": n, "speedup_wall": sp,
                     "speedup_solve": sp_solve, "efficiency_wall": sp / n,
+                    "efficiency_solve": (sp_solve / n) if sp_solve else None,
                     "target": target if n == 4 else None,
-                    "meets_target_wall": (sp >= target) if n == 4 else None,
+                    "meets_target": (sp_solve is not None and sp_solve >= target) if n == 4 else None,
                     "outside_vs_kernel": r["outside_vs_kernel"], "outside_vs_kernel_solve": r.get("outside_vs_kernel_solve")})
     return out
 
@@ -344,19 +347,22 @@ def markdown(rows: list[dict], sp: list[dict], meta: dict) -> str:
             f"{fmt(st.get('cluster_start_s'), '.1f')} | {fmt(st.get('workers_ready_s'))} | {fmt(st.get('first_batch_s'))} | "
             f"{fmt(st.get('graph_load_s_max'))} / {fmt(st.get('hierarchy_load_s_max'))} | {fmt(st.get('compile_s_max'))} | "
             f"{fmt(st.get('warm_s_max'))} | {r.get('tasks')} / {r.get('batches')} | {chk_s} |")
-    lines += ["", "| graph | sources | mode | GPUs | speedup (study wall) | speedup (solve wall) | efficiency | "
-              "target | met | outside/kernel (wall) | outside/kernel (solve) |", "|" + "---|" * 11]
+    lines += ["", "| graph | sources | mode | GPUs | speedup (study wall) | speedup (solve wall) | efficiency "
+              "(solve) | efficiency (study wall) | target (solve) | met | outside/kernel (wall) | outside/kernel (solve) |",
+              "|" + "---|" * 12]
     for s in sp:
         lines.append(f"| {s['graph']} | {s['sources']} | {s['mode']} | {s['gpus']} | {fmt(s['speedup_wall'])}x | "
-                     f"{fmt(s['speedup_solve'])}x | {fmt(s['efficiency_wall'])} | {fmt(s['target'], '.1f')} | "
-                     f"{'-' if s['meets_target_wall'] is None else ('yes' if s['meets_target_wall'] else 'no')} | "
+                     f"{fmt(s['speedup_solve'])}x | {fmt(s['efficiency_solve'])} | {fmt(s['efficiency_wall'])} | "
+                     f"{fmt(s['target'], '.1f')} | "
+                     f"{'-' if s['meets_target'] is None else ('yes' if s['meets_target'] else 'no')} | "
                      f"{fmt(s['outside_vs_kernel'], '.0f', 100, '%')} | {fmt(s['outside_vs_kernel_solve'], '.0f', 100, '%')} |")
     if meta.get("skipped"):
         lines += ["", "Skipped (time budget or failed cluster): " + "; ".join(meta["skipped"])]
     if meta.get("consistency"):
         lines += ["", "Consistency: " + json.dumps(meta["consistency"])]
     lines += ["", "study wall: from registering the graph to the last batch collected (workers' loading included); "
-              "solve wall: from the first GPU's first batch; outside/kernel = (wall x GPUs - kernel) / kernel; "
+              "solve wall: from the first task's start (the batches go out once every worker has loaded the graph) "
+              "to the last batch collected; outside/kernel = (wall x GPUs - kernel) / kernel; "
               "tail: last GPU's finish minus the first's; sched. overhead: time a ready GPU had no task (summed); "
               "CLI wall: the whole `sssp study` process."]
     return "\n".join(lines) + "\n"

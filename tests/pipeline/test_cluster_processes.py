@@ -127,8 +127,12 @@ def test_study_on_separate_scheduler_and_worker_processes(tmp_path, process_clus
     for w in workers.values():
         assert w["hierarchy_load_s"] >= 0 and w["graph_load_s"] >= 0 and w["busy_s"] > 0
         assert w["warm_method"] == "phast"
-    for key in ("cluster_start_s", "workers_ready_s", "first_batch_s"):
+    for key in ("cluster_start_s", "workers_ready_s", "first_batch_s", "ready_wait_s"):
         assert tm["startup"][key] is not None and tm["startup"][key] >= 0
+    # the first batches went out once both workers had loaded the graph (run_study's
+    # readiness barrier, sssp.study.ready-wait): no task started before the last was ready
+    ready = [w["ready_s"] for w in workers.values() if w.get("ready_s") is not None]
+    assert ready and min(w["first_task_s"] for w in workers.values()) >= max(ready) - 0.005
     assert tm["cluster"]["tail_s"] >= 0 and tm["cluster"]["scheduler_overhead_s"] >= 0
     assert tm["task_prefix"] == "phast" and s["algorithms"] == ["phast"]
     journal = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
