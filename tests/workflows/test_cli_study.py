@@ -182,3 +182,20 @@ def test_kill_client_then_resume(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@pytest.mark.gpu
+def test_gpus_naming_a_missing_device_exit_2(grid, tmp_path, capsys):
+    """``--gpus 99`` on a machine with fewer GPUs: one line naming the option and the
+    machine's GPUs, not dask-cuda's traceback; nothing written."""
+    from gpu_sssp import kernels
+
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+    pytest.importorskip("dask_cuda")
+    rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--gpus", "99"])
+    err = capsys.readouterr()
+    assert rc == 2
+    text = err.err + err.out
+    assert "--gpus 99" in text and "GPU(s)" in text and "Traceback" not in text
+    assert not (tmp_path / "o").exists()
