@@ -451,6 +451,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     from gpu_sssp.kernels._gpu import cupy as _cupy
     from gpu_sssp.kernels._gpu import device_name
     from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative
+    from gpu_sssp.kernels.gpu.transfer import to_device_async
 
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
@@ -492,7 +493,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         nb = len(starts)
         work = _work_arrays(graph, prep, rows, Bmax, search)
         lab, upd, bucket, bcount = work["lab"], work["upd"], work["bucket"], work["bcount"]
-        src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
+        # asynchronous upload: enqueued behind another call's sweeps without waiting for them
+        src_pos_d, src_pos_keep = to_device_async(source_positions(prep, sources, starts, kmax, Bmax))
         stats = cp.zeros((3, nb, Bmax), dtype=cp.uint64)  # reached, eccentricity, sum
         reached, ecc, total = stats[0], stats[1], stats[2]
         out_dist = np.empty((N, n), dtype=np.float64) if distances else None
@@ -584,9 +586,14 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         end.record()
     except BaseException:
         # a launch that failed half-way may leave the kept search arrays off their rest
-        # state: the next call fills them again
+        # state: the next call fills them again; what was enqueued runs out first (its
+        # pinned upload must not be freed under it)
         from gpu_sssp.kernels.gpu.loader import drop_scratch
 
+        try:
+            cp.cuda.get_current_stream().synchronize()
+        except Exception:  # a dead context: nothing more to protect
+            pass
         drop_scratch(here=True)
         raise
     finally:
@@ -600,6 +607,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     with side:
         got = stats.reshape(3, -1)[:, cp.asarray(take)].get(stream=side)
     host_syncs += 1
+    del src_pos_keep  # the stream is past its copy (our end event is done)
     kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
     reached_h = got[0].astype(np.int64)
     ecc_h = got[1].astype(np.float64)

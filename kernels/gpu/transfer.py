@@ -107,3 +107,26 @@ def to_host(src, out: np.ndarray, *, chunk: int = CHUNK) -> np.ndarray:
         for f in fs:
             f.result()
     return out
+
+
+def to_device_async(host: np.ndarray):
+    """``(device array, keep)``: ``host`` copied to the current device without the host
+    waiting for the stream.
+
+    ``cupy.asarray`` of pageable memory is a synchronous copy on the stream: it waits for
+    every kernel queued before it.  A solve that enqueues its work behind another call's
+    kernels (``kernels.solve(turn=...)``) would stall there, holding the GPU turn, and
+    launch only once the GPU had run dry.  Here the bytes go through pinned memory and an
+    asynchronous copy; ``keep`` (the pinned buffer) must stay referenced until the stream
+    has passed the copy (e.g. until the caller has synchronised on a later event).
+    """
+    cp = _cupy()
+    host = np.ascontiguousarray(host)
+    mem = cp.cuda.alloc_pinned_memory(max(host.nbytes, 1))
+    staged = np.frombuffer(mem, dtype=host.dtype, count=host.size).reshape(host.shape)
+    staged[...] = host
+    dev = cp.empty(host.shape, dtype=host.dtype)
+    if host.size:
+        dev.set(staged, stream=cp.cuda.get_current_stream())
+    return dev, mem
+

@@ -50,3 +50,22 @@ def test_host_empty_is_a_writable_array():
     assert a.sum() == 1.5 * 9e6
     b = host_empty((10, 3), np.int32)
     assert b.shape == (10, 3) and b.flags.writeable
+
+
+@pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((7,), np.int64), ((33, 4096), np.int32),
+                                          ((3, 5, 2), np.float64)])
+def test_to_device_async_matches_asarray(cp, shape, dtype):
+    from gpu_sssp.kernels.gpu.transfer import to_device_async
+
+    host = (np.arange(int(np.prod(shape))) * 7 - 3).astype(dtype).reshape(shape)
+    # behind a queued kernel on the same stream: the copy lands after it, in order
+    busy = cp.arange(1 << 24, dtype=cp.float64)
+    busy = cp.sqrt(busy * busy + 1.0)
+    dev, keep = to_device_async(host[::1])
+    host_copy = host.copy()
+    host[...] = 0  # the caller's array may change at once: the bytes were staged
+    got = dev.get()
+    del keep
+    assert got.shape == shape and got.dtype == dtype
+    assert np.array_equal(got, host_copy)
+    assert float(busy[1]) == pytest.approx(np.sqrt(2.0))

@@ -63,7 +63,8 @@ pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulati
 import threading
 from gpu_sssp.pipeline.study.schedule import ChunkSchedule
 batches = [np.arange(i, min(i + 4096, g.n)) for i in range(0, g.n, 4096)]
-for threads in (1, 2, 3):
+for threads, interval in ((1, 0.005), (2, 0.005), (3, 0.005), (2, 0.0005), (3, 0.0005)):
+    sys.setswitchinterval(interval)
     sched = ChunkSchedule(list(range(len(batches))), threads + 1)
     out = work / f"pipe-{threads}"; shutil.rmtree(out, ignore_errors=True)
     lock = threading.Lock(); res = []
@@ -83,11 +84,11 @@ for threads in (1, 2, 3):
     [x.start() for x in ths]; [x.join() for x in ths]
     w = time.perf_counter() - t
     k = sum(r["kernel_ms"] for r in res) / 1e3
-    print(f"pipeline threads={threads}: {len(res)} chunks, wall {w:.3f} s, kernel {k:.3f} s, outside {(w-k)/k:.1%}", flush=True)
+    print(f"pipeline threads={threads} switch={interval}: {len(res)} chunks, wall {w:.3f} s, kernel {k:.3f} s, outside {(w-k)/k:.1%}", flush=True)
 # the real local study, journal kept
 if __name__ == "__main__":
     st = work / "study"; shutil.rmtree(st, ignore_errors=True)
-    for k in range(2):
+    for k, interval in enumerate(("0.005", "0.005")):
         shutil.rmtree(st, ignore_errors=True)
         t = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(pq_path), "--sources", "all",
