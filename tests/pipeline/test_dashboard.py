@@ -70,7 +70,9 @@ def screenshot(url: str, png: Path, *, size=(1280, 860), wait_s: float = 4.0, ti
         conn.close()
         return base64.b64decode(got["data"])
 
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes may still write into the profile for a moment after the
+    # browser exits ("Directory not empty" on cleanup): the folder is removed best effort
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                                  "--disable-dev-shm-usage", f"--window-size={size[0]},{size[1]}",
                                  "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
