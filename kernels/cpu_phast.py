@@ -404,32 +404,26 @@ def _sweep(src_pos, lanes, t, n_threads, step_of_position, step_of_vertex, up_in
             reached[k0 + j] = cnt[j]
             ecc[k0 + j] = mx[j]
             total[k0 + j] = sm[j]
-        if want_dist:
-            # graph order, in tiles of vertices, one lane at a time: each lane's row
-            # is written sequentially while the tile's label rows stay in L1/L2
-            for v0 in range(0, n, 512):
-                v1 = min(n, v0 + 512)
-                for j in range(b):
-                    row = out[k0 + j]
-                    for v in range(v0, v1):
-                        x = d[step_of_vertex[v] * lanes + j]
-                        row[v] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
+        if want_dist:  # graph order: vertex v's label row is step_of_vertex[v]
+            _label_rows(d, lanes, k0, b, step_of_vertex, out, 512)
         if len(tg_row):
-            _matrix_rows(d, lanes, k0, b, tg_row, mat)
+            _label_rows(d, lanes, k0, b, tg_row, mat, 256)
 
 
 @njit(cache=True, nogil=True)
-def _matrix_rows(d, lanes, k0, b, tg_row, mat):
-    """Rows ``k0 .. k0 + b`` of the matrix from a block's labels (row ``tg_row[t]`` holds
-    target ``t``), in tiles of targets so that the label rows read stay in cache."""
-    nt = len(tg_row)
-    for t0 in range(0, nt, 256):
-        t1 = min(nt, t0 + 256)
+def _label_rows(d, lanes, k0, b, row_of, out, tile):
+    """Rows ``k0 .. k0 + b`` of ``out`` (distances or a matrix, float64, +inf unreached)
+    from a block's labels, column ``c`` from label row ``row_of[c]``: in tiles of
+    ``tile`` columns, one lane at a time, so that each output row is written
+    sequentially while the tile's label rows stay in L1/L2."""
+    nc = len(row_of)
+    for c0 in range(0, nc, tile):
+        c1 = min(nc, c0 + tile)
         for j in range(b):
-            row = mat[k0 + j]
-            for t in range(t0, t1):
-                x = d[tg_row[t] * lanes + j]
-                row[t] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
+            row = out[k0 + j]
+            for c in range(c0, c1):
+                x = d[row_of[c] * lanes + j]
+                row[c] = np.float64(x) if x != np.uint32(0xFFFFFFFF) else np.inf
 
 
 @njit(cache=True)
@@ -471,7 +465,7 @@ def _sweep_restricted(src_pos, lanes, t, n_threads, row_of_position, up_indptr, 
             base = p * lanes
             for j in range(lanes):
                 d[base + j] = tmp[j]
-        _matrix_rows(d, lanes, k0, b, tg_row, mat)
+        _label_rows(d, lanes, k0, b, tg_row, mat, 256)
         for j in range(b):
             cnt = 0
             mx = 0

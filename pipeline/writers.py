@@ -83,6 +83,12 @@ def atomic_path(path, *, fsync: bool = True):
         _fsync_dir(path.parent)
 
 
+def _parquet_options(compression: str, use_dictionary) -> dict:
+    """``pq.write_table``'s options: ``use_dictionary`` True/False or the columns to encode."""
+    return {"compression": compression,
+            "use_dictionary": use_dictionary if isinstance(use_dictionary, bool) else list(use_dictionary)}
+
+
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True, use_dictionary=True) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
@@ -106,8 +112,7 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
     with atomic_path(path, fsync=fsync) as tmp:
-        pq.write_table(table, tmp, compression=compression,
-                       use_dictionary=list(use_dictionary) if not isinstance(use_dictionary, bool) else use_dictionary)
+        pq.write_table(table, tmp, **_parquet_options(compression, use_dictionary))
     return path.stat().st_size
 
 
@@ -118,8 +123,7 @@ def parquet_bytes(table: pa.Table, *, compression: str = "zstd", use_dictionary=
     process writes pays for the writer's and the codec's set-up (250 ms in a GPU worker,
     against 2-3 ms for each later 4,096-row statistics file)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression,
-                   use_dictionary=list(use_dictionary) if not isinstance(use_dictionary, bool) else use_dictionary)
+    pq.write_table(table, sink, **_parquet_options(compression, use_dictionary))
     return int(sink.getvalue().size)
 
 

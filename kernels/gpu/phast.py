@@ -381,6 +381,73 @@ def _work_arrays(graph, prep: Prepared, rows: int, Bmax: int, search: bool) -> d
     return keep_scratch(key, arrs)
 
 
+@contextlib.contextmanager
+def _kept_arrays_guard():
+    """Around a call's launches that use the kept work arrays (:func:`_work_arrays`): a
+    failure half-way may leave them off their rest state, so they are dropped (the next
+    call fills them again), once what was enqueued has run out (its pinned upload must
+    not be freed under it)."""
+    try:
+        yield
+    except BaseException:
+        from gpu_sssp.kernels._gpu import cupy as _cupy
+        from gpu_sssp.kernels.gpu.loader import drop_scratch
+
+        try:
+            _cupy().cuda.get_current_stream().synchronize()
+        except Exception:  # a dead context: nothing more to protect
+            pass
+        drop_scratch(here=True)
+        raise
+
+
+def lanes_of(k: int, blocks_per_sm=None) -> tuple[int, int, int, int | None]:
+    """A sweep of ``k`` sources: ``(B, V, log2(B / V), blocks per SM)`` - the lanes (the next
+    power of two), labels per thread, the log of the lane groups, and the resident blocks
+    per SM (``blocks_per_sm``, default 1 for up to 32 lanes where cheaper barriers matter
+    more than occupancy, else all that fit)."""
+    B = _pow2_at_least(k)
+    V = 4 if B % 4 == 0 else 1
+    per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
+    return B, V, (B // V).bit_length() - 1, per_sm
+
+
+def launch_sweep(kern, args, B: int, V: int, per_sm) -> int:
+    """One cooperative launch of a sweep kernel for ``B`` lanes of ``V`` labels per thread
+    (a grid of as many resident blocks as fit, halved while the device refuses it, and a
+    multiple of the blocks one lane group needs); returns the blocks it ran with."""
+    from gpu_sssp.kernels.gpu import loader
+
+    G = B // V
+    mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
+    went = []
+
+    def go(b):
+        bb = (b // mult) * mult
+        if bb < 1:
+            raise RuntimeError(f"phast: a grid of {b} blocks cannot serve {B} lanes "
+                               f"(needs a multiple of {mult} blocks)")
+        kern((bb,), (_BLOCK,), args)
+        went.append(bb)
+
+    loader.launch_cooperative(go, loader.coop_blocks(kern, per_sm, _BLOCK))
+    return went[-1]
+
+
+def stats_to_host(stats, starts, kmax: int, N: int, Bmax: int, stream=None):
+    """``(reached, eccentricity, sum of distances)`` of ``N`` sources from the per-batch
+    lane rows ``stats`` (``(3, batches, Bmax)`` uint64), gathered on the device and copied
+    in one transfer (on ``stream`` when given); eccentricity NaN where nothing was reached."""
+    from gpu_sssp.kernels._gpu import cupy as _cupy
+
+    cp = _cupy()
+    take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
+    with (stream if stream is not None else contextlib.nullcontext()):
+        got = stats.reshape(3, -1)[:, cp.asarray(take)].get(stream=stream)
+    reached = got[0].astype(np.int64)
+    return reached, np.where(reached > 0, got[1].astype(np.float64), np.nan), got[2].astype(np.int64)
+
+
 def solve(graph, sources, *, predecessors=False, distances=True, count_work=False,
           batch_size=None, hierarchy=None, blocks_per_sm=None, upward=None, force=False,
           targets=None, stats_over="targets", turn=None, **options) -> Result:
@@ -450,7 +517,6 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     """
     from gpu_sssp.kernels._gpu import cupy as _cupy
     from gpu_sssp.kernels._gpu import device_name
-    from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative
     from gpu_sssp.kernels.gpu.transfer import to_device_async
 
     if options:
@@ -485,10 +551,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     sname = "true" if search else "false"
     mod, aux = _modules(ct, search)
     arrs = _device_arrays(graph, prep, full)
-    held = turn is not None
-    if held:
-        turn.acquire()
-    try:
+    # the GPU turn is held from the plan to the last launch enqueued
+    with (turn if turn is not None else contextlib.nullcontext()), _kept_arrays_guard():
         kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
         nb = len(starts)
         work = _work_arrays(graph, prep, rows, Bmax, search)
@@ -513,35 +577,18 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         events = []
         for i, s0 in enumerate(starts):
             k = min(kmax, N - s0)
-            B = _pow2_at_least(k)
-            V = 4 if B % 4 == 0 else 1
-            G = B // V
-            log_g = G.bit_length() - 1
+            B, V, log_g, per_sm = lanes_of(k, blocks_per_sm)
             kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, {sname}>")
-            per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
-            blocks = coop_blocks(kern, per_sm, _BLOCK)
-            mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
             args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
                     arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
                     arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
                     arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
-            went = []
             ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
             ev0.record()
             events.append((ev0, ev1))
-
-            def go(b):
-                bb = (b // mult) * mult
-                if bb < 1:
-                    raise RuntimeError(f"phast: a grid of {b} blocks cannot serve {B} lanes "
-                                       f"(needs a multiple of {mult} blocks)")
-                kern((bb,), (_BLOCK,), args)
-                went.append(bb)
-
             if prep.levels:
-                launch_cooperative(go, blocks)
+                grid_used.append(launch_sweep(kern, args, B, V, per_sm))
                 launches += 1
-                grid_used.append(went[-1])
             if distances:
                 tot = k * n
                 k_d = aux.get_function(f"phast::phast_distances<{ct}>")
@@ -584,35 +631,14 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
                 host_syncs += 1
         end = cp.cuda.Event()
         end.record()
-    except BaseException:
-        # a launch that failed half-way may leave the kept search arrays off their rest
-        # state: the next call fills them again; what was enqueued runs out first (its
-        # pinned upload must not be freed under it)
-        from gpu_sssp.kernels.gpu.loader import drop_scratch
-
-        try:
-            cp.cuda.get_current_stream().synchronize()
-        except Exception:  # a dead context: nothing more to protect
-            pass
-        drop_scratch(here=True)
-        raise
-    finally:
-        if held:
-            turn.release()
     # every launch is enqueued: a concurrent call may queue its batches behind ours now;
     # our statistics come back on a side stream ordered after our end event only
-    take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
     side = cp.cuda.Stream(non_blocking=True)
     side.wait_event(end)
-    with side:
-        got = stats.reshape(3, -1)[:, cp.asarray(take)].get(stream=side)
+    reached_h, ecc_h, sum_h = stats_to_host(stats, starts, kmax, N, Bmax, stream=side)
     host_syncs += 1
     del src_pos_keep  # the stream is past its copy (our end event is done)
     kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
-    reached_h = got[0].astype(np.int64)
-    ecc_h = got[1].astype(np.float64)
-    sum_h = got[2].astype(np.int64)
-    ecc_h = np.where(reached_h > 0, ecc_h, np.nan)
     per_source = prep.m_up + prep.m_down
     relax = np.full(N, per_source, dtype=np.int64)
     counters = {

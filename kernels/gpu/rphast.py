@@ -33,7 +33,6 @@ import numpy as np
 from gpu_sssp.kernels.gpu.transfer import host_empty, to_host
 from gpu_sssp.kernels.result import Result
 
-_BLOCK = 256
 _SEL_KEY = "phast-selections"
 
 
@@ -133,8 +132,9 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     from gpu_sssp.kernels._gpu import cupy as _cupy
     from gpu_sssp.kernels._gpu import device_name
     from gpu_sssp.kernels.cpu_phast import targets_key
-    from gpu_sssp.kernels.gpu.loader import coop_blocks, launch_cooperative, load_module
-    from gpu_sssp.kernels.gpu.phast import _device_arrays, _pow2_at_least, plan_batches, source_positions
+    from gpu_sssp.kernels.gpu.loader import load_module
+    from gpu_sssp.kernels.gpu.phast import (_device_arrays, _kept_arrays_guard, _work_arrays, lanes_of,
+                                            launch_sweep, plan_batches, source_positions, stats_to_host)
 
     cp = _cupy()
     sources = np.asarray(sources, dtype=np.int64)
@@ -164,78 +164,56 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     else:
         tg_row = cp.asarray(prep.position[targets].astype(np.int32))
         first = cp.asarray(np.ones(T, dtype=np.uint8))
-    lab = cp.empty(max(rows * Bmax, 1), dtype=prep.label_dtype)
+    # the labels and the upward searches' arrays: kept on the device between calls, as
+    # phast's (the restricted sweep leaves the search arrays at rest too)
+    work = _work_arrays(graph, prep, rows, Bmax, True)
+    lab, upd, bucket, bcount = work["lab"], work["upd"], work["bucket"], work["bcount"]
     src_pos_d = cp.asarray(source_positions(prep, sources, starts, kmax, Bmax))
-    reached = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    ecc = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    total = cp.zeros((nb, Bmax), dtype=cp.uint64)
-    upd = cp.full(n * Bmax, 0xFFFFFFFF, dtype=cp.uint32)
-    bucket = cp.empty(n * Bmax, dtype=cp.int32)
-    bcount = cp.zeros(prep.levels * Bmax, dtype=cp.int32)
+    stats = cp.zeros((3, nb, Bmax), dtype=cp.uint64)  # reached, eccentricity, sum
+    reached, ecc, total = stats[0], stats[1], stats[2]
     mat_buf = cp.empty(kmax * T, dtype=cp.float64)
     out = host_empty((N, T), np.float64)
     events = []
     copy_s = 0.0
     launches = host_syncs = 0
     grid_used = []
-    for i, s0 in enumerate(starts):
-        k = min(kmax, N - s0)
-        B = _pow2_at_least(k)
-        V = 4 if B % 4 == 0 else 1
-        G = B // V
-        log_g = G.bit_length() - 1
-        per_sm = blocks_per_sm if blocks_per_sm is not None else (1 if B <= 32 else None)
-        if restricted:
-            kern = mod.get_function(f"phast::phast_restricted<{ct}, {V}>")
-            args = (np.int32(prep.levels), np.int32(len(sel.sel_level_ptr) - 1), np.int32(B), np.int32(log_g),
-                    arrs["level_ptr"], sd["sel_level_ptr"], sd["sel_pos"], sd["sdn_ptr"], sd["sdn_src"],
-                    sd["sdn_w"], src_pos_d[i], lab, arrs["level_of"], arrs["push_ptr"], arrs["push_head"],
-                    arrs["push_w"], upd, bucket, bcount)
-        else:
-            kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, true>")
-            args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
-                    arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
-                    arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
-                    arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
-        blocks = coop_blocks(kern, per_sm, _BLOCK)
-        mult = max(1, G // _BLOCK)  # the grid's thread count must be a multiple of G
-        went = []
-
-        def go(b, kern=kern, args=args, mult=mult, went=went, B=B):
-            bb = (b // mult) * mult
-            if bb < 1:
-                raise RuntimeError(f"phast: a grid of {b} blocks cannot serve {B} lanes "
-                                   f"(needs a multiple of {mult} blocks)")
-            kern((bb,), (_BLOCK,), args)
-            went.append(bb)
-
-        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-        ev0.record()
-        if prep.levels:
-            launch_cooperative(go, blocks)
-            launches += 1
-            grid_used.append(went[-1])
-        if T and k:
-            k_mat(((T + 31) // 32, (k + 31) // 32), (32, 8),
-                  (np.int32(B), np.int32(k), np.int32(T), tg_row, first, lab, mat_buf,
-                   np.int32(1 if restricted else 0), reached[i], ecc[i], total[i]))
-            launches += 1
-        ev1.record()
-        events.append((ev0, ev1))
-        ev1.synchronize()  # the copy's own time, not the kernels' it would wait for
-        host_syncs += 1
-        tc = time.perf_counter()
-        to_host(mat_buf[:k * T], out[s0:s0 + k])
-        copy_s += time.perf_counter() - tc
-        host_syncs += 1
+    with _kept_arrays_guard():
+        for i, s0 in enumerate(starts):
+            k = min(kmax, N - s0)
+            B, V, log_g, per_sm = lanes_of(k, blocks_per_sm)
+            if restricted:
+                kern = mod.get_function(f"phast::phast_restricted<{ct}, {V}>")
+                args = (np.int32(prep.levels), np.int32(len(sel.sel_level_ptr) - 1), np.int32(B), np.int32(log_g),
+                        arrs["level_ptr"], sd["sel_level_ptr"], sd["sel_pos"], sd["sdn_ptr"], sd["sdn_src"],
+                        sd["sdn_w"], src_pos_d[i], lab, arrs["level_of"], arrs["push_ptr"], arrs["push_head"],
+                        arrs["push_w"], upd, bucket, bcount)
+            else:
+                kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, true>")
+                args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
+                        arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
+                        arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
+                        arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
+            ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+            ev0.record()
+            if prep.levels:
+                grid_used.append(launch_sweep(kern, args, B, V, per_sm))
+                launches += 1
+            if T and k:
+                k_mat(((T + 31) // 32, (k + 31) // 32), (32, 8),
+                      (np.int32(B), np.int32(k), np.int32(T), tg_row, first, lab, mat_buf,
+                       np.int32(1 if restricted else 0), reached[i], ecc[i], total[i]))
+                launches += 1
+            ev1.record()
+            events.append((ev0, ev1))
+            ev1.synchronize()  # the copy's own time, not the kernels' it would wait for
+            host_syncs += 1
+            tc = time.perf_counter()
+            to_host(mat_buf[:k * T], out[s0:s0 + k])
+            copy_s += time.perf_counter() - tc
+            host_syncs += 1
     kernel_ms = float(sum(cp.cuda.get_elapsed_time(a, b) for a, b in events))
-    take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
-    take_d = cp.asarray(take)
-    reached_h = reached.reshape(-1)[take_d].get().astype(np.int64)
-    ecc_h = ecc.reshape(-1)[take_d].get().astype(np.float64)
-    sum_h = total.reshape(-1)[take_d].get().astype(np.int64)
-    host_syncs += 3
-    ecc_h = np.where(reached_h > 0, ecc_h, np.nan)
+    reached_h, ecc_h, sum_h = stats_to_host(stats, starts, kmax, N, Bmax)
+    host_syncs += 1
     relax = np.full(N, prep.m_up + (sel.arcs if restricted else prep.m_down), dtype=np.int64)
     counters = {
         "iterations": 2 * prep.levels,

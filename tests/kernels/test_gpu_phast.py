@@ -422,7 +422,7 @@ def test_gpu_kept_work_arrays(_gpu, monkeypatch):
 
     # a launch that fails half-way: the call raises, the kept arrays are dropped, the
     # turn is given back, the next call is exact
-    real = loader.launch_cooperative  # phast.solve imports it from the loader at each call
+    real = loader.launch_cooperative  # phast.launch_sweep calls it through the loader module
     calls = []
 
     def flaky(go, blocks, **kw):
