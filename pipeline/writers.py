@@ -226,6 +226,27 @@ class Journal:
         finally:
             os.close(fd)
 
+    def repair(self) -> int:
+        """Cut a last line torn by a crash (the bytes after the last newline: an entry
+        whose write was killed half-way, its batch not done) so that the file is valid
+        JSON Lines again for anyone who reads it; return the bytes cut.  Called when a
+        study resumes, under its folder's lock, before anything is appended."""
+        if not self.path.exists():
+            return 0
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if not size or os.pread(fd, 1, size - 1) == b"\n":
+                return 0
+            data = os.pread(fd, size, 0)
+            keep = data.rfind(b"\n") + 1
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        log.warning("%s: cut a journal line torn by a crash (%d bytes)", self.path, size - keep)
+        return size - keep
+
     def entries(self) -> list[dict]:
         if not self.path.exists():
             return []

@@ -230,6 +230,8 @@ class Study:
         self.lock.acquire()
         try:
             self._check_folder(resume)
+            if resume:
+                self.journal.repair()  # a line torn by the crash that stopped the last run
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
         except BaseException:
             self.close()

@@ -157,6 +157,15 @@ def test_writers_atomic_and_journal(tmp_path):
     with pytest.raises(TypeError):
         j.extend([{"batch": 6}, {"batch": 7, "x": object()}])
     assert [e["batch"] for e in j.entries()] == [0, 2, 4, 5]  # nothing of a failed extend
+    # a resume cuts a torn last line: the file is valid JSON Lines again, nothing else lost
+    assert j.repair() == 0
+    with open(tmp_path / "journal.jsonl", "a") as fh:
+        fh.write('{"batch": 8, "ro')
+    assert j.repair() == len('{"batch": 8, "ro')
+    raw = (tmp_path / "journal.jsonl").read_bytes()
+    assert raw.endswith(b"\n") and b'"batch": 8' not in raw
+    j.append({"batch": 9})
+    assert [e["batch"] for e in j.entries()] == [0, 2, 4, 5, 9]
 
 
 def test_distance_estimate_and_limit(tmp_path):
