@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy
 from gpu_sssp.kernels._gpu import device_name
+from gpu_sssp.kernels.gpu.clock import anchor, span
 from gpu_sssp.kernels.gpu.common import pred_names, predecessor_tree
 from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
 from gpu_sssp.kernels.order import locality_order
@@ -334,6 +335,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     if turn is not None:
         turn.acquire()
     try:
+        clock = anchor()
         start_ev.record()
         for ci, rows in enumerate(chunks):
             k = len(rows)
@@ -493,6 +495,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         "settle_visits": int(ll_h[:, _L_SUMA].sum()),
         "far_scans": int(ll_h[:, _L_SUMF].sum()),
         "ms_per_source": float(kernel_ms) / max(N, 1),
+        **span(clock, start_ev, end_ev),  # when the device ran this call
     }
     if predecessors:
         counters["predecessor_rounds"] = pred_rounds

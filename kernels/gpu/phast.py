@@ -517,6 +517,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     """
     from gpu_sssp.kernels._gpu import cupy as _cupy
     from gpu_sssp.kernels._gpu import device_name
+    from gpu_sssp.kernels.gpu.clock import anchor, span
     from gpu_sssp.kernels.gpu.transfer import to_device_async
 
     if options:
@@ -556,6 +557,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         kmax, Bmax, starts = plan_batches(graph, N, per_lane, batch_size)
         nb = len(starts)
         work = _work_arrays(graph, prep, rows, Bmax, search)
+        clock = anchor()
         lab, upd, bucket, bcount = work["lab"], work["upd"], work["bucket"], work["bcount"]
         # asynchronous upload: enqueued behind another call's sweeps without waiting for them
         src_pos_d, src_pos_keep = to_device_async(source_positions(prep, sources, starts, kmax, Bmax))
@@ -631,10 +633,15 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
                 host_syncs += 1
         end = cp.cuda.Event()
         end.record()
-    # every launch is enqueued: a concurrent call may queue its batches behind ours now;
-    # our statistics come back on a side stream ordered after our end event only
+    # every launch is enqueued: a concurrent call may queue its batches behind ours now.
+    # The host waits for our end event first (cuEventSynchronize holds no driver lock);
+    # only then do our statistics come back, on a side stream that our later neighbours
+    # do not use.  A pageable copy made to wait on the GPU instead (a side stream that
+    # waits on ``end``) blocked every other thread's CUDA calls - the next call's launches
+    # included - until our kernels ended: in a Dask worker the GPU turn was held 30 ms
+    # for 1 ms of launches (tests/pipeline/turn_trace.py)
+    end.synchronize()
     side = cp.cuda.Stream(non_blocking=True)
-    side.wait_event(end)
     reached_h, ecc_h, sum_h = stats_to_host(stats, starts, kmax, N, Bmax, stream=side)
     host_syncs += 1
     del src_pos_keep  # the stream is past its copy (our end event is done)
@@ -659,6 +666,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         "hierarchy_build_s": float(prep.hierarchy.build_s),
         "label_bytes_per_source": rows * isz,
     }
+    if events:
+        counters.update(span(clock, events[0][0], end))  # when the device ran this call
     counters.update(prep.summary())
     counters["label_type"] = str(prep.label_dtype)
     counters["label_rows"] = rows

@@ -161,7 +161,9 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         "solve_ms", "task_ms", ...}`` for the chunk as a whole; each batch's metadata holds
         the chunk's times apportioned by its share of the sources (``kernel_ms``,
         ``solve_ms``, ``load_ms``, ``wait_ms``, ``held_ms``, ``task_ms``; its own
-        ``write_ms``) and the chunk's ``started``/``ended``.  A product error
+        ``write_ms``) and the chunk's ``started``/``ended``.  A GPU solve adds
+        ``gpu_start``/``gpu_end`` (to the chunk and to each of its batches): when the
+        chunk's device work began and ended.  A product error
         (``SsspError``) comes back as ``{"batch": first index, "error": exc}``.
     """
     from gpu_sssp import kernels
@@ -226,14 +228,17 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         })
         a = b
     t3 = time.perf_counter()
+    gpu_span = {k: float(res.counters[k]) for k in ("gpu_start", "gpu_end") if k in res.counters}
     for m in metas:
         m["task_ms"] = (t3 - t0) * 1e3 * (m["rows"] / total)
         m["started"] = started
         m["ended"] = started + (t3 - t0)
+        m.update(gpu_span)  # the chunk's, as started/ended
     return {"batches": metas, "worker": worker, "task": task_key, "started": started, "ended": started + (t3 - t0),
             "rows": int(total), "kernel_ms": kernel_ms, "solve_ms": (t2 - t1) * 1e3,
             "write_ms": (t3 - t2) * 1e3, "load_ms": (t_load - t0) * 1e3, "wait_ms": (t1 - t_load) * 1e3,
-            "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device}
+            "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device,
+            **gpu_span}  # when the GPU ran the chunk (epoch seconds, kernels.gpu.clock); absent on CPUs
 
 
 def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,

@@ -58,7 +58,10 @@ def cluster_timings(tasks: list[dict], startup: dict | None = None, *, started_a
         worker's first batch), ``scheduler_overhead_s`` (sum of ``idle_s``: time a ready
         worker had nothing to run), ``dispatch_s`` (sum over workers of first task start
         minus ready: the first task's trip through the scheduler), ``drain_s``
-        (``collected_at`` minus the last task's end).
+        (``collected_at`` minus the last task's end).  Where tasks carry their device
+        work's ``gpu_start``/``gpu_end``, each worker adds ``gpu_busy_s``,
+        ``gpu_lead_s``, ``gpu_gaps_s`` and ``gpu_drain_s`` (:func:`_gpu_figures`) and the
+        run their sums (``gpu_busy_s_sum``, ...).
     """
     startup = startup or {}
     per: dict[str, dict] = {}
@@ -73,9 +76,13 @@ def cluster_timings(tasks: list[dict], startup: dict | None = None, *, started_a
         if ready is not None:  # a task that began before its worker was ready waited for it
             s = min(max(s, float(ready)), e)
         d["iv"].append((s, e))
+        if t.get("gpu_start") is not None and t.get("gpu_end") is not None:
+            d.setdefault("gpu", []).append((float(t["gpu_start"]), float(t["gpu_end"])))
+    solve_start = min((min(s for s, _ in d["iv"]) for d in per.values()), default=None)
     out: dict[str, dict] = {}
     for w, d in sorted(per.items()):
         iv = d.pop("iv")
+        gpu = d.pop("gpu", None)
         first = min(s for s, _ in iv)
         last = max(e for _, e in iv)
         busy = union_length(iv)
@@ -92,6 +99,8 @@ def cluster_timings(tasks: list[dict], startup: dict | None = None, *, started_a
                 row[k] = float(st[k])
         if st.get("warm_method"):
             row["warm_method"] = str(st["warm_method"])
+        if gpu:
+            row.update(_gpu_figures(gpu, solve_start, collected_at))
         out[w] = row
     finishes = [r["finish_s"] for r in out.values()]
     last_end = max((t["ended"] for t in tasks), default=None)
@@ -107,4 +116,21 @@ def cluster_timings(tasks: list[dict], startup: dict | None = None, *, started_a
         "dispatch_s": sum(r["dispatch_s"] for r in out.values() if r["dispatch_s"] is not None),
         "drain_s": (collected_at - float(last_end)) if last_end is not None else None,
         "tasks": len(tasks),
+        **{f"{k}_sum": sum(r[k] for r in out.values() if k in r)
+           for k in ("gpu_busy_s", "gpu_lead_s", "gpu_gaps_s", "gpu_drain_s")
+           if any(k in r for r in out.values())},
     }
+
+
+def _gpu_figures(spans, solve_start: float, collected_at: float) -> dict:
+    """One GPU's side of the solve wall (epoch ``spans`` of its calls' device work,
+    ``kernels.gpu.clock``): ``gpu_busy_s`` (their union), ``gpu_lead_s`` (from the
+    study's first task anywhere to this GPU's first kernel), ``gpu_gaps_s`` (idle
+    between its first and last kernel: the host fed it too slowly), ``gpu_drain_s``
+    (from its last kernel's end to the last batch collected: writing, reporting, other
+    GPUs' tails).  ``lead + busy + gaps + drain`` is the solve wall."""
+    busy = union_length(spans)
+    first = min(s for s, _ in spans)
+    last = max(e for _, e in spans)
+    return {"gpu_busy_s": busy, "gpu_lead_s": max(0.0, first - solve_start),
+            "gpu_gaps_s": max(0.0, (last - first) - busy), "gpu_drain_s": max(0.0, collected_at - last)}

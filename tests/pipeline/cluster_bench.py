@@ -246,6 +246,9 @@ def study_row(spec: dict, summary: dict, cli_wall: float, check: dict | None) ->
         "tasks_per_gpu": {w: d["tasks"] for w, d in workers.items()},
         "tail_s": ct.get("tail_s"), "scheduler_overhead_s": ct.get("scheduler_overhead_s"),
         "dispatch_s": ct.get("dispatch_s"), "drain_s": ct.get("drain_s"), "tasks": ct.get("tasks"),
+        # the GPUs' own clock (CUDA events): summed over GPUs, before the first kernel, idle
+        # between kernels, after the last; with the kernels' span they make up solve wall x GPUs
+        **{k: ct.get(f"{k}_sum") for k in ("gpu_lead_s", "gpu_gaps_s", "gpu_drain_s", "gpu_busy_s")},
         "batches": tm.get("schedule", {}).get("batches"),
         "startup": st, "per_worker": workers,
         "diameter": (summary.get("diameter") or {}).get("value"),
@@ -324,13 +327,13 @@ def markdown(rows: list[dict], sp: list[dict], meta: dict) -> str:
              f"Versions: {meta.get('versions', {})}", "",
              "| graph | sources | mode | GPUs | study wall s | solve wall s | CLI wall s | sources/s | kernel s | "
              "outside/kernel (wall) | outside/kernel (solve) | busy s per GPU | kernel s per GPU | tail s | sched. "
-             "overhead s | cluster start s | workers ready s | first batch s | graph / hierarchy load s | compile s | "
+             "overhead s | GPU lead / gaps / drain s | cluster start s | workers ready s | first batch s | graph / hierarchy load s | compile s | "
              "warm s | tasks / batches | check |",
-             "|" + "---|" * 23]
+             "|" + "---|" * 24]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['graph']} | {r['sources']} | {r['mode']} | {r['gpus']} | **{r['error']}** |"
-                         + " |" * 18 + f" CLI {fmt(r.get('cli_wall_s'))} s |")
+                         + " |" * 19 + f" CLI {fmt(r.get('cli_wall_s'))} s |")
             continue
         st = r.get("startup", {})
         busy = ", ".join(fmt(v) for _, v in sorted(r["busy_s"].items()))
@@ -344,6 +347,7 @@ def markdown(rows: list[dict], sp: list[dict], meta: dict) -> str:
             f"{fmt(r['cli_wall_s'], '.1f')} | {fmt(r['sources_per_s'], ',.0f')} | {fmt(r['kernel_s'], '.3f')} | "
             f"{fmt(r['outside_vs_kernel'], '.0f', 100, '%')} | {fmt(r.get('outside_vs_kernel_solve'), '.0f', 100, '%')} | "
             f"{busy} | {kern} | {fmt(r['tail_s'], '.3f')} | {fmt(r['scheduler_overhead_s'], '.3f')} | "
+            f"{fmt(r.get('gpu_lead_s'), '.3f')} / {fmt(r.get('gpu_gaps_s'), '.3f')} / {fmt(r.get('gpu_drain_s'), '.3f')} | "
             f"{fmt(st.get('cluster_start_s'), '.1f')} | {fmt(st.get('workers_ready_s'))} | {fmt(st.get('first_batch_s'))} | "
             f"{fmt(st.get('graph_load_s_max'))} / {fmt(st.get('hierarchy_load_s_max'))} | {fmt(st.get('compile_s_max'))} | "
             f"{fmt(st.get('warm_s_max'))} | {r.get('tasks')} / {r.get('batches')} | {chk_s} |")
@@ -364,6 +368,8 @@ def markdown(rows: list[dict], sp: list[dict], meta: dict) -> str:
               "solve wall: from the first task's start (the batches go out once every worker has loaded the graph) "
               "to the last batch collected; outside/kernel = (wall x GPUs - kernel) / kernel; "
               "tail: last GPU's finish minus the first's; sched. overhead: time a ready GPU had no task (summed); "
+              "GPU lead / gaps / drain (CUDA events, summed over GPUs): from the solve's start to a GPU's first kernel, "
+              "idle between its kernels, from its last kernel to the last batch collected; "
               "CLI wall: the whole `sssp study` process."]
     return "\n".join(lines) + "\n"
 
