@@ -73,19 +73,28 @@ def test_phast_studies_get_larger_batches():
 
     assert default_batch_size("phast", ["NVIDIA H200"], phast=True) == PHAST_GPU_BATCH_SIZE
     assert default_batch_size("phast", ["cpu", "cpu"], phast=True) == PHAST_CPU_BATCH_SIZE
+    # few sources: at least two batches per GPU worker, down to 1,024 sources per batch
+    h200 = ["NVIDIA H200"]
+    assert default_batch_size("phast", h200, phast=True, sources=264_346) == 8192
+    assert default_batch_size("phast", h200 * 4, phast=True, sources=264_346) == 8192
+    assert default_batch_size("phast", h200, phast=True, sources=16_384) == 8192
+    assert default_batch_size("phast", h200 * 2, phast=True, sources=16_384) == 4096
+    assert default_batch_size("phast", h200 * 4, phast=True, sources=16_384) == 2048
+    assert default_batch_size("phast", h200 * 4, phast=True, sources=3353) == 1024
+    assert default_batch_size("phast", ["cpu"] * 4, phast=True, sources=3353) == PHAST_CPU_BATCH_SIZE
     assert default_batch_size("auto", ["cpu"], phast=False) == CPU_BATCH_SIZE
     assert default_batch_size("batched", ["NVIDIA H200"], phast=False) == GPU_BATCH_SIZE
 
 
 def test_plan_resolves_phast_batch_size(tmp_path):
     pytest.importorskip("routingkit_ch")
-    from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE, PHAST_GPU_BATCH_SIZE,
+    from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE,
                                               plan_study)
     from gpu_sssp.pipeline.sources import plan_sources
 
     g = sssp.load_graph(ROME)
     sources = plan_sources(g, sources="all")
-    for algo, devices, want in (("phast", ["NVIDIA H200"], PHAST_GPU_BATCH_SIZE),
+    for algo, devices, want in (("phast", ["NVIDIA H200"], 1024),  # 3,353 sources: two batches or more
                                 ("phast", ["cpu", "cpu"], PHAST_CPU_BATCH_SIZE),
                                 ("dijkstra", ["cpu"], CPU_BATCH_SIZE)):
         plan = plan_study(g, ROME, sources, out=tmp_path / algo, algorithm=algo)
@@ -93,15 +102,15 @@ def test_plan_resolves_phast_batch_size(tmp_path):
 
 
 def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
-    """Statistics-only studies that sweep a hierarchy on GPU workers get 4,096-source
-    batches (one full sweep), on CPU workers 256; with distance outputs on GPUs, or
-    without phast, as before."""
+    """Statistics-only studies that sweep a hierarchy on GPU workers get up to 8,192-source
+    batches (two or more per worker: 1,024 for rome99's 3,353 sources on 4 GPUs), on CPU
+    workers 256; with distance outputs on GPUs, or without phast, as before."""
     pytest.importorskip("routingkit_ch")
     from gpu_sssp.pipeline.graph import read_parquet
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study import plan_study
     from gpu_sssp.pipeline.study.plan import (CPU_BATCH_SIZE, GPU_BATCH_SIZE, PHAST_CPU_BATCH_SIZE,
-                                              PHAST_GPU_BATCH_SIZE)
+                                              PHAST_GPU_MIN_BATCH_SIZE)
     from tests.pipeline.test_study_support import rome_parquet
 
     path = rome_parquet(tmp_path)
@@ -113,8 +122,9 @@ def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
         plan = plan_study(g, path, plan_sources(g, **src), out=tmp_path / "o", **kw)
         return plan.resolve_batch_size(devices)
 
-    assert size(gpu) == PHAST_GPU_BATCH_SIZE  # rome99: road-like, every vertex a source
-    assert size(gpu, algorithm="phast", random=10, seed=1) == PHAST_GPU_BATCH_SIZE
+    assert size(gpu) == PHAST_GPU_MIN_BATCH_SIZE  # rome99: road-like, every vertex a source
+    assert size(gpu[:1], sources="all") == 1024  # 3,353 // 2 = 1,676: still the smallest
+    assert size(gpu, algorithm="phast", random=10, seed=1) == PHAST_GPU_MIN_BATCH_SIZE
     assert size(gpu, outputs="stats,distances") == GPU_BATCH_SIZE
     assert size(gpu, random=10, seed=1) == GPU_BATCH_SIZE  # too few sources to build a hierarchy
     assert size(["cpu", "cpu"]) == PHAST_CPU_BATCH_SIZE  # warm CPU workers sweep all of rome99

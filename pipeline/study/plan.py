@@ -122,7 +122,8 @@ class StudyPlan:
         """Set the default batch size from the workers' devices when none was given (and
         from whether the study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
         if self.batch_size is None:
-            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices)))
+            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),
+                                                   sources=self.sources.count))
         return self.batch_size
 
     def sweeps_hierarchy(self, devices) -> bool:
@@ -247,15 +248,21 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
 GPU_BATCH_SIZE = 512
 CPU_BATCH_SIZE = 64
-#: phast studies: a sweep's cost hardly depends on the batch (NY, H200: 1.06 us per source
-#: at 4,096 lanes, 1.49 at 1,024; ``kernels.gpu.phast.DEFAULT_MAX_BATCH``), a batch's
-#: fixed cost does (NY all sources on one H200: 517 batches of 512 took 9.6 s of study
-#: wall for 0.55 s of kernel time, the rest per-batch scheduling, results and files)
-PHAST_GPU_BATCH_SIZE = 4096
+#: phast studies: a sweep's cost per source falls with the batch (NY, H200: 1.49 / 1.20 /
+#: 1.06 / 1.03 us at 1,024 / 2,048 / 4,096 / 8,192 lanes; the kernel splits a batch into
+#: sweeps that fit the device, ``kernels.gpu.phast.plan_batches``), and each batch has a
+#: fixed cost on the worker's host (its statistics file, 2 ms; its task's round trips).
+#: With 4,096-source batches an all-NY study on one H200 spent 11-19% of its kernel time
+#: outside kernels, the GPU idle between the tail's one-batch tasks (4.3 ms of sweep each);
+#: with 8,192, 5.5% and no idle gaps (``tests/pipeline/turn_trace.py``, 2026-11-22).
+PHAST_GPU_BATCH_SIZE = 8192
+#: ... but a study of few sources keeps at least two batches per worker (so that no GPU
+#: idles while another has the whole study), down to this size
+PHAST_GPU_MIN_BATCH_SIZE = 1024
 PHAST_CPU_BATCH_SIZE = 256
 
 
-def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
+def default_batch_size(algorithm: str, devices, *, phast: bool = False, sources: int | None = None) -> int:
     """Sources per batch when neither the caller nor the config sets it.
 
     Decided by what the workers are (``devices``: each worker's device as
@@ -277,6 +284,9 @@ def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
         The study sweeps a hierarchy (``phast``; :meth:`StudyPlan.sweeps_hierarchy`): one
         sweep serves a whole batch, so batches are larger (``PHAST_*_BATCH_SIZE``; the GPU
         kernel splits a batch further when the device's memory asks for it).
+    sources : int, optional
+        The study's source count: a GPU ``phast`` study halves its batch (down to
+        ``PHAST_GPU_MIN_BATCH_SIZE``) until every worker gets two batches or more.
     """
     from gpu_sssp import kernels
 
@@ -287,6 +297,13 @@ def default_batch_size(algorithm: str, devices, *, phast: bool = False) -> int:
     else:  # auto, or a method on both backends (phast): the workers' devices decide
         devices = list(devices)
         gpu = bool(devices) and all(d != "cpu" for d in devices)
+    if phast and gpu:
+        size = PHAST_GPU_BATCH_SIZE
+        if sources:
+            share = int(sources) // (2 * max(1, len(list(devices))))
+            while size > PHAST_GPU_MIN_BATCH_SIZE and size > share:
+                size //= 2
+        return size
     if phast:
-        return PHAST_GPU_BATCH_SIZE if gpu else PHAST_CPU_BATCH_SIZE
+        return PHAST_CPU_BATCH_SIZE
     return GPU_BATCH_SIZE if gpu else CPU_BATCH_SIZE

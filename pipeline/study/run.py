@@ -285,6 +285,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     if pending:
         futures: dict = {}
         failed_batch = None
+        restore_stream = None
         try:
             reg = register_graph(client, plan, backend, cluster_info.get("devices"))
             mode = str(setting("study.schedule", None, default="guided"))
@@ -311,6 +312,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 for f in got:
                     ac.add(f)
 
+            restore_stream = _prompt_client_stream(client)
             submit(sched.take(inflight))
             # results are fetched in the background as tasks finish (not one round trip
             # per task in this loop), and batches that finish together are journaled
@@ -326,6 +328,12 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                     else:
                         metas.extend(got["batches"])
                         run_tasks.append({k: v for k, v in got.items() if k != "batches"})
+                if error is None and sched:
+                    # the next chunks go out first: the client's stream to the scheduler
+                    # sends at most every 10 ms, and a release of the finished keys sent
+                    # just before would hold them back that long (the GPU ran dry between
+                    # the tail's short tasks); the journal's fsync waits too
+                    submit(sched.take(freed))
                 # journaled chunks' futures are dropped here: the scheduler then
                 # forgets their results, and a worker that dies later does not make it
                 # solve them again (a held future of a lost result is recomputed)
@@ -338,9 +346,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 if error is not None:
                     failed_batch, exc = error
                     raise exc
-                if sched:
-                    submit(sched.take(freed))
+            restore_stream()
         except BaseException as exc:
+            if restore_stream is not None:
+                restore_stream()
             client.cancel(list(futures))
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             study.stop(exc, batch=failed_batch)
@@ -381,6 +390,32 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+#: seconds between the client's messages to the scheduler while a study runs
+CLIENT_SEND_INTERVAL = 0.001
+
+
+def _prompt_client_stream(client):
+    """Let the client's messages to the scheduler (new chunks, released keys) go out
+    within :data:`CLIENT_SEND_INTERVAL` instead of Dask's 10 ms batching interval; returns
+    the function that puts the old interval back.
+
+    Dask's client batches its messages to the scheduler and sends at most one batch per
+    10 ms (``distributed.batched.BatchedSend``, not configurable): at a study's tail, where
+    a task runs 4-9 ms on the GPU, a new chunk waited up to 10 ms on the client and the
+    GPU ran dry meanwhile.  Best effort: a client without that stream is left alone."""
+    comm = getattr(client, "scheduler_comm", None)
+    old = getattr(comm, "interval", None)
+    if not isinstance(old, (int, float)) or old <= CLIENT_SEND_INTERVAL:
+        return lambda: None
+    comm.interval = CLIENT_SEND_INTERVAL
+
+    def restore():
+        if getattr(client, "scheduler_comm", None) is comm:
+            comm.interval = old
+
+    return restore
 
 
 def _board(client, plan, study, prefix, cluster_info):

@@ -115,3 +115,76 @@ def test_cluster_timings_busy_tail_idle():
     # a worker whose graph was loaded by an earlier study: no start-up figures
     ct2 = cluster_timings(tasks[:2], {}, started_at=t0, collected_at=t0 + 2.0)
     assert ct2["workers"]["a"]["ready_s"] is None and ct2["workers"]["a"]["busy_s"] == pytest.approx(1.9)
+
+
+def test_cluster_timings_gpu_side():
+    """Tasks carrying their device work's span: per GPU, lead + busy + gaps + drain is
+    the solve wall (from the first task anywhere to the last batch collected)."""
+    t0 = 1000.0
+    tasks = [
+        {"worker": "a", "started": t0 + 0.10, "ended": t0 + 0.6, "kernel_ms": 400, "rows": 4,
+         "gpu_start": t0 + 0.12, "gpu_end": t0 + 0.50},
+        {"worker": "a", "started": t0 + 0.11, "ended": t0 + 1.0, "kernel_ms": 300, "rows": 4,
+         "gpu_start": t0 + 0.50, "gpu_end": t0 + 0.80},  # queued right behind: no gap
+        {"worker": "a", "started": t0 + 0.7, "ended": t0 + 1.2, "kernel_ms": 100, "rows": 4,
+         "gpu_start": t0 + 0.95, "gpu_end": t0 + 1.05},  # the GPU ran dry 0.80 .. 0.95
+        {"worker": "b", "started": t0 + 0.2, "ended": t0 + 1.1, "kernel_ms": 800, "rows": 8,
+         "gpu_start": t0 + 0.25, "gpu_end": t0 + 1.0},
+        {"worker": "c", "started": t0 + 0.3, "ended": t0 + 0.9, "kernel_ms": 500, "rows": 5},  # a CPU task
+    ]
+    ct = cluster_timings(tasks, {}, started_at=t0, collected_at=t0 + 1.3)
+    a, b, c = (ct["workers"][w] for w in "abc")
+    assert a["gpu_busy_s"] == pytest.approx(0.78)
+    assert a["gpu_lead_s"] == pytest.approx(0.02) and a["gpu_gaps_s"] == pytest.approx(0.15)
+    assert a["gpu_drain_s"] == pytest.approx(0.25)
+    solve_wall = 1.3 - 0.1
+    for w in (a, b):
+        assert w["gpu_lead_s"] + w["gpu_busy_s"] + w["gpu_gaps_s"] + w["gpu_drain_s"] == pytest.approx(solve_wall)
+    assert b["gpu_lead_s"] == pytest.approx(0.15) and b["gpu_gaps_s"] == pytest.approx(0.0)
+    assert "gpu_busy_s" not in c
+    assert ct["gpu_gaps_s_sum"] == pytest.approx(0.15) and ct["gpu_drain_s_sum"] == pytest.approx(0.55)
+    assert "gpu_busy_s_sum" not in cluster_timings(tasks[4:], {}, started_at=t0, collected_at=t0 + 1.0)
+
+
+def test_prompt_client_stream_sets_and_restores_the_interval():
+    from types import SimpleNamespace
+
+    from gpu_sssp.pipeline.study.run import CLIENT_SEND_INTERVAL, _prompt_client_stream
+
+    comm = SimpleNamespace(interval=0.01)
+    client = SimpleNamespace(scheduler_comm=comm)
+    restore = _prompt_client_stream(client)
+    assert comm.interval == CLIENT_SEND_INTERVAL
+    restore()
+    assert comm.interval == 0.01
+    # a client that reconnected meanwhile keeps its new stream as it is
+    restore = _prompt_client_stream(client)
+    client.scheduler_comm = SimpleNamespace(interval=0.01)
+    restore()
+    assert comm.interval == CLIENT_SEND_INTERVAL and client.scheduler_comm.interval == 0.01
+    # no such stream (another client class), or already quicker: left alone
+    _prompt_client_stream(SimpleNamespace())()
+    quick = SimpleNamespace(scheduler_comm=SimpleNamespace(interval=0.0005))
+    _prompt_client_stream(quick)()
+    assert quick.scheduler_comm.interval == 0.0005
+
+
+def test_a_study_leaves_the_clients_stream_as_it_was(tmp_path):
+    """The real client's BatchedSend is what the run loop speeds up and puts back."""
+    import gpu_sssp
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study.run import CLIENT_SEND_INTERVAL
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        before = client.scheduler_comm.interval
+        assert before > 0.001  # Dask's 10 ms: this test watches what the run changes
+        seen = []
+        s = gpu_sssp.study(path, random=64, seed=1, out=str(tmp_path / "s"), client=client, algorithm="dijkstra",
+                           on_batch=lambda meta, study: seen.append(client.scheduler_comm.interval))
+        assert s["complete"] and seen
+        assert set(seen) == {CLIENT_SEND_INTERVAL}  # quick while the batches came back
+        assert client.scheduler_comm.interval == before
