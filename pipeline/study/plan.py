@@ -119,8 +119,9 @@ class StudyPlan:
         self.batches = self.sources.batches(batch_size)
 
     def resolve_batch_size(self, devices) -> int:
-        """Set the default batch size from the workers' devices when none was given (and
-        from whether the study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
+        """Set the default batch size from the workers' devices (one entry per worker,
+        ``pipeline.study.run.worker_devices``) when none was given (and from whether the
+        study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
         if self.batch_size is None:
             self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),
                                                    sources=self.sources.count))

@@ -265,7 +265,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
 
                 cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
-            plan.resolve_batch_size(cluster_info["devices"])
+            plan.resolve_batch_size(worker_devices(cluster_info))
         study.start(cluster_info)
     except BaseException:
         study.close()
@@ -390,6 +390,15 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def worker_devices(cluster_info: dict) -> list:
+    """Each worker's device, one entry per worker (``describe_cluster``'s ``devices`` names
+    each kind once): what the default batch size is decided from."""
+    workers = cluster_info.get("worker_list")
+    if workers:
+        return [str(w.get("device", "cpu")) for w in workers]
+    return list(cluster_info.get("devices") or [])
 
 
 #: seconds between the client's messages to the scheduler while a study runs
@@ -551,7 +560,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     try:
         info = describe_cluster(handle)
         info["start_s"] = time.perf_counter() - t_cluster if close else None  # started here
-        plan.resolve_batch_size(info["devices"])
+        plan.resolve_batch_size(worker_devices(info))
         if on_cluster is not None:
             on_cluster(info, plan, folder)
         return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,

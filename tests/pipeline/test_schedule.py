@@ -188,3 +188,17 @@ def test_a_study_leaves_the_clients_stream_as_it_was(tmp_path):
         assert s["complete"] and seen
         assert set(seen) == {CLIENT_SEND_INTERVAL}  # quick while the batches came back
         assert client.scheduler_comm.interval == before
+
+
+def test_worker_devices_counts_every_worker():
+    """The default batch size is decided per worker: two H200 workers are two entries
+    (``describe_cluster``'s ``devices`` names the kind once; passing that made a 16,384-source
+    study on 2 GPUs get 8,192-source batches, one per GPU and none to spare)."""
+    from gpu_sssp.pipeline.study.plan import default_batch_size
+    from gpu_sssp.pipeline.study.run import worker_devices
+
+    info = {"devices": ["NVIDIA H200"], "workers": 2,
+            "worker_list": [{"device": "NVIDIA H200"}, {"device": "NVIDIA H200"}]}
+    assert worker_devices(info) == ["NVIDIA H200", "NVIDIA H200"]
+    assert default_batch_size("auto", worker_devices(info), phast=True, sources=16_384) == 4096
+    assert worker_devices({"devices": ["cpu"]}) == ["cpu"]
