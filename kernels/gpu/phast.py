@@ -436,14 +436,17 @@ def launch_sweep(kern, args, B: int, V: int, per_sm) -> int:
 
 def stats_to_host(stats, starts, kmax: int, N: int, Bmax: int, stream=None):
     """``(reached, eccentricity, sum of distances)`` of ``N`` sources from the per-batch
-    lane rows ``stats`` (``(3, batches, Bmax)`` uint64), gathered on the device and copied
-    in one transfer (on ``stream`` when given); eccentricity NaN where nothing was reached."""
-    from gpu_sssp.kernels._gpu import cupy as _cupy
+    lane rows ``stats`` (``(3, batches, Bmax)`` uint64), copied whole in one transfer (on
+    ``stream`` when given) and the used lanes picked on the host; eccentricity NaN where
+    nothing was reached.
 
-    cp = _cupy()
+    No kernel: the copy runs on a copy engine beside whatever the device is running.  A
+    gather kernel (the lanes picked on the device) waited for the next call's sweep, a
+    cooperative kernel that holds every SM, so a study's task got its statistics 4-5 ms
+    after its own kernels had ended (``tests/pipeline/turn_trace.py``)."""
     take = np.concatenate([np.arange(min(kmax, N - s0)) + i * Bmax for i, s0 in enumerate(starts)])
     with (stream if stream is not None else contextlib.nullcontext()):
-        got = stats.reshape(3, -1)[:, cp.asarray(take)].get(stream=stream)
+        got = stats.reshape(3, -1).get(stream=stream)[:, take]
     reached = got[0].astype(np.int64)
     return reached, np.where(reached > 0, got[1].astype(np.float64), np.nan), got[2].astype(np.int64)
 

@@ -93,10 +93,41 @@ def install():
                 st["gc"].append((info["generation"], round(d, 2), info.get("collected")))
 
     def reset():
+        st["io"].clear()
         st["episodes"].clear()
         st["gc"].clear()
         st["lag"].clear()
 
+    # where a task's time goes after its kernels end: the solve's return, each write's parts
+    import gpu_sssp.kernels as K
+    from gpu_sssp.pipeline import writers
+
+    st["io"] = []
+
+    def timed(name, fn):
+        def wrapper(*a, **kw):
+            t = _t.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                st["io"].append((name, (_t.perf_counter() - t) * 1e3, threading.get_ident(), _t.time()))
+        return wrapper
+
+    solve0 = K.solve
+
+    def solve(*a, **kw):
+        res = solve0(*a, **kw)
+        end = res.counters.get("gpu_end")
+        if end is not None:
+            st["io"].append(("solve returned after gpu_end", (_t.time() - end) * 1e3, threading.get_ident(),
+                             _t.time()))
+        return res
+
+    K.solve = solve
+    task._write_batch = timed("write_batch", task._write_batch)
+    writers.pq.write_table = timed("pq.write_table", writers.pq.write_table)
+    writers.os.fsync = timed("os.fsync", writers.os.fsync)
+    writers.os.replace = timed("os.replace", writers.os.replace)
     gc.callbacks.append(gccb)
     threading.Thread(target=sampler, name="turn-sampler", daemon=True).start()
     st["reset"] = reset
@@ -122,7 +153,14 @@ def collect():
             for name, s in others.items():
                 if s and "sleep" not in s[0] and "wait" not in s[0] and "select" not in s[0]:
                     other_tops[f"{name.split('-')[0]}: " + " < ".join(s)] += 1
+    io = {}
+    for name, ms, _tid, _at in st["io"]:
+        io.setdefault(name, []).append(ms)
+    io_digest = {k: {"n": len(v), "median": float(np.median(v)), "max": float(max(v)), "sum": float(sum(v))}
+                 for k, v in io.items()}
+    last = sorted(st["io"], key=lambda x: x[3])[-8:]
     return {
+        "io": io_digest, "io_last": [(n, round(ms, 2)) for n, ms, _tid, _at in last],
         "turns": len(eps), "held_ms_sum": float(held.sum()), "held_ms_p50": float(np.median(held)),
         "held_ms_p90": float(np.percentile(held, 90)), "held_ms_max": float(held.max()),
         "lag_ms_p50": float(np.median(lag)), "lag_ms_p99": float(np.percentile(lag, 99)),
@@ -187,6 +225,9 @@ def study_once(client, g, pq_path, label, results, **kw):
           f"{row['gc_ms_sum']:.1f} ms", flush=True)
     print(f"  GPU lead {fmt_ms(row['gpu_lead_s'])} busy {fmt_ms(row['gpu_busy_s'])} gaps "
           f"{fmt_ms(row['gpu_gaps_s'])} drain {fmt_ms(row['gpu_drain_s'])} ms")
+    for k, v in row["io"].items():
+        print(f"  {k}: n {v['n']} median {v['median']:.2f} max {v['max']:.2f} sum {v['sum']:.1f} ms")
+    print("  last timed steps:", row["io_last"])
     print("  chunks (ms from the first task: started, GPU start-end, ended; GPU idle before; batches):")
     for c in row["timeline"]:
         print(f"    {c['started']:7.1f} {c['gpu_start']:7.1f}-{c['gpu_end']:7.1f} {c['ended']:7.1f} "
@@ -249,12 +290,12 @@ def main():
     results = []
     fsync_bench()
     variants = [
-        ("default", {}, [("warm", {}), ("default", {}), ("default again", {}), ("gc disabled", "gc"),
-                         ("batch 4096", {"batch_size": 4096}), ("batch 4096 again", {"batch_size": 4096}),
+        ("default", {}, [("warm", {}), ("default", {}), ("default again", {}),
+                         ("batch 4096", {"batch_size": 4096}),
                          ("random 16384", {"random": 16384, "seed": 1, "sources": None}),
+                         ("random 16384 again", {"random": 16384, "seed": 2, "sources": None}),
                          ("random 16384, batch 4096", {"random": 16384, "seed": 1, "sources": None,
                                                        "batch_size": 4096})]),
-        ("4 threads", {"sssp.cluster.threads-per-gpu": 4}, [("warm", {}), ("4 threads", {})]),
     ]
     for name, config, runs in variants:
         with dask.config.set(config):
