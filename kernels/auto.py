@@ -111,11 +111,14 @@ def choose(graph, n_sources: int, backend: str) -> str:
 
 
 def _warm_here() -> bool:
-    """Whether this process already loaded the CPU phast kernels (without importing Numba)."""
+    """Whether this process already loaded the CPU phast kernels (without importing Numba).
+
+    Another thread may be importing ``cpu_phast`` right now (a worker's warm-up): the
+    module is then in ``sys.modules`` before its ``_WARM`` exists, and it is not warm."""
     import sys
 
-    mod = sys.modules.get("gpu_sssp.kernels.cpu_phast")
-    return mod is not None and mod._WARM.is_set()
+    warm = getattr(sys.modules.get("gpu_sssp.kernels.cpu_phast"), "_WARM", None)
+    return warm is not None and warm.is_set()
 
 
 def cpu_phast_min_sources(graph, warm: bool = False) -> int:

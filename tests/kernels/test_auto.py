@@ -31,3 +31,23 @@ def test_gpu_rule():
     assert choose(dense, 64, "gpu") == "batched"
     # negative weights: every preferred method accepts them
     assert choose(_graph(1000, 2.5, negative=True), 1, "gpu") == "hbf"
+
+
+def test_warm_check_during_another_threads_import(monkeypatch):
+    """While a worker's warm-up thread imports cpu_phast, the module sits in sys.modules
+    without its ``_WARM`` yet: ``auto`` in a task thread must read "not warm", not fail
+    (it raised AttributeError "partially initialized module" in a study once)."""
+    import sys
+    import threading
+    import types
+
+    from gpu_sssp.kernels import auto
+
+    monkeypatch.setitem(sys.modules, "gpu_sssp.kernels.cpu_phast", types.ModuleType("gpu_sssp.kernels.cpu_phast"))
+    assert auto._warm_here() is False
+    ready = types.ModuleType("gpu_sssp.kernels.cpu_phast")
+    ready._WARM = threading.Event()
+    monkeypatch.setitem(sys.modules, "gpu_sssp.kernels.cpu_phast", ready)
+    assert auto._warm_here() is False
+    ready._WARM.set()
+    assert auto._warm_here() is True
