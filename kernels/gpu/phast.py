@@ -412,6 +412,16 @@ def lanes_of(k: int, blocks_per_sm=None) -> tuple[int, int, int, int | None]:
     return B, V, (B // V).bit_length() - 1, per_sm
 
 
+def sweep_args(prep: Prepared, arrs: dict, work: dict, B: int, log_g: int, src_pos, reached, ecc, total) -> tuple:
+    """One batch's arguments of ``phast_sweep`` (in the order of its parameters in
+    ``phast.cu``): the layout's device arrays (:func:`_device_arrays`), the kept work
+    arrays (:func:`_work_arrays`), the batch's source positions and statistics rows."""
+    return (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
+            arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
+            arrs["row"], src_pos, work["lab"], reached, ecc, total, arrs["level_of"],
+            arrs["push_ptr"], arrs["push_head"], arrs["push_w"], work["upd"], work["bucket"], work["bcount"])
+
+
 def launch_sweep(kern, args, B: int, V: int, per_sm) -> int:
     """One cooperative launch of a sweep kernel for ``B`` lanes of ``V`` labels per thread
     (a grid of as many resident blocks as fit, halved while the device refuses it, and a
@@ -561,7 +571,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         nb = len(starts)
         work = _work_arrays(graph, prep, rows, Bmax, search)
         clock = anchor()
-        lab, upd, bucket, bcount = work["lab"], work["upd"], work["bucket"], work["bcount"]
+        lab = work["lab"]
         # asynchronous upload: enqueued behind another call's sweeps without waiting for them
         src_pos_d, src_pos_keep = to_device_async(source_positions(prep, sources, starts, kmax, Bmax))
         stats = cp.zeros((3, nb, Bmax), dtype=cp.uint64)  # reached, eccentricity, sum
@@ -584,10 +594,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
             k = min(kmax, N - s0)
             B, V, log_g, per_sm = lanes_of(k, blocks_per_sm)
             kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, {sname}>")
-            args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
-                    arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
-                    arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
-                    arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
+            args = sweep_args(prep, arrs, work, B, log_g, src_pos_d[i], reached[i], ecc[i], total[i])
             ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
             ev0.record()
             events.append((ev0, ev1))

@@ -134,7 +134,8 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     from gpu_sssp.kernels.cpu_phast import targets_key
     from gpu_sssp.kernels.gpu.loader import load_module
     from gpu_sssp.kernels.gpu.phast import (_device_arrays, _kept_arrays_guard, _work_arrays, lanes_of,
-                                            launch_sweep, plan_batches, source_positions, stats_to_host)
+                                            launch_sweep, plan_batches, source_positions, stats_to_host,
+                                            sweep_args)
 
     cp = _cupy()
     sources = np.asarray(sources, dtype=np.int64)
@@ -189,10 +190,7 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
                         arrs["push_w"], upd, bucket, bcount)
             else:
                 kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, true>")
-                args = (np.int32(prep.levels), np.int32(B), np.int32(log_g), arrs["level_ptr"], arrs["up_end"],
-                        arrs["up_ptr"], arrs["up_src"], arrs["up_w"], arrs["dn_ptr"], arrs["dn_src"], arrs["dn_w"],
-                        arrs["row"], src_pos_d[i], lab, reached[i], ecc[i], total[i], arrs["level_of"],
-                        arrs["push_ptr"], arrs["push_head"], arrs["push_w"], upd, bucket, bcount)
+                args = sweep_args(prep, arrs, work, B, log_g, src_pos_d[i], reached[i], ecc[i], total[i])
             ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
             ev0.record()
             if prep.levels:
