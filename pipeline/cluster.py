@@ -281,6 +281,16 @@ def describe_cluster(handle: ClusterHandle) -> dict:
             "dashboard": handle.dashboard_link}
 
 
+def worker_devices(info: dict) -> list:
+    """Each worker's device, one entry per worker, from :func:`describe_cluster`'s
+    ``info`` (its ``devices`` names each kind once): what a study's default batch size is
+    decided from (``pipeline.study.plan.default_batch_size``)."""
+    workers = info.get("worker_list")
+    if workers:
+        return [str(w.get("device", "cpu")) for w in workers]
+    return list(info.get("devices") or [])
+
+
 def _accepts_n_workers(client) -> bool:
     import inspect
 

@@ -120,7 +120,7 @@ class StudyPlan:
 
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,
-        ``pipeline.study.run.worker_devices``) when none was given (and from whether the
+        ``pipeline.cluster.worker_devices``) when none was given (and from whether the
         study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
         if self.batch_size is None:
             self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),

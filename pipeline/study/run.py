@@ -261,9 +261,9 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         study = Study(plan, resume=resume)
     try:
         if plan.batch_size is None or cluster_info is None:
-            if cluster_info is None:
-                from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster
+            from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, worker_devices
 
+            if cluster_info is None:
                 cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
             plan.resolve_batch_size(worker_devices(cluster_info))
         study.start(cluster_info)
@@ -346,14 +346,14 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 if error is not None:
                     failed_batch, exc = error
                     raise exc
-            restore_stream()
         except BaseException as exc:
-            if restore_stream is not None:
-                restore_stream()
             client.cancel(list(futures))
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             study.stop(exc, batch=failed_batch)
             raise
+        finally:
+            if restore_stream is not None:
+                restore_stream()
     wall = time.perf_counter() - t0
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)
@@ -390,15 +390,6 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
-
-
-def worker_devices(cluster_info: dict) -> list:
-    """Each worker's device, one entry per worker (``describe_cluster``'s ``devices`` names
-    each kind once): what the default batch size is decided from."""
-    workers = cluster_info.get("worker_list")
-    if workers:
-        return [str(w.get("device", "cpu")) for w in workers]
-    return list(cluster_info.get("devices") or [])
 
 
 #: seconds between the client's messages to the scheduler while a study runs
@@ -516,7 +507,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         the run was interrupted; finished batches stay recorded for ``resume`` and the
         manifest says ``failed`` (with the reason) or ``interrupted``.
     """
-    from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster
+    from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster, worker_devices
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings

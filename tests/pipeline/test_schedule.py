@@ -195,7 +195,7 @@ def test_worker_devices_counts_every_worker():
     (``describe_cluster``'s ``devices`` names the kind once; passing that made a 16,384-source
     study on 2 GPUs get 8,192-source batches, one per GPU and none to spare)."""
     from gpu_sssp.pipeline.study.plan import default_batch_size
-    from gpu_sssp.pipeline.study.run import worker_devices
+    from gpu_sssp.pipeline.cluster import worker_devices
 
     info = {"devices": ["NVIDIA H200"], "workers": 2,
             "worker_list": [{"device": "NVIDIA H200"}, {"device": "NVIDIA H200"}]}
