@@ -13,15 +13,6 @@ from tests.kernels.test_gpu_phast import rome99
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cp():
-    if kernels.device_count() == 0:
-        pytest.skip("no CUDA device visible")
-    import cupy
-
-    return cupy
-
-
 def _busy(cp, ms: float):
     """Enqueue about ``ms`` of device work (a spin kernel)."""
     spin = cp.RawKernel(r'''

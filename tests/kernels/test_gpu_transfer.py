@@ -4,18 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpu_sssp import kernels
-
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def cp():
-    if kernels.device_count() == 0:
-        pytest.skip("no CUDA device visible")
-    import cupy
-
-    return cupy
 
 
 @pytest.mark.parametrize("nbytes", [8, 1 << 20, (1 << 20) * 5 + 24, (1 << 22) + 8])
