@@ -205,9 +205,10 @@ class GraphPlugin(WorkerPlugin):
             self.timings["warm_sources"] = int(len(sources))
             # the first batch's statistics file then pays no Parquet set-up either
             from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
-            from gpu_sssp.pipeline.writers import parquet_bytes
+            from gpu_sssp.pipeline.writers import STATS_COMPRESSION, parquet_bytes
 
-            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), use_dictionary=STATS_DICTIONARY_COLUMNS)
+            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), use_dictionary=STATS_DICTIONARY_COLUMNS,
+                          compression=STATS_COMPRESSION)
             return method
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)

@@ -21,6 +21,10 @@ import pyarrow.parquet as pq
 log = logging.getLogger(__name__)
 
 TMP_MARK = ".tmp-"
+#: codec of a study's per-batch statistics files: small files on a task's critical path,
+#: where snappy encodes a 8,192-row file in about half zstd's time (0.7 against 1.3 ms on
+#: the development machine) for 25% more bytes
+STATS_COMPRESSION = "snappy"
 
 
 def batch_name(index: int) -> str:
@@ -45,8 +49,21 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_MADE_DIRS: set = set()
+
+
+def _ensure_dir(folder: Path) -> None:
+    """Create ``folder`` once per process (a study writes hundreds of files into a few
+    folders; each ``mkdir`` call is a system call on the task's critical path)."""
+    key = os.fspath(folder)
+    if key in _MADE_DIRS and folder.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    _MADE_DIRS.add(key)
+
+
 @contextlib.contextmanager
-def atomic_path(path, *, fsync: bool = True):
+def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
     """Yield a temporary path next to ``path``; rename it over ``path`` on success.
 
     The one mechanism behind every output of the project that is not streamed: the
@@ -58,8 +75,14 @@ def atomic_path(path, *, fsync: bool = True):
     path : str or os.PathLike
         Final name; its folder is created when missing.
     fsync : bool
-        Flush the file and its folder to disk (survives a power loss, not only a
+        Flush the file to disk before the rename (survives a power loss, not only a
         killed process; the rename alone already protects against the latter).
+    fsync_folder : bool, optional
+        Flush the folder after the rename too (default: as ``fsync``).  Without it a
+        power loss may forget the rename - the file is then missing, never partial.
+        A study's statistics file skips it: a resume redoes a batch whose statistics
+        file is missing, and the study flushes the folder once at its end
+        (:func:`fsync_folder`).
 
     Raises
     ------
@@ -68,19 +91,31 @@ def atomic_path(path, *, fsync: bool = True):
         ``path`` is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_dir(path.parent)
     tmp = _temp_for(path)
     try:
         yield tmp
-        if fsync and tmp.exists():
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
+        if fsync:
+            try:
+                fd = os.open(tmp, os.O_RDONLY)
+            except FileNotFoundError:  # the caller wrote nothing: os.replace says so below
+                fd = None
+            if fd is not None:
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    if fsync:
+    if fsync if fsync_folder is None else fsync_folder:
         _fsync_dir(path.parent)
+
+
+def fsync_folder(folder) -> None:
+    """Flush a folder's entries to disk (best effort; see :func:`atomic_path`)."""
+    _fsync_dir(Path(folder))
 
 
 def _parquet_options(compression: str, use_dictionary) -> dict:
@@ -90,7 +125,8 @@ def _parquet_options(compression: str, use_dictionary) -> dict:
 
 
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
-                         compression: str = "zstd", fsync: bool = True, use_dictionary=True) -> int:
+                         compression: str = "zstd", fsync: bool = True, use_dictionary=True,
+                         fsync_folder: bool | None = None) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -100,9 +136,11 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         Final name; its folder is created when missing.
     metadata : dict, optional
         JSON-serialisable metadata stored under the schema key ``b"sssp"``.
-    fsync : bool
-        Flush the file and its folder to disk (survives a power loss, not only a
-        killed process; the rename alone already protects against the latter).
+    compression : str
+        Parquet codec (``zstd``; a study's small statistics files use ``snappy``, which
+        encodes in half the time).
+    fsync, fsync_folder : bool
+        Flush the file (and its folder) to disk: see :func:`atomic_path`.
     use_dictionary : bool or sequence of str
         Parquet dictionary encoding: every column (default), or only these.
     """
@@ -111,9 +149,10 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         meta = dict(table.schema.metadata or {})
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
-    with atomic_path(path, fsync=fsync) as tmp:
+    with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
         pq.write_table(table, tmp, **_parquet_options(compression, use_dictionary))
-    return path.stat().st_size
+        size = os.stat(tmp).st_size
+    return size
 
 
 def parquet_bytes(table: pa.Table, *, compression: str = "zstd", use_dictionary=True) -> int:

@@ -15,7 +15,7 @@ from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
 from gpu_sssp.pipeline.writers import (Journal, batch_name, remove_temporaries, write_json_atomic,
-                                       write_parquet_atomic)
+                                       fsync_folder, write_parquet_atomic)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -426,7 +426,12 @@ class Study:
 
     def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
                clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
-        """Summarise, write ``summary.json`` and the final manifest; return the summary."""
+        """Summarise, write ``summary.json`` and the final manifest; return the summary.
+
+        The statistics folder is flushed first: its files' renames were not flushed one
+        by one (:func:`pipeline.study.task._write_batch`), and the summary must not
+        outlive them on a power loss."""
+        fsync_folder(self.out / "stats")
         stats = self.stats_table()
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,
                             run_meta=run_meta, workers=workers, clock=clock, extra_timings=extra_timings)

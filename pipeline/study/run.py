@@ -281,6 +281,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     reg: dict = {}
     board = None
     t0 = time.perf_counter()
+    t_end = None
     started_at = time.time()
     if pending:
         futures: dict = {}
@@ -312,7 +313,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 for f in got:
                     ac.add(f)
 
-            restore_stream = _prompt_client_stream(client)
+            restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
+                              else _prompt_client_stream(client))
             submit(sched.take(inflight))
             # results are fetched in the background as tasks finish (not one round trip
             # per task in this loop), and batches that finish together are journaled
@@ -346,6 +348,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 if error is not None:
                     failed_batch, exc = error
                     raise exc
+            t_end = time.perf_counter()  # the streams' restore below is not the study's time
         except BaseException as exc:
             client.cancel(list(futures))
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
@@ -354,7 +357,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         finally:
             if restore_stream is not None:
                 restore_stream()
-    wall = time.perf_counter() - t0
+    wall = (t_end if t_end is not None else time.perf_counter()) - t0
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)
     extra = {}
@@ -392,19 +395,104 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     return summary
 
 
-#: seconds between the client's messages to the scheduler while a study runs
-CLIENT_SEND_INTERVAL = 0.001
+#: seconds between the messages of each of Dask's batched streams while a study runs
+#: (client to scheduler, scheduler to client, scheduler to workers, workers to scheduler)
+STREAM_INTERVAL = 0.0005
+#: the client's own stream (kept as the name the tests know)
+CLIENT_SEND_INTERVAL = STREAM_INTERVAL
+
+
+def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, restore=None):
+    """On the scheduler: set the interval of its batched streams to the workers and to
+    client ``client_id``; return the old intervals (``{"client": s, "workers": {addr: s}}``),
+    or put back ``restore`` (such a dict)."""
+    old = {"client": None, "workers": {}}
+    cc = dask_scheduler.client_comms.get(client_id)
+    if restore is not None:
+        if cc is not None and restore.get("client") is not None:
+            cc.interval = restore["client"]
+        for addr, v in restore.get("workers", {}).items():
+            bc = dask_scheduler.stream_comms.get(addr)
+            if bc is not None:
+                bc.interval = v
+        return old
+    if cc is not None:
+        old["client"] = cc.interval
+        cc.interval = min(cc.interval, interval)
+    for addr, bc in dask_scheduler.stream_comms.items():
+        old["workers"][addr] = bc.interval
+        bc.interval = min(bc.interval, interval)
+    return old
+
+
+def _worker_stream(dask_worker=None, interval=None, restore=None):
+    """On a worker: set (or put back) the interval of its batched stream to the scheduler;
+    return the old one."""
+    bs = getattr(dask_worker, "batched_stream", None)
+    if bs is None:
+        return None
+    old = bs.interval
+    bs.interval = restore if restore is not None else min(old, interval)
+    return old
+
+
+def _prompt_streams(client, interval: float | None = None):
+    """Let Dask's messages go out within ``interval`` (default :data:`STREAM_INTERVAL`)
+    instead of its batching intervals: the client's stream to the scheduler (10 ms), the
+    scheduler's to this client (2 ms) and to each worker (5 ms), each worker's to the
+    scheduler (2 ms).  Returns the function that puts them back.
+
+    A ``BatchedSend`` sends a message at once when its last send is older than its
+    interval, otherwise at that deadline: at a study's tail, where a task runs a few ms on
+    the GPU, each hop of a finished task's report and of the next task's dispatch waited
+    up to its interval (17 ms over the four hops), while the GPU ran dry.  At a study's
+    rate of messages (a few per task) sending each at once costs nothing.  The intervals
+    are Dask's constants, not its config: set on the live objects (``run_on_scheduler``,
+    ``run``), best effort (a scheduler that cannot run this package's functions keeps
+    its own); a worker that joins during the study keeps Dask's."""
+    interval = STREAM_INTERVAL if interval is None else float(interval)
+    undo = []
+    comm = getattr(client, "scheduler_comm", None)
+    old = getattr(comm, "interval", None)
+    if isinstance(old, (int, float)) and old > interval:
+        comm.interval = interval
+
+        def client_back():
+            if getattr(client, "scheduler_comm", None) is comm:
+                comm.interval = old
+
+        undo.append(client_back)
+    if getattr(client, "run_on_scheduler", None) is not None:
+        try:
+            sched_old = client.run_on_scheduler(_scheduler_streams, client_id=client.id, interval=interval)
+            undo.append(lambda: client.run_on_scheduler(_scheduler_streams, client_id=client.id,
+                                                        restore=sched_old))
+        except Exception as exc:
+            log.debug("the scheduler's streams keep their intervals: %s", exc)
+        try:
+            workers_old = client.run(_worker_stream, interval=interval)
+
+            def workers_back():
+                for addr, v in workers_old.items():
+                    if v is not None:
+                        client.run(_worker_stream, restore=v, workers=[addr])
+
+            undo.append(workers_back)
+        except Exception as exc:
+            log.debug("the workers' streams keep their intervals: %s", exc)
+
+    def restore():
+        for fn in reversed(undo):
+            try:
+                fn()
+            except Exception as exc:  # a worker gone meanwhile: nothing to put back
+                log.debug("a stream's interval not put back: %s", exc)
+
+    return restore
 
 
 def _prompt_client_stream(client):
-    """Let the client's messages to the scheduler (new chunks, released keys) go out
-    within :data:`CLIENT_SEND_INTERVAL` instead of Dask's 10 ms batching interval; returns
-    the function that puts the old interval back.
-
-    Dask's client batches its messages to the scheduler and sends at most one batch per
-    10 ms (``distributed.batched.BatchedSend``, not configurable): at a study's tail, where
-    a task runs 4-9 ms on the GPU, a new chunk waited up to 10 ms on the client and the
-    GPU ran dry meanwhile.  Best effort: a client without that stream is left alone."""
+    """Only the client's stream to the scheduler (see :func:`_prompt_streams`)."""
     comm = getattr(client, "scheduler_comm", None)
     old = getattr(comm, "interval", None)
     if not isinstance(old, (int, float)) or old <= CLIENT_SEND_INTERVAL:

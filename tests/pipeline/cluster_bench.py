@@ -283,6 +283,13 @@ def run_study(spec: dict, args, work: Path, log: Path, *, scheduler_file: Path |
         except Exception as exc:  # the timing row stands; the check failure is recorded
             check = {"error": repr(exc)}
     row = study_row(spec, summary, wall, check)
+    # each batch's own stamps (task start, device span, end, write), for the timeline
+    jdir = Path(args.out) / "journals"
+    jdir.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copyfile(out / "journal.jsonl", jdir / f"{spec['id']}.jsonl")
+    except OSError:
+        pass
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
     return row

@@ -169,25 +169,37 @@ def test_prompt_client_stream_sets_and_restores_the_interval():
     assert quick.scheduler_comm.interval == 0.0005
 
 
-def test_a_study_leaves_the_clients_stream_as_it_was(tmp_path):
-    """The real client's BatchedSend is what the run loop speeds up and puts back."""
+def test_a_study_makes_every_stream_prompt_and_puts_them_back(tmp_path):
+    """The real BatchedSends the run loop speeds up and puts back: the client's to the
+    scheduler, the scheduler's to the client and to each worker, each worker's to the
+    scheduler."""
     import gpu_sssp
     from distributed import Client, LocalCluster
 
-    from gpu_sssp.pipeline.study.run import CLIENT_SEND_INTERVAL
+    from gpu_sssp.pipeline.study.run import STREAM_INTERVAL
     from tests.pipeline.test_study_support import rome_parquet
 
     path = rome_parquet(tmp_path)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
             Client(cl) as client:
-        before = client.scheduler_comm.interval
-        assert before > 0.001  # Dask's 10 ms: this test watches what the run changes
+        sched = cl.scheduler
+        workers = list(cl.workers.values())
+
+        def intervals():
+            return (client.scheduler_comm.interval, sched.client_comms[client.id].interval,
+                    tuple(sorted(bc.interval for bc in sched.stream_comms.values())),
+                    tuple(sorted(w.batched_stream.interval for w in workers)))
+
+        before = intervals()
+        assert before[0] > 0.001 and before[1] > 0.001  # Dask's 10 and 2 ms: what the run changes
+        assert min(before[2]) > 0.001 and min(before[3]) > 0.001
         seen = []
         s = gpu_sssp.study(path, random=64, seed=1, out=str(tmp_path / "s"), client=client, algorithm="dijkstra",
-                           on_batch=lambda meta, study: seen.append(client.scheduler_comm.interval))
+                           on_batch=lambda meta, study: seen.append(intervals()))
         assert s["complete"] and seen
-        assert set(seen) == {CLIENT_SEND_INTERVAL}  # quick while the batches came back
-        assert client.scheduler_comm.interval == before
+        quick = (STREAM_INTERVAL, STREAM_INTERVAL, (STREAM_INTERVAL,) * 2, (STREAM_INTERVAL,) * 2)
+        assert set(seen) == {quick}  # quick while the batches came back
+        assert intervals() == before
 
 
 def test_worker_devices_counts_every_worker():
