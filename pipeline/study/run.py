@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import time
+import uuid
 
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.study import matrix as _matrix
@@ -36,7 +38,7 @@ def _task_kwargs(plan: StudyPlan, backend: str, retries: int | None):
 
 
 def submit_chunks(client, plan: StudyPlan, chunks, *, prefix: str = "sssp", backend: str = "auto",
-                  retries: int | None = None):
+                  retries: int | None = None, report: str | None = None):
     """Submit one task per chunk of consecutive batches; return ``{future: chunk}``.
 
     Tasks are not pinned to workers (a dead worker's chunks go elsewhere); keys are
@@ -58,11 +60,15 @@ def submit_chunks(client, plan: StudyPlan, chunks, *, prefix: str = "sssp", back
     retries : int, optional
         Retries per task; default from dask config ``sssp.study.retries``.  Whether
         workers fsync their files comes from ``sssp.study.fsync`` (default on).
+    report : str, optional
+        Dask event topic each task reports its result on as well (:class:`_Reports`).
     """
     chunks = [[int(i) for i in c] for c in chunks if len(c)]
     if not chunks:
         return {}
     retries, kw = _task_kwargs(plan, backend, retries)
+    if report:
+        kw["report"] = report
     futs = client.map(solve_chunk_task, chunks, [[plan.batches[i] for i in c] for c in chunks],
                       key=plan.chunk_keys(chunks, prefix), pure=False, retries=retries, **kw)
     return dict(zip(futs, chunks))
@@ -252,9 +258,6 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     KeyboardInterrupt
         As above, with the status ``interrupted``.
     """
-    from distributed import as_completed
-
-    from gpu_sssp.pipeline.study.schedule import ChunkSchedule, slots_for
     from gpu_sssp.pipeline.study.timing import cluster_timings
 
     if study is None:
@@ -286,60 +289,52 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     if pending:
         futures: dict = {}
         failed_batch = None
-        restore_stream = None
+        restore_stream = reports = None
+        reported: dict = {}
         try:
             reg = register_graph(client, plan, backend, cluster_info.get("devices"))
             mode = str(setting("study.schedule", None, default="guided"))
             if mode not in ("guided", "batch"):
                 raise StudyError(f"sssp.study.schedule must be 'guided' or 'batch', got {mode!r}")
-            if mode == "guided":
-                slots = slots_for(cluster_info.get("worker_list"))
-                sched = ChunkSchedule(pending, slots, cap=chunk_cap(plan))
-                # in flight: one more task per worker than the chunk sizes assume, held by
-                # the scheduler (Dask queues tasks beyond a worker's threads there, not on a
-                # worker): a worker that finishes a short tail chunk gets the next one from
-                # the scheduler without waiting for this client's round trip
-                inflight = slots + max(1, len(cluster_info.get("worker_list") or []))
-            else:  # every batch its own task, all submitted at once (Dask balances)
-                slots = inflight = len(pending)
-                sched = ChunkSchedule(pending, slots, cap=1)
+            chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
-            ac = as_completed([], with_results=True)
-
-            def submit(chunks):
-                got = submit_chunks(client, plan, chunks, prefix=reg["prefix"], backend=backend)
-                futures.update(got)
-                for f in got:
-                    ac.add(f)
-
+            reports = _Reports(client, f"sssp-done-{plan.study_id}-{uuid.uuid4().hex[:8]}")
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
                               else _prompt_client_stream(client))
-            submit(sched.take(inflight))
-            # results are fetched in the background as tasks finish (not one round trip
-            # per task in this loop), and batches that finish together are journaled
-            # with one fsync; each finished task frees a slot for the next chunk, sized
-            # from what is left then
-            for group in ac.batches():
-                metas, error, freed = [], None, 0
-                for fut, got in group:
-                    chunk = futures.pop(fut)
-                    freed += 1
+            # every chunk goes to Dask at once: its scheduler queues them and hands a
+            # worker the next one as soon as one of its threads is free, with no round trip
+            # to this client between a worker's tasks (when this loop ran the queue, a
+            # client busy journaling left GPUs idle for 8-15 ms at a 4-GPU study's tail)
+            got = submit_chunks(client, plan, chunks, prefix=reg["prefix"], backend=backend,
+                                report=reports.topic)
+            futures = {f.key: (f, c) for f, c in got.items()}
+            # each task reports its batches itself (a Dask event, pushed to this client
+            # on the streams its completion takes): no fetch of its result per task, which
+            # took 3-15 ms from a task's end to this loop; the futures are watched for
+            # errors (and for a report that never came: their result is fetched)
+            for group in reports.groups(futures):
+                metas, error = [], None
+                arrived = time.time()  # on the client: ended -> collected is the report's trip
+                for key, got in group:
+                    fut, chunk = futures.pop(key)
+                    # a reported task may still be "processing" on the scheduler (its
+                    # report overtook its completion): its future is kept until it is
+                    # finished, so that no running task is released (cancelled)
+                    reported[key] = fut
                     if isinstance(got, dict) and "error" in got:  # a product error, see task
                         error = error or (chunk[0], got["error"])
                     else:
+                        for m in got["batches"]:
+                            m["collected"] = arrived
                         metas.extend(got["batches"])
-                        run_tasks.append({k: v for k, v in got.items() if k != "batches"})
-                if error is None and sched:
-                    # the next chunks go out first: the client's stream to the scheduler
-                    # sends at most every 10 ms, and a release of the finished keys sent
-                    # just before would hold them back that long (the GPU ran dry between
-                    # the tail's short tasks); the journal's fsync waits too
-                    submit(sched.take(freed))
-                # journaled chunks' futures are dropped here: the scheduler then
+                        run_tasks.append({k: v for k, v in got.items() if k != "batches"} | {"collected": arrived})
+                # journaled chunks' futures are dropped once finished: the scheduler then
                 # forgets their results, and a worker that dies later does not make it
                 # solve them again (a held future of a lost result is recomputed)
-                group = fut = got = None
+                group = got = fut = None
+                for key in [k for k, f in reported.items() if f.status != "pending"]:
+                    del reported[key]
                 study.record_many(metas)
                 for meta in metas:
                     run_meta.append(meta)
@@ -349,14 +344,18 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                     failed_batch, exc = error
                     raise exc
             t_end = time.perf_counter()  # the streams' restore below is not the study's time
+            _settle(reported)
         except BaseException as exc:
-            client.cancel(list(futures))
+            client.cancel([f for f, _c in futures.values()])
+            reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             study.stop(exc, batch=failed_batch)
             raise
         finally:
             if restore_stream is not None:
                 restore_stream()
+            if reports is not None:
+                reports.close()
     wall = (t_end if t_end is not None else time.perf_counter()) - t0
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)
@@ -393,6 +392,114 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) -> list[list[int]]:
+    """The chunks of consecutive batches a run submits (all at once, in this order).
+
+    ``guided``: shrinking chunks (:func:`pipeline.study.schedule.plan_chunks`) when there
+    are more of them than twice the cluster's threads - Dask then queues them on its
+    scheduler (root-ish tasks) and gives each worker the next one as a thread frees, so
+    the big chunks go first and single batches end the study.  Fewer chunks than that
+    are assigned to workers as they are submitted, by count: then every batch is a task
+    of its own, of equal size, so that each worker gets an even share.  ``batch``: one task
+    per batch."""
+    from gpu_sssp.pipeline.study.schedule import plan_chunks, slots_for
+
+    pending = [int(i) for i in pending]
+    if mode == "batch":
+        return [[i] for i in pending]
+    threads = sum(max(1, int(w.get("nthreads", 1))) for w in (workers or [])) or 1
+    chunks = plan_chunks(pending, slots_for(workers), cap=cap)
+    if len(chunks) <= 2 * threads:
+        return [[i] for i in pending]
+    return chunks
+
+
+def _settle(reported: dict, timeout: float = 5.0) -> None:
+    """Wait (a little) until the reported tasks' futures are finished, then drop them:
+    a task released while the scheduler still has it processing is cancelled there,
+    and the dashboard's board would not count it."""
+    from distributed import wait
+
+    if reported:
+        try:
+            wait(list(reported.values()), timeout=timeout)
+        except Exception as exc:  # timed out or gone: dropped all the same (the files are written)
+            log.debug("reported tasks not settled: %s", exc)
+    reported.clear()
+
+
+#: seconds the run loop waits for a task's report before it looks at the futures
+REPORT_POLL_S = 0.05
+
+
+class _Reports:
+    """The tasks' reports of a run, pushed to this client as Dask events on ``topic``
+    (``Worker.log_event`` at the end of :func:`pipeline.study.task.solve_chunk`; the
+    scheduler forwards them to subscribed clients on the same streams as the task's
+    completion), so that no result is fetched per task."""
+
+    def __init__(self, client, topic: str):
+        self.client = client
+        self.topic = topic
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.subscribed = False
+        try:
+            client.subscribe_topic(topic, self._handler)
+            self.subscribed = True
+        except Exception as exc:  # every result is then fetched from its future
+            log.debug("task reports not subscribed: %s", exc)
+
+    def _handler(self, event) -> None:
+        _t, msg = event
+        res = msg.get("result") if isinstance(msg, dict) else None
+        if isinstance(res, dict) and res.get("task") is not None:
+            self.queue.put(res)
+
+    def groups(self, futures: dict):
+        """Yield lists of ``(task key, result)`` until ``futures`` (``{key: (future,
+        chunk)}``, emptied by the caller as it handles each key) is empty: reports as
+        they come, several at once when several are waiting; every ``REPORT_POLL_S``
+        without one, the futures that ended without a report (a product error, a failure
+        after the retries: raised here; a lost report: the result fetched)."""
+        last_poll = time.perf_counter()
+        while futures:
+            got = []
+            try:
+                got.append(self.queue.get(timeout=REPORT_POLL_S))
+                while True:
+                    got.append(self.queue.get_nowait())
+            except queue.Empty:
+                pass
+            group, seen = [], set()
+            for msg in got:
+                key = str(msg["task"])
+                if key in futures and key not in seen:  # a repeat (a task run twice) is dropped
+                    seen.add(key)
+                    group.append((key, msg))
+            if not got or time.perf_counter() - last_poll > REPORT_POLL_S:
+                last_poll = time.perf_counter()
+                for key, (fut, _chunk) in list(futures.items()):
+                    if key in seen:
+                        continue
+                    if fut.status == "pending":
+                        continue
+                    if fut.status == "finished":
+                        group.append((key, fut.result()))
+                    else:  # error, cancelled, lost: raises what the task raised
+                        fut.result()
+                        raise RuntimeError(f"task {key} ended as {fut.status}")
+            if group:
+                yield group
+
+    def close(self) -> None:
+        if self.subscribed:
+            try:
+                self.client.unsubscribe_topic(self.topic)
+            except Exception as exc:
+                log.debug("task reports not unsubscribed: %s", exc)
+            self.subscribed = False
 
 
 #: seconds between the messages of each of Dask's batched streams while a study runs

@@ -14,11 +14,13 @@ worker's threads, summed over the workers).  Big chunks first cut the per-task c
 batches at the end keep the tail short: when one worker finishes its last task, every
 other worker is at most one (small) chunk from its end.
 
-The client does not hand everything to Dask at once (Dask would assign tasks to workers
-when they are submitted, before it knows how long they take): it keeps ``slots`` tasks, plus
-one per worker that waits in the scheduler's queue, in flight and submits the next chunk,
-sized from what is left *then*, as each one finishes (:class:`ChunkSchedule`).  Nothing here depends on the cluster for correctness: which
-batch is in which chunk changes neither the files nor the journal.
+The run hands every chunk to Dask at once (``pipeline.study.run.study_chunks``): Dask
+queues a group of more tasks than twice the cluster's threads on its scheduler and gives a
+worker the next one when one of its threads frees; fewer chunks than that become single
+batches.  (:class:`ChunkSchedule` sizes each chunk from what is left when it is taken, as
+when the client submitted chunk by chunk; :func:`plan_chunks` is the order a run submits.)
+Nothing here depends on the cluster for correctness: which batch is in which chunk
+changes neither the files nor the journal.
 """
 from __future__ import annotations
 

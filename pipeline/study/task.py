@@ -137,7 +137,7 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
 def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: str, backend: str,
                 outputs: tuple, distance_form: str, out: str, fsync: bool = True, unit: int | None = None,
                 targets_file: str | None = None, targets_digest: str = "", stats_over: str = "targets",
-                matrix_form: str = "wide") -> dict:
+                matrix_form: str = "wide", report: str | None = None) -> dict:
     """Solve a chunk of consecutive batches on a worker in one solver call and write each
     batch's files; return small metadata (see :mod:`pipeline.study.schedule`).
 
@@ -156,6 +156,10 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
     targets_file, targets_digest, stats_over, matrix_form : optional
         A matrix study (:mod:`pipeline.study.matrix`): solve with the targets of that
         file (checked against its digest) and write each batch's matrix.
+    report : str, optional
+        A Dask event topic: the result is also logged there once the files are
+        written, which pushes it to the study's client (``pipeline.study.run._Reports``)
+        on the streams the task's completion takes, without a fetch.
 
     Returns
     -------
@@ -237,11 +241,27 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         m["started"] = started
         m["ended"] = started + (t3 - t0)
         m.update(gpu_span)  # the chunk's, as started/ended
-    return {"batches": metas, "worker": worker, "task": task_key, "started": started, "ended": started + (t3 - t0),
-            "rows": int(total), "kernel_ms": kernel_ms, "solve_ms": (t2 - t1) * 1e3,
-            "write_ms": (t3 - t2) * 1e3, "load_ms": (t_load - t0) * 1e3, "wait_ms": (t1 - t_load) * 1e3,
-            "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device,
-            **gpu_span}  # when the GPU ran the chunk (epoch seconds, kernels.gpu.clock); absent on CPUs
+    out = {"batches": metas, "worker": worker, "task": task_key, "started": started, "ended": started + (t3 - t0),
+           "rows": int(total), "kernel_ms": kernel_ms, "solve_ms": (t2 - t1) * 1e3,
+           "write_ms": (t3 - t2) * 1e3, "load_ms": (t_load - t0) * 1e3, "wait_ms": (t1 - t_load) * 1e3,
+           "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device,
+           **gpu_span}  # when the GPU ran the chunk (epoch seconds, kernels.gpu.clock); absent on CPUs
+    if report and task_key is not None:
+        _report(report, out)
+    return out
+
+
+def _report(topic: str, result: dict) -> None:
+    """Log ``result`` on the Dask event ``topic`` (best effort: without it the client
+    fetches the task's result)."""
+    try:
+        from distributed import get_worker
+
+        # wrapped: Dask's scheduler writes the sending worker's address into a dict
+        # event's "worker" key, which is the worker's name here
+        get_worker().log_event(topic, {"result": result})
+    except Exception:  # not in a worker, or not msgpack-able: the result is fetched instead
+        pass
 
 
 def solve_batch(*, fingerprint: str, graph_path: str, index: int, sources: np.ndarray,

@@ -288,6 +288,7 @@ def run_study(spec: dict, args, work: Path, log: Path, *, scheduler_file: Path |
     jdir.mkdir(parents=True, exist_ok=True)
     try:
         shutil.copyfile(out / "journal.jsonl", jdir / f"{spec['id']}.jsonl")
+        shutil.copyfile(out / "summary.json", jdir / f"{spec['id']}.summary.json")
     except OSError:
         pass
     if not args.keep:

@@ -214,3 +214,56 @@ def test_worker_devices_counts_every_worker():
     assert worker_devices(info) == ["NVIDIA H200", "NVIDIA H200"]
     assert default_batch_size("auto", worker_devices(info), phast=True, sources=16_384) == 4096
     assert worker_devices({"devices": ["cpu"]}) == ["cpu"]
+
+
+def test_study_chunks_single_batches_when_dask_would_not_queue_them():
+    """Dask queues a group of tasks on its scheduler (and so balances them as threads
+    free) only when it has more than twice the cluster's threads: fewer chunks than that
+    are single batches, all of one size, which Dask spreads by count."""
+    from gpu_sssp.pipeline.study.run import study_chunks
+
+    four_gpus = [{"nthreads": 3}] * 4  # 12 threads: queued above 24 tasks
+    few = study_chunks(range(8), "guided", four_gpus)
+    assert few == [[i] for i in range(8)]
+    many = study_chunks(range(200), "guided", four_gpus)
+    assert len(many) > 24 and sum(len(c) for c in many) == 200
+    assert len(many[0]) > 1 and len(many[-1]) == 1  # big first, single batches at the end
+    assert [i for c in many for i in c] == list(range(200))
+    assert study_chunks(range(200), "batch", four_gpus) == [[i] for i in range(200)]
+    assert max(len(c) for c in study_chunks(range(200), "guided", [{"nthreads": 1}], cap=3)) == 3
+
+
+class _FakeFuture:
+    def __init__(self, status="pending", result=None, exc=None):
+        self.status, self._result, self._exc = status, result, exc
+
+    def result(self):
+        if self._exc is not None:
+            raise self._exc
+        return self._result
+
+
+def test_task_reports_are_grouped_and_a_missing_report_is_fetched():
+    from types import SimpleNamespace
+
+    from gpu_sssp.pipeline.study.run import _Reports
+
+    client = SimpleNamespace(subscribe_topic=lambda topic, handler: None, unsubscribe_topic=lambda topic: None)
+    r = _Reports(client, "t")
+    futures = {"a": (_FakeFuture(), [0]), "b": (_FakeFuture(), [1]), "c": (_FakeFuture(), [2])}
+    # the scheduler sets a dict event's "worker" to the sender's address: the result is wrapped
+    r._handler((0.0, {"result": {"task": "a", "worker": "node0"}, "worker": "tcp://x:1"}))
+    r._handler((0.0, {"result": {"task": "a", "worker": "node0"}}))  # a task run twice
+    r._handler((0.0, {"other": 1}))  # not a report
+    gen = r.groups(futures)
+    first = next(gen)
+    assert first == [("a", {"task": "a", "worker": "node0"})]
+    futures.pop("a")
+    # b ended without a report: its result is fetched; c is still running
+    futures["b"][0].status, futures["b"][0]._result = "finished", {"task": "b"}
+    assert next(gen) == [("b", {"task": "b"})]
+    futures.pop("b")
+    futures["c"][0].status, futures["c"][0]._exc = "error", ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        next(gen)
+    r.close()
