@@ -204,11 +204,10 @@ class GraphPlugin(WorkerPlugin):
             res = kernels.solve(graph, sources, method=method, backend=backend, distances=False, turn=turn)
             self.timings["warm_sources"] = int(len(sources))
             # the first batch's statistics file then pays no Parquet set-up either
-            from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
-            from gpu_sssp.pipeline.writers import STATS_COMPRESSION, parquet_bytes
+            from gpu_sssp.pipeline.study.task import STATS_PARQUET
+            from gpu_sssp.pipeline.writers import parquet_bytes
 
-            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), use_dictionary=STATS_DICTIONARY_COLUMNS,
-                          compression=STATS_COMPRESSION)
+            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), **STATS_PARQUET)
             return method
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)

@@ -49,17 +49,11 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-_MADE_DIRS: set = set()
-
-
 def _ensure_dir(folder: Path) -> None:
-    """Create ``folder`` once per process (a study writes hundreds of files into a few
-    folders; each ``mkdir`` call is a system call on the task's critical path)."""
-    key = os.fspath(folder)
-    if key in _MADE_DIRS and folder.is_dir():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    _MADE_DIRS.add(key)
+    """Create ``folder`` when missing (one ``stat`` where it exists: a study writes
+    hundreds of files into a few folders, on a task's critical path)."""
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
 
 
 @contextlib.contextmanager

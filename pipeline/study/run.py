@@ -558,17 +558,7 @@ def _prompt_streams(client, interval: float | None = None):
     ``run``), best effort (a scheduler that cannot run this package's functions keeps
     its own); a worker that joins during the study keeps Dask's."""
     interval = STREAM_INTERVAL if interval is None else float(interval)
-    undo = []
-    comm = getattr(client, "scheduler_comm", None)
-    old = getattr(comm, "interval", None)
-    if isinstance(old, (int, float)) and old > interval:
-        comm.interval = interval
-
-        def client_back():
-            if getattr(client, "scheduler_comm", None) is comm:
-                comm.interval = old
-
-        undo.append(client_back)
+    undo = [_prompt_client_stream(client, interval)]
     if getattr(client, "run_on_scheduler", None) is not None:
         try:
             sched_old = client.run_on_scheduler(_scheduler_streams, client_id=client.id, interval=interval)
@@ -580,9 +570,12 @@ def _prompt_streams(client, interval: float | None = None):
             workers_old = client.run(_worker_stream, interval=interval)
 
             def workers_back():
+                by_value: dict = {}  # one call per old interval (all workers had Dask's 2 ms)
                 for addr, v in workers_old.items():
                     if v is not None:
-                        client.run(_worker_stream, restore=v, workers=[addr])
+                        by_value.setdefault(v, []).append(addr)
+                for v, addrs in by_value.items():
+                    client.run(_worker_stream, restore=v, workers=addrs)
 
             undo.append(workers_back)
         except Exception as exc:
@@ -598,13 +591,15 @@ def _prompt_streams(client, interval: float | None = None):
     return restore
 
 
-def _prompt_client_stream(client):
-    """Only the client's stream to the scheduler (see :func:`_prompt_streams`)."""
+def _prompt_client_stream(client, interval: float = CLIENT_SEND_INTERVAL):
+    """Only the client's stream to the scheduler (Dask's 10 ms; see :func:`_prompt_streams`);
+    returns the function that puts it back.  A client without that stream, or with a
+    quicker one, is left alone; a client that reconnected meanwhile keeps its new stream."""
     comm = getattr(client, "scheduler_comm", None)
     old = getattr(comm, "interval", None)
-    if not isinstance(old, (int, float)) or old <= CLIENT_SEND_INTERVAL:
+    if not isinstance(old, (int, float)) or old <= interval:
         return lambda: None
-    comm.interval = CLIENT_SEND_INTERVAL
+    comm.interval = interval
 
     def restore():
         if getattr(client, "scheduler_comm", None) is comm:

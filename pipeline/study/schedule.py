@@ -118,9 +118,10 @@ def plan_chunks(pending: Sequence[int], slots: int, *, cap: int | None = None, f
 
 
 def slots_for(workers: Sequence[dict] | None, *, per_worker_extra: int = 1) -> int:
-    """Tasks to keep in flight: each worker's threads plus ``per_worker_extra`` (one task
-    waiting behind the running ones, so that a worker never waits for the round trip
-    to the client and back before its next task), summed over the workers."""
+    """The cluster's slots, what guided chunk sizes are divided by: each worker's threads
+    plus ``per_worker_extra`` (Dask hands a worker a little more than its threads - a
+    ``worker-saturation`` of 1.1 - so that its next task is already there when one ends),
+    summed over the workers."""
     if not workers:
         return 2
     return sum(max(1, int(w.get("nthreads", 1))) + per_worker_extra for w in workers)

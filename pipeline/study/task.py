@@ -14,6 +14,9 @@ from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
 from gpu_sssp.pipeline.writers import STATS_COMPRESSION, batch_name, wide_distance_table, write_parquet_atomic
 
 _SOLVE_LOCK = threading.Lock()
+#: how a batch's statistics file is encoded (also what a worker's warm-up encodes once,
+#: ``pipeline.plugins.GraphPlugin._warm``, so that the first batch pays no set-up)
+STATS_PARQUET = {"use_dictionary": STATS_DICTIONARY_COLUMNS, "compression": STATS_COMPRESSION}
 
 
 class _Turn:
@@ -129,7 +132,7 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     # flushed here (a power loss may forget its rename: the resume then redoes the batch),
     # but once at the study's end (Study.finish): one fsync less per batch
     nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=fsync, fsync_folder=False,
-                                   use_dictionary=STATS_DICTIONARY_COLUMNS, compression=STATS_COMPRESSION)
+                                   **STATS_PARQUET)
     files.append(f"stats/{name}")
     return nbytes, files, t_table
 
