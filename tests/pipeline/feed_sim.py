@@ -74,21 +74,6 @@ def install_fake(us_per_source: float, launch_us: float, host_tail_us: float) ->
     return "fake GPU installed"
 
 
-def print_timeline(journal: Path) -> None:
-    """Per task (ms from the first task's start): worker, batches, started, device span,
-    ended, write time."""
-    chunks = {}
-    for line in journal.read_text().splitlines():
-        m = json.loads(line)
-        c = chunks.setdefault(m["task"], dict(m, write_sum=0.0))
-        c["write_sum"] += m["write_ms"]
-    t0 = min(m["started"] for m in chunks.values())
-    for m in sorted(chunks.values(), key=lambda m: (m["worker"], m["gpu_start"])):
-        print(f"  {m['worker'][-6:]} x{m['chunk_batches']:<2} started {(m['started'] - t0) * 1e3:6.1f}"
-              f"  gpu {(m['gpu_start'] - t0) * 1e3:6.1f}-{(m['gpu_end'] - t0) * 1e3:6.1f}"
-              f"  ended {(m['ended'] - t0) * 1e3:6.1f}  write {m['write_sum']:.1f}")
-
-
 def run(workers: int, args, graph_path: str, work: Path) -> dict:
     from distributed import Client, LocalCluster
 
@@ -115,7 +100,9 @@ def run(workers: int, args, graph_path: str, work: Path) -> dict:
                          "drain_ms": ct.get("gpu_drain_s_sum", 0) / workers * 1e3,
                          "tasks": ct["tasks"]})
             if args.timeline and rep == args.repeats - 1:
-                print_timeline(out / "journal.jsonl")
+                from tail_breakdown import breakdown  # beside this script
+
+                breakdown(out / "journal.jsonl", out / "summary.json")
         return min(rows, key=lambda r: r["solve_wall_s"]) | {"all_walls": [r["solve_wall_s"] for r in rows]}
 
 
