@@ -35,6 +35,9 @@ from collections import OrderedDict
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 BOARD = "sssp-board"
+#: the Dask event topics on which a study's tasks report their batches (one per run:
+#: ``pipeline.study.run._Reports``, ``pipeline.study.task._report``)
+REPORTS = "sssp-done-"
 #: studies kept on the page (the oldest finished ones are dropped)
 KEEP = 20
 
@@ -54,9 +57,14 @@ class _Study:
         self.result: dict = {}
 
     def sources_of(self, first: int, last: int) -> int:
-        bs = int(self.info["batch_size"])
-        total = int(self.info["sources_total"])
-        return max(0, min((last + 1) * bs, total) - first * bs)
+        from gpu_sssp.pipeline.sources import batch_bounds
+
+        bs, total = int(self.info["batch_size"]), int(self.info["sources_total"])
+        workers = int(self.info.get("batch_workers", 1))
+        try:
+            return batch_bounds(last, total, bs, workers)[1] - batch_bounds(first, total, bs, workers)[0]
+        except (IndexError, ValueError):
+            return 0
 
     def add(self, key, first: int, last: int, worker: str, compute_s: float) -> None:
         if key in self.seen:
@@ -137,8 +145,9 @@ class StudyBoard(SchedulerPlugin):
             st.ended = time.time()
             st.result = dict(result or {})
 
-    def transition(self, key, start, finish, *args, **kwargs) -> None:
-        if finish != "memory" or start != "processing" or not isinstance(key, str) or "-batch-" not in key:
+    def _count(self, key, worker, compute_s) -> None:
+        """Count task ``key`` (``<prefix>-batch-<first>-<last>-<study id>``) once."""
+        if not isinstance(key, str) or "-batch-" not in key:
             return
         parts = key.rsplit("-", 3)
         if len(parts) != 4:
@@ -150,6 +159,21 @@ class StudyBoard(SchedulerPlugin):
             first, last = int(parts[1]), int(parts[2])
         except ValueError:
             return
+        st.add(key, first, last, worker, compute_s)
+
+    def log_event(self, topic, msg) -> None:
+        """A task's report of its batches (topic :data:`REPORTS`...): counted as it passes
+        on its way to the client, before the task's completion (which follows its
+        statistics files' flush), so that the page is never behind the study's journal."""
+        if not isinstance(topic, str) or not topic.startswith(REPORTS) or not isinstance(msg, dict):
+            return
+        res = msg.get("result")
+        if isinstance(res, dict):
+            self._count(res.get("task"), str(res.get("worker", "?")), float(res.get("task_ms", 0.0)) / 1e3)
+
+    def transition(self, key, start, finish, *args, **kwargs) -> None:
+        if finish != "memory" or start != "processing" or not isinstance(key, str) or "-batch-" not in key:
+            return
         addr = kwargs.get("worker", "?")
         ws = self.scheduler.workers.get(addr) if self.scheduler is not None else None
         worker = str(ws.name) if ws is not None and ws.name is not None else str(addr)
@@ -157,7 +181,7 @@ class StudyBoard(SchedulerPlugin):
         for ss in kwargs.get("startstops") or ():
             if ss.get("action") == "compute":
                 compute += float(ss["stop"]) - float(ss["start"])
-        st.add(key, first, last, worker, compute)
+        self._count(key, worker, compute)
 
     def status(self) -> dict:
         return {"studies": [s.status_dict() for s in reversed(self.studies.values())], "now": time.time()}
@@ -206,6 +230,7 @@ def announce(client, plan, study, prefix: str) -> str:
         "study_id": plan.study_id, "graph": plan.graph.name, "vertices": int(plan.graph.n),
         "prefix": prefix, "algorithm": plan.algorithm, "sources_total": int(plan.sources.count),
         "sources_before": int(study.sources_done), "batch_size": int(plan.batch_size),
+        "batch_workers": int(plan.batch_workers),
         "batches": len(plan.batches), "out": str(plan.out), "kind": plan.sources.how.get("kind"),
     }
     client.run_on_scheduler(_announce, info)

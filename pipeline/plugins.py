@@ -207,7 +207,7 @@ class GraphPlugin(WorkerPlugin):
             from gpu_sssp.pipeline.study.task import STATS_PARQUET
             from gpu_sssp.pipeline.writers import parquet_bytes
 
-            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up"), **STATS_PARQUET)
+            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up", for_file=True), **STATS_PARQUET)
             return method
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)

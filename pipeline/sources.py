@@ -50,19 +50,62 @@ class SourcePlan:
         """A digest of the ordered source list (identifies the plan on resume)."""
         return hashlib.sha256(np.ascontiguousarray(self.sources, dtype=np.int64).tobytes()).hexdigest()[:16]
 
-    def batches(self, batch_size: int) -> list[np.ndarray]:
-        return make_batches(self.sources, batch_size)
+    def batches(self, batch_size: int, workers: int = 1) -> list[np.ndarray]:
+        return make_batches(self.sources, batch_size, workers)
 
 
-def make_batches(sources: np.ndarray, batch_size: int) -> list[np.ndarray]:
+def tail_layout(count: int, batch_size: int, workers: int = 1) -> tuple[int, int, int]:
+    """``(full, pieces, rest)``: how :func:`make_batches` splits ``count`` sources for
+    ``workers`` workers - ``full`` batches of ``batch_size`` (a multiple of ``workers``),
+    then the ``rest`` sources in ``pieces`` nearly equal batches (at most ``workers``, none
+    below a sixteenth of ``batch_size``).  With one worker: the remainder in one batch."""
+    count, batch_size, workers = int(count), int(batch_size), max(1, int(workers))
+    if batch_size < 1:
+        raise UsageError(f"batch size must be at least 1, got {batch_size}")
+    full = (count // (batch_size * workers)) * workers
+    rest = count - full * batch_size
+    if workers == 1:  # the plain split: the remainder is one batch
+        full, rest = count // batch_size, count % batch_size
+    least = max(1, batch_size // 16)
+    pieces = min(workers, -(-rest // least)) if rest else 0
+    return full, pieces, rest
+
+
+def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1) -> tuple[int, int]:
+    """``(start, stop)`` of batch ``index`` of :func:`make_batches` (without the sources)."""
+    full, pieces, rest = tail_layout(count, batch_size, workers)
+    index = int(index)
+    if index < full:
+        return index * batch_size, (index + 1) * batch_size
+    j = index - full
+    if not 0 <= j < pieces:
+        raise IndexError(f"batch {index} of {full + pieces}")
+    base, extra = divmod(rest, pieces)
+    start = full * batch_size + j * base + min(j, extra)
+    return start, start + base + (1 if j < extra else 0)
+
+
+def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list[np.ndarray]:
     """Split ``sources`` into consecutive batches of at most ``batch_size``.
+
+    With one worker (default) the last batch holds the remainder.  For ``workers``
+    workers the batches of full size come in a multiple of ``workers``, and what is
+    left is split into up to ``workers`` nearly equal batches (:func:`tail_layout`):
+    each worker's share ends with a small batch, instead of one worker solving a last
+    batch, or a last round of full batches, while the others wait.  All NY sources
+    (264,346) in batches of 8,192 on 4 workers: 32 full batches and 4 of 550-551
+    sources, where one worker had a 33rd batch of 2,202 (a 4,096-lane sweep of 4.3 ms
+    on an H200, against 1.5 ms for 551 sources).
 
     Parameters
     ----------
     sources : ndarray
         The sources in solving order.
     batch_size : int
-        Largest batch; the last batch holds the remainder.
+        Largest batch.
+    workers : int
+        The workers the batches are for (a study's layout is recorded with its batch
+        size, so that a resume re-plans the same batches on any cluster).
 
     Returns
     -------
@@ -74,10 +117,9 @@ def make_batches(sources: np.ndarray, batch_size: int) -> list[np.ndarray]:
     ValueError
         ``batch_size`` is below 1.
     """
-    batch_size = int(batch_size)
-    if batch_size < 1:
-        raise UsageError(f"batch size must be at least 1, got {batch_size}")
-    return [sources[i:i + batch_size] for i in range(0, len(sources), batch_size)]
+    count = len(sources)
+    full, pieces, _rest = tail_layout(count, batch_size, workers)
+    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers) for i in range(full + pieces))]
 
 
 def read_source_file(path, graph) -> np.ndarray:

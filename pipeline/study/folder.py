@@ -267,7 +267,8 @@ class Study:
                 )
             theirs = old.get("identity", {})
             if self.plan.batch_size is None and theirs.get("batch_size"):
-                self.plan.set_batch_size(theirs["batch_size"])  # not given again: the folder's
+                # not given again: the folder's batches, laid out for the folder's workers
+                self.plan.set_batch_size(theirs["batch_size"], workers=theirs.get("batch_workers", 1))
             mine = self.plan.identity
             diff = [k for k in mine if theirs.get(k) != mine[k]]
             if diff:
@@ -367,6 +368,7 @@ class Study:
             "sources": dict(self.plan.sources.how, digest=self.plan.sources.digest()),
             "algorithm": self.plan.algorithm,
             "batch_size": self.plan.batch_size,
+            "batch_workers": self.plan.batch_workers,
             "batches": len(self.plan.batches),
             "outputs": list(self.plan.outputs),
             "distance_form": self.plan.distance_form,

@@ -90,6 +90,9 @@ class StudyPlan:
     targets: object = None
     stats_over: str = "vertices"
     matrix_form: str = "wide"
+    # the workers the batches were laid out for (pipeline.sources.make_batches): 1 for the
+    # plain split, and whenever the layout for the cluster's workers is that split anyway
+    batch_workers: int = 1
 
     @property
     def identity(self) -> dict:
@@ -101,6 +104,8 @@ class StudyPlan:
             "sources_count": self.sources.count,
             "algorithm": self.algorithm,
             "batch_size": self.batch_size,
+            # only where the layout differs from the plain split (older folders resume)
+            **({"batch_workers": self.batch_workers} if self.batch_workers > 1 else {}),
             "outputs": list(self.outputs),
             "distance_form": self.distance_form,
             **_matrix.identity(self),
@@ -110,21 +115,32 @@ class StudyPlan:
     def study_id(self) -> str:
         return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
 
-    def set_batch_size(self, batch_size: int) -> None:
-        """Fix the batch size (and so the batches); see :func:`default_batch_size`."""
+    def set_batch_size(self, batch_size: int, workers: int = 1) -> None:
+        """Fix the batch size (and so the batches); see :func:`default_batch_size`.
+        ``workers``: lay the batches out for that many workers (full batches in a
+        multiple of them, the rest in up to that many small ones, as
+        :func:`pipeline.sources.make_batches`)."""
+        from gpu_sssp.pipeline.sources import tail_layout
+
         batch_size = int(batch_size)
         if batch_size < 1:
             raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
+        workers = max(1, int(workers))
+        if tail_layout(self.sources.count, batch_size, workers) == tail_layout(self.sources.count, batch_size):
+            workers = 1  # the same batches as the plain split: the identity of old folders
         self.batch_size = batch_size
-        self.batches = self.sources.batches(batch_size)
+        self.batch_workers = workers
+        self.batches = self.sources.batches(batch_size, workers)
 
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,
         ``pipeline.cluster.worker_devices``) when none was given (and from whether the
-        study will sweep a hierarchy there: :meth:`sweeps_hierarchy`)."""
+        study will sweep a hierarchy there: :meth:`sweeps_hierarchy`), the batches laid
+        out for that many workers; a batch size given by the user keeps the plain split."""
         if self.batch_size is None:
+            devices = list(devices)
             self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),
-                                                   sources=self.sources.count))
+                                                   sources=self.sources.count), workers=len(devices))
         return self.batch_size
 
     def sweeps_hierarchy(self, devices) -> bool:

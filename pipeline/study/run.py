@@ -9,6 +9,7 @@ import time
 import uuid
 
 from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
@@ -299,7 +300,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
-            reports = _Reports(client, f"sssp-done-{plan.study_id}-{uuid.uuid4().hex[:8]}")
+            reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}")
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
                               else _prompt_client_stream(client))
             # every chunk goes to Dask at once: its scheduler queues them and hands a
@@ -334,6 +335,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 # solve them again (a held future of a lost result is recomputed)
                 group = got = fut = None
                 for key in [k for k, f in reported.items() if f.status != "pending"]:
+                    if reported[key].status == "error":  # failed after its report: its flush
+                        reported[key].result()
                     del reported[key]
                 study.record_many(metas)
                 for meta in metas:
@@ -343,8 +346,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 if error is not None:
                     failed_batch, exc = error
                     raise exc
-            t_end = time.perf_counter()  # the streams' restore below is not the study's time
+            # the study ends once every task has ended too: a task flushes its statistics
+            # files after its report (pipeline.study.task.solve_chunk)
             _settle(reported)
+            t_end = time.perf_counter()  # the streams' restore below is not the study's time
         except BaseException as exc:
             client.cancel([f for f, _c in futures.values()])
             reported.clear()
@@ -416,18 +421,29 @@ def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) ->
     return chunks
 
 
-def _settle(reported: dict, timeout: float = 5.0) -> None:
-    """Wait (a little) until the reported tasks' futures are finished, then drop them:
-    a task released while the scheduler still has it processing is cancelled there,
-    and the dashboard's board would not count it."""
+def _settle(reported: dict, timeout: float = 60.0) -> None:
+    """Wait until the reported tasks' futures are finished, then drop them.
+
+    A task reports its batches before it flushes their statistics files
+    (``pipeline.study.task.solve_chunk``): the study is over only once its tasks are,
+    and a flush that failed (its task erred after its report) fails the study here.  A
+    task released while the scheduler still has it processing would also be cancelled
+    there, and the dashboard's board would not count it.  Past ``timeout`` seconds (a
+    worker lost after its report: Dask would solve the chunk again) they are dropped
+    with a warning; the batches' files were complete when reported."""
     from distributed import wait
 
-    if reported:
-        try:
-            wait(list(reported.values()), timeout=timeout)
-        except Exception as exc:  # timed out or gone: dropped all the same (the files are written)
-            log.debug("reported tasks not settled: %s", exc)
-    reported.clear()
+    try:
+        if reported:
+            try:
+                wait(list(reported.values()), timeout=timeout)
+            except Exception as exc:  # timed out or gone
+                log.warning("%d reported task(s) not ended after %.0f s: %s", len(reported), timeout, exc)
+            for key, fut in reported.items():
+                if fut.status == "error":
+                    fut.result()  # raises what the task raised after its report (its flush)
+    finally:
+        reported.clear()
 
 
 #: seconds the run loop waits for a task's report before it looks at the futures

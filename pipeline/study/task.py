@@ -11,12 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
-from gpu_sssp.pipeline.writers import STATS_COMPRESSION, batch_name, wide_distance_table, write_parquet_atomic
+from gpu_sssp.pipeline.writers import (STATS_COMPRESSION, batch_name, fsync_file, wide_distance_table,
+                                       write_parquet_atomic)
 
 _SOLVE_LOCK = threading.Lock()
 #: how a batch's statistics file is encoded (also what a worker's warm-up encodes once,
-#: ``pipeline.plugins.GraphPlugin._warm``, so that the first batch pays no set-up)
-STATS_PARQUET = {"use_dictionary": STATS_DICTIONARY_COLUMNS, "compression": STATS_COMPRESSION}
+#: ``pipeline.plugins.GraphPlugin._warm``, so that the first batch pays no set-up): its
+#: table is ``Result.stats_table(for_file=True)``, whose one-value columns are already
+#: dictionaries; without the Arrow schema the file reads back in ``STATS_SCHEMA``
+STATS_PARQUET = {"use_dictionary": STATS_DICTIONARY_COLUMNS, "compression": STATS_COMPRESSION,
+                 "store_schema": False}
 
 
 class _Turn:
@@ -126,12 +130,14 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
                                                outdir / "predecessors" / name, fsync=fsync)
                 files.append(f"predecessors/{name}")
     t = time.perf_counter()
-    stats = res.stats_table(graph.id_base, worker=worker)
+    stats = res.stats_table(graph.id_base, worker=worker, for_file=True)
     t_table = (time.perf_counter() - t) * 1e3
-    # the statistics file marks the batch done, so it comes last; its folder is not
-    # flushed here (a power loss may forget its rename: the resume then redoes the batch),
-    # but once at the study's end (Study.finish): one fsync less per batch
-    nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=fsync, fsync_folder=False,
+    # the statistics file marks the batch done, so it comes last.  It is renamed in place
+    # unflushed: the caller flushes it once the batch is reported (solve_chunk), and its
+    # folder once at the study's end (Study.finish).  A power loss before those flushes
+    # may leave it missing or empty; the resume reads every statistics file's footer and
+    # redoes such a batch.  (Distances and matrices are flushed before it, as it needs.)
+    nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=False, fsync_folder=False,
                                    **STATS_PARQUET)
     files.append(f"stats/{name}")
     return nbytes, files, t_table
@@ -145,7 +151,11 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
     batch's files; return small metadata (see :mod:`pipeline.study.schedule`).
 
     Files are written atomically, batch by batch, distances before stats, so that an
-    existing stats file means the batch's other files are complete too.
+    existing stats file means the batch's other files are complete too.  With ``fsync``
+    the distances (or matrix) files are flushed before their statistics file is renamed
+    in place; the statistics files are flushed after the chunk's report (the report's
+    trip to the client and its journal line overlap the flush; the task, and so the
+    study, ends only once they are flushed).
 
     Parameters
     ----------
@@ -161,8 +171,9 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         file (checked against its digest) and write each batch's matrix.
     report : str, optional
         A Dask event topic: the result is also logged there once the files are
-        written, which pushes it to the study's client (``pipeline.study.run._Reports``)
-        on the streams the task's completion takes, without a fetch.
+        written (before the statistics files' flush), which pushes it to the study's
+        client (``pipeline.study.run._Reports``) on the streams the task's completion
+        takes, without a fetch.
 
     Returns
     -------
@@ -251,6 +262,9 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
            **gpu_span}  # when the GPU ran the chunk (epoch seconds, kernels.gpu.clock); absent on CPUs
     if report and task_key is not None:
         _report(report, out)
+    if fsync:
+        for index in indices:
+            fsync_file(outdir / "stats" / batch_name(index))
     return out
 
 

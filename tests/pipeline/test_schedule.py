@@ -267,3 +267,92 @@ def test_task_reports_are_grouped_and_a_missing_report_is_fetched():
     with pytest.raises(ValueError, match="boom"):
         next(gen)
     r.close()
+
+
+@pytest.mark.parametrize("count, size, workers", [(264_346, 8192, 4), (264_346, 8192, 2), (1_070_376, 8192, 4),
+                                                   (16_384, 2048, 4), (40_000, 4096, 4), (5, 8192, 4),
+                                                   (100, 7, 3), (0, 8, 4), (264_346, 8192, 1)])
+def test_batches_laid_out_for_the_workers(count, size, workers):
+    """Full batches come in a multiple of the workers and the rest in up to one small
+    batch per worker, so that no worker solves a last batch (or a last round of full
+    batches) alone; every source once, in order; one worker: the plain split."""
+    import numpy as np
+
+    from gpu_sssp.pipeline.sources import batch_bounds, make_batches, tail_layout
+
+    src = np.arange(count) * 3
+    got = make_batches(src, size, workers)
+    assert np.array_equal(np.concatenate(got) if got else src[:0], src)
+    sizes = [len(b) for b in got]
+    full, pieces, rest = tail_layout(count, size, workers)
+    assert sizes[:full] == [size] * full and full % workers == 0 or workers == 1
+    assert len(got) == full + pieces and sum(sizes[full:]) == rest
+    if pieces:
+        assert pieces <= workers and max(sizes[full:]) - min(sizes[full:]) <= 1 and max(sizes[full:]) <= size
+    plain = [len(b) for b in make_batches(src, size)]
+    if workers == 1:
+        assert sizes == plain
+    for i in range(len(got)):
+        a, b = batch_bounds(i, count, size, workers)
+        assert np.array_equal(src[a:b], got[i])
+    # all NY sources on 4 GPUs: 32 full batches, 4 of 550-551 (was: a 33rd batch of 2,202)
+    if (count, size, workers) == (264_346, 8192, 4):
+        assert sizes[32:] == [551, 551, 550, 550] and plain[-1] == 2202
+
+
+def test_a_study_laid_out_for_its_workers_resumes_with_that_layout(tmp_path):
+    """A default batch size is laid out for the cluster's workers and recorded: a resume
+    on another cluster re-plans the same batches; a layout equal to the plain split
+    leaves the study's identity as before (older folders resume)."""
+    import numpy as np
+
+    from gpu_sssp.pipeline.sources import SourcePlan
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.study.plan import StudyPlan
+    from tests.pipeline.test_study_support import grid_parquet
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    path = grid_parquet(tmp_path, 30, 30)
+    g = read_parquet(path)
+
+    def plan(out):
+        return StudyPlan(graph=g, graph_path=str(path), sources=SourcePlan(np.arange(900)), algorithm="dijkstra",
+                         batch_size=None, outputs=("stats",), distance_form="wide", out=tmp_path / out)
+
+    p = plan("s")
+    p.resolve_batch_size(["cpu"] * 4)  # 64-source batches: 12 full, the last 132 in 4
+    assert p.batch_workers == 4 and [len(b) for b in p.batches][-5:] == [64, 33, 33, 33, 33]
+    assert p.identity["batch_workers"] == 4
+    first = Study(p)
+    first.start({})  # writes the manifest
+    first.close()
+    again = plan("s")
+    st = Study(again, resume=True)  # on one worker now: the folder's layout
+    st.close()
+    assert again.batch_workers == 4 and [len(b) for b in again.batches] == [len(b) for b in p.batches]
+    one = plan("one")
+    one.resolve_batch_size(["cpu"])
+    assert one.batch_workers == 1 and "batch_workers" not in one.identity
+    even = StudyPlan(graph=g, graph_path=str(path), sources=SourcePlan(np.arange(512)), algorithm="dijkstra",
+                     batch_size=None, outputs=("stats",), distance_form="wide", out=tmp_path / "even")
+    even.resolve_batch_size(["cpu"] * 4)  # 8 full batches: the plain split
+    assert even.batch_workers == 1 and "batch_workers" not in even.identity
+
+
+def test_board_counts_a_report_before_its_task_ends():
+    """The dashboard counts a task's batches from its report (a Dask event) as it passes
+    the scheduler, before the task's completion; the completion then adds nothing."""
+    from gpu_sssp.pipeline.dashboard import REPORTS, StudyBoard
+
+    b = StudyBoard()
+    b.add_study({"study_id": "abc123", "sources_total": 264_346, "batch_size": 8192, "batch_workers": 4,
+                 "sources_before": 0})
+    b.log_event(REPORTS + "abc123-x", {"result": {"task": "phast-batch-000032-000033-abc123", "worker": "gpu-0",
+                                                  "task_ms": 3.0}, "worker": "tcp://1"})
+    b.log_event("other-topic", {"result": {"task": "phast-batch-000034-000034-abc123"}})
+    st = b.status()["studies"][0]
+    assert st["sources_done"] == 551 + 551 and st["workers"]["gpu-0"]["tasks"] == 1
+    b.transition("phast-batch-000032-000033-abc123", "processing", "memory", worker="tcp://1")
+    b.transition("phast-batch-000000-000000-abc123", "processing", "memory", worker="tcp://1")
+    st = b.status()["studies"][0]
+    assert st["sources_done"] == 551 + 551 + 8192 and st["tasks_done"] == 2

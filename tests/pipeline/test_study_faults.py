@@ -217,3 +217,51 @@ def test_attached_study_lets_the_graph_go_unless_kept(tmp_path):
     finally:
         client.close()
         cluster.close()
+
+
+def test_statistics_flushed_after_the_report_and_a_failed_flush_fails_the_study(tmp_path, monkeypatch):
+    """A task reports its batches, then flushes their statistics files: the report's trip
+    overlaps the flush.  A flush that fails after the report must still fail the study
+    (not be dropped with the reported future), and the batches' files are complete."""
+    import pyarrow.parquet as pq
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study import run_study
+    from gpu_sssp.pipeline.study import task as task_mod
+
+    order = []
+    real_report, real_flush = task_mod._report, task_mod.fsync_file
+
+    def report(topic, result):
+        order.append(("report", result["batches"][0]["batch"]))
+        real_report(topic, result)
+
+    def flush(path):
+        order.append(("flush", int(str(path).rsplit("-", 1)[1].split(".")[0])))
+        if "batch-000002" in str(path) and os.environ.get("SSSP_TEST_FAIL_FLUSH"):
+            raise OSError(5, "Input/output error (injected)", str(path))
+        real_flush(path)
+
+    monkeypatch.setattr(task_mod, "_report", report)
+    monkeypatch.setattr(task_mod, "fsync_file", flush)
+    path = rome_parquet(tmp_path)
+    # threads in this process: the patched functions are the workers' own
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    try:
+        s = run_study(client, _plan(path, tmp_path / "ok", random=4, seed=1, batch_size=1), backend="cpu")
+        assert s["complete"]
+        for i in range(4):
+            assert order.index(("report", i)) < order.index(("flush", i))
+        order.clear()
+        monkeypatch.setenv("SSSP_TEST_FAIL_FLUSH", "1")
+        with pytest.raises(OSError, match="injected"):
+            run_study(client, _plan(path, tmp_path / "bad", random=4, seed=1, batch_size=1), backend="cpu")
+        m = json.loads((tmp_path / "bad" / "manifest.json").read_text())
+        assert m["status"] == "failed" and "injected" in m["failure"]["reason"]
+        assert ("report", 2) in order  # reported (and journaled), then its flush failed
+        assert pq.read_metadata(tmp_path / "bad" / "stats" / "batch-000002.parquet").num_rows == 1
+    finally:
+        client.close()
+        cluster.close()

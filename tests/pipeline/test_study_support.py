@@ -212,3 +212,25 @@ def test_task_keys_digest_the_sources_once(tmp_path, monkeypatch):
     from distributed.utils import key_split
 
     assert key_split(keys[3]) == "phast-batch"  # the dashboard's task prefix
+
+
+def test_statistics_file_reads_back_as_the_statistics_table(tmp_path):
+    """A batch's statistics file is written from dictionary columns without the Arrow
+    schema (a faster encode); it must read back exactly as ``Result.stats_table``."""
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.graph import Graph
+    from gpu_sssp.kernels.result import STATS_SCHEMA
+    from gpu_sssp.pipeline.study.task import STATS_PARQUET
+    from gpu_sssp.pipeline.writers import parquet_bytes, write_parquet_atomic
+
+    rng = np.random.default_rng(4)
+    g = Graph.from_edges(rng.integers(0, 40, 200), rng.integers(0, 40, 200), rng.integers(1, 9, 200), 40)
+    res = kernels.solve(g, [0, 5, 5, 39], method="dijkstra")
+    plain = res.stats_table(g.id_base, worker="w-1")
+    f = tmp_path / "stats" / "batch-000000.parquet"
+    write_parquet_atomic(res.stats_table(g.id_base, worker="w-1", for_file=True), f, **STATS_PARQUET)
+    back = pq.read_table(f)
+    assert back.schema.equals(STATS_SCHEMA)
+    assert back.equals(plain)
+    assert back.column("worker").to_pylist() == ["w-1"] * 4
+    assert parquet_bytes(res.stats_table(worker="w-1", for_file=True), **STATS_PARQUET) > 0
