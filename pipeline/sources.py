@@ -54,55 +54,74 @@ class SourcePlan:
         return make_batches(self.sources, batch_size, workers)
 
 
-def tail_layout(count: int, batch_size: int, workers: int = 1) -> tuple[int, int, int]:
-    """``(full, pieces, rest)``: how :func:`make_batches` splits ``count`` sources for
-    ``workers`` workers - ``full`` batches of ``batch_size`` (a multiple of ``workers``),
-    then the ``rest`` sources in ``pieces`` nearly equal batches (at most ``workers``, none
-    below a sixteenth of ``batch_size``).  With one worker: the remainder in one batch."""
+def tail_layout(count: int, batch_size: int, workers: int = 1) -> tuple[int, int, int, bool]:
+    """``(full, pieces, rest, merged)``: how :func:`make_batches` splits ``count`` sources
+    for ``workers`` workers - ``full`` batches of ``batch_size`` (a multiple of
+    ``workers``) and the ``rest`` sources in ``pieces`` nearly equal parts (at most
+    ``workers``, none below a sixteenth of ``batch_size``).  ``merged``: the parts are at
+    most half a batch each and go into the last ``pieces`` full batches, one each
+    (otherwise they are batches of their own, after the full ones).  With one worker: the
+    plain split, the remainder in one batch of its own."""
     count, batch_size, workers = int(count), int(batch_size), max(1, int(workers))
     if batch_size < 1:
         raise UsageError(f"batch size must be at least 1, got {batch_size}")
-    full = (count // (batch_size * workers)) * workers
-    rest = count - full * batch_size
     if workers == 1:  # the plain split: the remainder is one batch
         full, rest = count // batch_size, count % batch_size
+        return full, (1 if rest else 0), rest, False
+    full = (count // (batch_size * workers)) * workers
+    rest = count - full * batch_size
     least = max(1, batch_size // 16)
     pieces = min(workers, -(-rest // least)) if rest else 0
-    return full, pieces, rest
+    merged = bool(pieces) and full >= pieces and -(-rest // pieces) <= batch_size // 2
+    return full, pieces, rest, merged
 
 
 def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1) -> tuple[int, int]:
     """``(start, stop)`` of batch ``index`` of :func:`make_batches` (without the sources)."""
-    full, pieces, rest = tail_layout(count, batch_size, workers)
+    full, pieces, rest, merged = tail_layout(count, batch_size, workers)
     index = int(index)
-    if index < full:
+    plain = full - pieces if merged else full  # batches of exactly batch_size first
+    if 0 <= index < plain:
         return index * batch_size, (index + 1) * batch_size
-    j = index - full
+    j = index - plain
     if not 0 <= j < pieces:
-        raise IndexError(f"batch {index} of {full + pieces}")
+        raise IndexError(f"batch {index} of {plain + pieces}")
     base, extra = divmod(rest, pieces)
-    start = full * batch_size + j * base + min(j, extra)
+    if merged:
+        base += batch_size
+    start = plain * batch_size + j * base + min(j, extra)
     return start, start + base + (1 if j < extra else 0)
 
 
-def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list[np.ndarray]:
-    """Split ``sources`` into consecutive batches of at most ``batch_size``.
+def batch_count(count: int, batch_size: int, workers: int = 1) -> int:
+    """How many batches :func:`make_batches` makes."""
+    full, pieces, _rest, merged = tail_layout(count, batch_size, workers)
+    return full if merged else full + pieces
 
-    With one worker (default) the last batch holds the remainder.  For ``workers``
-    workers the batches of full size come in a multiple of ``workers``, and what is
-    left is split into up to ``workers`` nearly equal batches (:func:`tail_layout`):
-    each worker's share ends with a small batch, instead of one worker solving a last
-    batch, or a last round of full batches, while the others wait.  All NY sources
-    (264,346) in batches of 8,192 on 4 workers: 32 full batches and 4 of 550-551
-    sources, where one worker had a 33rd batch of 2,202 (a 4,096-lane sweep of 4.3 ms
-    on an H200, against 1.5 ms for 551 sources).
+
+def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list[np.ndarray]:
+    """Split ``sources`` into consecutive batches of ``batch_size``, laid out for
+    ``workers`` workers.
+
+    With one worker (default) the last batch holds the remainder.  For several, the
+    batches of full size come in a multiple of ``workers``, and what is left is split
+    into up to ``workers`` nearly equal parts (:func:`tail_layout`), so that every
+    worker's share is the same to within a part, instead of one worker solving a last
+    batch, or a last round of full batches, while the others wait.  Parts of at most half
+    a batch join the last full batches (one each, which then hold up to 1.5
+    ``batch_size``): as batches of their own they ended a worker's share with a task
+    shorter than the previous batch's file write, which then held the study's end.  All
+    NY sources (264,346) in batches of 8,192 on 4 workers: 28 batches of 8,192 and 4 of
+    8,742-8,743, where one worker had a 33rd batch of 2,202 (a 4,096-lane sweep of
+    4.3 ms on an H200) alone.  Larger parts stay batches of their own (FLA's 1,070,376
+    on 4 workers: 128 full batches, then 4 of 5,450).
 
     Parameters
     ----------
     sources : ndarray
         The sources in solving order.
     batch_size : int
-        Largest batch.
+        Sources per batch.
     workers : int
         The workers the batches are for (a study's layout is recorded with its batch
         size, so that a resume re-plans the same batches on any cluster).
@@ -118,8 +137,8 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list
         ``batch_size`` is below 1.
     """
     count = len(sources)
-    full, pieces, _rest = tail_layout(count, batch_size, workers)
-    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers) for i in range(full + pieces))]
+    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers)
+                                      for i in range(batch_count(count, batch_size, workers)))]
 
 
 def read_source_file(path, graph) -> np.ndarray:

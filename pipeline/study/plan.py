@@ -118,19 +118,18 @@ class StudyPlan:
     def set_batch_size(self, batch_size: int, workers: int = 1) -> None:
         """Fix the batch size (and so the batches); see :func:`default_batch_size`.
         ``workers``: lay the batches out for that many workers (full batches in a
-        multiple of them, the rest in up to that many small ones, as
+        multiple of them, the rest spread over up to that many, as
         :func:`pipeline.sources.make_batches`)."""
-        from gpu_sssp.pipeline.sources import tail_layout
-
         batch_size = int(batch_size)
         if batch_size < 1:
             raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
         workers = max(1, int(workers))
-        if tail_layout(self.sources.count, batch_size, workers) == tail_layout(self.sources.count, batch_size):
+        batches = self.sources.batches(batch_size, workers)
+        if workers > 1 and [len(b) for b in batches] == [len(b) for b in self.sources.batches(batch_size)]:
             workers = 1  # the same batches as the plain split: the identity of old folders
         self.batch_size = batch_size
         self.batch_workers = workers
-        self.batches = self.sources.batches(batch_size, workers)
+        self.batches = batches
 
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,

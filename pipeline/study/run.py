@@ -560,7 +560,8 @@ def _worker_stream(dask_worker=None, interval=None, restore=None):
 
 
 def _prompt_streams(client, interval: float | None = None):
-    """Let Dask's messages go out within ``interval`` (default :data:`STREAM_INTERVAL`)
+    """Let Dask's messages go out within ``interval`` (default: dask config
+    ``sssp.study.stream-interval``, :data:`STREAM_INTERVAL`)
     instead of its batching intervals: the client's stream to the scheduler (10 ms), the
     scheduler's to this client (2 ms) and to each worker (5 ms), each worker's to the
     scheduler (2 ms).  Returns the function that puts them back.
@@ -573,7 +574,7 @@ def _prompt_streams(client, interval: float | None = None):
     are Dask's constants, not its config: set on the live objects (``run_on_scheduler``,
     ``run``), best effort (a scheduler that cannot run this package's functions keeps
     its own); a worker that joins during the study keeps Dask's."""
-    interval = STREAM_INTERVAL if interval is None else float(interval)
+    interval = float(setting("study.stream-interval", interval, default=STREAM_INTERVAL))
     undo = [_prompt_client_stream(client, interval)]
     if getattr(client, "run_on_scheduler", None) is not None:
         try:

@@ -273,31 +273,43 @@ def test_task_reports_are_grouped_and_a_missing_report_is_fetched():
                                                    (16_384, 2048, 4), (40_000, 4096, 4), (5, 8192, 4),
                                                    (100, 7, 3), (0, 8, 4), (264_346, 8192, 1)])
 def test_batches_laid_out_for_the_workers(count, size, workers):
-    """Full batches come in a multiple of the workers and the rest in up to one small
-    batch per worker, so that no worker solves a last batch (or a last round of full
-    batches) alone; every source once, in order; one worker: the plain split."""
+    """Full batches come in a multiple of the workers and the rest in up to one part per
+    worker, so that no worker solves a last batch (or a last round of full batches)
+    alone; parts of at most half a batch join the last full batches; every source once,
+    in order; one worker: the plain split."""
     import numpy as np
 
-    from gpu_sssp.pipeline.sources import batch_bounds, make_batches, tail_layout
+    from gpu_sssp.pipeline.sources import batch_bounds, batch_count, make_batches, tail_layout
 
     src = np.arange(count) * 3
     got = make_batches(src, size, workers)
     assert np.array_equal(np.concatenate(got) if got else src[:0], src)
+    assert len(got) == batch_count(count, size, workers)
     sizes = [len(b) for b in got]
-    full, pieces, rest = tail_layout(count, size, workers)
-    assert sizes[:full] == [size] * full and full % workers == 0 or workers == 1
-    assert len(got) == full + pieces and sum(sizes[full:]) == rest
-    if pieces:
-        assert pieces <= workers and max(sizes[full:]) - min(sizes[full:]) <= 1 and max(sizes[full:]) <= size
     plain = [len(b) for b in make_batches(src, size)]
+    full, pieces, rest, merged = tail_layout(count, size, workers)
     if workers == 1:
-        assert sizes == plain
+        assert sizes == plain and not merged
+    else:
+        assert full % workers == 0 and pieces <= workers
+        tail = sizes[full - pieces:] if merged else sizes[full:]
+        assert sizes[:len(sizes) - len(tail)] == [size] * (len(sizes) - len(tail))
+        if pieces:
+            assert len(tail) == pieces and max(tail) - min(tail) <= 1
+            assert sum(tail) == rest + (size * pieces if merged else 0)
+            assert max(tail) <= (size + size // 2 if merged else size)
+            assert merged == (min(tail) > size)
     for i in range(len(got)):
         a, b = batch_bounds(i, count, size, workers)
         assert np.array_equal(src[a:b], got[i])
-    # all NY sources on 4 GPUs: 32 full batches, 4 of 550-551 (was: a 33rd batch of 2,202)
+    with pytest.raises(IndexError):
+        batch_bounds(len(got), count, size, workers)
+    # all NY sources on 4 GPUs: 28 batches of 8,192 and 4 of 8,742-8,743 (was: one
+    # GPU's 33rd batch of 2,202); FLA's on 4 GPUs: 128 full batches and 4 of 5,450
     if (count, size, workers) == (264_346, 8192, 4):
-        assert sizes[32:] == [551, 551, 550, 550] and plain[-1] == 2202
+        assert sizes[28:] == [8743, 8743, 8742, 8742] and len(sizes) == 32 and plain[-1] == 2202
+    if (count, size, workers) == (1_070_376, 8192, 4):
+        assert sizes[128:] == [5450] * 4 and not merged
 
 
 def test_a_study_laid_out_for_its_workers_resumes_with_that_layout(tmp_path):
@@ -347,12 +359,12 @@ def test_board_counts_a_report_before_its_task_ends():
     b = StudyBoard()
     b.add_study({"study_id": "abc123", "sources_total": 264_346, "batch_size": 8192, "batch_workers": 4,
                  "sources_before": 0})
-    b.log_event(REPORTS + "abc123-x", {"result": {"task": "phast-batch-000032-000033-abc123", "worker": "gpu-0",
+    b.log_event(REPORTS + "abc123-x", {"result": {"task": "phast-batch-000027-000028-abc123", "worker": "gpu-0",
                                                   "task_ms": 3.0}, "worker": "tcp://1"})
-    b.log_event("other-topic", {"result": {"task": "phast-batch-000034-000034-abc123"}})
+    b.log_event("other-topic", {"result": {"task": "phast-batch-000031-000031-abc123"}})
     st = b.status()["studies"][0]
-    assert st["sources_done"] == 551 + 551 and st["workers"]["gpu-0"]["tasks"] == 1
-    b.transition("phast-batch-000032-000033-abc123", "processing", "memory", worker="tcp://1")
-    b.transition("phast-batch-000000-000000-abc123", "processing", "memory", worker="tcp://1")
+    assert st["sources_done"] == 8192 + 8743 and st["workers"]["gpu-0"]["tasks"] == 1
+    b.transition("phast-batch-000027-000028-abc123", "processing", "memory", worker="tcp://1")
+    b.transition("phast-batch-000031-000031-abc123", "processing", "memory", worker="tcp://1")
     st = b.status()["studies"][0]
-    assert st["sources_done"] == 551 + 551 + 8192 and st["tasks_done"] == 2
+    assert st["sources_done"] == 8192 + 8743 + 8742 and st["tasks_done"] == 2
