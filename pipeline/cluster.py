@@ -58,8 +58,19 @@ class ClusterHandle:
             return None
 
     def close(self) -> None:
-        """Close the client, and the cluster only if this process started it."""
+        """Close the client, and the cluster only if this process started it.
+
+        A cluster this process started is closed workers first; a worker whose heartbeat
+        to the scheduler is under way then logs Dask's "Failed to communicate with
+        scheduler during heartbeat" with a traceback (seen after a Ctrl-C).  That is
+        teardown noise, not a failure of the study: the workers' ``distributed.worker``
+        log is lowered to CRITICAL first (best effort, workers that are gone are skipped)."""
         try:
+            if self.cluster is not None:
+                try:
+                    self.client.run(_quiet_worker_teardown, on_error="ignore")
+                except Exception as exc:  # closing goes on
+                    log.debug("workers' teardown log not quieted: %s", exc)
             self.client.close()
         finally:
             if self.cluster is not None:
@@ -70,6 +81,11 @@ class ClusterHandle:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _quiet_worker_teardown() -> None:
+    """On a worker of a cluster being closed: only critical messages from its log."""
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
 
 
 def _dask_cuda_available() -> bool:

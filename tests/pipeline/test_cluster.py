@@ -194,3 +194,27 @@ def test_plugin_loads_in_the_background_and_tasks_get_its_error(tmp_path):
         plugin.wait(timeout=60)
     assert plugin.graph is None and "setup_s" in plugin.timings
     plugin.teardown()
+
+
+def test_closing_a_started_cluster_quiets_the_workers_teardown_log():
+    """Closing a cluster this process started lowers the workers' ``distributed.worker``
+    log first: a heartbeat cut by the close logged a traceback after a Ctrl-C (a CI run of
+    ``test_ctrl_c_leaves_the_study_interrupted``).  An attached client leaves it alone."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.cluster import ClusterHandle
+
+    logger = logging.getLogger("distributed.worker")
+    before = logger.level
+    try:
+        # worker threads in this process: their logger is this process's
+        cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+        attached = ClusterHandle(Client(cluster), None, "attached", "cpu")
+        attached.close()
+        assert logger.level == before
+        ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu").close()
+        assert logger.level == logging.CRITICAL
+    finally:
+        logger.setLevel(before)
