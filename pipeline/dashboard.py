@@ -60,9 +60,10 @@ class _Study:
         from gpu_sssp.pipeline.sources import batch_bounds
 
         bs, total = int(self.info["batch_size"]), int(self.info["sources_total"])
-        workers = int(self.info.get("batch_workers", 1))
+        workers, merge = int(self.info.get("batch_workers", 1)), bool(self.info.get("batch_merge", True))
         try:
-            return batch_bounds(last, total, bs, workers)[1] - batch_bounds(first, total, bs, workers)[0]
+            return (batch_bounds(last, total, bs, workers, merge)[1]
+                    - batch_bounds(first, total, bs, workers, merge)[0])
         except (IndexError, ValueError):
             return 0
 
@@ -230,7 +231,7 @@ def announce(client, plan, study, prefix: str) -> str:
         "study_id": plan.study_id, "graph": plan.graph.name, "vertices": int(plan.graph.n),
         "prefix": prefix, "algorithm": plan.algorithm, "sources_total": int(plan.sources.count),
         "sources_before": int(study.sources_done), "batch_size": int(plan.batch_size),
-        "batch_workers": int(plan.batch_workers),
+        "batch_workers": int(plan.batch_workers), "batch_merge": bool(plan.merge_tail),
         "batches": len(plan.batches), "out": str(plan.out), "kind": plan.sources.how.get("kind"),
     }
     client.run_on_scheduler(_announce, info)

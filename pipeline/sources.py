@@ -50,18 +50,18 @@ class SourcePlan:
         """A digest of the ordered source list (identifies the plan on resume)."""
         return hashlib.sha256(np.ascontiguousarray(self.sources, dtype=np.int64).tobytes()).hexdigest()[:16]
 
-    def batches(self, batch_size: int, workers: int = 1) -> list[np.ndarray]:
-        return make_batches(self.sources, batch_size, workers)
+    def batches(self, batch_size: int, workers: int = 1, merge: bool = True) -> list[np.ndarray]:
+        return make_batches(self.sources, batch_size, workers, merge)
 
 
-def tail_layout(count: int, batch_size: int, workers: int = 1) -> tuple[int, int, int, bool]:
+def tail_layout(count: int, batch_size: int, workers: int = 1, merge: bool = True) -> tuple[int, int, int, bool]:
     """``(full, pieces, rest, merged)``: how :func:`make_batches` splits ``count`` sources
     for ``workers`` workers - ``full`` batches of ``batch_size`` (a multiple of
     ``workers``) and the ``rest`` sources in ``pieces`` nearly equal parts (at most
     ``workers``, none below a sixteenth of ``batch_size``).  ``merged``: the parts are at
     most half a batch each and go into the last ``pieces`` full batches, one each
-    (otherwise they are batches of their own, after the full ones).  With one worker: the
-    plain split, the remainder in one batch of its own."""
+    (otherwise, or without ``merge``, they are batches of their own, after the full ones).
+    With one worker: the plain split, the remainder in one batch of its own."""
     count, batch_size, workers = int(count), int(batch_size), max(1, int(workers))
     if batch_size < 1:
         raise UsageError(f"batch size must be at least 1, got {batch_size}")
@@ -72,13 +72,13 @@ def tail_layout(count: int, batch_size: int, workers: int = 1) -> tuple[int, int
     rest = count - full * batch_size
     least = max(1, batch_size // 16)
     pieces = min(workers, -(-rest // least)) if rest else 0
-    merged = bool(pieces) and full >= pieces and -(-rest // pieces) <= batch_size // 2
+    merged = bool(merge) and bool(pieces) and full >= pieces and -(-rest // pieces) <= batch_size // 2
     return full, pieces, rest, merged
 
 
-def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1) -> tuple[int, int]:
+def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1, merge: bool = True) -> tuple[int, int]:
     """``(start, stop)`` of batch ``index`` of :func:`make_batches` (without the sources)."""
-    full, pieces, rest, merged = tail_layout(count, batch_size, workers)
+    full, pieces, rest, merged = tail_layout(count, batch_size, workers, merge)
     index = int(index)
     plain = full - pieces if merged else full  # batches of exactly batch_size first
     if 0 <= index < plain:
@@ -93,13 +93,13 @@ def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1) -> t
     return start, start + base + (1 if j < extra else 0)
 
 
-def batch_count(count: int, batch_size: int, workers: int = 1) -> int:
+def batch_count(count: int, batch_size: int, workers: int = 1, merge: bool = True) -> int:
     """How many batches :func:`make_batches` makes."""
-    full, pieces, _rest, merged = tail_layout(count, batch_size, workers)
+    full, pieces, _rest, merged = tail_layout(count, batch_size, workers, merge)
     return full if merged else full + pieces
 
 
-def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list[np.ndarray]:
+def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1, merge: bool = True) -> list[np.ndarray]:
     """Split ``sources`` into consecutive batches of ``batch_size``, laid out for
     ``workers`` workers.
 
@@ -125,6 +125,10 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list
     workers : int
         The workers the batches are for (a study's layout is recorded with its batch
         size, so that a resume re-plans the same batches on any cluster).
+    merge : bool
+        Let small parts join the last full batches (default).  A study whose batches
+        hold distance rows or a matrix (memory per source) keeps every batch within
+        ``batch_size`` instead.
 
     Returns
     -------
@@ -137,8 +141,8 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1) -> list
         ``batch_size`` is below 1.
     """
     count = len(sources)
-    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers)
-                                      for i in range(batch_count(count, batch_size, workers)))]
+    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers, merge)
+                                      for i in range(batch_count(count, batch_size, workers, merge)))]
 
 
 def read_source_file(path, graph) -> np.ndarray:

@@ -124,12 +124,19 @@ class StudyPlan:
         if batch_size < 1:
             raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
         workers = max(1, int(workers))
-        batches = self.sources.batches(batch_size, workers)
+        batches = self.sources.batches(batch_size, workers, self.merge_tail)
         if workers > 1 and [len(b) for b in batches] == [len(b) for b in self.sources.batches(batch_size)]:
             workers = 1  # the same batches as the plain split: the identity of old folders
         self.batch_size = batch_size
         self.batch_workers = workers
         self.batches = batches
+
+    @property
+    def merge_tail(self) -> bool:
+        """Whether the rest's small parts may join the last full batches (up to 1.5 batch
+        sizes, :func:`pipeline.sources.make_batches`): for statistics only; a batch of
+        distance rows or of a matrix keeps within the batch size (its memory)."""
+        return self.targets is None and not ({"distances", "predecessors"} & set(self.outputs))
 
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,

@@ -349,6 +349,13 @@ def test_a_study_laid_out_for_its_workers_resumes_with_that_layout(tmp_path):
                      batch_size=None, outputs=("stats",), distance_form="wide", out=tmp_path / "even")
     even.resolve_batch_size(["cpu"] * 4)  # 8 full batches: the plain split
     assert even.batch_workers == 1 and "batch_workers" not in even.identity
+    # 800 sources: 12 full batches, the 32 left in parts of 8 that join the last 4 for
+    # statistics only; a study with distance rows keeps every batch within 64 (memory)
+    for outputs, tail in ((("stats",), [72] * 4), (("stats", "distances"), [64] * 4 + [8] * 4)):
+        p8 = StudyPlan(graph=g, graph_path=str(path), sources=SourcePlan(np.arange(800)), algorithm="dijkstra",
+                       batch_size=None, outputs=outputs, distance_form="wide", out=tmp_path / "p8")
+        p8.resolve_batch_size(["cpu"] * 4)
+        assert [len(b) for b in p8.batches][-len(tail):] == tail and p8.batch_workers == 4
 
 
 def test_board_counts_a_report_before_its_task_ends():
