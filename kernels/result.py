@@ -235,10 +235,11 @@ class Result:
         file's encode); written without the Arrow schema (``store_schema=False``) the
         file reads back in :data:`STATS_SCHEMA`, plain strings."""
         b = self.batch_size
+        first = pa.array(np.zeros(b, dtype=np.int32)) if for_file else None  # the one value's index, every row
 
         def one_value(v: str):
             if for_file:
-                return pa.DictionaryArray.from_arrays(pa.array(np.zeros(b, dtype=np.int32)), pa.array([v], pa.string()))
+                return pa.DictionaryArray.from_arrays(first, pa.array([v], pa.string()))
             return pa.repeat(pa.scalar(v, pa.string()), b)
 
         if kernel_ms is None:
@@ -259,9 +260,7 @@ class Result:
             "algorithm": one_value(str(self.method)),
             "mteps": np.asarray(mteps, dtype=np.float64),
         }
-        if for_file:
-            return pa.Table.from_pydict(cols, schema=STATS_FILE_SCHEMA)
-        return pa.Table.from_pydict(cols, schema=STATS_SCHEMA)
+        return pa.Table.from_pydict(cols, schema=STATS_FILE_SCHEMA if for_file else STATS_SCHEMA)
 
     def to_table(self, id_base: int = 0, *, reachable_only: bool = True) -> pa.Table:
         """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids)."""

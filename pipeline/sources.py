@@ -78,8 +78,12 @@ def tail_layout(count: int, batch_size: int, workers: int = 1, merge: bool = Tru
 
 def batch_bounds(index: int, count: int, batch_size: int, workers: int = 1, merge: bool = True) -> tuple[int, int]:
     """``(start, stop)`` of batch ``index`` of :func:`make_batches` (without the sources)."""
-    full, pieces, rest, merged = tail_layout(count, batch_size, workers, merge)
-    index = int(index)
+    return _bounds(int(index), int(batch_size), tail_layout(count, batch_size, workers, merge))
+
+
+def _bounds(index: int, batch_size: int, layout: tuple[int, int, int, bool]) -> tuple[int, int]:
+    """:func:`batch_bounds` from a :func:`tail_layout` computed once."""
+    full, pieces, rest, merged = layout
     plain = full - pieces if merged else full  # batches of exactly batch_size first
     if 0 <= index < plain:
         return index * batch_size, (index + 1) * batch_size
@@ -140,9 +144,9 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1, merge: 
     ValueError
         ``batch_size`` is below 1.
     """
-    count = len(sources)
-    return [sources[a:b] for a, b in (batch_bounds(i, count, batch_size, workers, merge)
-                                      for i in range(batch_count(count, batch_size, workers, merge)))]
+    layout = tail_layout(len(sources), batch_size, workers, merge)
+    return [sources[a:b] for a, b in (_bounds(i, int(batch_size), layout)
+                                      for i in range(batch_count(len(sources), batch_size, workers, merge)))]
 
 
 def read_source_file(path, graph) -> np.ndarray:

@@ -91,14 +91,9 @@ def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
         yield tmp
         if fsync:
             try:
-                fd = os.open(tmp, os.O_RDONLY)
+                fsync_file(tmp)
             except FileNotFoundError:  # the caller wrote nothing: os.replace says so below
-                fd = None
-            if fd is not None:
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                pass
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -109,8 +104,8 @@ def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
 
 def fsync_file(path) -> None:
     """Flush a written file's data to disk (``os.fsync``); raises ``OSError`` as it does.
-    A study's statistics file is flushed so, after its rename and its report
-    (``pipeline.study.task.solve_chunk``)."""
+    :func:`atomic_path` flushes its temporary file so; a study's statistics file is
+    flushed so after its rename and its report (``pipeline.study.task.solve_chunk``)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

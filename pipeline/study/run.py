@@ -334,10 +334,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 # forgets their results, and a worker that dies later does not make it
                 # solve them again (a held future of a lost result is recomputed)
                 group = got = fut = None
-                for key in [k for k, f in reported.items() if f.status != "pending"]:
-                    if reported[key].status == "error":  # failed after its report: its flush
-                        reported[key].result()
-                    del reported[key]
+                _drop_ended(reported)
                 study.record_many(metas)
                 for meta in metas:
                     run_meta.append(meta)
@@ -439,11 +436,18 @@ def _settle(reported: dict, timeout: float = 60.0) -> None:
                 wait(list(reported.values()), timeout=timeout)
             except Exception as exc:  # timed out or gone
                 log.warning("%d reported task(s) not ended after %.0f s: %s", len(reported), timeout, exc)
-            for key, fut in reported.items():
-                if fut.status == "error":
-                    fut.result()  # raises what the task raised after its report (its flush)
+            _drop_ended(reported)
     finally:
         reported.clear()
+
+
+def _drop_ended(reported: dict) -> None:
+    """Drop the reported tasks' futures that have ended; raise what one raised after its
+    report (its statistics files' flush, ``pipeline.study.task.solve_chunk``)."""
+    for key in [k for k, f in reported.items() if f.status != "pending"]:
+        if reported[key].status == "error":
+            reported[key].result()
+        del reported[key]
 
 
 #: seconds the run loop waits for a task's report before it looks at the futures
