@@ -98,13 +98,17 @@ def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _wait_for_batches(first, out, 2)
+        # freeze the first run (client and workers: its process group) so that it still
+        # holds the folder when the second one looks, however fast this machine finishes
+        # rome99; a stopped process keeps its lock
+        os.killpg(first.pid, signal.SIGSTOP)
         second = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True,
                                 timeout=120)
         err = second.stderr.decode()
         assert second.returncode == 2, err + second.stdout.decode()
         assert f"is in use by another study run (pid {first.pid} on host" in err
         assert len(err.strip().splitlines()) == 1
-        assert first.poll() is None  # the first run goes on
+        assert first.poll() is None  # the first run is untouched
     finally:
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
