@@ -21,7 +21,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
 from gpu_sssp.pipeline.config import setting
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,10 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     Raises
     ------
     ValueError
-        Contradictory options, bad device list.
-        ``gpus`` asked for without a visible GPU or without ``dask_cuda``.
+        Contradictory options, bad device list (``UsageError``).
+    GPUUnavailableError
+        ``gpus`` asked for without a visible GPU or without ``dask_cuda`` (a
+        ``RuntimeError``; the command line exits with status 4).
     """
     from distributed import Client
 
@@ -171,13 +173,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
 
         want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
         if gpus is not None and kernels.device_count() == 0:
-            raise UsageError("--gpus: no CUDA device is visible here (or CuPy is missing); "
-                             "use --cpu-workers N for a CPU cluster")
+            # a GPU request that cannot be met here: exit status 4, as for a GPU method
+            raise GPUUnavailableError("--gpus: no CUDA device is visible here (or CuPy is missing); "
+                                      "use --cpu-workers N for a CPU cluster")
         if want_gpu:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError as exc:
-                raise UsageError(
+                raise GPUUnavailableError(
                     f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
                 ) from exc
             # three task threads: one chunk's files are written while the next chunk runs

@@ -199,3 +199,17 @@ def test_gpus_naming_a_missing_device_exit_2(grid, tmp_path, capsys):
     text = err.err + err.out
     assert "--gpus 99" in text and "GPU(s)" in text and "Traceback" not in text
     assert not (tmp_path / "o").exists()
+
+
+def test_gpus_without_any_gpu_exit_4(grid, tmp_path, capsys):
+    """``--gpus 0,1`` where no GPU can be used is a GPU request that cannot be met:
+    exit status 4 (as for a GPU method), one line, nothing written."""
+    from gpu_sssp import kernels
+
+    if kernels.device_count() > 0:
+        pytest.skip("a GPU is visible here")
+    rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--gpus", "0,1"])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert len(err.strip().splitlines()) == 1 and "--gpus" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
