@@ -68,7 +68,9 @@ def add_parser(subparsers):
 def run(args) -> int:
     from gpu_sssp.pipeline.generate import generate
     from gpu_sssp.workflows.cmd_ingest import summary_table
+    from gpu_sssp.workflows.common import check_output_file
 
+    check_output_file(args.output)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
                   negative_fraction=args.negative_fraction)
     if args.family == "rmat":

@@ -139,3 +139,43 @@ def test_hostile_sizes_other_formats(tmp_path, name, text, line):
     assert f"{g}:{line}:" in err and "isolated-vertex check" in err and "300,000,000 vertices" in err
     assert peak < 300, peak
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+# -- outputs that cannot be written: refused before the input is read ------------------
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{input}", "-o", "{input}"],
+    ["ingest", "{link}", "-o", "{input}"],
+    ["solve", "{input}", "-s", "1", "-o", "{input}"],
+])
+def test_output_that_is_the_input_is_one_line_exit_2(tmp_path, capsys, argv):
+    from gpu_sssp.workflows.cli import main
+
+    g = tmp_path / "rome.gr"
+    g.write_bytes((DATA / "rome99.gr").read_bytes())
+    (tmp_path / "link.gr").symlink_to(g)
+    before = g.read_bytes()
+    rc = main([a.format(input=g, link=tmp_path / "link.gr") for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "is the input file" in err and str(g) in err
+    assert g.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.gr", "rome.gr"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{missing}", "-o", "{dir}"],  # said before the input is looked at
+    ["ingest", str(DATA / "rome99.gr"), "-o", "{dir}"],
+    ["generate", "grid", "--rows", "3", "--cols", "3", "-o", "{dir}"],
+    ["solve", str(DATA / "karate.mtx"), "-s", "1", "-o", "{dir}"],
+])
+def test_output_that_is_a_directory_is_one_line_exit_2(tmp_path, capsys, argv):
+    from gpu_sssp.workflows.cli import main
+
+    d = tmp_path / "adir"
+    d.mkdir()
+    rc = main([a.format(dir=d, missing=tmp_path / "missing.gr") for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and f"{d}: is a directory" in err
+    assert ".tmp" not in err  # no temporary name
+    assert list(d.iterdir()) == []
