@@ -94,7 +94,9 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     """File ids from --source/--sources-file -> internal indices (validated)."""
     chunks = []
     if ids:
-        chunks.append(graph.to_index(np.asarray(ids, dtype=np.int64), what="source"))
+        from gpu_sssp.pipeline.sources import ids_to_index
+
+        chunks.append(ids_to_index(graph, ids, what="source"))
     if sources_file:
         from gpu_sssp.pipeline.ingest import read_sources
 

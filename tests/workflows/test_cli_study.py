@@ -62,6 +62,8 @@ def grid(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["--source", "5", "--source", "400"], "source 400 does not exist"),
+    (["--source", "99999999999999999999999"], "source 99999999999999999999999 does not exist"),
+    (["--source", "-1"], "ids run from 0 to 399"),
     (["--random", "0"], "between 1 and"),
     (["--outputs", "stats,paths"], "unknown output"),
     (["--algorithm", "no-such"], "unknown algorithm"),
