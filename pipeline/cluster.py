@@ -319,8 +319,29 @@ def _accepts_n_workers(client) -> bool:
         return False
 
 
-def performance_report(filename):
-    """Dask's performance report (an HTML file) around the code in a ``with`` block."""
+@contextlib.contextmanager
+def performance_report(filename, client):
+    """Dask's performance report (an HTML file) of what ``client``'s cluster runs in a
+    ``with`` block.
+
+    ``distributed.performance_report`` finds its client with ``get_client()``: it is
+    entered with ``client`` as the current one, so it works whether or not ``client`` is
+    the process's default (and it must be entered once a client exists: entered before,
+    it raised "No global client found").  The report is written when the block ends,
+    also after an error or an interruption (what ran until then); a report that cannot
+    be written then is logged, so that the block's own error is the one raised.
+    """
     from distributed import performance_report as _report
 
-    return _report(filename=str(filename))
+    report = _report(filename=str(filename))
+    with client.as_current():
+        report.__enter__()
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                report.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception as rexc:
+                log.warning("performance report %s not written: %s", filename, rexc)
+            raise
+        report.__exit__(None, None, None)

@@ -663,7 +663,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           host: str | None = None, dashboard_address: str | None = None,
           keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None,
           targets=None, random_targets: int | None = None, target_seed: int | None = None,
-          stats_over: str | None = None, matrix_form: str | None = None, **ingest_options) -> dict:
+          stats_over: str | None = None, matrix_form: str | None = None, report=None,
+          **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
 
     Parameters
@@ -702,6 +703,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         file ids, or ``random_targets`` K drawn with ``target_seed``
         (``pipeline.targets.plan_targets``); ``stats_over`` ``targets`` (default) or
         ``all``; ``matrix_form`` ``wide`` (default) or ``long``.
+    report : str or os.PathLike, optional
+        Save Dask's performance report of the run (an HTML file) here
+        (``pipeline.cluster.performance_report``: from the first batch's submission to
+        the summary, written also when the run stops early).
 
     Returns
     -------
@@ -765,8 +770,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         plan.resolve_batch_size(worker_devices(info))
         if on_cluster is not None:
             on_cluster(info, plan, folder)
-        return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
-                         on_start=on_start, on_batch=on_batch, study=folder)
+        import contextlib
+
+        from gpu_sssp.pipeline.cluster import performance_report
+
+        with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
+            return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
+                             on_start=on_start, on_batch=on_batch, study=folder)
     finally:
         folder.close()  # released already unless the run stopped before it began
         # a cluster this call did not start (a client given, or attached with --scheduler
