@@ -179,3 +179,24 @@ def test_output_that_is_a_directory_is_one_line_exit_2(tmp_path, capsys, argv):
     assert len(err.strip().splitlines()) == 1 and f"{d}: is a directory" in err
     assert ".tmp" not in err  # no temporary name
     assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["grid", "--rows", "100000", "--cols", "100000"],
+     "generate grid --rows 100000 --cols 100000: 10,000,000,000 vertices, above the limit "
+     "sssp.ingest.max-vertices = 2,147,483,647; raise it with --max-vertices N"),
+    (["rmat", "--scale", "40"], "1,099,511,627,776 vertices, above the limit sssp.ingest.max-vertices"),
+    (["grid", "--rows", "4", "--cols", "4", "--max-vertices", "15"], "sssp.ingest.max-vertices = 15;"),
+    (["random", "-n", "10", "-m", "5", "--undirected", "--max-arcs", "9"],
+     "generate random -n 10 -m 5 --undirected: 10 arcs, above the limit sssp.ingest.max-arcs = 9; "
+     "raise it with --max-arcs N"),
+])
+def test_generate_too_large_is_refused_in_little_memory(tmp_path, argv, message):
+    """The size is checked before anything is allocated (grid 100000 x 100000 asked
+    NumPy for 74.5 GiB, rmat --scale 40 for 128 TiB)."""
+    rc, err, peak = _cli_peak(tmp_path, "generate", *argv, "-o", tmp_path / "g.parquet")
+    assert rc == 2, err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert peak < 300, peak
+    assert list(tmp_path.iterdir()) == []
