@@ -115,7 +115,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     Raises
     ------
     ValueError
-        An unknown id, an ineligible method (see :func:`solve`).
+        An unknown id (``gpu_sssp.kernels.errors.UsageError``: the message gives the
+        range of ids), an ineligible method (see :func:`solve`).
     """
     import numpy as _np
 
@@ -124,10 +125,14 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     def ids(x, what):
         if isinstance(x, str) and x == "all":
             return _np.arange(g.n, dtype=_np.int64)
-        arr = _np.asarray(list(x) if not isinstance(x, _np.ndarray) else x)
-        if arr.size == 0:
-            raise ValueError(f"no {what} ids given")
-        return g.to_index(arr, what=what)
+        from gpu_sssp.kernels.errors import UsageError
+        from gpu_sssp.pipeline.sources import ids_to_index
+
+        arr = list(x) if not isinstance(x, _np.ndarray) else x
+        if _np.size(arr) == 0:
+            raise UsageError(f"no {what} ids given")
+        # an id beyond 64 bits is refused with the range of ids, not an OverflowError
+        return ids_to_index(g, arr, what=what)
 
     src, tg = ids(sources, "source"), ids(targets, "target")
     if getattr(g, "path", None):

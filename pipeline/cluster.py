@@ -21,7 +21,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
 from gpu_sssp.pipeline.config import setting
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,10 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     Raises
     ------
     ValueError
-        Contradictory options, bad device list.
-        ``gpus`` asked for without a visible GPU or without ``dask_cuda``.
+        Contradictory options, bad device list (``UsageError``).
+    GPUUnavailableError
+        ``gpus`` asked for without a visible GPU or without ``dask_cuda`` (a
+        ``RuntimeError``; the command line exits with status 4).
     """
     from distributed import Client
 
@@ -171,13 +173,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
 
         want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
         if gpus is not None and kernels.device_count() == 0:
-            raise UsageError("--gpus: no CUDA device is visible here (or CuPy is missing); "
-                             "use --cpu-workers N for a CPU cluster")
+            # a GPU request that cannot be met here: exit status 4, as for a GPU method
+            raise GPUUnavailableError("--gpus: no CUDA device is visible here (or CuPy is missing); "
+                                      "use --cpu-workers N for a CPU cluster")
         if want_gpu:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError as exc:
-                raise UsageError(
+                raise GPUUnavailableError(
                     f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
                 ) from exc
             # three task threads: one chunk's files are written while the next chunk runs
@@ -316,8 +319,29 @@ def _accepts_n_workers(client) -> bool:
         return False
 
 
-def performance_report(filename):
-    """Dask's performance report (an HTML file) around the code in a ``with`` block."""
+@contextlib.contextmanager
+def performance_report(filename, client):
+    """Dask's performance report (an HTML file) of what ``client``'s cluster runs in a
+    ``with`` block.
+
+    ``distributed.performance_report`` finds its client with ``get_client()``: it is
+    entered with ``client`` as the current one, so it works whether or not ``client`` is
+    the process's default (and it must be entered once a client exists: entered before,
+    it raised "No global client found").  The report is written when the block ends,
+    also after an error or an interruption (what ran until then); a report that cannot
+    be written then is logged, so that the block's own error is the one raised.
+    """
     from distributed import performance_report as _report
 
-    return _report(filename=str(filename))
+    report = _report(filename=str(filename))
+    with client.as_current():
+        report.__enter__()
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                report.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception as rexc:
+                log.warning("performance report %s not written: %s", filename, rexc)
+            raise
+        report.__exit__(None, None, None)

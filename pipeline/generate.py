@@ -21,7 +21,8 @@ from gpu_sssp.kernels.errors import UsageError
 
 from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
 
-__all__ = ["rmat", "grid", "random_graph", "apply_potentials", "write", "generate"]
+__all__ = ["rmat", "grid", "random_graph", "apply_potentials", "write", "generate", "planned_size",
+           "check_size"]
 
 log = logging.getLogger(__name__)
 
@@ -265,9 +266,105 @@ def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, 
         raise
 
 
-def generate(family: str, out, **kw) -> dict:
-    """Generate ``family`` (``rmat``, ``grid``, ``random``) and write it; returns metadata."""
+def planned_size(family: str, **kw) -> tuple[int, int, str] | None:
+    """``(vertices, arcs, description)`` of the graph ``family`` with parameters ``kw``
+    would have, computed before anything is generated (Python integers: no overflow);
+    ``None`` when the parameters are out of their domain (the generator refuses them)."""
+    if family == "rmat":
+        scale, ef = int(kw.get("scale", -1)), int(kw.get("edge_factor", 16))
+        if scale < 0 or ef < 0:
+            return None
+        n = 1 << scale
+        return (n, ef * n * (2 if kw.get("undirected") else 1),
+                f"rmat --scale {scale} --edge-factor {ef}" + (" --undirected" if kw.get("undirected") else ""))
+    if family == "grid":
+        rows, cols = int(kw.get("rows", 0)), int(kw.get("cols", 0))
+        if rows < 1 or cols < 1:
+            return None
+        # both directions of every grid edge, asymmetric weights or not
+        return rows * cols, 2 * (rows * (cols - 1) + (rows - 1) * cols), f"grid --rows {rows} --cols {cols}"
+    if family in ("random", "er", "gnm"):
+        n, m = int(kw.get("n", 0)), int(kw.get("m", -1))
+        if n < 1 or m < 0:
+            return None
+        return (n, m * (2 if kw.get("undirected") else 1),
+                f"random -n {n} -m {m}" + (" --undirected" if kw.get("undirected") else ""))
+    return None
+
+
+#: bytes an arc takes at least while a graph is generated: its two ids and its weight
+#: (generation needs more: 24-70 bytes an arc measured, by family)
+def _arc_bytes(n: int, weight_type: str) -> int:
+    return 2 * (4 if n <= 2**31 else 8) + np.dtype(WEIGHT_TYPES.get(weight_type, np.int64)).itemsize
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory this process could still get (MemAvailable + SwapFree), or None
+    where unknown."""
+    try:
+        info = {}
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                info[key] = int(rest.split()[0]) * 1024
+        if "MemAvailable" in info:
+            return info["MemAvailable"] + info.get("SwapFree", 0)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:
+    """Refuse, before anything is allocated, a graph above the limits ingestion applies
+    to an input (``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``; an explicit
+    ``max_vertices`` / ``max_arcs`` wins, as for ``sssp ingest``), or one whose arrays
+    alone (two ids and a weight per arc) cannot fit in the memory available here.
+
+    Raises
+    ------
+    UsageError
+        One line naming the graph, the limit and how to raise it.
+    """
+    from .ingest._limits import Limits
+
+    size = planned_size(family, **kw)
+    if size is None:
+        return
+    n, arcs, what = size
+    limits = Limits.from_settings(max_vertices, max_arcs)
+
+    def how(key: str, option: str) -> str:
+        env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
+        return f"raise it with {option} N, the setting sssp.ingest.{key} or {env}=N"
+
+    if limits.max_vertices is not None and n > limits.max_vertices:
+        raise UsageError(f"generate {what}: {n:,} vertices, above the limit sssp.ingest.max-vertices = "
+                         f"{limits.max_vertices:,}; {how('max-vertices', '--max-vertices')}")
+    if limits.max_arcs is not None and arcs > limits.max_arcs:
+        raise UsageError(f"generate {what}: {arcs:,} arcs, above the limit sssp.ingest.max-arcs = "
+                         f"{limits.max_arcs:,}; {how('max-arcs', '--max-arcs')}")
+    need = arcs * _arc_bytes(n, str(kw.get("weight_type", "int64")))
+    avail = _available_memory()
+    if avail is not None and need > avail:
+        raise UsageError(f"generate {what}: {n:,} vertices and {arcs:,} arcs need at least {need / 1e9:,.1f} GB "
+                         f"of memory (ids and weights alone; generation takes more), more than the "
+                         f"{avail / 1e9:,.1f} GB available here; generate a smaller graph")
+
+
+def generate(family: str, out, *, max_vertices=None, max_arcs=None, **kw) -> dict:
+    """Generate ``family`` (``rmat``, ``grid``, ``random``) and write it; returns metadata.
+
+    The size is checked first (:func:`check_size`: the ingestion limits
+    ``sssp.ingest.max-vertices`` / ``max-arcs``, or ``max_vertices`` / ``max_arcs``
+    given here, and the memory available), before anything is allocated.
+    """
     t0 = time.perf_counter()
+    check_size(family, max_vertices=max_vertices, max_arcs=max_arcs, **kw)
     lo, hi = kw.get("weights", (1, 100))
     if family == "rmat":
         src, dst, w, n = rmat(**kw)

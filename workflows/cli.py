@@ -6,14 +6,62 @@ Subcommands: ingest, generate, solve, study, bench, verify.  Each lives in its o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import signal
 import sys
 
 SUBCOMMANDS = ("ingest", "generate", "solve", "study", "bench", "verify")
 
 EXIT_CODES = ("exit status: 0 done; 1 a check failed or a study stopped on a failed batch; "
-              "2 bad usage or input; 3 negative cycle; 4 no usable GPU; 130 interrupted")
+              "2 bad usage or input; 3 negative cycle; 4 no usable GPU; 130 interrupted (Ctrl-C); "
+              "143 terminated (SIGTERM)")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a batch scheduler's stop), raised in the main
+    thread like Ctrl-C's ``KeyboardInterrupt`` so that it takes the same way out: a study
+    records ``interrupted`` (with this message as the reason) and shuts its workers and
+    cluster down; the command ends with one line and status 128 + the signal (143)."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        self.signum = int(signum)
+        super().__init__(f"terminated by {signal.Signals(self.signum).name}")
+
+    def __reduce__(self):
+        return (type(self), (self.signum,))
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """While a command runs, SIGTERM raises :class:`Terminated` in the main thread
+    (Python's default is to die at once: exit 143, no clean-up, a study's manifest left
+    ``running``).  Only the first one raises: a second SIGTERM during the clean-up is
+    ignored, so that the clean-up ends (SIGKILL still stops everything).  The previous
+    handler comes back afterwards (``main`` can run inside another program)."""
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (AttributeError, ValueError):  # no SIGTERM here
+        yield
+        return
+    fired = []
+
+    def handler(signum, _frame):
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated(signum)
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: the default stays
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,13 +107,17 @@ def main(argv=None) -> int:
     # the product's errors are caught here, once; anything else is a bug and keeps
     # its traceback
     try:
-        return int(args.func(args) or 0)
+        with _sigterm_raises():
+            return int(args.func(args) or 0)
     except SsspError as exc:
         print_error(exc)
         return exc.exit_code
     except (OSError, MemoryError) as exc:  # the machine's limits, not a bug: one line
         print_error(exc if str(exc) else type(exc).__name__)
         return 2
+    except Terminated as exc:  # SIGTERM: as Ctrl-C, with the signal's own status
+        print_error(str(exc), label="stopped")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print_error("interrupted", label="stopped")
         return 130

@@ -34,6 +34,12 @@ def _common(p, undirected_default=False, undirected=True):
     if undirected:
         p.add_argument("--undirected", action="store_true", default=undirected_default,
                        help="emit both arcs of every edge with the same weight")
+    p.add_argument("--max-vertices", type=int, metavar="N",
+                   help="refuse graphs of more vertices (default: setting sssp.ingest.max-vertices, 2**31 - 1, "
+                   "as for `sssp ingest`)")
+    p.add_argument("--max-arcs", type=int, metavar="N",
+                   help="refuse graphs of more arcs (default: setting sssp.ingest.max-arcs, none; a graph "
+                   "whose arrays cannot fit in the memory available is refused anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
 
 
@@ -68,9 +74,12 @@ def add_parser(subparsers):
 def run(args) -> int:
     from gpu_sssp.pipeline.generate import generate
     from gpu_sssp.workflows.cmd_ingest import summary_table
+    from gpu_sssp.workflows.common import check_output_file
 
+    check_output_file(args.output)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
-                  negative_fraction=args.negative_fraction)
+                  negative_fraction=args.negative_fraction, max_vertices=args.max_vertices,
+                  max_arcs=args.max_arcs)
     if args.family == "rmat":
         kw = dict(scale=args.scale, edge_factor=args.edge_factor, a=args.a, b=args.b, c=args.c, d=args.d,
                   undirected=args.undirected, **common)

@@ -116,11 +116,14 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
     from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.workflows.common import check_output_file
 
     console = Console()
     err = Console(stderr=True)
     path = Path(args.input)
     out = Path(args.output) if args.output else default_output(path)
+    check_output_file(out, option="-o" if args.output else "output", inputs=[path],
+                      example=default_output(path).name)
     t0 = time.perf_counter()
     try:
         meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,

@@ -7,7 +7,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from gpu_sssp.workflows.common import add_graph_options, check_method, load_graph_from_args, sources_from_args
+from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
+                                      sources_from_args)
 
 console = Console()
 
@@ -33,6 +34,8 @@ def run(args) -> int:
     from gpu_sssp import kernels
     from gpu_sssp.pipeline.writers import write_parquet_atomic
 
+    if args.out:
+        check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
     graph = load_graph_from_args(args)
     check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)

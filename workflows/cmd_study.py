@@ -6,7 +6,6 @@ report and the summary table.  The work is in :mod:`pipeline.study`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import time
 
@@ -169,7 +168,8 @@ def summary_table(s: dict, integer: bool) -> Table:
 
 
 def run(args) -> int:
-    from gpu_sssp.pipeline.cluster import performance_report
+    from pathlib import Path
+
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.run import study as run_study
 
@@ -178,6 +178,11 @@ def run(args) -> int:
 
         if importlib.util.find_spec("bokeh") is None:
             raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
+        where = Path(args.report)
+        if where.is_dir():
+            raise StudyError(f"--report {where}: is a directory; give an HTML file name (e.g. {where / 'report.html'})")
+        if not where.parent.is_dir():
+            raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
     ingest_options = checked_graph_options(args)
@@ -185,7 +190,6 @@ def run(args) -> int:
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
                         transient=False)
-    report = performance_report(args.report) if args.report else contextlib.nullcontext()
     state: dict = {}
 
     def on_cluster(info, plan, study):
@@ -217,18 +221,18 @@ def run(args) -> int:
         progress.advance(state["task"], meta["rows"])
 
     try:
-        with report:
-            summary = run_study(
-                args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
-                random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
-                batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
-                max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
-                scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
-                cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
-                host=args.host, dashboard_address=args.dashboard_address,
-                on_cluster=on_cluster, on_batch=on_batch, targets=args.targets,
-                random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
-                matrix_form=args.matrix_form, **ingest_options)
+        # the performance report needs the study's client: entered inside, once it exists
+        summary = run_study(
+            args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
+            random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
+            batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
+            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
+            scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
+            cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
+            host=args.host, dashboard_address=args.dashboard_address,
+            on_cluster=on_cluster, on_batch=on_batch, targets=args.targets,
+            random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
+            matrix_form=args.matrix_form, report=args.report, **ingest_options)
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:

@@ -2,6 +2,7 @@
 and printing an error as one line."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -31,6 +32,22 @@ def print_error(message, *, label: str = "error", file=None) -> None:
 
     out = Console(file=file or sys.stderr, soft_wrap=True, highlight=False)
     out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
+
+
+def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet") -> None:
+    """Refuse, before any input is read, an output file that cannot be written as one:
+    an existing directory (the atomic rename would fail late, naming its temporary
+    file) or one of ``inputs`` itself (writing would destroy the input)."""
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
+    for path in inputs:
+        try:
+            same = out.exists() and Path(path).exists() and os.path.samefile(out, path)
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(f"{option} {out}: is the input file {path}; give another output name")
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:
@@ -77,7 +94,9 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     """File ids from --source/--sources-file -> internal indices (validated)."""
     chunks = []
     if ids:
-        chunks.append(graph.to_index(np.asarray(ids, dtype=np.int64), what="source"))
+        from gpu_sssp.pipeline.sources import ids_to_index
+
+        chunks.append(ids_to_index(graph, ids, what="source"))
     if sources_file:
         from gpu_sssp.pipeline.ingest import read_sources
 

@@ -351,7 +351,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             client.cancel([f for f, _c in futures.values()])
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
-            study.stop(exc, batch=failed_batch)
+            _stop(study, exc, failed_batch)
             raise
         finally:
             if restore_stream is not None:
@@ -394,6 +394,32 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def _stop(study: Study, exc: BaseException, batch: int | None = None) -> None:
+    """``study.stop(exc)``, except that an interruption carrying a message of its own
+    (a ``KeyboardInterrupt`` subclass raised by the command line's SIGTERM handler,
+    ``workflows.cli.Terminated``: "terminated by SIGTERM") is recorded with that message
+    as its reason; ``Study.stop`` records every ``KeyboardInterrupt`` as "interrupted by
+    the user".  The manifest is written here, while the folder is still locked; then
+    ``Study.stop`` finds it no longer ``running`` and only releases the folder."""
+    from gpu_sssp.pipeline.study.folder import MANIFEST, _now
+    from gpu_sssp.pipeline.writers import write_json_atomic
+
+    reason = " ".join(str(exc).split()) if isinstance(exc, KeyboardInterrupt) else ""
+    if reason and study.manifest.get("status") == "running":
+        try:
+            at = _now()
+            manifest = dict(study.manifest, status="interrupted",
+                            failure={"reason": reason, "error": type(exc).__name__, "batch": batch, "at": at})
+            manifest["runs"] = [*study.manifest["runs"][:-1],
+                                dict(study.manifest["runs"][-1], end=at, status="interrupted",
+                                     batches_done=len(study.done))]
+            write_json_atomic(manifest, study.out / MANIFEST)
+            study.manifest = manifest
+        except Exception as wexc:  # Study.stop below records the interruption
+            log.warning("manifest not updated with the interruption's reason: %s", wexc)
+    study.stop(exc, batch=batch)
 
 
 def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) -> list[list[int]]:
@@ -663,7 +689,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           host: str | None = None, dashboard_address: str | None = None,
           keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None,
           targets=None, random_targets: int | None = None, target_seed: int | None = None,
-          stats_over: str | None = None, matrix_form: str | None = None, **ingest_options) -> dict:
+          stats_over: str | None = None, matrix_form: str | None = None, report=None,
+          **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
 
     Parameters
@@ -702,6 +729,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         file ids, or ``random_targets`` K drawn with ``target_seed``
         (``pipeline.targets.plan_targets``); ``stats_over`` ``targets`` (default) or
         ``all``; ``matrix_form`` ``wide`` (default) or ``long``.
+    report : str or os.PathLike, optional
+        Save Dask's performance report of the run (an HTML file) here
+        (``pipeline.cluster.performance_report``: from the first batch's submission to
+        the summary, written also when the run stops early).
 
     Returns
     -------
@@ -765,8 +796,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         plan.resolve_batch_size(worker_devices(info))
         if on_cluster is not None:
             on_cluster(info, plan, folder)
-        return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
-                         on_start=on_start, on_batch=on_batch, study=folder)
+        import contextlib
+
+        from gpu_sssp.pipeline.cluster import performance_report
+
+        with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
+            return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
+                             on_start=on_start, on_batch=on_batch, study=folder)
     finally:
         folder.close()  # released already unless the run stopped before it began
         # a cluster this call did not start (a client given, or attached with --scheduler

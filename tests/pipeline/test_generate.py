@@ -105,3 +105,62 @@ def test_write_int32_weights(tmp_path):
     meta = G.generate("grid", out, rows=5, cols=5, weight_type="int32", negative_fraction=0.2, seed=1)
     assert meta["weight_type"] == "int32" and meta["negative_weights"] > 0 and meta["directed"] is False
     assert "potentials" in meta["weights"]
+
+
+@pytest.mark.parametrize("family, kw", [
+    ("grid", dict(rows=3, cols=5)),
+    ("grid", dict(rows=3, cols=5, undirected=False)),
+    ("rmat", dict(scale=6, edge_factor=3)),
+    ("rmat", dict(scale=6, edge_factor=3, undirected=True)),
+    ("random", dict(n=40, m=70)),
+    ("random", dict(n=40, m=70, undirected=True)),
+])
+def test_planned_size_is_what_is_generated(tmp_path, family, kw):
+    n, arcs, _ = G.planned_size(family, **kw)
+    meta = G.generate(family, tmp_path / "g.parquet", **kw)
+    assert meta["vertices"] == n and meta["arcs"] == arcs
+
+
+@pytest.mark.parametrize("family, kw, message", [
+    ("grid", dict(rows=100_000, cols=100_000), "10,000,000,000 vertices, above the limit sssp.ingest.max-vertices"),
+    ("rmat", dict(scale=40), "1,099,511,627,776 vertices, above the limit sssp.ingest.max-vertices"),
+    ("random", dict(n=2**31, m=1), "2,147,483,648 vertices, above the limit sssp.ingest.max-vertices"),
+    ("grid", dict(rows=4, cols=4, max_vertices=15), "16 vertices, above the limit sssp.ingest.max-vertices = 15"),
+    ("grid", dict(rows=4, cols=4, max_arcs=47), "48 arcs, above the limit sssp.ingest.max-arcs = 47"),
+])
+def test_generate_refuses_sizes_above_the_ingest_limits(tmp_path, monkeypatch, family, kw, message):
+    """Checked before anything is allocated (a grid of 10**10 vertices used to ask NumPy
+    for 74.5 GiB); the one line names the limit and how to raise it."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    def no_generation(*a, **k):
+        raise AssertionError("generated before the size was checked")
+
+    for name in ("rmat", "grid", "random_graph"):
+        monkeypatch.setattr(G, name, no_generation)
+    with pytest.raises(UsageError) as err:
+        G.generate(family, tmp_path / "g.parquet", **kw)
+    assert message in str(err.value) and "DASK_SSSP__INGEST__MAX_" in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_limits_follow_the_settings(tmp_path, monkeypatch):
+    import dask.config
+
+    from gpu_sssp.kernels.errors import UsageError
+
+    with dask.config.set({"sssp.ingest.max-vertices": 10}):
+        with pytest.raises(UsageError, match="above the limit sssp.ingest.max-vertices = 10;"):
+            G.generate("grid", tmp_path / "g.parquet", rows=4, cols=4)
+        # an explicit limit wins over the setting, as for ingest
+        assert G.generate("grid", tmp_path / "g.parquet", rows=4, cols=4, max_vertices=16)["vertices"] == 16
+
+
+def test_generate_refuses_what_cannot_fit_in_memory(tmp_path, monkeypatch):
+    from gpu_sssp.kernels.errors import UsageError
+
+    monkeypatch.setattr(G, "_available_memory", lambda: 10_000)
+    with pytest.raises(UsageError, match=r"grid --rows 30 --cols 30: 900 vertices and 3,480 arcs need at least"):
+        G.generate("grid", tmp_path / "g.parquet", rows=30, cols=30)
+    assert list(tmp_path.iterdir()) == []
+    assert G.generate("grid", tmp_path / "g.parquet", rows=10, cols=10)["vertices"] == 100  # 5 kB: fits

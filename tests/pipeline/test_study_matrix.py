@@ -185,3 +185,45 @@ def test_facade_matrix(rome):
     assert long.num_rows == g.n and long.column("distance").to_pylist() == ref[0].tolist()
     with pytest.raises(ValueError, match="target"):
         gpu_sssp.matrix(g, [1], [0], backend="cpu")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([99999999999999999999], "target 99999999999999999999 does not exist in rome99: ids run from 1 to 3353"),
+    ([2**63], "target 9223372036854775808 does not exist"),
+    ([1, -(2**70)], f"target {-(2**70)} does not exist"),
+    (["99999999999999999999"], "target 99999999999999999999 does not exist"),
+    (np.array([1e30]), "ids run from 1 to 3353"),
+    ([0], "target 0 does not exist"),
+    ([-1], "target -1 does not exist"),
+    ([3354], "target 3354 does not exist"),
+    ([1.5], "must be integers"),
+    (["x"], "must be integers"),
+    ([True], "must be integers"),
+    ([float("nan")], "must be integers"),
+])
+def test_facade_matrix_refuses_ids_out_of_range(rome, bad, message):
+    """An id beyond 64 bits used to raise OverflowError; every bad id is a UsageError
+    (a ValueError) naming the id and the range of ids."""
+    import gpu_sssp
+    from gpu_sssp.kernels.errors import UsageError
+
+    _, g, _ = rome
+    with pytest.raises(UsageError) as err:
+        gpu_sssp.matrix(g, [1], bad, backend="cpu")
+    assert message in str(err.value)
+    with pytest.raises(UsageError, match="source"):
+        gpu_sssp.matrix(g, bad, [1], backend="cpu")
+
+
+def test_ids_to_index_keeps_good_ids(rome):
+    from gpu_sssp.pipeline.sources import ids_to_index, plan_sources
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    _, g, _ = rome
+    for ids in ([1, 2.0, "3", np.int64(4)], np.array([1, 2, 3, 4], dtype=np.uint64), np.array([1.0, 2, 3, 4]), (1, 2, 3, 4)):
+        assert ids_to_index(g, ids).tolist() == [0, 1, 2, 3]
+    assert ids_to_index(g, 3353).tolist() == [3352]
+    with pytest.raises(ValueError, match="source 99999999999999999999999 does not exist"):
+        plan_sources(g, ids=[1, 99999999999999999999999])
+    with pytest.raises(ValueError, match="target 99999999999999999999999 does not exist"):
+        plan_targets(g, targets=[99999999999999999999999])

@@ -102,6 +102,10 @@ def test_no_gpu_exits_4(grid, capsys):
     (["-m", "no-such"], 2, "unknown method 'no-such'"),
     (["-m", "dijkstra", "--backend", "gpu"], 2, "runs on the cpu backend"),
     (["-s", "99"], 2, "source 99 does not exist"),
+    # beyond 64 bits: was an OverflowError traceback, exit 1
+    (["-s", "99999999999999999999999"], 2, "source 99999999999999999999999 does not exist in "),
+    (["-s", "-99999999999999999999999"], 2, "ids run from 0 to 35"),  # (a 0-based graph)
+    (["-s", "-1"], 2, "source -1 does not exist"),
 ])
 def test_solve_usage_errors(grid, capsys, argv, code, message):
     argv = ["solve", str(grid), *(["-s", "1"] if "-s" not in argv else []), *argv]

@@ -139,3 +139,64 @@ def test_hostile_sizes_other_formats(tmp_path, name, text, line):
     assert f"{g}:{line}:" in err and "isolated-vertex check" in err and "300,000,000 vertices" in err
     assert peak < 300, peak
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+# -- outputs that cannot be written: refused before the input is read ------------------
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{input}", "-o", "{input}"],
+    ["ingest", "{link}", "-o", "{input}"],
+    ["solve", "{input}", "-s", "1", "-o", "{input}"],
+])
+def test_output_that_is_the_input_is_one_line_exit_2(tmp_path, capsys, argv):
+    from gpu_sssp.workflows.cli import main
+
+    g = tmp_path / "rome.gr"
+    g.write_bytes((DATA / "rome99.gr").read_bytes())
+    (tmp_path / "link.gr").symlink_to(g)
+    before = g.read_bytes()
+    rc = main([a.format(input=g, link=tmp_path / "link.gr") for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "is the input file" in err and str(g) in err
+    assert g.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.gr", "rome.gr"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{missing}", "-o", "{dir}"],  # said before the input is looked at
+    ["ingest", str(DATA / "rome99.gr"), "-o", "{dir}"],
+    ["generate", "grid", "--rows", "3", "--cols", "3", "-o", "{dir}"],
+    ["solve", str(DATA / "karate.mtx"), "-s", "1", "-o", "{dir}"],
+])
+def test_output_that_is_a_directory_is_one_line_exit_2(tmp_path, capsys, argv):
+    from gpu_sssp.workflows.cli import main
+
+    d = tmp_path / "adir"
+    d.mkdir()
+    rc = main([a.format(dir=d, missing=tmp_path / "missing.gr") for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and f"{d}: is a directory" in err
+    assert ".tmp" not in err  # no temporary name
+    assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["grid", "--rows", "100000", "--cols", "100000"],
+     "generate grid --rows 100000 --cols 100000: 10,000,000,000 vertices, above the limit "
+     "sssp.ingest.max-vertices = 2,147,483,647; raise it with --max-vertices N"),
+    (["rmat", "--scale", "40"], "1,099,511,627,776 vertices, above the limit sssp.ingest.max-vertices"),
+    (["grid", "--rows", "4", "--cols", "4", "--max-vertices", "15"], "sssp.ingest.max-vertices = 15;"),
+    (["random", "-n", "10", "-m", "5", "--undirected", "--max-arcs", "9"],
+     "generate random -n 10 -m 5 --undirected: 10 arcs, above the limit sssp.ingest.max-arcs = 9; "
+     "raise it with --max-arcs N"),
+])
+def test_generate_too_large_is_refused_in_little_memory(tmp_path, argv, message):
+    """The size is checked before anything is allocated (grid 100000 x 100000 asked
+    NumPy for 74.5 GiB, rmat --scale 40 for 128 TiB)."""
+    rc, err, peak = _cli_peak(tmp_path, "generate", *argv, "-o", tmp_path / "g.parquet")
+    assert rc == 2, err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert peak < 300, peak
+    assert list(tmp_path.iterdir()) == []

@@ -62,6 +62,8 @@ def grid(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["--source", "5", "--source", "400"], "source 400 does not exist"),
+    (["--source", "99999999999999999999999"], "source 99999999999999999999999 does not exist"),
+    (["--source", "-1"], "ids run from 0 to 399"),
     (["--random", "0"], "between 1 and"),
     (["--outputs", "stats,paths"], "unknown output"),
     (["--algorithm", "no-such"], "unknown algorithm"),
@@ -199,3 +201,42 @@ def test_gpus_naming_a_missing_device_exit_2(grid, tmp_path, capsys):
     text = err.err + err.out
     assert "--gpus 99" in text and "GPU(s)" in text and "Traceback" not in text
     assert not (tmp_path / "o").exists()
+
+
+def test_gpus_without_any_gpu_exit_4(grid, tmp_path, capsys):
+    """``--gpus 0,1`` where no GPU can be used is a GPU request that cannot be met:
+    exit status 4 (as for a GPU method), one line, nothing written."""
+    from gpu_sssp import kernels
+
+    if kernels.device_count() > 0:
+        pytest.skip("a GPU is visible here")
+    rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--gpus", "0,1"])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert len(err.strip().splitlines()) == 1 and "--gpus" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_writes_the_performance_report(grid, tmp_path, capsys):
+    """``--report`` used to fail with "No global client found" (the report was entered
+    before the study's client existed); it is the HTML report of the study's tasks."""
+    pytest.importorskip("bokeh")
+    rep = tmp_path / "rep.html"
+    rc = main(["study", str(grid), "--random", "20", "--out", str(tmp_path / "o"), "--cpu-workers", "1",
+               "--no-dashboard", "--report", str(rep)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    text = rep.read_text()
+    assert "Dask Performance Report" in text and "-batch-" in text  # the study's tasks are in it
+    assert f"report {rep}" in " ".join(out.out.split())
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_report_in_a_folder_that_is_not_there_exit_2(grid, tmp_path, capsys):
+    pytest.importorskip("bokeh")
+    for bad, what in ((tmp_path, "is a directory"), (tmp_path / "no" / "rep.html", "no folder")):
+        rc = main(["study", str(grid), "--random", "5", "--out", str(tmp_path / "o"), "--cpu-workers", "1",
+                   "--report", str(bad)])
+        err = capsys.readouterr().err
+        assert rc == 2 and what in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "o").exists()

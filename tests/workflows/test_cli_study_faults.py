@@ -90,6 +90,68 @@ def test_ctrl_c_leaves_the_study_interrupted(tmp_path):
     assert m["status"] == "complete" and "failure" not in m
 
 
+def _group_gone(pgid: int, timeout: float = 30) -> bool:
+    """Whether every process of group ``pgid`` (the client and its cluster) has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_leaves_the_study_interrupted(tmp_path):
+    """SIGTERM (``kill``, ``timeout``, batch schedulers) takes Ctrl-C's way out: one
+    line, the manifest ``interrupted`` naming the signal, the cluster shut down, exit
+    status 143 (128 + 15).  It used to kill the client at once, manifest left
+    ``running``."""
+    out = tmp_path / "o"
+    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "2",
+            "--no-dashboard", "--out", str(out)]
+    proc = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_batches(proc, out, 5, journaled=True)
+        os.kill(proc.pid, signal.SIGTERM)  # the client only, as `kill PID` does
+        rc = proc.wait(timeout=120)
+        # the workers went with their cluster, not left to the kernel
+        assert _group_gone(proc.pid), "worker processes outlived the client"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        else:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = proc.stdout.read().decode()
+    assert rc == 128 + signal.SIGTERM, text
+    assert "Traceback" not in text, text
+    lines = [x for x in text.splitlines() if x.startswith(("error:", "stopped:"))]
+    assert lines == ["stopped: terminated by SIGTERM"], text
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "interrupted", (m["status"], text)
+    assert m["failure"]["reason"] == "terminated by SIGTERM" and m["runs"][-1]["status"] == "interrupted"
+    # and it resumes from there
+    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and "failure" not in m
+
+
+def test_sigterm_handler_is_restored_after_main(tmp_path, capsys):
+    """``main`` installs its SIGTERM handler for the command only (it can run inside
+    another program)."""
+    from gpu_sssp.workflows.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["solve", str(_rome(tmp_path)), "-s", "1"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
     out = tmp_path / "o"
     args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "1",
