@@ -203,7 +203,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                                      f"{kernels.device_count()} GPU(s), numbered from 0; "
                                      "`nvidia-smi -L` lists them)") from None
                 raise
-            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu", {"dashboard": dashboard})
+            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu",
+                                 {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
     from distributed import LocalCluster
 
     n = setting("cluster.cpu-workers", cpu_workers, default=None)
@@ -220,7 +221,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     kw.update(cluster_options)
     with _http_routes(dashboard):
         cluster = LocalCluster(**kw)
-    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu", {"dashboard": dashboard})
+    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu",
+                         {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
 
 
 def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
@@ -247,6 +249,21 @@ def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, st
     if not port.isdigit():
         raise UsageError(f"--dashboard-address {dash!r}: the port must be a number")
     return host, dash
+
+
+_EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}
+
+
+def _exposed(host: str, dash: str | None, dashboard: bool) -> list[str]:
+    """What of a local cluster listens on every network interface (asked with ``--host
+    0.0.0.0`` or ``--dashboard-address :PORT``): the study says so when it starts, since
+    the printed links name 127.0.0.1."""
+    out = []
+    if host in _EVERY_INTERFACE:
+        out.append(f"the scheduler and workers (--host {host or '0.0.0.0'})")
+    if dashboard and dash is not None and dash.rsplit(":", 1)[0] in _EVERY_INTERFACE:
+        out.append(f"the dashboard ({dash})")
+    return out
 
 
 def _bracket(host: str) -> str:
@@ -297,7 +314,7 @@ def describe_cluster(handle: ClusterHandle) -> dict:
     devices = sorted({w["device"] for w in out})
     return {"mode": handle.mode, "backend": handle.backend, "workers": len(out),
             "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
-            "dashboard": handle.dashboard_link}
+            "dashboard": handle.dashboard_link, "exposed": list(handle.info.get("exposed", []))}
 
 
 def worker_devices(info: dict) -> list:

@@ -200,6 +200,9 @@ def run(args) -> int:
         if info.get("dashboard") and not args.no_dashboard:
             base = str(info["dashboard"]).rsplit("/", 1)[0]
             console.print(f"dashboard: {info['dashboard']} (this study: {base}/sssp)")
+        for what in info.get("exposed", []):
+            console.print(f"note: {what} listen(s) on every network interface: reachable from other "
+                          "machines (anyone who reaches the scheduler can run code on the workers)")
         if plan.targets is not None:
             console.print(f"matrix: {plan.sources.count:,} sources x {plan.targets.count:,} targets "
                           f"({plan.targets.how['kind']}), up to {fmt_bytes(plan.distance_estimate)} before "

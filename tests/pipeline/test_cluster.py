@@ -95,6 +95,21 @@ def test_dashboard_address_and_host_are_honoured():
         assert port != 8787 and _get(port, "/status") == 200
 
 
+def test_what_listens_on_every_interface_is_named():
+    from gpu_sssp.pipeline.cluster import _exposed, describe_cluster
+
+    # a study prints these (workflows.cmd_study) since Dask's links name 127.0.0.1
+    with start_cluster(cpu_workers=1, dashboard_address=":0") as handle:
+        http = [sock.getsockname()[0] for sock in handle.cluster.scheduler.http_server._sockets.values()]
+        assert not all(_loopback(ip) for ip in http), http  # really every interface
+        assert describe_cluster(handle)["exposed"] == ["the dashboard (:0)"]
+    with start_cluster(cpu_workers=1, dashboard_address="127.0.0.1:0") as handle:
+        assert describe_cluster(handle)["exposed"] == []
+    assert _exposed("0.0.0.0", "0.0.0.0:8787", True) == ["the scheduler and workers (--host 0.0.0.0)",
+                                                          "the dashboard (0.0.0.0:8787)"]
+    assert _exposed("127.0.0.1", "[::]:8787", False) == []  # no dashboard served
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(scheduler="tcp://127.0.0.1:1", host="0.0.0.0"), "--host and --dashboard-address"),
     (dict(scheduler="tcp://127.0.0.1:1", dashboard_address=":8787"), "--host and --dashboard-address"),
