@@ -17,7 +17,7 @@ from rich.text import Text
 
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
-console = Console()
+console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
 
@@ -73,8 +73,8 @@ def add_parser(sub) -> None:
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,
                      help="sources per batch, the unit of the journal, the files and --resume (default: config "
-                     "sssp.study.batch-size; auto = 512 on GPUs, 4096 for statistics-only phast studies, 64 on "
-                     "CPU workers); tasks solve chunks of several batches, single batches at the end")
+                     "sssp.study.batch-size; auto = 512 on GPUs, 8192 for statistics-only phast studies on GPUs (fewer "
+                     "for small studies), 256 for those on CPU workers, 64 for other CPU studies); tasks solve chunks of several batches, single batches at the end")
     sol.add_argument("--outputs", default="stats",
                      help="comma list of stats, distances, predecessors (default stats)")
     sol.add_argument("--distance-form", choices=("long", "wide"), default=None,

@@ -9,7 +9,7 @@ from rich.table import Table
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
 
-console = Console()
+console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
 
 def add_parser(sub) -> None:
