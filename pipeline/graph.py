@@ -169,6 +169,8 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         return read_parquet(path)
     from gpu_sssp.pipeline import ingest as _ingest
 
+    _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
+
     st = path.stat()
     resolved = path.resolve()
     ikey = _short_hash([str(resolved)])

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.graph import in_arc_maxima, path_bound_of, path_bound_ok
 
 from ..errors import InputError
@@ -126,40 +127,75 @@ def read_meta(path) -> dict:
     return json.loads(md[META_KEY])
 
 
+_I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+WEIGHTS_FORMS = "file, unit, random:LO:HI:SEED (integers) or random-float:LO:HI:SEED (reals)"
+
+
+def parse_weights_spec(spec: str):
+    """``--weights SPEC`` -> ``(kind, (lo, hi) or None, seed or None)``.
+
+    ``kind`` is ``"file"``, ``"unit"``, ``"random"`` or ``"random-float"``. Every bad
+    value is a :class:`kernels.errors.UsageError` naming the option and the expected
+    form (one line, exit status 2), before anything is read.
+    """
+    spec = str(spec if spec is not None else "file").strip()
+    if spec in ("file", "auto"):
+        return "file", None, None
+    if spec in ("unit", "one", "1"):
+        return "unit", None, None
+    head, _, _ = spec.partition(":")
+    if head not in ("random", "random-float", "random-int"):
+        raise UsageError(f"--weights {spec}: expected {WEIGHTS_FORMS}")
+    kind = "random-float" if head == "random-float" else "random"
+    form = f"{head}:LO:HI:SEED"
+    rest = spec.split(":")[1:]
+    if len(rest) != 3:
+        raise UsageError(f"--weights {spec}: expected {form} (3 values after '{head}:', found {len(rest)})")
+    lohi = []
+    for name, tok in (("LO", rest[0]), ("HI", rest[1])):
+        try:
+            v = float(tok) if kind == "random-float" else int(tok, 10)
+        except ValueError:
+            what = "a number" if kind == "random-float" else "an integer"
+            raise UsageError(f"--weights {spec}: {name} {tok!r} is not {what}; expected {form}") from None
+        if kind == "random-float" and not np.isfinite(v):
+            raise UsageError(f"--weights {spec}: {name} {tok!r} is not a finite number; expected {form}")
+        if kind == "random" and not (_I64_MIN <= v <= _I64_MAX):
+            raise UsageError(f"--weights {spec}: {name} {v} does not fit in 64 bits "
+                             f"({_I64_MIN}..{_I64_MAX}); expected {form}")
+        lohi.append(v)
+    try:
+        seed = int(rest[2], 10)
+    except ValueError:
+        raise UsageError(f"--weights {spec}: SEED {rest[2]!r} is not a whole number; expected {form}") from None
+    if seed < 0:
+        raise UsageError(f"--weights {spec}: SEED {seed} is negative; expected {form} with SEED >= 0")
+    lo, hi = lohi
+    if hi < lo:
+        raise UsageError(f"--weights {spec}: HI {rest[1]} is below LO {rest[0]}; expected {form} with LO <= HI")
+    if kind == "random-float" and not np.isfinite(hi - lo):
+        raise UsageError(f"--weights {spec}: HI - LO overflows float64; expected {form} with a "
+                         "narrower range")
+    return kind, (lo, hi), seed
+
+
 class WeightPlan:
     """How weights are made: from the file, unit, or seeded random."""
 
     def __init__(self, spec: str | None, file_weighted: bool, file_float: bool, weight_type: str | None, display):
         spec = (spec or "file").strip()
-        self.kind = "file"
         self.rng = None
-        if spec in ("file", "auto"):
-            self.kind = "file" if file_weighted else "unit"
-        elif spec in ("unit", "one", "1"):
+        self.kind, lohi, self.seed = parse_weights_spec(spec)
+        if self.kind == "file" and not file_weighted:
             self.kind = "unit"
-        elif spec.startswith(("random:", "random-float:", "random-int:")):
-            head, *rest = spec.split(":")
-            if len(rest) != 3:
-                raise ValueError(f"--weights {spec!r}: expected random:LO:HI:SEED")
-            try:
-                self.seed = int(rest[2])
-                if head == "random-float":
-                    self.lo, self.hi = float(rest[0]), float(rest[1])
-                else:
-                    self.lo, self.hi = int(rest[0]), int(rest[1])
-            except ValueError:
-                raise ValueError(f"--weights {spec!r}: LO, HI must be numbers and SEED an integer") from None
-            if self.hi < self.lo:
-                raise ValueError(f"--weights {spec!r}: HI < LO")
-            self.kind = "random-float" if head == "random-float" else "random"
+        if lohi is not None:
+            self.lo, self.hi = lohi
             self.rng = np.random.default_rng(self.seed)
-        else:
-            raise ValueError(f"--weights {spec!r}: expected file, unit, random:LO:HI:SEED or random-float:LO:HI:SEED")
         self.is_float = (self.kind == "file" and file_float) or self.kind == "random-float"
         if weight_type is None:
             weight_type = "float64" if self.is_float else "int64"
         if weight_type not in WEIGHT_TYPES:
-            raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+            raise UsageError(f"--weight-type {weight_type}: expected one of {', '.join(WEIGHT_TYPES)}")
         if self.is_float and weight_type.startswith("int"):
             raise InputError(display, None, f"real-valued weights cannot be stored as {weight_type}; "
                              "use --weight-type float32 or float64")
@@ -168,7 +204,8 @@ class WeightPlan:
         if self.kind == "random" and weight_type.startswith("int"):
             info = np.iinfo(self.np_type)
             if self.lo < info.min or self.hi > info.max:
-                raise ValueError(f"--weights range {self.lo}..{self.hi} does not fit {weight_type}")
+                raise UsageError(f"--weights {spec}: the range {self.lo}..{self.hi} does not fit "
+                                 f"{weight_type} ({info.min}..{info.max})")
 
     label_override = None
 
@@ -186,6 +223,8 @@ class WeightPlan:
         if self.kind == "unit":
             return np.ones(n, dtype=self.np_type)
         if self.kind == "random":
+            if self.hi == _I64_MAX:  # hi + 1 does not fit int64
+                return self.rng.integers(self.lo, self.hi, size=n, endpoint=True)
             return self.rng.integers(self.lo, self.hi + 1, size=n)
         return self.rng.uniform(self.lo, self.hi, size=n)
 
@@ -346,7 +385,7 @@ class EdgeSink:
         else:
             where = f" (its largest vertex id is {self.max_id})"
         if self._generated:
-            raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {wv}, "
+            raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {wv}, which "
                              + bound_message(wv, n, bound, self._integer, where))
         raise InputError(self.display, b.line_of(j) if b is not None else None,
                          f"weight {wv} " + bound_message(wv, n, bound, self._integer, where))
