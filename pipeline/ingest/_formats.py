@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import InputError
 from ._limits import Limits
-from ._records import Batch, RecordSpec, _show, iter_batches
+from ._records import Batch, RecordSpec, _show, decimal_int, hex_note, iter_batches
 
 FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
 ALIASES = {
@@ -36,10 +36,7 @@ class Header:
 
 
 def _int_or_none(tok: bytes):
-    try:
-        return int(tok)
-    except ValueError:
-        return None
+    return decimal_int(tok)
 
 
 def _next_content_line(cursor, comments=(b"%",)):
@@ -340,11 +337,11 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         if len(t) < skip:
             raise InputError(display, lineno, f"expected {skip} vertex size/weight value(s) before the neighbours of vertex {u}")
         t = t[skip:]
-        try:
-            vals = [int(x) for x in t]
-        except ValueError:
-            bad = next(x for x in t if _int_or_none(x) is None)
-            raise InputError(display, lineno, f"non-numeric field {_show(bad)} in the adjacency list of vertex {u} (expected integers)") from None
+        vals = [_int_or_none(x) for x in t]
+        if None in vals:
+            bad = t[vals.index(None)]
+            raise InputError(display, lineno, f"non-numeric field {_show(bad)} in the adjacency list of vertex {u} "
+                             f"(expected decimal integers){hex_note(bad)}")
         if eweights:
             if len(vals) % 2:
                 raise InputError(display, lineno, f"expected 'NEIGHBOUR WEIGHT' pairs for vertex {u} (fmt {fmt}), found an odd count {len(vals)}")

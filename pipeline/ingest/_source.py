@@ -151,6 +151,18 @@ def compression_of(path: Path, magic: bytes) -> str | None:
     return None
 
 
+_NAMED = {".gz": "gz", ".tgz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst", ".zstd": "zst"}
+
+
+def named_compression(name: str) -> str | None:
+    """The compression a file's name announces (``.gz`` ...), or ``None``."""
+    low = name.lower()
+    for suf, kind in _NAMED.items():
+        if low.endswith(suf):
+            return kind
+    return None
+
+
 def strip_compression(name: str) -> str:
     low = name.lower()
     for suf in COMPRESSION_SUFFIXES:
@@ -187,6 +199,17 @@ class Source:
         with open(self.path, "rb") as f:
             magic = f.read(8)
         self.compression = compression_of(self.path, magic)
+        named = named_compression(self.path.name)
+        if named is not None and named != self.compression:
+            suffix = self.path.name[len(strip_compression(self.path.name)):]
+            stem = strip_compression(self.path.name)
+            if not magic:
+                why = "the file is empty"
+            elif self.compression is None:
+                why = f"the file is not compressed (plain text?): rename it to {stem}"
+            else:
+                why = f"the file holds {_KIND[self.compression]} data: rename it to {stem}.{self.compression}"
+            raise InputError(self.display, None, f"not {_KIND[named]} data, though its name ends in {suffix}; {why}")
         self.member = None
         self._tar = None
         self._raw = None

@@ -1,6 +1,7 @@
 """Bad input: one clear InputError naming file, line and expectation; no output left."""
 from __future__ import annotations
 
+import gzip
 import shutil
 
 import pytest
@@ -251,3 +252,40 @@ def test_edge_list_named_gr_suggests_format_edgelist(tmp_path):
 def test_no_format_hint_for_other_content(tmp_path, text):
     e = _fails(tmp_path, text, name="x.gr")
     assert "--format" not in e.message
+
+
+# -- numbers are decimal; compressed names must hold compressed data -----------------------
+@pytest.mark.parametrize("name,text,line,token", [
+    ("h.gr", "p sp 3 2\na 0x1 2 1\na 2 3 1\n", 2, "0x1"),
+    ("w.gr", "p sp 3 2\na 1 2 1\na 2 3 0x10\n", 3, "0x10"),
+    ("f.gr", "p sp 3 2\na 1 2 1.5\na 2 3 0X1p3\n", 3, "0X1p3"),
+    ("h.el", "0 1\n0x1 2\n", 2, "0x1"),
+    ("h.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 0x5\n", 3, "0x5"),
+    ("h.graph", "3 2\n0x2\n1 3\n2\n", 2, "0x2"),
+])
+def test_hexadecimal_refused(tmp_path, name, text, line, token):
+    e = _fails(tmp_path, text, name=name)
+    assert e.line == line and f"'{token}'" in e.message and "hexadecimal is not accepted" in e.message
+
+
+def test_leading_plus_accepted(tmp_path):
+    # like strtol/scanf (and scipy's readers), a leading '+' is kept
+    from tests.pipeline._ingest_helpers import ingest_arcs
+
+    (s, d, w), _ = ingest_arcs(_write(tmp_path / "p.gr", "p sp 3 2\na +1 2 1\na 2 3 +5\n"), tmp_path)
+    assert s.tolist() == [1, 2] and w.tolist() == [1, 5]
+
+
+def _write(p, text):
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("name,content,why", [
+    ("plain.gr.gz", b"p sp 2 1\na 1 2 1\n", "not compressed (plain text?): rename it to plain.gr"),
+    ("x.gr.bz2", gzip.compress(b"p sp 2 1\na 1 2 1\n"), "holds gzip data: rename it to x.gr.gz"),
+    ("e.gr.xz", b"", "the file is empty"),
+])
+def test_compressed_name_without_compressed_data(tmp_path, name, content, why):
+    e = _fails(tmp_path, content, name=name)
+    assert e.line is None and e.message.startswith("not ") and why in e.message
