@@ -289,3 +289,15 @@ def _write(p, text):
 def test_compressed_name_without_compressed_data(tmp_path, name, content, why):
     e = _fails(tmp_path, content, name=name)
     assert e.line is None and e.message.startswith("not ") and why in e.message
+
+
+def test_metis_edge_with_two_weights_refused(tmp_path):
+    # METIS lists an undirected edge at both ends: 1-2 weighs 5 at vertex 1, 6 at vertex 2
+    e = _fails(tmp_path, "2 1 1\n2 5\n1 6\n", name="asym.graph")
+    assert e.line == 2 and "edge 1-2 has weight 5 at vertex 1 (line 2) but 6 at vertex 2 (line 3)" in e.message
+    e = _fails(tmp_path, "3 2\n2\n1 3\n1\n", name="half.graph")
+    assert e.line == 4 and "edge 1-3 is listed 0 time(s) at vertex 1 but 1 time(s) at vertex 3" in e.message
+    from tests.pipeline._ingest_helpers import ingest_arcs
+
+    (s, d, w), meta = ingest_arcs(_write(tmp_path / "ok.graph", "3 2 1\n2 5\n1 5 3 4\n2 4\n"), tmp_path)
+    assert meta["directed"] is False and sorted(w.tolist()) == [4, 4, 5, 5]
