@@ -524,7 +524,33 @@ def format_hint(head: bytes, fmt: str) -> str | None:
         return None
 
 
+def looks_like_own(head: bytes, fmt: str) -> bool:
+    """Whether the start of a file is recognisably ``fmt`` itself (its header's first
+    word): then the error is that format's, never a hint to read it as another."""
+    first = None
+    for ln in head.split(b"\n")[:2000]:
+        s = ln.strip()
+        if not s or (fmt in ("gr", "pace") and s.split()[0] == b"c"):
+            continue
+        first = s.lower()
+        break
+    if first is None:
+        return False
+    if fmt == "mtx":
+        return first.startswith(b"%%matrixmarket")
+    if fmt in ("gr", "pace"):
+        toks = first.split()
+        return toks[0] == b"p" and len(toks) > 1 and toks[1] == (b"sp" if fmt == "gr" else b"tw")
+    if fmt == "metis":
+        return looks_like_metis(head)
+    if fmt == "edgelist":
+        return looks_like_edgelist(head)
+    return False
+
+
 def _hint(head: bytes, fmt: str) -> str | None:
+    if looks_like_own(head, fmt):
+        return None
     if fmt != "metis" and looks_like_metis(head):
         return ("the file looks like a METIS graph ('N M [FMT]' header, then one adjacency "
                 "line per vertex): pass --format metis")

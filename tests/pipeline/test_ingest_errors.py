@@ -301,3 +301,16 @@ def test_metis_edge_with_two_weights_refused(tmp_path):
 
     (s, d, w), meta = ingest_arcs(_write(tmp_path / "ok.graph", "3 2 1\n2 5\n1 5 3 4\n2 4\n"), tmp_path)
     assert meta["directed"] is False and sorted(w.tolist()) == [4, 4, 5, 5]
+
+
+@pytest.mark.parametrize("name,text,why", [
+    ("big.mtx", "%%MatrixMarket matrix coordinate integer general\n4000000000 4000000000 1\n1 2 5\n", "max-vertices"),
+    ("nnz.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 4000000000\n1 2 5\n", "file-size check"),
+    ("cx.mtx", "%%MatrixMarket matrix coordinate complex general\n3 3 1\n1 2 5\n", "field 'complex'"),
+    ("sk.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 1\n1 2 5\n", "'skew-symmetric'"),
+    ("iso.mtx", "%%MatrixMarket matrix coordinate pattern general\n300000000 300000000 1\n1 2\n", "isolated"),
+    ("big.graph", "4000000000 1\n2\n1\n", "max-vertices"),
+])
+def test_recognisable_format_gets_its_own_error_not_a_hint(tmp_path, name, text, why):
+    e = _fails(tmp_path, text, name=name)
+    assert why in e.message and "--format" not in e.message and "looks like" not in e.message, e.message
