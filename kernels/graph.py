@@ -19,6 +19,89 @@ _INT_WEIGHTS = ("int32", "int64")
 EXACT_LIMIT = 2**53
 
 
+#: real (float64) distances hold every path below this
+FLOAT_LIMIT = float(np.finfo(np.float64).max)
+
+
+def path_bound_of(n: int, max_abs_weight, integer: bool, in_arc_sum=None):
+    """The solvers' bound on |any simple path length| in a graph of ``n`` vertices.
+
+    The smaller of ``(n - 1) * max|w|`` and ``in_arc_sum()`` (the sum over vertices of
+    their largest |in-arc weight|: a simple path enters each vertex at most once),
+    the second asked for only when the first fails :func:`path_bound_ok`. Exact
+    ``int`` arithmetic for integer weights, float64 for real ones. Ingestion applies
+    this same function to what it streams (``pipeline.ingest``), so a graph that
+    ingests can be solved."""
+    if n < 2:
+        return 0 if integer else 0.0
+    if integer:
+        crude = (int(n) - 1) * int(max_abs_weight)
+    else:
+        with np.errstate(over="ignore"):
+            crude = float(np.float64(n - 1) * np.float64(abs(float(max_abs_weight))))
+    if path_bound_ok(crude, integer) or in_arc_sum is None:
+        return crude
+    return min(crude, in_arc_sum())
+
+
+def path_bound_ok(bound, integer: bool) -> bool:
+    """Whether distances bounded by ``bound`` are exact (integers: below 2**53) or
+    finite (real weights: within float64's range)."""
+    if integer:
+        return bound < EXACT_LIMIT
+    return bool(np.isfinite(bound)) and bound <= FLOAT_LIMIT
+
+
+def path_bound_problem(bound, n: int, integer: bool) -> str:
+    """What is wrong with a bound :func:`path_bound_ok` refused (one sentence)."""
+    if integer:
+        return (f"integer weights too large for exact distances: a shortest path may "
+                f"reach {bound} (bound from {n} vertices and their largest in-arc weights), "
+                f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact")
+    return (f"real weights too large: a shortest path may reach {bound:.6g} (bound from {n} "
+            f"vertices and their largest in-arc weights), beyond float64's largest value "
+            f"{FLOAT_LIMIT:.6g}, so distances would overflow to inf")
+
+
+class in_arc_maxima:
+    """The largest |weight| of each vertex's in-arcs, accumulated over batches of arcs
+    (``add``); ``sum_bound()`` is their sum, the tighter half of :func:`path_bound_of`.
+
+    Integer weights are kept as exact uint64 magnitudes (|-2**63| included), real ones
+    as float64."""
+
+    def __init__(self, n: int, heads=None, weights=None, integer: bool | None = None):
+        self.n = int(n)
+        self.integer = integer
+        self.best = None
+        if heads is not None:
+            self.add(heads, weights)
+
+    def add(self, heads, weights):
+        weights = np.asarray(weights)
+        if self.integer is None:
+            self.integer = weights.dtype.kind in "iu"
+        if self.best is None:
+            self.best = np.zeros(self.n, dtype=np.uint64 if self.integer else np.float64)
+        if self.integer:
+            w = weights.astype(np.int64)
+            absw = np.where(w < 0, np.uint64(0) - w.astype(np.uint64), w.astype(np.uint64))
+        else:
+            absw = np.abs(weights.astype(np.float64))
+        np.maximum.at(self.best, np.asarray(heads), absw)
+        return self
+
+    def sum_bound(self):
+        if self.best is None:
+            return 0 if self.integer else 0.0
+        if not self.integer:
+            with np.errstate(over="ignore"):
+                return float(self.best.sum(dtype=np.float64))
+        approx = float(self.best.sum(dtype=np.float64))
+        # exact while the uint64 sum cannot wrap; beyond, the float sum is near enough
+        return int(self.best.sum(dtype=np.uint64)) if approx < 1.9 * 2.0**63 else int(approx)
+
+
 def _index_dtype(limit: int):
     return np.int32 if limit < np.iinfo(np.int32).max else np.int64
 
@@ -98,6 +181,14 @@ class Graph:
             raise TypeError(f"weights must be integer or float, got {weights.dtype}")
         if weights.dtype.kind == "u":
             weights = weights.astype(np.int64)
+        if weights.dtype.kind == "f" and len(weights):
+            finite = np.isfinite(weights)
+            if not finite.all():
+                # a NaN compares false with everything: the solvers would never relax
+                # the arc and its head would silently become unreachable
+                i = int(np.argmin(finite))
+                raise UsageError(f"weight of arc {i} ({int(src[i])} -> {int(dst[i])}) is {weights[i]}: "
+                                 "arc weights must be finite numbers")
         if n is None:
             n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
         if len(src):
@@ -160,7 +251,11 @@ class Graph:
             absmean = float(np.abs(w.astype(np.float64)).mean()) if lo < 0 else float(w.mean())
         else:
             absmax = max(abs(lo), abs(hi))
-            absmean = float(np.abs(w).mean()) if lo < 0 else float(w.mean())
+            with np.errstate(over="ignore"):
+                absmean = float(np.abs(w).mean()) if lo < 0 else float(w.mean())
+            if not np.isfinite(absmean) and np.isfinite(absmax) and absmax > 0:
+                # the sum overflowed (weights near float64's largest): scale first
+                absmean = float((np.abs(w) / absmax).mean()) * float(absmax)
         return {"min": lo, "max": hi, "absmax": absmax, "absmean": absmean}
 
     @property
@@ -240,36 +335,30 @@ class Graph:
             return 0.0
         return float(max(self.n - 1, 0)) * float(self.max_abs_weight)
 
-    def path_bound(self) -> int:
-        """An upper bound on |any simple path length| of integer weights, exact.
+    def path_bound(self):
+        """An upper bound on |any simple path length|: the solvers' rule.
 
         The smaller of (n - 1) * max |w| and the sum over vertices of their largest
         |in-arc weight| (a simple path enters each vertex at most once); the second,
-        tighter one is computed (once) only when the first reaches ``EXACT_LIMIT``.
-        Every shortest distance lies within it when no negative cycle is reachable."""
+        tighter one is computed (once) only when the first is too large
+        (:func:`path_bound_of`). Every shortest distance lies within it when no negative
+        cycle is reachable. An exact ``int`` for integer weights, a ``float`` (possibly
+        ``inf``) for real ones."""
         if not self.m or self.n < 2:
-            return 0
-        crude = (self.n - 1) * int(self.max_abs_weight)
-        if crude < EXACT_LIMIT:
-            return crude
-        return self.cached("path-bound", lambda: min(crude, self._in_arc_bound()))
-
-    def _in_arc_bound(self) -> int:
-        w = self.weights.astype(np.int64)
-        # |w| in uint64: exact for -2**63 too
-        absw = np.where(w < 0, np.uint64(0) - w.astype(np.uint64), w.astype(np.uint64))
-        best = np.zeros(self.n, dtype=np.uint64)
-        np.maximum.at(best, self.indices, absw)
-        approx = float(best.sum(dtype=np.float64))
-        # exact while the uint64 sum cannot wrap; beyond, the float sum is near enough
-        return int(best.sum(dtype=np.uint64)) if approx < 1.9 * 2.0**63 else int(approx)
+            return 0 if self.integer_weights else 0.0
+        return self.cached("path-bound", lambda: path_bound_of(
+            self.n, self.max_abs_weight, self.integer_weights,
+            lambda: in_arc_maxima(self.n, self.indices, self.weights).sum_bound()))
 
     def check_exact(self) -> None:
-        """Refuse integer weights whose path lengths could reach 2**53 (``EXACT_LIMIT``).
+        """Refuse weights whose path lengths the distances cannot hold.
 
-        Beyond it float64 distances (every output's type) are not exact, and sums of
-        weights near 2**63 wrap around in the kernels' int64 distances; below it every
-        kernel's distance type holds every path and every candidate ``d[u] + w``.
+        Integer weights: the bound (:meth:`path_bound`) must stay below 2**53
+        (``EXACT_LIMIT``); beyond it float64 distances (every output's type) are not
+        exact, and sums of weights near 2**63 wrap around in the kernels' int64
+        distances; below it every kernel's distance type holds every path and every
+        candidate ``d[u] + w``. Real weights: the bound must be finite in float64, or a
+        distance could overflow to ``inf`` and read as "unreachable".
         ``kernels.solve`` calls it for every method before solving.
 
         Raises
@@ -278,20 +367,14 @@ class Graph:
             (a ``ValueError``) Naming the graph, the bound, the limit and the weight of largest magnitude
             with its arc (file ids).
         """
-        if not self.integer_weights:
-            return
         bound = self.path_bound()
-        if bound < EXACT_LIMIT:
+        if path_bound_ok(bound, self.integer_weights):
             return
         k = int(np.argmax(np.abs(self.weights.astype(np.float64))))
         tail = int(np.searchsorted(self.indptr, k, side="right")) - 1
-        raise UsageError(
-            f"{self.name}: integer weights too large for exact distances: a shortest path may "
-            f"reach {bound} (bound from {self.n} vertices and their largest in-arc weights), "
-            f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact; "
-            f"e.g. weight {int(self.weights[k])} on arc {tail + self.id_base} -> "
-            f"{int(self.indices[k]) + self.id_base} (file ids); scale the weights down"
-        )
+        arc = (f"e.g. weight {self.weights[k].item()} on arc {tail + self.id_base} -> "
+               f"{int(self.indices[k]) + self.id_base} (file ids); scale the weights down")
+        raise UsageError(f"{self.name}: {path_bound_problem(bound, self.n, self.integer_weights)}; {arc}")
 
     # ------------------------------------------------------------------ ids
     def to_index(self, ids, *, what: str = "vertex") -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +55,17 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
 
     Raises
     ------
-    ValueError
-        The file is not an edge list of this project (missing columns/metadata),
-        or its arcs do not fit the recorded vertex count.
+    pipeline.errors.InputError
+        (a ``ValueError``) One line naming the file and the problem: not a Parquet
+        file, no or malformed ``sssp`` metadata, missing or mistyped columns, a vertex
+        count above ``sssp.ingest.max-vertices`` or with more isolated vertices than
+        ``sssp.ingest.max-isolated-vertices`` (checked before anything is sized by
+        it), null or out-of-range ids, NaN or infinite weights (the row named).
     OSError
         The file cannot be opened (``FileNotFoundError`` when it does not exist).
     """
     path = Path(path)
-    pf = pq.ParquetFile(path)
-    raw = (pf.schema_arrow.metadata or {}).get(b"sssp")
-    if raw is None:
-        raise ValueError(f"{path}: not an sssp edge list (no 'sssp' metadata; run `sssp ingest` first)")
-    meta = json.loads(raw)
-    names = set(pf.schema_arrow.names)
-    missing = {"src", "dst", "weight"} - names
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {sorted(missing)}")
+    pf, raw, meta, n, base = _open_edge_list(path)
     st = path.stat()
     key = {
         "version": CACHE_VERSION,
@@ -84,7 +80,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
             with np.load(cpath, allow_pickle=False) as z:
                 if json.loads(str(z["key"])) == key:
                     g = Graph(n=int(z["n"]), indptr=z["indptr"], indices=z["indices"],
-                            weights=z["weights"], id_base=int(meta.get("id_base", 0)),
+                            weights=z["weights"], id_base=base,
                             directed=bool(meta.get("directed", True)), name=path.stem,
                             meta=json.loads(str(z["meta"])))
                     g.fingerprint = str(z["fingerprint"])
@@ -93,12 +89,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
                     return g
         except Exception as exc:  # a corrupt cache is rebuilt, never trusted
             log.warning("ignoring unreadable CSR cache %s: %s", cpath, exc)
-    table = pf.read(columns=["src", "dst", "weight"])
-    base = int(meta.get("id_base", 0))
-    n = int(meta["vertices"])
-    src = table.column("src").to_numpy().astype(np.int64) - base
-    dst = table.column("dst").to_numpy().astype(np.int64) - base
-    w = table.column("weight").to_numpy()
+    src, dst, w = _read_arcs(path, pf, n, base)
     g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
                        parallel=parallel, name=path.stem, meta=meta)
     g.path = str(path.resolve())
@@ -117,6 +108,106 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
             log.warning("could not write CSR cache %s: %s", cpath, exc)
             tmp.unlink(missing_ok=True)
     return g
+
+
+def _open_edge_list(path: Path):
+    """Open a Parquet edge list and check everything its footer says (metadata,
+    columns, declared sizes) before anything is read or sized by it.
+
+    Returns ``(ParquetFile, raw metadata, metadata, n, id_base)``."""
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.ingest._limits import Limits
+
+    def bad(message):
+        return InputError(path, None, message)
+
+    try:
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise bad(f"not a readable Parquet file ({first}); expected a Parquet edge list written "
+                  "by sssp ingest or sssp generate") from None
+    raw = (schema.metadata or {}).get(b"sssp")
+    if raw is None:
+        raise bad("not an sssp edge list (no 'sssp' metadata; run `sssp ingest` first)")
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise bad("its 'sssp' metadata is not valid JSON; the file is damaged (ingest the input again)") from None
+    if not isinstance(meta, dict):
+        raise bad(f"its 'sssp' metadata is {type(meta).__name__}, expected a JSON object")
+
+    def whole(key, default=None, allowed=None):
+        v = meta.get(key, default)
+        if v is None and default is None:
+            raise bad(f"its 'sssp' metadata has no {key!r}: expected a whole number")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (allowed and v not in allowed):
+            want = " or ".join(map(str, allowed)) if allowed else "a whole number >= 0"
+            raise bad(f"its 'sssp' metadata says {key} = {json.dumps(v)}: expected {want}")
+        return v
+
+    n = whole("vertices")
+    base = whole("id_base", 0, (0, 1))
+    if not isinstance(meta.get("directed", True), bool):
+        raise bad(f"its 'sssp' metadata says directed = {json.dumps(meta.get('directed'))}: expected true or false")
+    names = set(schema.names)
+    missing = {"src", "dst", "weight"} - names
+    if missing:
+        raise bad(f"missing column(s) {', '.join(sorted(missing))}: an sssp edge list has src, dst and weight")
+    for col, kinds in (("src", "iu"), ("dst", "iu"), ("weight", "iuf")):
+        t = schema.field(col).type
+        try:
+            kind = np.dtype(t.to_pandas_dtype()).kind
+        except (NotImplementedError, TypeError):
+            kind = "O"
+        if kind not in kinds:
+            want = "integers" if kinds == "iu" else "integers or reals"
+            raise bad(f"column {col} holds {t}, expected {want}")
+    rows = int(pf.metadata.num_rows)
+    # the limits of ingestion, against what the file holds: n sizes per-vertex arrays
+    limits = Limits.from_settings().bind(str(path), None)
+    what = "its 'sssp' metadata declares"
+    limits.vertices(n, rows, "arcs", None, None, what=what)
+    limits.arcs(rows, "arcs", None, f"{rows:,} rows")
+    return pf, raw, meta, n, base
+
+
+def _read_arcs(path: Path, pf, n: int, base: int):
+    """The arcs as 0-based ``(src, dst, weight)``, each row checked: no nulls, ids in
+    ``base .. base + n - 1``, finite weights."""
+
+    table = pf.read(columns=["src", "dst", "weight"])
+    out = []
+    for col in ("src", "dst", "weight"):
+        c = table.column(col)
+        if c.null_count:
+            valid = np.asarray(c.is_valid().to_numpy(zero_copy_only=False))
+            i = int(np.argmin(valid))
+            raise InputError(path, None, f"row {i} (0-based): {col} is null; every arc needs src, dst and weight")
+        out.append(c.to_numpy())
+    ids = []
+    for col, raw in zip(("src", "dst"), out[:2]):
+        if raw.dtype.kind == "u":  # compared before the cast: uint64 ids may not fit int64
+            bad = (raw < base) | (raw > base + n - 1) if n else np.ones(len(raw), dtype=bool)
+        else:
+            bad = (raw < base) | (raw.astype(np.int64) - base >= n)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(path, None, f"row {i} (0-based): {col} vertex id {int(raw[i])} out of range: "
+                             f"expected {base}..{base + n - 1} (its 'sssp' metadata declares {n:,} vertices)")
+        ids.append(raw.astype(np.int64) - base)
+    w = out[2]
+    if w.dtype.kind == "f" and len(w):
+        finite = np.isfinite(w)
+        if not finite.all():
+            i = int(np.argmin(finite))
+            raise InputError(path, None, f"row {i} (0-based): weight {w[i]} of arc {int(ids[0][i]) + base} -> "
+                             f"{int(ids[1][i]) + base} is not a finite number")
+    return ids[0], ids[1], w
 
 
 CACHE_VARIANTS = 4  # ingested copies kept per input (one per option set, least recently used goes)
@@ -168,6 +259,8 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     if path.suffix == ".parquet":
         return read_parquet(path)
     from gpu_sssp.pipeline import ingest as _ingest
+
+    _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
     st = path.stat()
     resolved = path.resolve()

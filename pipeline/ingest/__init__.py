@@ -27,10 +27,10 @@ from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights
 from ._limits import Limits
 from ._records import iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
-                    read_meta)
+                    parse_weights_spec, read_meta)
 from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
 
-__all__ = ["ingest", "read_meta", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
+__all__ = ["ingest", "read_meta", "parse_weights_spec", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
 
 log = logging.getLogger(__name__)
@@ -154,6 +154,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         Bad options.
     """
     path, out = _resolve(path, out)
+    parse_weights_spec(weights)  # a bad --weights is one line before anything is read
     limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)
     fmt = normalise_format(format) if format else detect_format(path)
     if weight_type is not None and weight_type not in WEIGHT_TYPES:

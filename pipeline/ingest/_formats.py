@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import InputError
 from ._limits import Limits
-from ._records import Batch, RecordSpec, _show, iter_batches
+from ._records import Batch, RecordSpec, _show, decimal_int, hex_note, iter_batches
 
 FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
 ALIASES = {
@@ -36,10 +36,7 @@ class Header:
 
 
 def _int_or_none(tok: bytes):
-    try:
-        return int(tok)
-    except ValueError:
-        return None
+    return decimal_int(tok)
 
 
 def _next_content_line(cursor, comments=(b"%",)):
@@ -340,11 +337,11 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         if len(t) < skip:
             raise InputError(display, lineno, f"expected {skip} vertex size/weight value(s) before the neighbours of vertex {u}")
         t = t[skip:]
-        try:
-            vals = [int(x) for x in t]
-        except ValueError:
-            bad = next(x for x in t if _int_or_none(x) is None)
-            raise InputError(display, lineno, f"non-numeric field {_show(bad)} in the adjacency list of vertex {u} (expected integers)") from None
+        vals = [_int_or_none(x) for x in t]
+        if None in vals:
+            bad = t[vals.index(None)]
+            raise InputError(display, lineno, f"non-numeric field {_show(bad)} in the adjacency list of vertex {u} "
+                             f"(expected decimal integers){hex_note(bad)}")
         if eweights:
             if len(vals) % 2:
                 raise InputError(display, lineno, f"expected 'NEIGHBOUR WEIGHT' pairs for vertex {u} (fmt {fmt}), found an odd count {len(vals)}")
@@ -371,6 +368,8 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     else:
         raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
                          f"(each edge at both ends) or {m} (directed variant), found {entries}")
+    if not directed:
+        _check_symmetric(src, dst, w, np.array(lines, dtype=np.int64), display)
     if undirected and directed:
         directed = False
         expand = True
@@ -381,6 +380,49 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     hdr.extra["expand"] = expand
     batch = Batch([src], hline + 1, lines=np.array(lines, dtype=np.int64), display=display)
     return hdr, iter([(src, dst, w, batch)])
+
+
+def _check_symmetric(src, dst, w, lines, display):
+    """A METIS graph is undirected: every edge u-v is listed at u and at v, with the same
+    weight (fmt x1). Names the lines of the first edge whose two ends disagree."""
+    if w is None:
+        w = np.zeros(len(src), dtype=np.int64)
+    fwd = src < dst
+    bwd = src > dst
+    F = (src[fwd], dst[fwd], w[fwd], lines[fwd])
+    B = (dst[bwd], src[bwd], w[bwd], lines[bwd])
+    fo = np.lexsort((F[2], F[1], F[0]))
+    bo = np.lexsort((B[2], B[1], B[0]))
+    F = tuple(a[fo] for a in F)
+    B = tuple(a[bo] for a in B)
+    k = min(len(fo), len(bo))
+    diff = (F[0][:k] != B[0][:k]) | (F[1][:k] != B[1][:k]) | (F[2][:k] != B[2][:k])
+    if not diff.any() and len(fo) == len(bo):
+        return
+    i = int(np.argmax(diff)) if diff.any() else k
+    # the first pair (u < v) whose listings differ, in sorted order
+    cands = []
+    if i < len(fo):
+        cands.append((int(F[0][i]), int(F[1][i])))
+    if i < len(bo):
+        cands.append((int(B[0][i]), int(B[1][i])))
+    u, v = min(cands)
+    at_u = (F[0] == u) & (F[1] == v)
+    at_v = (B[0] == u) & (B[1] == v)
+    if at_u.any() and at_v.any() and at_u.sum() == at_v.sum():
+        j = int(np.argmax(at_u))
+        jb = int(np.argmax(at_v))
+        for a, b in zip(np.flatnonzero(at_u), np.flatnonzero(at_v)):
+            if F[2][a] != B[2][b]:
+                j, jb = int(a), int(b)
+                break
+        raise InputError(display, int(F[3][j]), f"edge {u}-{v} has weight {int(F[2][j])} at vertex {u} "
+                         f"(line {int(F[3][j])}) but {int(B[2][jb])} at vertex {v} (line {int(B[3][jb])}): "
+                         "a METIS graph is undirected, each edge is listed at both ends with one weight")
+    nu, nv = int(at_u.sum()), int(at_v.sum())
+    line = int(F[3][np.argmax(at_u)]) if nu else int(B[3][np.argmax(at_v)])
+    raise InputError(display, line, f"edge {u}-{v} is listed {nu} time(s) at vertex {u} but {nv} time(s) at "
+                     f"vertex {v}: a METIS graph is undirected, each edge is listed at both ends")
 
 
 def metis_pair_weights(src, dst, draws_for):
@@ -482,7 +524,33 @@ def format_hint(head: bytes, fmt: str) -> str | None:
         return None
 
 
+def looks_like_own(head: bytes, fmt: str) -> bool:
+    """Whether the start of a file is recognisably ``fmt`` itself (its header's first
+    word): then the error is that format's, never a hint to read it as another."""
+    first = None
+    for ln in head.split(b"\n")[:2000]:
+        s = ln.strip()
+        if not s or (fmt in ("gr", "pace") and s.split()[0] == b"c"):
+            continue
+        first = s.lower()
+        break
+    if first is None:
+        return False
+    if fmt == "mtx":
+        return first.startswith(b"%%matrixmarket")
+    if fmt in ("gr", "pace"):
+        toks = first.split()
+        return toks[0] == b"p" and len(toks) > 1 and toks[1] == (b"sp" if fmt == "gr" else b"tw")
+    if fmt == "metis":
+        return looks_like_metis(head)
+    if fmt == "edgelist":
+        return looks_like_edgelist(head)
+    return False
+
+
 def _hint(head: bytes, fmt: str) -> str | None:
+    if looks_like_own(head, fmt):
+        return None
     if fmt != "metis" and looks_like_metis(head):
         return ("the file looks like a METIS graph ('N M [FMT]' header, then one adjacency "
                 "line per vertex): pass --format metis")

@@ -19,10 +19,12 @@ record counts are checked lazily: nothing in ingestion is allocated from a heade
 counts, the records are counted as they stream and a count that does not match the
 header is an error before the output is committed.
 
-Exactness of integer weights is the fourth check here: the solvers refuse a graph
-whose ``(n - 1) * max|w|`` reaches 2**53 (``Graph.max_path_bound``), since distances
-beyond that cannot be exact in float64; ingestion applies the same bound, with the same
-float arithmetic, to each weight as it is read, so a graph that ingests can be solved.
+Path lengths are the fourth check (``EdgeSink`` applies it): the solvers refuse a graph
+whose bound on shortest-path lengths (``kernels.graph.path_bound_of``: the smaller of
+``(n - 1) * max|w|`` and the sum of each vertex's heaviest in-arc weight) reaches 2**53
+for integer weights (float64 distances stop being exact) or is not finite for real ones;
+ingestion applies the same function to the arcs it writes, so a graph that ingests can be
+solved.
 """
 
 from __future__ import annotations
@@ -136,21 +138,15 @@ def largest_exact_weight(n: int) -> int:
     return w
 
 
-def inexact_weight(w: np.ndarray, n: int) -> int:
-    """Index of the first integer weight whose paths could exceed 2**53 in a graph of
-    ``n`` vertices (the solvers' ``(n - 1) * max|w| >= 2**53`` rule), or -1."""
-    if n <= 1 or not len(w):
-        return -1
-    a = np.abs(w.astype(np.float64))
-    bad = a * float(n - 1) >= EXACT_LIMIT
-    if not bad.any():
-        return -1
-    return int(np.argmax(bad))
-
-
-def inexact_message(w, n: int, where: str) -> str:
-    return (f"weight {int(w)} is too large for exact shortest paths in a graph of {_fmt(n)} vertices{where}: "
-            f"a path may sum up to (n - 1) * |w| = {float(n - 1) * abs(float(w)):.3g}, beyond 2**53 "
-            f"where float64 distances stop being exact; |weight| must stay at most "
-            f"{_fmt(largest_exact_weight(n))} (rescale the weights, or use real-valued weights "
-            "with --weight-type float64)")
+def bound_message(w, n: int, bound, integer: bool, where: str) -> str:
+    """Why weight ``w`` (the largest |w|) is refused: the solvers' path-length bound."""
+    rule = ("the solvers' bound: the smaller of (n - 1) * max|w| and the sum of each vertex's "
+            "heaviest in-arc weight")
+    if integer:
+        return (f"is too large for exact shortest paths in a graph of {_fmt(n)} vertices{where}: "
+                f"a shortest path may reach {int(bound):,} ({rule}), not below 2**53 where float64 "
+                "distances stop being exact (rescale the weights, or use real-valued weights "
+                "with --weight-type float64)")
+    return (f"is too large for finite shortest paths in a graph of {_fmt(n)} vertices{where}: "
+            f"a shortest path may reach {float(bound):.6g} ({rule}), beyond float64's largest "
+            "value, so distances would overflow to inf (rescale the weights)")

@@ -10,6 +10,7 @@ is not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,23 @@ from ..errors import InputError
 
 _I64_MAX = np.iinfo(np.int64).max
 _I64_MIN = np.iinfo(np.int64).min
+
+# the text formats (DIMACS, METIS, MatrixMarket, edge lists) are decimal: an optional
+# sign, digits, and for reals a fraction and an exponent. Python's int()/float() would
+# also take '1_000', and pyarrow's CSV parser takes '0x10' as 16.
+_DEC_INT = re.compile(rb"[+-]?[0-9]+\Z")
+_DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_HEX = re.compile(rb"[+-]?0[xX]")
+
+
+def decimal_int(tok: bytes) -> int | None:
+    """The integer a decimal token spells, or ``None``."""
+    return int(tok) if _DEC_INT.match(tok) else None
+
+
+def hex_note(tok: bytes) -> str:
+    """A note for a token written in hexadecimal ('' otherwise)."""
+    return "; hexadecimal is not accepted, the formats' numbers are decimal" if _HEX.match(tok) else ""
 
 
 @dataclass(frozen=True)
@@ -163,26 +181,25 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
         for j in range(nf):
             t = toks[j]
             if spec.floats[j]:
-                try:
-                    v = float(t)
-                except ValueError:
+                if not _DEC_REAL.match(t):
+                    try:
+                        if not np.isfinite(float(t)) and not _HEX.match(t):
+                            raise InputError(display, lineno, f"{spec.fields[j]} {_show(t)} is not a finite number")
+                    except ValueError:
+                        pass
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
-                                     f"(expected a number; {spec.describe})") from None
+                                     f"(expected a decimal number; {spec.describe}){hex_note(t)}")
+                v = float(t)
                 if not np.isfinite(v):
                     raise InputError(display, lineno, f"{spec.fields[j]} {_show(t)} is not a finite number")
             else:
-                try:
-                    v = int(t)
-                except ValueError:
-                    hint = ""
-                    if spec.fields[j] == "weight":
-                        try:
-                            float(t)
-                            hint = " (real-valued weights: the file mixes integer and real weights)"
-                        except ValueError:
-                            pass
+                if not _DEC_INT.match(t):
+                    hint = hex_note(t)
+                    if spec.fields[j] == "weight" and not hint and _DEC_REAL.match(t):
+                        hint = " (real-valued weights: the file mixes integer and real weights)"
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
-                                     f"(expected an integer; {spec.describe}){hint}") from None
+                                     f"(expected a decimal integer; {spec.describe}){hint}")
+                v = int(t)
                 if v > _I64_MAX or v < _I64_MIN:
                     raise InputError(display, lineno, f"{spec.fields[j]} {v} does not fit in 64 bits")
             vals[j].append(v)
@@ -230,7 +247,12 @@ def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_ty
     if id_type is None:
         id_type = getattr(cursor, "id_type", None)
     for buf, end, first, nlines in cursor.chunks():
-        cols = parse_fast(pa.py_buffer(buf)[:end], spec, id_type)
+        # pyarrow reads '0x10' as an integer: a chunk with an 'x' anywhere (records have
+        # none) goes to the precise path, which refuses hexadecimal with its line
+        if buf.find(b"x", 0, end) >= 0 or buf.find(b"X", 0, end) >= 0:
+            cols = None
+        else:
+            cols = parse_fast(pa.py_buffer(buf)[:end], spec, id_type)
         if cols is None:
             text = bytes(buf[:end])
             cols, lines = parse_slow(text, first, spec, display, header_line)

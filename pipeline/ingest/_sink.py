@@ -14,8 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.graph import in_arc_maxima, path_bound_of, path_bound_ok
+
 from ..errors import InputError
-from ._limits import EXACT_LIMIT, Limits, inexact_message, inexact_weight
+from ._limits import Limits, bound_message
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,12 @@ class AtomicParquet:
             p.result()
 
     def commit(self, meta: dict):
+        self.close(meta)
+        self.publish()
+
+    def close(self, meta: dict):
+        """Finish the temporary file (footer and metadata included) without publishing
+        it: it can be read back (``self.tmp``) before :meth:`publish` or :meth:`abort`."""
         self._wait()
         self._pool.shutdown()
         text = json.dumps(meta, sort_keys=True)
@@ -85,6 +94,8 @@ class AtomicParquet:
             "ARROW:schema": base64.b64encode(full.serialize().to_pybytes()).decode(),
         })
         self._w.close()
+
+    def publish(self):
         fsync_path(self.tmp)  # on disk before the rename makes it the real file
         os.replace(self.tmp, self.out)
 
@@ -116,40 +127,75 @@ def read_meta(path) -> dict:
     return json.loads(md[META_KEY])
 
 
+_I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+WEIGHTS_FORMS = "file, unit, random:LO:HI:SEED (integers) or random-float:LO:HI:SEED (reals)"
+
+
+def parse_weights_spec(spec: str):
+    """``--weights SPEC`` -> ``(kind, (lo, hi) or None, seed or None)``.
+
+    ``kind`` is ``"file"``, ``"unit"``, ``"random"`` or ``"random-float"``. Every bad
+    value is a :class:`kernels.errors.UsageError` naming the option and the expected
+    form (one line, exit status 2), before anything is read.
+    """
+    spec = str(spec if spec is not None else "file").strip()
+    if spec in ("file", "auto"):
+        return "file", None, None
+    if spec in ("unit", "one", "1"):
+        return "unit", None, None
+    head, _, _ = spec.partition(":")
+    if head not in ("random", "random-float", "random-int"):
+        raise UsageError(f"--weights {spec}: expected {WEIGHTS_FORMS}")
+    kind = "random-float" if head == "random-float" else "random"
+    form = f"{head}:LO:HI:SEED"
+    rest = spec.split(":")[1:]
+    if len(rest) != 3:
+        raise UsageError(f"--weights {spec}: expected {form} (3 values after '{head}:', found {len(rest)})")
+    lohi = []
+    for name, tok in (("LO", rest[0]), ("HI", rest[1])):
+        try:
+            v = float(tok) if kind == "random-float" else int(tok, 10)
+        except ValueError:
+            what = "a number" if kind == "random-float" else "an integer"
+            raise UsageError(f"--weights {spec}: {name} {tok!r} is not {what}; expected {form}") from None
+        if kind == "random-float" and not np.isfinite(v):
+            raise UsageError(f"--weights {spec}: {name} {tok!r} is not a finite number; expected {form}")
+        if kind == "random" and not (_I64_MIN <= v <= _I64_MAX):
+            raise UsageError(f"--weights {spec}: {name} {v} does not fit in 64 bits "
+                             f"({_I64_MIN}..{_I64_MAX}); expected {form}")
+        lohi.append(v)
+    try:
+        seed = int(rest[2], 10)
+    except ValueError:
+        raise UsageError(f"--weights {spec}: SEED {rest[2]!r} is not a whole number; expected {form}") from None
+    if seed < 0:
+        raise UsageError(f"--weights {spec}: SEED {seed} is negative; expected {form} with SEED >= 0")
+    lo, hi = lohi
+    if hi < lo:
+        raise UsageError(f"--weights {spec}: HI {rest[1]} is below LO {rest[0]}; expected {form} with LO <= HI")
+    if kind == "random-float" and not np.isfinite(hi - lo):
+        raise UsageError(f"--weights {spec}: HI - LO overflows float64; expected {form} with a "
+                         "narrower range")
+    return kind, (lo, hi), seed
+
+
 class WeightPlan:
     """How weights are made: from the file, unit, or seeded random."""
 
     def __init__(self, spec: str | None, file_weighted: bool, file_float: bool, weight_type: str | None, display):
         spec = (spec or "file").strip()
-        self.kind = "file"
         self.rng = None
-        if spec in ("file", "auto"):
-            self.kind = "file" if file_weighted else "unit"
-        elif spec in ("unit", "one", "1"):
+        self.kind, lohi, self.seed = parse_weights_spec(spec)
+        if self.kind == "file" and not file_weighted:
             self.kind = "unit"
-        elif spec.startswith(("random:", "random-float:", "random-int:")):
-            head, *rest = spec.split(":")
-            if len(rest) != 3:
-                raise ValueError(f"--weights {spec!r}: expected random:LO:HI:SEED")
-            try:
-                self.seed = int(rest[2])
-                if head == "random-float":
-                    self.lo, self.hi = float(rest[0]), float(rest[1])
-                else:
-                    self.lo, self.hi = int(rest[0]), int(rest[1])
-            except ValueError:
-                raise ValueError(f"--weights {spec!r}: LO, HI must be numbers and SEED an integer") from None
-            if self.hi < self.lo:
-                raise ValueError(f"--weights {spec!r}: HI < LO")
-            self.kind = "random-float" if head == "random-float" else "random"
+        if lohi is not None:
+            self.lo, self.hi = lohi
             self.rng = np.random.default_rng(self.seed)
-        else:
-            raise ValueError(f"--weights {spec!r}: expected file, unit, random:LO:HI:SEED or random-float:LO:HI:SEED")
         self.is_float = (self.kind == "file" and file_float) or self.kind == "random-float"
         if weight_type is None:
             weight_type = "float64" if self.is_float else "int64"
         if weight_type not in WEIGHT_TYPES:
-            raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+            raise UsageError(f"--weight-type {weight_type}: expected one of {', '.join(WEIGHT_TYPES)}")
         if self.is_float and weight_type.startswith("int"):
             raise InputError(display, None, f"real-valued weights cannot be stored as {weight_type}; "
                              "use --weight-type float32 or float64")
@@ -158,7 +204,8 @@ class WeightPlan:
         if self.kind == "random" and weight_type.startswith("int"):
             info = np.iinfo(self.np_type)
             if self.lo < info.min or self.hi > info.max:
-                raise ValueError(f"--weights range {self.lo}..{self.hi} does not fit {weight_type}")
+                raise UsageError(f"--weights {spec}: the range {self.lo}..{self.hi} does not fit "
+                                 f"{weight_type} ({info.min}..{info.max})")
 
     label_override = None
 
@@ -176,6 +223,8 @@ class WeightPlan:
         if self.kind == "unit":
             return np.ones(n, dtype=self.np_type)
         if self.kind == "random":
+            if self.hi == _I64_MAX:  # hi + 1 does not fit int64
+                return self.rng.integers(self.lo, self.hi, size=n, endpoint=True)
             return self.rng.integers(self.lo, self.hi + 1, size=n)
         return self.rng.uniform(self.lo, self.hi, size=n)
 
@@ -201,9 +250,11 @@ class EdgeSink:
         self.display = display
         self.limits = limits or Limits()
         self.header_line = header_line
-        self._exact = weights.weight_type.startswith("int")
-        self._wabs = 0.0        # largest |weight| so far, and where (files without a vertex count)
+        self._integer = weights.weight_type.startswith("int")
+        self._generated = weights.kind in ("random", "random-float")  # weights not from the file
+        self._wabs = 0.0        # largest |weight| so far, and where: (batch, row, weight)
         self._wabs_at = None
+        self._bound_n = None    # set when the solvers' bound needs the in-arc sum (see commit)
         self._maxid_at = None   # (batch, row) of the largest id (files without a vertex count)
         self.vertices = vertices
         self.id_base = id_base
@@ -234,8 +285,7 @@ class EdgeSink:
             return
         w = self.wp.make(n, w)
         w = self._cast_weights(w, batch)
-        if self._exact:
-            self._check_exact(w, batch)
+        self._track_weights(w, batch)
         hi = max(int(src.max()), int(dst.max()))
         if self.vertices is None:
             self._check_ids(src, dst, hi, batch)
@@ -279,20 +329,14 @@ class EdgeSink:
         if self._keys_ok:
             self._key_pending = self._key_pool.submit(self._add_keys, src, dst)
 
-    def _check_exact(self, w, batch):
-        """Integer weights whose path sums could pass 2**53 (the solvers' bound)."""
+    def _track_weights(self, w, batch):
+        """The largest |weight| so far and where it is, for the path-length bound that
+        :meth:`finish_checks` and :meth:`commit` apply (the solvers' rule)."""
         lo, hi = float(w.min()), float(w.max())
         big = max(abs(lo), abs(hi))
-        if self.vertices is not None:
-            n = int(self.vertices)
-            if n > 1 and float(n - 1) * big >= EXACT_LIMIT:
-                i = inexact_weight(w, n)
-                where = f" (header at line {self.header_line})" if self.header_line else ""
-                raise InputError(self.display, batch.line_of(i) if batch else None,
-                                 inexact_message(w[i], n, where))
-        elif big > self._wabs:
+        if big > self._wabs or self._wabs_at is None:
             j = int(np.argmax(np.abs(w.astype(np.float64))))
-            self._wabs, self._wabs_at = big, (batch, j, int(w[j]))
+            self._wabs, self._wabs_at = big, (batch, j, w[j].item())
 
     def _check_ids(self, src, dst, hi, batch):
         """Files without a vertex count (edge lists): ids make the vertex count."""
@@ -310,6 +354,7 @@ class EdgeSink:
         """Checks that need the whole file: for inputs without a vertex count, the
         vertex count the largest id makes, and the weights against it."""
         if self.vertices is not None:
+            self._check_bound(int(self.vertices))
             return
         n = int(vertices)
         line = None
@@ -317,10 +362,45 @@ class EdgeSink:
             line = self._maxid_at[0].line_of(self._maxid_at[1])
         self.limits.vertices(n, self.records, "records", line, None,
                              what=f"the largest vertex id {self.max_id} makes")
-        if self._exact and n > 1 and float(n - 1) * self._wabs >= EXACT_LIMIT:
-            b, j, wv = self._wabs_at
-            raise InputError(self.display, b.line_of(j) if b is not None else None,
-                             inexact_message(wv, n, f" (its largest vertex id is {self.max_id})"))
+        self._check_bound(n)
+
+    def _check_bound(self, n: int, bound=None):
+        """The solvers' rule on path lengths (``kernels.graph.path_bound_of``): integer
+        weights must keep every shortest path below 2**53, real ones finite. Without
+        ``bound`` only the crude (n - 1) * max|w| is tried; when it fails, the in-arc
+        sum is computed from the written arcs in :meth:`commit`."""
+        if self._wabs_at is None or n < 2:
+            return
+        if bound is None:
+            bound = path_bound_of(n, abs(self._wabs_at[2]), self._integer)
+            if path_bound_ok(bound, self._integer):
+                return
+            self._bound_n = n
+            return
+        if path_bound_ok(bound, self._integer):
+            return
+        b, j, wv = self._wabs_at
+        if self.vertices is not None:
+            where = f" (header at line {self.header_line})" if self.header_line else ""
+        else:
+            where = f" (its largest vertex id is {self.max_id})"
+        if self._generated:
+            raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {wv}, which "
+                             + bound_message(wv, n, bound, self._integer, where))
+        raise InputError(self.display, b.line_of(j) if b is not None else None,
+                         f"weight {wv} " + bound_message(wv, n, bound, self._integer, where))
+
+    def _in_arc_sum(self, n: int):
+        """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
+        temporary file (only when the crude bound failed: n values of 8 bytes)."""
+        acc = in_arc_maxima(n, integer=self._integer)
+        pf = pq.ParquetFile(self.writer.tmp)
+        for rb in pf.iter_batches(columns=["dst", "weight"], batch_size=1 << 22):
+            heads = rb.column(0).to_numpy().astype(np.int64)
+            if self.id_base:
+                heads -= self.id_base
+            acc.add(heads, rb.column(1).to_numpy())
+        return acc.sum_bound()
 
     def _wait_keys(self):
         if self._key_pending is not None:
@@ -404,7 +484,12 @@ class EdgeSink:
             parallel_arcs=par,
             weights=self.wp.label,
         )
-        self.writer.commit(meta)
+        self.writer.close(meta)
+        if self._bound_n is not None:
+            n = self._bound_n
+            self._check_bound(n, path_bound_of(n, abs(self._wabs_at[2]), self._integer,
+                                               lambda: self._in_arc_sum(n)))
+        self.writer.publish()
         return meta
 
     def abort(self):

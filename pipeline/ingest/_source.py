@@ -38,15 +38,69 @@ class TruncatedInput(InputError):
         self.text_bytes = int(text_bytes)
         self.detail = detail
         self.partial = 0  # bytes the failing read had already stored in the caller's buffer
+        self.readable = None  # (text bytes, complete lines) decodable from the file's start
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.message, self.text_bytes, self.detail))
 
     def at_line(self, complete_lines: int) -> "TruncatedInput":
-        """The same error placed after ``complete_lines`` whole lines of text."""
-        msg = (f"{self.detail}; {complete_lines:,} complete lines ({self.text_bytes:,} bytes of "
+        """The same error placed after ``complete_lines`` whole lines of text, or after
+        all the readable text when it was measured (:func:`readable_text`): a
+        decompressor that fails drops what it decoded in the failing call, so the
+        reader's own count can fall short."""
+        text_bytes = self.text_bytes
+        if self.readable is not None:
+            text_bytes, complete_lines = self.readable
+        msg = (f"{self.detail}; {complete_lines:,} complete lines ({text_bytes:,} bytes of "
                "text) were read before it")
-        return TruncatedInput(self.path, complete_lines + 1, msg, self.text_bytes, self.detail)
+        err = TruncatedInput(self.path, complete_lines + 1, msg, text_bytes, self.detail)
+        err.readable = self.readable
+        return err
+
+
+def readable_text(path, compression: str) -> tuple[int, int] | None:
+    """``(bytes, newlines)`` of the text a truncated or corrupt compressed file yields
+    from its start, measured with the incremental decompressors (which hand out all
+    they can decode, unlike the file readers that drop a failing call's text);
+    ``None`` when it cannot be measured."""
+    def new():
+        if compression == "gz":
+            return zlib.decompressobj(wbits=47)
+        if compression == "xz":
+            return lzma.LZMADecompressor()
+        if compression == "bz2":
+            return bz2.BZ2Decompressor()
+        if compression == "zst":
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompressobj()
+        return None
+
+    d = new()
+    if d is None:
+        return None
+    nbytes = nlines = 0
+    try:
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                while chunk:
+                    out = d.decompress(chunk)
+                    nbytes += len(out)
+                    nlines += out.count(b"\n")
+                    if getattr(d, "eof", False) and d.unused_data:
+                        # another stream (concatenated gzip members, xz streams)
+                        chunk = d.unused_data
+                        d = new()
+                        if compression == "gz" and not chunk.startswith(b"\x1f\x8b"):
+                            break
+                        continue
+                    chunk = b""
+    except Exception:  # corrupt data: what came out before it is the readable text
+        pass
+    return nbytes, nlines
 
 
 def zstd_incomplete(path) -> str | None:
@@ -151,6 +205,18 @@ def compression_of(path: Path, magic: bytes) -> str | None:
     return None
 
 
+_NAMED = {".gz": "gz", ".tgz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst", ".zstd": "zst"}
+
+
+def named_compression(name: str) -> str | None:
+    """The compression a file's name announces (``.gz`` ...), or ``None``."""
+    low = name.lower()
+    for suf, kind in _NAMED.items():
+        if low.endswith(suf):
+            return kind
+    return None
+
+
 def strip_compression(name: str) -> str:
     low = name.lower()
     for suf in COMPRESSION_SUFFIXES:
@@ -187,6 +253,17 @@ class Source:
         with open(self.path, "rb") as f:
             magic = f.read(8)
         self.compression = compression_of(self.path, magic)
+        named = named_compression(self.path.name)
+        if named is not None and named != self.compression:
+            suffix = self.path.name[len(strip_compression(self.path.name)):]
+            stem = strip_compression(self.path.name)
+            if not magic:
+                why = "the file is empty"
+            elif self.compression is None:
+                why = f"the file is not compressed (plain text?): rename it to {stem}"
+            else:
+                why = f"the file holds {_KIND[self.compression]} data: rename it to {stem}.{self.compression}"
+            raise InputError(self.display, None, f"not {_KIND[named]} data, though its name ends in {suffix}; {why}")
         self.member = None
         self._tar = None
         self._raw = None
@@ -294,8 +371,11 @@ class Source:
                 detail = f"{what} ends early or is corrupt{where}: {exc}"
             else:
                 detail = f"{what} cannot be read{where} (truncated or corrupt?): {exc}"
-        return TruncatedInput(self.display, None, f"{detail} (after {self.text_read:,} bytes of text)",
-                              self.text_read, detail)
+        err = TruncatedInput(self.display, None, f"{detail} (after {self.text_read:,} bytes of text)",
+                             self.text_read, detail)
+        if self._tar is None and self.compression:
+            err.readable = readable_text(self.path, self.compression)
+        return err
 
     def _at_end(self):
         """End of the decompressed text: make sure the compressed data ended too."""

@@ -106,3 +106,28 @@ def test_kernel_distance_types_hold_every_accepted_graph():
     edge = Graph.from_edges([0, 1], [1, 2], np.array([2**52, 2**52 - 1], dtype=np.int64), 3)
     edge.check_exact()
     assert _dist_type(edge) == "int64" and dist_dtype(edge) == np.int64
+
+
+# -- real weights: distances must never overflow to inf silently ---------------------------
+def test_nan_or_inf_weight_refused_naming_the_arc():
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match=r"weight of arc 1 \(1 -> 2\) is (nan|inf|-inf): .*finite"):
+            Graph.from_edges([0, 1, 2], [1, 2, 0], np.array([1.0, bad, 2.0]), 3)
+
+
+def test_real_weights_whose_paths_overflow_refused_by_every_method():
+    # 1 -> 2 -> 3 with 1e308 twice: vertex 3 is at 2e308, beyond float64 (it used to be
+    # reported as unreachable, exit 0)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1e308]), 3, id_base=1, name="huge")
+    assert g.path_bound() == float("inf")
+    for method, backend in _every_method() + [("auto", "auto")]:
+        with pytest.raises(ValueError) as info:
+            kernels.solve(g, [0], method=method, backend=backend)
+        msg = str(info.value)
+        assert msg.startswith("huge: real weights too large") and "overflow to inf" in msg, (method, msg)
+        assert "weight 1e+308 on arc 1 -> 2" in msg, msg
+    # the in-arc bound keeps a graph whose crude bound (2 * 1e308) overflows
+    ok = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1.0]), 3, name="ok")
+    assert ok.path_bound() == 1e308 + 1.0
+    assert np.isinf(ok.max_path_bound())
+    ok.check_exact()

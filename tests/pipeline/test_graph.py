@@ -124,3 +124,89 @@ def test_cached_builds_once_per_graph():
     assert g.cached("k", lambda: calls.append(1) or 8) == 7 and len(calls) == 1
     h = dataclasses.replace(g, weights=np.array([5, 5], dtype=g.weights.dtype))
     assert h.cached("k", lambda: 9) == 9 and g.cached("k", lambda: 10) == 7
+
+
+# -- Parquet edge lists that are not what they claim: one line each, exit 2 ------------------
+def _edge_list(path, src, dst, w, meta=None, **types):
+    import json
+
+    t = pa.table({"src": pa.array(src, type=types.get("src", pa.int32())),
+                  "dst": pa.array(dst, type=types.get("dst", pa.int32())),
+                  "weight": pa.array(w, type=types.get("weight", pa.int64()))})
+    if meta is not False:
+        m = {"vertices": 3, "id_base": 1, "directed": True}
+        m.update(meta or {})
+        t = t.replace_schema_metadata({b"sssp": json.dumps(m).encode()})
+    pq.write_table(t, path)
+    return path
+
+
+BAD_PARQUET = [
+    ("no metadata", dict(meta=False), "no 'sssp' metadata"),
+    ("vertices abc", dict(meta={"vertices": "abc"}), "vertices = \"abc\": expected a whole number"),
+    ("vertices negative", dict(meta={"vertices": -3}), "vertices = -3"),
+    ("no vertices", dict(meta={"vertices": None}), "no 'vertices'"),
+    ("id_base 7", dict(meta={"id_base": 7}), "id_base = 7: expected 0 or 1"),
+    ("4e9 vertices", dict(meta={"vertices": 4_000_000_000}), "above the limit sssp.ingest.max-vertices"),
+    ("2e9 vertices", dict(meta={"vertices": 2_000_000_000}), "sssp.ingest.max-isolated-vertices"),
+    ("id above n", dict(dst=[2, 4]), "row 1 (0-based): dst vertex id 4 out of range: expected 1..3"),
+    ("id zero", dict(src=[0, 2]), "row 0 (0-based): src vertex id 0 out of range"),
+    ("negative id", dict(src=[1, -2]), "row 1 (0-based): src vertex id -2 out of range"),
+    ("null id", dict(src=[1, None]), "row 1 (0-based): src is null"),
+    ("null weight", dict(w=[None, 1]), "row 0 (0-based): weight is null"),
+    ("nan weight", dict(w=[1.0, float("nan")], weight=pa.float64()), "row 1 (0-based): weight nan of arc 2 -> 3 is not a finite number"),
+    ("inf weight", dict(w=[float("inf"), 1.0], weight=pa.float64()), "row 0 (0-based): weight inf of arc 1 -> 2 is not a finite number"),
+    ("string weight", dict(w=["a", "b"], weight=pa.string()), "column weight holds string"),
+]
+
+
+@pytest.mark.parametrize("case,kw,why", BAD_PARQUET, ids=[c[0] for c in BAD_PARQUET])
+def test_bad_parquet_edge_list_is_one_line(tmp_path, capsys, case, kw, why):
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.graph import load_graph
+    from gpu_sssp.workflows.cli import main
+
+    args = dict(src=[1, 2], dst=[2, 3], w=[5, 6])
+    args.update({k: kw.pop(k) for k in ("src", "dst", "w") if k in kw})
+    p = _edge_list(tmp_path / "g.parquet", args["src"], args["dst"], args["w"], **kw)
+    with pytest.raises(InputError) as ei:
+        load_graph(p)
+    msg = str(ei.value)
+    assert msg.startswith(f"{p}: ") and why in msg and "\n" not in msg, msg
+    assert not list(tmp_path.glob("*.npz"))
+    capsys.readouterr()
+    assert main(["solve", str(p), "-s", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and why.split(":")[0] in err
+
+
+def test_parquet_missing_column_and_not_parquet(tmp_path):
+    from gpu_sssp.pipeline.errors import InputError
+
+    p = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"src": [1], "dst": [2]}).replace_schema_metadata({b"sssp": b'{"vertices": 2}'}), p)
+    with pytest.raises(InputError, match="missing column.s. weight"):
+        read_parquet(p)
+    q = tmp_path / "text.parquet"
+    q.write_text("p sp 2 1\na 1 2 1\n")
+    with pytest.raises(InputError, match=r"text.parquet: not a readable Parquet file \(.*\); expected a Parquet"):
+        read_parquet(q)
+    r = tmp_path / "bad-json.parquet"
+    pq.write_table(pa.table({"src": [1], "dst": [2], "weight": [1]}).replace_schema_metadata({b"sssp": b"{"}), r)
+    with pytest.raises(InputError, match="not valid JSON"):
+        read_parquet(r)
+
+
+def test_parquet_vertex_limit_checked_before_allocation(tmp_path):
+    import resource
+
+    from gpu_sssp.pipeline.errors import InputError
+
+    p = _edge_list(tmp_path / "big.parquet", [1], [2], [1], meta={"vertices": 4_000_000_000})
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(InputError, match="4,000,000,000 vertices"):
+        read_parquet(p)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+    # isolated vertices within the limit are fine
+    q = _edge_list(tmp_path / "iso.parquet", [1], [2], [1], meta={"vertices": 1000})
+    assert read_parquet(q).n == 1000

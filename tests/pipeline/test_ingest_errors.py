@@ -1,6 +1,7 @@
 """Bad input: one clear InputError naming file, line and expectation; no output left."""
 from __future__ import annotations
 
+import gzip
 import shutil
 
 import pytest
@@ -251,3 +252,65 @@ def test_edge_list_named_gr_suggests_format_edgelist(tmp_path):
 def test_no_format_hint_for_other_content(tmp_path, text):
     e = _fails(tmp_path, text, name="x.gr")
     assert "--format" not in e.message
+
+
+# -- numbers are decimal; compressed names must hold compressed data -----------------------
+@pytest.mark.parametrize("name,text,line,token", [
+    ("h.gr", "p sp 3 2\na 0x1 2 1\na 2 3 1\n", 2, "0x1"),
+    ("w.gr", "p sp 3 2\na 1 2 1\na 2 3 0x10\n", 3, "0x10"),
+    ("f.gr", "p sp 3 2\na 1 2 1.5\na 2 3 0X1p3\n", 3, "0X1p3"),
+    ("h.el", "0 1\n0x1 2\n", 2, "0x1"),
+    ("h.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 0x5\n", 3, "0x5"),
+    ("h.graph", "3 2\n0x2\n1 3\n2\n", 2, "0x2"),
+])
+def test_hexadecimal_refused(tmp_path, name, text, line, token):
+    e = _fails(tmp_path, text, name=name)
+    assert e.line == line and f"'{token}'" in e.message and "hexadecimal is not accepted" in e.message
+
+
+def test_leading_plus_accepted(tmp_path):
+    # like strtol/scanf (and scipy's readers), a leading '+' is kept
+    from tests.pipeline._ingest_helpers import ingest_arcs
+
+    (s, d, w), _ = ingest_arcs(_write(tmp_path / "p.gr", "p sp 3 2\na +1 2 1\na 2 3 +5\n"), tmp_path)
+    assert s.tolist() == [1, 2] and w.tolist() == [1, 5]
+
+
+def _write(p, text):
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("name,content,why", [
+    ("plain.gr.gz", b"p sp 2 1\na 1 2 1\n", "not compressed (plain text?): rename it to plain.gr"),
+    ("x.gr.bz2", gzip.compress(b"p sp 2 1\na 1 2 1\n"), "holds gzip data: rename it to x.gr.gz"),
+    ("e.gr.xz", b"", "the file is empty"),
+])
+def test_compressed_name_without_compressed_data(tmp_path, name, content, why):
+    e = _fails(tmp_path, content, name=name)
+    assert e.line is None and e.message.startswith("not ") and why in e.message
+
+
+def test_metis_edge_with_two_weights_refused(tmp_path):
+    # METIS lists an undirected edge at both ends: 1-2 weighs 5 at vertex 1, 6 at vertex 2
+    e = _fails(tmp_path, "2 1 1\n2 5\n1 6\n", name="asym.graph")
+    assert e.line == 2 and "edge 1-2 has weight 5 at vertex 1 (line 2) but 6 at vertex 2 (line 3)" in e.message
+    e = _fails(tmp_path, "3 2\n2\n1 3\n1\n", name="half.graph")
+    assert e.line == 4 and "edge 1-3 is listed 0 time(s) at vertex 1 but 1 time(s) at vertex 3" in e.message
+    from tests.pipeline._ingest_helpers import ingest_arcs
+
+    (s, d, w), meta = ingest_arcs(_write(tmp_path / "ok.graph", "3 2 1\n2 5\n1 5 3 4\n2 4\n"), tmp_path)
+    assert meta["directed"] is False and sorted(w.tolist()) == [4, 4, 5, 5]
+
+
+@pytest.mark.parametrize("name,text,why", [
+    ("big.mtx", "%%MatrixMarket matrix coordinate integer general\n4000000000 4000000000 1\n1 2 5\n", "max-vertices"),
+    ("nnz.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 4000000000\n1 2 5\n", "file-size check"),
+    ("cx.mtx", "%%MatrixMarket matrix coordinate complex general\n3 3 1\n1 2 5\n", "field 'complex'"),
+    ("sk.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 1\n1 2 5\n", "'skew-symmetric'"),
+    ("iso.mtx", "%%MatrixMarket matrix coordinate pattern general\n300000000 300000000 1\n1 2\n", "isolated"),
+    ("big.graph", "4000000000 1\n2\n1\n", "max-vertices"),
+])
+def test_recognisable_format_gets_its_own_error_not_a_hint(tmp_path, name, text, why):
+    e = _fails(tmp_path, text, name=name)
+    assert why in e.message and "--format" not in e.message and "looks like" not in e.message, e.message

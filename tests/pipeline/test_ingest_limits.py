@@ -128,31 +128,53 @@ def test_weight_too_large_for_exact_paths(tmp_path):
 
 @pytest.mark.parametrize("sign", [1, -1])
 def test_weight_bound_matches_the_solvers(tmp_path, sign):
+    # ingest applies the solvers' rule (kernels.graph.path_bound_of): the smaller of
+    # (n - 1) * max|w| and the sum of each vertex's heaviest in-arc must stay below 2**53
     n = 5
     w = largest_exact_weight(n)
     p = tmp_path / "ok.gr"
-    p.write_text(f"p sp {n} 2\na 1 2 {sign * w}\na 2 3 1\n")
+    p.write_text(f"p sp {n} 2\na 1 2 {sign * (w + 1)}\na 2 3 1\n")  # crude bound fails, in-arc sum holds
     ingest(p, tmp_path / "ok.parquet")
     g = read_parquet(tmp_path / "ok.parquet", cache=False)
-    g.check_exact()  # the solvers' check accepts what ingest accepted
-    assert g.max_path_bound() < 2.0**53
-    e = _fails(tmp_path, f"p sp {n} 2\na 1 2 {sign * (w + 1)}\na 2 3 1\n", "bad.gr")
-    assert e.line == 2
-    # ingest refuses where the crude bound (n-1)*max|w| reaches 2**53, which it can apply
-    # line by line; the solvers' bound is the tighter of that and the sum of each vertex's
-    # heaviest in-arc, so ingest is never the laxer of the two
-    bad = Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([sign * (w + 1), 1]), n)
-    assert bad.max_path_bound() >= 2.0**53
-    assert bad.path_bound() <= (n - 1) * (w + 1)
+    assert g.max_path_bound() >= 2.0**53
+    g.check_exact()  # the solvers accept it too
+    big = 2**53 // 2
+    e = _fails(tmp_path, f"p sp {n} 3\na 1 2 {sign * big}\nc x\na 2 3 {big}\na 3 4 1\n", "bad.gr")
+    assert e.line == 2 and f"may reach {2 * big + 1:,}" in e.message and "in-arc" in e.message
+    bad = Graph.from_edges(np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([sign * big, big, 1]), n)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        bad.check_exact()  # and the solvers refuse it as well
+
+
+def test_long_chain_with_one_heavy_arc_ingests(tmp_path):
+    # 2,000 vertices and one arc of 2**50: (n - 1) * max|w| is ~2**61, but no path is
+    # longer than 2**50 + 1998 (it used to be refused by ingest, not by the solvers)
+    n = 2000
+    lines = [f"p sp {n} {n - 1}"] + [f"a {i} {i + 1} {2**50 if i == 7 else 1}" for i in range(1, n)]
+    p = tmp_path / "chain.gr"
+    p.write_text("\n".join(lines) + "\n")
+    meta = ingest(p, tmp_path / "chain.parquet")
+    assert meta["weight_max"] == 2**50
+    g = read_parquet(tmp_path / "chain.parquet", cache=False)
+    g.check_exact()
+    assert g.path_bound() == 2**50 + n - 2
+
+
+def test_real_weights_whose_paths_overflow_refused(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1e308\na 2 3 1e308\n", "f.gr")
+    assert e.line == 2 and "weight 1e+308" in e.message and "overflow to inf" in e.message
+    p = tmp_path / "ok.gr"
+    p.write_text("p sp 3 2\na 1 2 1e308\na 2 3 1\n")  # crude bound overflows, in-arc sum does not
+    ingest(p, tmp_path / "ok.parquet")
 
 
 def test_weight_bound_in_edge_lists_uses_the_final_vertex_count(tmp_path):
-    w = largest_exact_weight(3)  # fine for 3 vertices, not for 5
+    big = 2**52
     p = tmp_path / "ok.wel"
-    p.write_text(f"0 1 {w}\n1 2 1\n")
+    p.write_text(f"0 1 {big}\n1 2 {big - 1}\n")  # the longest path is 2**53 - 1
     ingest(p, tmp_path / "ok.parquet")
-    e = _fails(tmp_path, f"0 1 {w}\n1 2 1\n3 4 1\n", "bad.wel")
-    assert e.line == 1 and "5 vertices" in e.message
+    e = _fails(tmp_path, f"0 1 {big}\n1 2 {big}\n3 4 1\n", "bad.wel")
+    assert e.line == 1 and "5 vertices" in e.message and "largest vertex id is 4" in e.message
 
 
 def test_random_weights_checked_too(tmp_path):
@@ -160,7 +182,9 @@ def test_random_weights_checked_too(tmp_path):
     p.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
     with pytest.raises(InputError, match="2\\*\\*53") as ei:
         ingest(p, tmp_path / "g.parquet", weights=f"random:{2**62}:{2**62 + 5}:1")
-    assert ei.value.line == 2
+    # the weight was drawn, not read: the spec is named, not a line of the file
+    assert ei.value.line is None
+    assert ei.value.message.startswith(f"--weights random:{2**62}:{2**62 + 5}:1 drew weight 46116")
 
 
 def test_real_weights_and_one_vertex_are_not_limited(tmp_path):

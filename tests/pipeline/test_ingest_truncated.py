@@ -46,7 +46,8 @@ def test_truncated_input_one_error(tmp_path, ext, keep, chunk):
     assert CODEC[ext] in e.message and "complete lines" in e.message and "bytes of text" in e.message
     # the line is where the readable text stops: every line before it was read whole
     text = (DATA / "rome99.gr").read_bytes()
-    assert 1 <= e.line <= text.count(b"\n")
+    # (the line after the last when all the text is readable and only the trailer is cut)
+    assert 1 <= e.line <= text.count(b"\n") + 1
     assert f"{e.line - 1:,} complete lines" in e.message
     # no partial output, no temporary, no reader thread left running
     assert not out.exists() and not (out.parent.exists() and any(out.parent.iterdir()))
@@ -126,3 +127,38 @@ def test_zstd_multi_frame_file_reads_whole(tmp_path):
     c = zstandard.ZstdCompressor()
     p.write_bytes(c.compress(text[:half]) + c.compress(text[half:]))
     assert ingest(p, tmp_path / "r.parquet")["arcs"] == 8870
+
+
+_OPENERS = {"gz": gzip.open, "xz": __import__("lzma").open, "bz2": __import__("bz2").open,
+            "zst": lambda p: zstandard.ZstdDecompressor().stream_reader(open(p, "rb"))}
+
+
+@pytest.mark.parametrize("ext", ["gz", "xz", "bz2", "zst"])
+def test_truncated_reports_where_the_readable_text_ends(tmp_path, ext):
+    # ~2 MB of text (several bz2/zstd blocks), cut at 70 %: the error's line must be
+    # the one after the last complete readable line, not an earlier read's boundary
+    m = 100000
+    text = b"p sp %d %d\n" % (m + 1, m) + b"".join(
+        b"a %d %d %d\n" % (i, (i * 7919) % m + 1, (i * 104729) % 9973) for i in range(1, m + 1))
+    blob = COMPRESSORS[ext](text)
+    p = tmp_path / f"big.gr.{ext}"
+    p.write_bytes(blob[: int(len(blob) * 0.7)])
+    # a lower bound on the readable text: what small reads get before the error
+    got = bytearray()
+    f = _OPENERS[ext](p)
+    try:
+        while True:
+            b = f.read(1024)
+            if not b:
+                break
+            got += b
+    except Exception:
+        pass
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "o.parquet")
+    e = ei.value
+    lines = e.line - 1
+    assert lines >= got.count(b"\n") > 1000, (lines, got.count(b"\n"))
+    assert text.startswith(bytes(got)) and e.text_bytes >= len(got)
+    assert text[: e.text_bytes].count(b"\n") == lines
+    assert f"{lines:,} complete lines ({e.text_bytes:,} bytes of text)" in e.message
