@@ -359,12 +359,13 @@ class Study:
         their indices.  Their files are flushed first (a stopped run's tasks may not have
         flushed their statistics files), so that a journal line never outlives its
         batch's files on a power loss."""
-        stats = self.out / "stats"
-        if not self.plan.batches or not stats.is_dir():
+        try:
+            names = set(os.listdir(self.out / "stats"))
+        except OSError:
             return []
         entries = []
         for i in range(len(self.plan.batches)):
-            if i not in self.done and (stats / batch_name(i)).is_file():
+            if i not in self.done and batch_name(i) in names:
                 e = self._written_batch(i)
                 if e is not None:
                     entries.append(e)
