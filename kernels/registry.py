@@ -91,6 +91,52 @@ def backends_of(name: str) -> list[str]:
     return [m.backend] + other
 
 
+def registrations(backend: str | None = None) -> list[Method]:
+    """Every registration (one per name and backend: ``phast`` twice, GPU first), in the
+    order registered, or only those on ``backend``."""
+    if backend not in (None, "gpu", "cpu"):
+        raise UsageError(f"backend must be 'gpu', 'cpu' or None, got {backend!r}")
+    out = []
+    for name, primary in _METHODS.items():
+        for m in [primary] + [v for b, v in _VARIANTS.get(name, {}).items() if b != primary.backend]:
+            if backend is None or m.backend == backend:
+                out.append(m)
+    return out
+
+
+def method_spec(token: str, backend: str = "auto") -> tuple[str, str]:
+    """``(name, backend)`` a command line's method token names: ``NAME`` or
+    ``NAME@BACKEND`` (``phast@cpu``).  Without ``@``, ``backend`` decides (``auto``: the
+    method's own, or for a name on both backends the GPU when a device is visible, as
+    :func:`resolve_backend`).
+
+    Raises
+    ------
+    UsageError
+        An unknown name or backend, ``auto``, or a backend the method is not registered on.
+    """
+    name, at, b = str(token).strip().partition("@")
+    if name == "auto" or name not in _METHODS:
+        raise UsageError(f"unknown method {name!r}; available: "
+                         f"{', '.join(m for m in available_methods() if m != 'auto')}")
+    if at:
+        if b not in ("gpu", "cpu"):
+            raise UsageError(f"{token!r}: the backend after '@' must be 'gpu' or 'cpu'")
+    else:
+        b = resolve_backend(name, backend)
+    on = backends_of(name)
+    if b not in on:
+        raise UsageError(f"method {name!r} runs on the {' or '.join(on)} backend, not {b!r}")
+    return name, b
+
+
+def method_label(name: str, backend: str) -> str:
+    """How a table names ``name`` on ``backend``: the name itself on its primary backend
+    (the GPU for a name registered on both), ``NAME@BACKEND`` otherwise (``phast@cpu``);
+    :func:`method_spec` reads it back."""
+    return name if get(name).backend == backend else f"{name}@{backend}"
+
+
 def available_methods(backend: str | None = None) -> list[str]:
     """Every registered method (whether or not a GPU is present), plus ``auto``."""
     if backend not in (None, "gpu", "cpu"):

@@ -208,9 +208,22 @@ class Variant:
         return dict(self.options)
 
     @property
+    def name(self) -> str:
+        """The method as the tables name it: ``phast`` on the GPU, ``phast@cpu`` on the
+        CPU (a name registered on both backends; ``kernels.registry.method_label``)."""
+        if self.kind == "baseline":
+            return self.algorithm
+        from gpu_sssp.kernels.registry import method_label
+
+        try:
+            return method_label(self.algorithm, self.kind)
+        except ValueError:  # not registered here (rows summarised elsewhere)
+            return self.algorithm
+
+    @property
     def label(self) -> str:
         if not self.options:
-            return self.algorithm
+            return self.name
         parts = []
         for k, v in self.options:
             if v is False:
@@ -219,7 +232,7 @@ class Variant:
                 parts.append(f"{k}=on")
             else:
                 parts.append(f"{k}={v}")
-        return f"{self.algorithm}[{','.join(parts)}]"
+        return f"{self.name}[{','.join(parts)}]"
 
     @property
     def batched(self) -> bool:
@@ -230,12 +243,16 @@ def _opts(d: dict) -> tuple:
     return tuple(sorted(d.items()))
 
 
-def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(1, 2, 3, 4, 5)):
+def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(1, 2, 3, 4, 5),
+                  backend: str = "auto"):
     """Expand the command line's choices into the configurations to time.
 
     ``locality`` is timed once per ``k`` in ``locality_k``; each name in ``ablation``
     (``hbf``, ``locality``) adds its all-on run (if not asked already) and one run per
-    optimisation switched off.  Baselines come last.
+    optimisation switched off.  Baselines come last.  A name may carry its backend
+    (``phast@cpu``); without one, ``backend`` decides (``auto``: the method's own; for a
+    name registered on both backends, the GPU when a device is visible,
+    ``kernels.registry.method_spec``).
 
     Raises
     ------
@@ -254,12 +271,13 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
             seen.add((v.algorithm, v.kind, v.options))
             out.append(v)
 
-    for name in algorithms:
+    for token in algorithms:
+        name = str(token).partition("@")[0]
         if name == "auto":
             raise UsageError("bench times named methods; 'auto' is not one (name the method it picks)")
         if name not in registered:
             raise UsageError(f"unknown method {name!r}; registered: {', '.join(sorted(registered))}")
-        kind = kernels.get(name).backend
+        name, kind = kernels.registry.method_spec(token, backend)
         if name == "locality" and locality_k:
             for k in locality_k:
                 add(Variant(name, kind, _opts({"k": int(k)}), role="sweep"))
@@ -270,7 +288,7 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
             raise UsageError(f"no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
         if name not in registered:
             raise UsageError(f"--ablation {name}: method {name!r} is not registered here")
-        kind = kernels.get(name).backend
+        kind = kernels.registry.method_spec(name)[1]  # the ablations are of one backend's method
         add(Variant(name, kind))
         for what, opts in ABLATIONS[name]:
             add(Variant(name, kind, _opts(opts), role="ablation", ablates=what))
@@ -527,7 +545,7 @@ def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str
                 and graph.m > settings.baseline_max_arcs):
             return f"{graph.m:,} arcs is above --baseline-max-arcs {settings.baseline_max_arcs:,}"
         return None
-    spec = kernels.get(v.algorithm)
+    spec = kernels.get(v.algorithm, v.kind)
     if spec.backend == "gpu" and not have_gpu:
         return "no CUDA device here"
     return spec.unsuitable(graph)
@@ -607,7 +625,8 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
         groups = [np.array([i]) for i in range(len(srcs))]
 
     def call(idx, **extra):
-        return kernels.solve(graph, srcs[idx], method=v.algorithm, distances=False, **opts, **extra)
+        return kernels.solve(graph, srcs[idx], method=v.algorithm, backend=v.kind, distances=False, **opts,
+                             **extra)
 
     rows: list[dict] = []
     warm_ms = 0.0

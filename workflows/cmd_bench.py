@@ -57,7 +57,11 @@ def add_parser(sub) -> None:
     p.add_argument("--algorithms", "-a", default="all",
                    help="comma-separated method names, or 'gpu' / 'cpu' / 'all' for every registered "
                    "method of that backend (GPU methods are skipped with a note where no device is "
-                   "visible); default all")
+                   "visible); a method on both backends (phast) is timed once on each with 'all', "
+                   "labelled phast (GPU) and phast@cpu; NAME@cpu / NAME@gpu picks one; default all")
+    p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
+                   help="backend of the methods named without @ (auto: a method's own; phast: the GPU "
+                   "when a device is visible, else the CPU); with 'all': only that backend's methods")
     p.add_argument("--sources", type=int, default=100, help="random sources per graph (default 100)")
     p.add_argument("--min-component", type=int, default=100_000,
                    help="vertices each source must reach (default 100000, as H-BF)")
@@ -97,15 +101,22 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _expand_algorithms(spec: str, exclude=()) -> list[str]:
-    from gpu_sssp import kernels
+def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str]:
+    """Method tokens to time: ``gpu`` / ``cpu`` / ``all`` expanded to every registration
+    of that backend (``all``: of ``backend``, or of both under ``auto``); a name registered
+    on both backends comes out as ``NAME@gpu`` / ``NAME@cpu``.  ``exclude`` drops names
+    (``phast`` drops both, ``phast@cpu`` one)."""
+    from gpu_sssp.kernels.registry import backends_of, registrations
 
     exclude = set(exclude)
     names: list[str] = []
     for tok in _csv(spec):
         if tok in ("all", "gpu", "cpu"):
-            backend = None if tok == "all" else tok
-            names += [m for m in kernels.available_methods(backend) if m != "auto" and m not in exclude]
+            on = tok if tok != "all" else (None if backend == "auto" else backend)
+            for m in registrations(on):
+                token = f"{m.name}@{m.backend}" if len(backends_of(m.name)) > 1 else m.name
+                if m.name not in exclude and token not in exclude:
+                    names.append(token)
         else:
             names.append(tok)
     out = list(dict.fromkeys(names))
@@ -160,8 +171,9 @@ def run(args) -> int:
     if not args.graphs:
         raise UsageError("give at least one GRAPH (or --from-rows ROWS...)")
 
-    variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude)), ablation=_csv(args.ablation),
-                             baselines=_csv(args.baselines), locality_k=_ints(args.locality_k))
+    variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude), args.backend),
+                             ablation=_csv(args.ablation), baselines=_csv(args.baselines),
+                             locality_k=_ints(args.locality_k), backend=args.backend)
     settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
                              runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
                              count_work=not args.no_count_work,

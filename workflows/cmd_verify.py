@@ -19,7 +19,12 @@ def add_parser(sub) -> None:
                        "predecessor invariant dist[pred] + w == dist[v] with the CPU reference.")
     add_graph_options(p, optional=True)  # not needed with --list
     p.add_argument("--methods", default="all",
-                   help="comma-separated methods, or 'all' (every method runnable here)")
+                   help="comma-separated methods, or 'all' (every method runnable here, a method "
+                   "registered on both backends, like phast, once on each); NAME@cpu or NAME@gpu "
+                   "picks the backend of one method (phast@cpu)")
+    p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
+                   help="backend of the methods named without @ (auto: a method's own; phast: the "
+                   "GPU when a device is visible, else the CPU); with 'all': only that backend's methods")
     p.add_argument("--random", type=int, default=8, metavar="K", help="number of random sources (default 8)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", "-s", type=int, action="append", metavar="ID")
@@ -30,17 +35,16 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import GPUUnavailableError
     from gpu_sssp.kernels.check import compare
+    from gpu_sssp.kernels.registry import method_spec, registrations
 
     if args.list:
         t = Table(title=f"methods ({kernels.device_count()} GPU(s) visible)")
         for c in ("method", "backend", "negative weights", "description"):
             t.add_column(c)
-        for name in kernels.available_methods():
-            if name == "auto":
-                continue
-            m = kernels.get(name)
-            t.add_row(name, m.backend, "yes" if m.negative_weights else "no", m.description)
+        for m in registrations(None if args.backend == "auto" else args.backend):
+            t.add_row(m.name, m.backend, "yes" if m.negative_weights else "no", m.description)
         console.print(t)
         return 0
     if args.graph is None:
@@ -54,20 +58,27 @@ def run(args) -> int:
     ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
     gpu = kernels.device_count() > 0
     if args.methods == "all":
-        names = [m for m in kernels.available_methods() if m != "auto"
-                 and (gpu or kernels.get(m).backend == "cpu")]
+        # every registration runnable here: phast once on the GPU (with a device) and once
+        # on the CPU
+        todo = [(m.name, m.backend) for m in registrations(None if args.backend == "auto" else args.backend)
+                if gpu or m.backend == "cpu"]
+        if not todo:
+            raise GPUUnavailableError(f"no method to verify on the {args.backend} backend: no CUDA device "
+                                      "is visible here")
     else:
-        names = [m.strip() for m in args.methods.split(",") if m.strip()]
-        unknown = [n for n in names if n == "auto" or n not in kernels.available_methods()]
+        tokens = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [t for t in tokens if t.partition("@")[0] == "auto"
+                   or t.partition("@")[0] not in kernels.available_methods()]
         if unknown:
             raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}; available: "
                              f"{', '.join(m for m in kernels.available_methods() if m != 'auto')}")
+        todo = list(dict.fromkeys(method_spec(t, args.backend) for t in tokens))
     table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
     failures = 0
-    for name in names:
-        spec = kernels.get(name)
+    for name, backend in todo:
+        spec = kernels.get(name, backend)
         why = spec.unsuitable(graph)
         if why:
             table.add_row(name, spec.backend, f"[dim]skipped: {escape(why)}[/]", "")

@@ -14,8 +14,8 @@ from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
-from gpu_sssp.pipeline.writers import (Journal, batch_name, remove_temporaries, write_json_atomic,
-                                       fsync_folder, write_parquet_atomic)
+from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, remove_temporaries,
+                                       write_json_atomic, write_parquet_atomic)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -233,6 +233,9 @@ class Study:
             if resume:
                 self.journal.repair()  # a line torn by the crash that stopped the last run
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
+            # batches whose files a stopped run wrote completely but never journaled
+            # (a chunk is journaled once all of its batches are written): kept, not redone
+            self.adopted: list[int] = self._adopt_written() if resume else []
         except BaseException:
             self.close()
             raise
@@ -299,6 +302,94 @@ class Study:
                 done[i] = e
         return done
 
+    def _written_batch(self, i: int) -> dict | None:
+        """The journal entry for batch ``i`` if its files in the folder are those of
+        this study's batch ``i``, complete; None when anything is doubtful (the batch is
+        then solved again, its files overwritten).
+
+        The statistics file is written last (``pipeline.study.task._write_batch``), so a
+        complete one means the batch's distance or matrix files were renamed in place
+        before it; those are checked too.  Complete: a readable footer (a file renamed
+        but left empty by a power loss has none), the batch's row count, its sources
+        (file ids) equal to the planned batch's in order, one algorithm - the study's
+        when it names one.  The folder's study is this one already (:meth:`_check_folder`
+        compared the identities: graph, sources, algorithm, batching, outputs)."""
+        import pyarrow.compute as pc
+
+        plan = self.plan
+        batch = np.asarray(plan.batches[i], dtype=np.int64)
+        name = batch_name(i)
+        f = self.out / "stats" / name
+        try:
+            if pq.read_metadata(f).num_rows != len(batch):
+                return None
+            t = pq.read_table(f, columns=["source", "reached", "algorithm"])
+            if not np.array_equal(t.column("source").to_numpy(), batch + plan.graph.id_base):
+                return None
+            algos = pc.unique(t.column("algorithm").cast(pa.string())).to_pylist()
+            if len(algos) != 1 or (plan.algorithm != "auto" and algos[0] != plan.algorithm):
+                return None
+            files, nbytes = [f"stats/{name}"], f.stat().st_size
+            # (file, its rows, its columns when they name the sources)
+            want: list[tuple[str, int, list | None]] = []
+            if plan.targets is not None:
+                per = 1 if plan.matrix_form == "wide" else int(plan.targets.count)
+                want.append((f"{_matrix.MATRIX_DIR}/{name}", len(batch) * per, None))
+            elif {"distances", "predecessors"} & set(plan.outputs):
+                if plan.distance_form == "long":  # the reachable pairs (Result.to_table)
+                    want.append((f"distances/{name}", int(pc.sum(t.column("reached")).as_py() or 0), None))
+                else:  # a row per vertex, a column per distinct source (wide_distance_table)
+                    cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
+                    want.append((f"distances/{name}", plan.graph.n, cols))
+                    if "predecessors" in plan.outputs:
+                        want.append((f"predecessors/{name}", plan.graph.n, cols))
+            for rel, rows, cols in want:
+                meta = pq.read_metadata(self.out / rel)
+                if meta.num_rows != rows or (cols is not None and meta.schema.to_arrow_schema().names != cols):
+                    return None
+                files.insert(-1, rel)
+                nbytes += (self.out / rel).stat().st_size
+        except (OSError, ValueError, KeyError, pa.ArrowException):
+            return None
+        return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "adopted": True}
+
+    def _adopt_written(self) -> list[int]:
+        """Journal the batches a stopped run wrote but did not journal (see
+        :meth:`_written_batch`), marked ``"adopted": true`` and without times; return
+        their indices.  Their files are flushed first (a stopped run's tasks may not have
+        flushed their statistics files), so that a journal line never outlives its
+        batch's files on a power loss."""
+        try:
+            names = set(os.listdir(self.out / "stats"))
+        except OSError:
+            return []
+        entries = []
+        for i in range(len(self.plan.batches)):
+            if i not in self.done and batch_name(i) in names:
+                e = self._written_batch(i)
+                if e is not None:
+                    entries.append(e)
+        if not entries:
+            return []
+        folders = set()
+        for e in entries:
+            for rel in e["files"]:
+                fsync_file(self.out / rel)
+                folders.add((self.out / rel).parent)
+        for folder in folders:
+            fsync_folder(folder)
+        self.record_many(entries)
+        return [e["batch"] for e in entries]
+
+    def unjournaled_files(self) -> int:
+        """Statistics files in the folder of batches not journaled (a stopped run's
+        written batches: a resume keeps those that are complete, :meth:`_written_batch`)."""
+        try:
+            names = {p.name for p in (self.out / "stats").iterdir()}
+        except OSError:
+            return 0
+        return sum(1 for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names)
+
     # .................................................................. state
     @property
     def pending(self) -> list[int]:
@@ -320,7 +411,8 @@ class Study:
                 self.manifest["failure"] = {"reason": "interrupted by the user" if interrupted else reason,
                                             "error": type(exc).__name__, "batch": batch, "at": _now()}
                 run = self.manifest["runs"][-1]
-                run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done))
+                run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done),
+                           batch_files_unjournaled=self.unjournaled_files())
                 write_json_atomic(self.manifest, self.out / MANIFEST)
         finally:
             self.close()
@@ -357,7 +449,8 @@ class Study:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
             self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out, shared=shared)
         runs = list(self.manifest.get("runs", []))
-        runs.append({"start": _now(), "batches_before": len(self.done), "cluster": cluster_info or {}})
+        runs.append({"start": _now(), "batches_before": len(self.done), "batches_adopted": len(self.adopted),
+                     "cluster": cluster_info or {}})
         self.manifest = {
             "study_id": self.plan.study_id,
             "status": "running",

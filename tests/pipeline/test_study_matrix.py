@@ -103,7 +103,10 @@ def test_matrix_study_resume_and_refusals(client, rome, tmp_path):
     (out / "stats" / "batch-000003.parquet").unlink()
     redone = []
     s = study(path, resume=True, on_batch=lambda meta, st: redone.append(meta["batch"]), **kw)
-    assert sorted(redone) == [1, 3] and s["complete"]
+    # batch 1's journal line was lost but its files are complete: adopted, not solved again
+    assert sorted(redone) == [3] and s["complete"]
+    entries = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
+    assert [e["batch"] for e in entries if e.get("adopted")] == [1]
     src, again = _matrix(out)
     assert np.array_equal(again, first)
     tg = np.sort(np.random.default_rng(5).choice(g.n, 300, replace=False))

@@ -144,7 +144,8 @@ def test_kill_client_then_resume(tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             # a task solves a chunk of batches and writes their files before the client
-            # journals them: wait for journaled batches (files alone are redone on resume)
+            # journals them: wait for journaled batches (a resume adopts the complete files
+            # of batches not journaled yet, test_study_adopt.py; it is the journal waited on here)
             journal = out / "journal.jsonl"
             if journal.exists() and len(journal.read_text().splitlines()) >= 8:
                 break

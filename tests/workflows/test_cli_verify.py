@@ -1,0 +1,145 @@
+"""`sssp verify` and `sssp bench` with the CPU phast (registered on both backends): checked
+against SciPy and timed where there is no GPU, named explicitly as phast@cpu anywhere."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from gpu_sssp import kernels
+from gpu_sssp.kernels import registry
+from gpu_sssp.workflows.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def rome99(tmp_path):
+    """rome99.gr copied into tmp (its ingest and hierarchy caches land there)."""
+    for cand in (REPO / "data" / "rome99.gr", REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr"):
+        if cand.exists():
+            dst = tmp_path / "in" / "rome99.gr"
+            dst.parent.mkdir()
+            shutil.copy(cand, dst)
+            return dst
+    pytest.skip("rome99.gr not found")
+
+
+def _rows(out: str) -> dict[str, tuple[str, str]]:
+    """verify's table rows: {method@backend: (backend, result)}."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) == 4 and cells[1] in ("cpu", "gpu"):
+            rows[f"{cells[0]}@{cells[1]}"] = (cells[1], cells[2])
+    return rows
+
+
+def test_registry_describes_phast_on_both_backends():
+    assert registry.backends_of("phast") == ["gpu", "cpu"]
+    regs = [(m.name, m.backend) for m in registry.registrations()]
+    assert ("phast", "gpu") in regs and ("phast", "cpu") in regs
+    assert ("phast", "cpu") in [(m.name, m.backend) for m in registry.registrations("cpu")]
+    assert ("phast", "gpu") not in [(m.name, m.backend) for m in registry.registrations("cpu")]
+    assert registry.method_spec("phast@cpu") == ("phast", "cpu")
+    assert registry.method_spec("phast", "cpu") == ("phast", "cpu")
+    assert registry.method_spec("phast") == ("phast", "gpu" if kernels.device_count() else "cpu")
+    assert registry.method_label("phast", "cpu") == "phast@cpu"
+    assert registry.method_label("phast", "gpu") == "phast"
+    assert registry.method_label("dijkstra", "cpu") == "dijkstra"
+    for bad, match in (("hbf@cpu", "runs on the gpu backend"), ("phast@tpu", "'gpu' or 'cpu'"),
+                       ("nope", "unknown method"), ("auto", "unknown method")):
+        with pytest.raises(ValueError, match=match):
+            registry.method_spec(bad)
+
+
+def test_verify_phast_passes_on_the_cpu(rome99, capsys):
+    """--methods phast runs the CPU phast where no GPU is visible (exit 0, not 4), and
+    phast@cpu names it anywhere; each is checked against SciPy (exact integer distances,
+    the predecessor trees)."""
+    argv = ["verify", str(rome99), "--methods", "phast" if not kernels.device_count() else "phast@cpu",
+            "--random", "16"]
+    assert main(argv) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows == {"phast@cpu": ("cpu", "ok")}
+    assert main(["verify", str(rome99), "--methods", "phast,dijkstra", "--backend", "cpu"]) == 0
+    assert set(_rows(capsys.readouterr().out)) == {"phast@cpu", "dijkstra@cpu"}
+
+
+def test_verify_all_includes_the_cpu_phast(rome99, capsys):
+    assert main(["verify", str(rome99)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert {"dijkstra@cpu", "bellman-ford@cpu", "phast@cpu"} <= set(rows)
+    assert all(r == "ok" for _b, r in rows.values()), rows
+    if kernels.device_count():
+        assert "phast@gpu" in rows
+    assert main(["verify", str(rome99), "--backend", "cpu"]) == 0
+    assert set(_rows(capsys.readouterr().out)) == {"dijkstra@cpu", "bellman-ford@cpu", "phast@cpu"}
+
+
+def test_verify_catches_a_wrong_cpu_phast(rome99, capsys, monkeypatch):
+    """The CPU phast's answer is really compared: a planted wrong distance fails."""
+    from gpu_sssp.kernels import cpu_phast
+
+    real = cpu_phast.phast
+
+    def wrong(graph, sources, **kw):
+        res = real(graph, sources, **kw)
+        import numpy as np
+
+        res.distances = res.distances.copy()
+        row = res.distances[0]
+        v = int(np.flatnonzero(np.isfinite(row) & (row > 0))[0])
+        row[v] += 1
+        return res
+
+    monkeypatch.setattr(cpu_phast, "phast", wrong)
+    assert main(["verify", str(rome99), "--methods", "phast@cpu"]) == 1
+    out = capsys.readouterr().out
+    assert "phast" in out and "ok" not in out.split("phast", 1)[1]
+
+
+def test_verify_list_shows_both_backends_of_phast(capsys):
+    assert main(["verify", "--list"]) == 0
+    out = capsys.readouterr().out
+    backends = {c[1] for c in (
+        [x.strip() for x in line.strip().strip("│").split("│")] for line in out.splitlines())
+        if len(c) == 4 and c[0] == "phast"}
+    assert backends == {"gpu", "cpu"}
+
+
+def test_verify_backend_errors(rome99, capsys):
+    assert main(["verify", str(rome99), "--methods", "hbf", "--backend", "cpu"]) == 2
+    assert "runs on the gpu backend, not 'cpu'" in capsys.readouterr().err
+    assert main(["verify", str(rome99), "--methods", "phast@x"]) == 2
+
+
+def test_bench_cpu_includes_phast(rome99, tmp_path, capsys):
+    out = tmp_path / "bench"
+    rc = main(["bench", str(rome99), "--algorithms", "cpu", "--sources", "4", "--min-component", "100",
+               "--baselines", "scipy", "--out", str(out), "--no-plots"])
+    assert rc == 0
+    rows = pq.read_table(out / "rows.parquet").to_pylist()
+    ph = [r for r in rows if r["algorithm"] == "phast"]
+    assert len(ph) == 4 and all(r["ok"] and r["kind"] == "cpu" and r["variant"] == "phast@cpu" for r in ph)
+    assert {"dijkstra", "bellman-ford", "scipy"} <= {r["algorithm"] for r in rows}
+    assert "phast@cpu" in (out / "summary.md").read_text()
+    err = capsys.readouterr().err
+    assert "no CUDA device" not in err
+
+
+@pytest.mark.parametrize("spec, backend, want", [
+    ("cpu", "auto", ["dijkstra", "bellman-ford", "phast@cpu"]),
+    ("all", "cpu", ["dijkstra", "bellman-ford", "phast@cpu"]),
+    ("phast,phast@cpu", "auto", ["phast", "phast@cpu"]),
+])
+def test_bench_expands_phast_per_backend(spec, backend, want):
+    from gpu_sssp.workflows.cmd_bench import _expand_algorithms
+
+    assert _expand_algorithms(spec, (), backend) == want
+    got = _expand_algorithms("all", ())
+    assert "phast@gpu" in got and "phast@cpu" in got
+    assert "phast@cpu" not in _expand_algorithms("all", ("phast",))
+    assert _expand_algorithms("all", ("phast@cpu",)).count("phast@gpu") == 1
