@@ -407,6 +407,11 @@ class Graph:
                 ok = np.zeros(len(ids), dtype=bool)
             if not ok.all():
                 raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
+            # an id beyond 64 bits (a Python int kept as an object) would overflow the cast
+            far = (as_float < self.id_base) | (as_float > self.id_base + self.n - 1)
+            if far.any():
+                raise UsageError(f"{what} {ids[np.argmax(far)]} does not exist in {self.name}: ids run from "
+                                 f"{self.id_base} to {self.id_base + self.n - 1}")
             ids = as_float.astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)

@@ -242,7 +242,11 @@ def run(args) -> int:
             progress.stop()
         if "study" in state and not isinstance(exc, StudyError):
             fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
-            print_error(f"{len(state['study'].done)} finished batch(es) are recorded in {args.out}; "
+            study = state["study"]
+            written = study.unjournaled_files()
+            more = (f" and {written} more batch file(s) were written (--resume keeps the complete ones)"
+                    if written else "")
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; "
                         f"{fix}add --resume to continue", label="note")
         raise
     progress.stop()

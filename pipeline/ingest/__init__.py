@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import UsageError
+
 from ..errors import InputError
 from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
 from ._limits import Limits
@@ -96,7 +98,7 @@ def _resolve(path, out):
     out = Path(out)
     try:
         if out.exists() and out.resolve() == path.resolve():
-            raise ValueError(f"output {out} is the input file")
+            raise UsageError(f"output {out} is the input file")
     except OSError:
         pass
     return path, out

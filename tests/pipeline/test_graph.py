@@ -113,6 +113,13 @@ def test_fractional_ids_rejected_not_truncated():
         g.to_index(["2.7"])
 
 
+def test_ids_beyond_64_bits_are_out_of_range_not_an_overflow():
+    g = Graph.from_edges([0, 1], [1, 2], [1, 1], 3, id_base=1, name="tiny")
+    for ids in ([10**20], [1, 10**30], np.array([2**64 - 1], dtype=np.uint64), [-(10**25)]):
+        with pytest.raises(ValueError, match="does not exist in tiny: ids run from 1 to 3"):
+            g.to_index(ids)
+
+
 def test_cached_builds_once_per_graph():
     """Graph.cached: one build per key and graph; a copy made by dataclasses.replace
     starts with its own, empty cache (its arrays may differ)."""
