@@ -20,11 +20,11 @@ register("locality", "gpu", "gpu_sssp.kernels.gpu.locality:solve", negative_weig
 register("edgelist", "gpu", "gpu_sssp.kernels.gpu.edgelist:solve", negative_weights=True,
          description="edge-list Bellman-Ford, thread per undirected edge relaxing both ways, modif word, "
                      "restrict alias, segment sort (paper 001)")
-register("bfs-naive", "gpu", "gpu_sssp.kernels.gpu.bfs:naive", negative_weights=False,
+register("bfs-naive", "gpu", "gpu_sssp.kernels.gpu.bfs:naive", negative_weights=False, equal_weights=True,
          description="level-synchronous BFS, global queue (paper 002); hop distances, equal weights only")
-register("bfs-blocked", "gpu", "gpu_sssp.kernels.gpu.bfs:blocked", negative_weights=False,
+register("bfs-blocked", "gpu", "gpu_sssp.kernels.gpu.bfs:blocked", negative_weights=False, equal_weights=True,
          description="level-synchronous BFS, shared-memory block queue (paper 002); equal weights only")
-register("bfs-hierarchical", "gpu", "gpu_sssp.kernels.gpu.bfs:hierarchical", negative_weights=False,
+register("bfs-hierarchical", "gpu", "gpu_sssp.kernels.gpu.bfs:hierarchical", negative_weights=False, equal_weights=True,
          description="level-synchronous BFS, per-warp hierarchical queues (paper 002); equal weights only")
 register("dijkstra-gpu", "gpu", "gpu_sssp.kernels.gpu.dijkstra_gpu:solve", negative_weights=False,
          description="Dijkstra with parallel-reduction extract-min, one launch per vertex (paper 003); "

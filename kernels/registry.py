@@ -36,6 +36,8 @@ class Method:
     # the implementation takes ``targets=`` and ``stats_over=`` itself (a restricted
     # sweep, or a gather on the device); the others are served by :func:`_solve_targets`
     targets: bool = False
+    # hop distances (BFS): every arc must carry the same weight
+    equal_weights: bool = False
 
     def unsuitable(self, graph) -> str | None:
         """Why this method cannot solve ``graph`` (one line), or None when it can.
@@ -45,6 +47,9 @@ class Method:
         if graph.has_negative and not self.negative_weights:
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
                     f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)")
+        if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
+            return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "
+                    f"{graph.name} has weights {graph.min_weight}..{graph.max_weight} (use delta, phast or auto)")
         return None
 
     def load(self):
@@ -59,13 +64,16 @@ _VARIANTS: dict[str, dict[str, Method]] = {}
 
 
 def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
-             description: str = "", device_turn: bool = False, targets: bool = False, **options) -> None:
+             description: str = "", device_turn: bool = False, targets: bool = False, equal_weights: bool = False,
+             **options) -> None:
     """Add (or replace) a method in the registry.  A name may be registered once per
     backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other.
-    ``targets=True``: the implementation takes ``targets=`` and ``stats_over=`` itself."""
+    ``targets=True``: the implementation takes ``targets=`` and ``stats_over=`` itself;
+    ``equal_weights=True``: it computes hop distances (BFS), :meth:`Method.unsuitable`
+    refuses a graph whose arcs' weights differ."""
     if backend not in ("gpu", "cpu"):
         raise UsageError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
-    m = Method(name, backend, target, negative_weights, description, options, device_turn, targets)
+    m = Method(name, backend, target, negative_weights, description, options, device_turn, targets, equal_weights)
     variants = _VARIANTS.setdefault(name, {})
     variants[backend] = m
     _METHODS[name] = variants.get("gpu", m)

@@ -72,9 +72,11 @@ def test_verify_all_includes_the_cpu_phast(rome99, capsys):
     assert main(["verify", str(rome99)]) == 0
     rows = _rows(capsys.readouterr().out)
     assert {"dijkstra@cpu", "bellman-ford@cpu", "phast@cpu"} <= set(rows)
-    assert all(r == "ok" for _b, r in rows.values()), rows
+    # BFS methods compute hop distances: skipped on rome99's weights (on a GPU machine
+    # they used to stop verify with a ValueError traceback); every other one checked
+    assert all(r == "ok" or (k.startswith("bfs-") and r.startswith("skipped")) for k, (_b, r) in rows.items()), rows
     if kernels.device_count():
-        assert "phast@gpu" in rows
+        assert "phast@gpu" in rows and rows["bfs-naive@gpu"][1].startswith("skipped"), rows
     assert main(["verify", str(rome99), "--backend", "cpu"]) == 0
     assert set(_rows(capsys.readouterr().out)) == {"dijkstra@cpu", "bellman-ford@cpu", "phast@cpu"}
 
@@ -143,3 +145,18 @@ def test_bench_expands_phast_per_backend(spec, backend, want):
     assert "phast@gpu" in got and "phast@cpu" in got
     assert "phast@cpu" not in _expand_algorithms("all", ("phast",))
     assert _expand_algorithms("all", ("phast@cpu",)).count("phast@gpu") == 1
+
+
+def test_hop_distance_methods_are_unsuitable_for_unequal_weights():
+    """The registry's one rule refuses BFS (hop distances) on a weighted graph, before
+    any device is needed, so that verify and bench skip it and solve names it."""
+    from gpu_sssp.kernels.graph import Graph
+
+    weighted = Graph.from_edges([0, 1], [1, 2], [1, 3], 3, name="w")
+    unit = Graph.from_edges([0, 1], [1, 2], [2, 2], 3, name="u")
+    for name in ("bfs-naive", "bfs-blocked", "bfs-hierarchical"):
+        assert "hop distances" in registry.get(name).unsuitable(weighted)
+        assert registry.get(name).unsuitable(unit) is None
+    assert registry.get("delta").unsuitable(weighted) is None
+    with pytest.raises(ValueError, match="hop distances: it needs every arc weight equal; w has weights 1..3"):
+        kernels.solve(weighted, [0], method="bfs-naive")
