@@ -86,7 +86,7 @@ def study(graph, **options) -> dict:
 
 
 def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend: str = "auto",
-           stats_over: str = "targets", as_arrow=False, **options):
+           stats_over: str = "targets", as_arrow=False, max_distance_bytes=None, **options):
     """The travel-time matrix from ``sources`` to ``targets`` (file ids, as on the command line).
 
     Parameters
@@ -109,6 +109,10 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         unreachable).  True or ``"wide"``: an Arrow table in :data:`MATRIX_SCHEMA` (a
         row per source, a list of its distances; the target ids in the schema metadata);
         ``"long"``: :data:`MATRIX_LONG_SCHEMA` (a row per pair).
+    max_distance_bytes : int, optional
+        Refuse a matrix above this many bytes (``len(sources) x len(targets) x 8``, plus
+        8 a source), as ``sssp study --max-distance-bytes``; default the dask config
+        ``sssp.study.max-distance-bytes`` (20 GB).
     **options
         Method options (``batch_size``, ...).
 
@@ -117,6 +121,12 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     ValueError
         An unknown id (``gpu_sssp.kernels.errors.UsageError``: the message gives the
         range of ids), an ineligible method (see :func:`solve`).
+    MemoryError
+        ``gpu_sssp.kernels.errors.OutputTooLargeError`` (also a ``ValueError``): the
+        matrix is above ``max_distance_bytes`` or the memory available here; raised
+        before anything is solved or allocated, naming the size, the limit and how to
+        proceed (fewer sources or targets, a study with targets writing the matrix to
+        files batch by batch, or a higher limit).
     """
     import numpy as _np
 
@@ -135,6 +145,7 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         return ids_to_index(g, arr, what=what)
 
     src, tg = ids(sources, "source"), ids(targets, "target")
+    _check_matrix_size(g, src, tg, max_distance_bytes)
     if getattr(g, "path", None):
         from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.hierarchy import prepare_study
@@ -145,3 +156,20 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         return res.matrix
     form = "wide" if as_arrow is True else as_arrow
     return res.matrix_table(g.id_base, form)
+
+
+def _check_matrix_size(g, src, tg, max_distance_bytes) -> None:
+    """Refuse a matrix above ``sssp.study.max-distance-bytes`` (the study's rule,
+    ``pipeline.study.plan.check_output_size``) or above the memory available here, before
+    a hierarchy is prepared or anything is allocated."""
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+    from gpu_sssp.kernels.registry import check_output_memory
+    from gpu_sssp.pipeline.study.matrix import matrix_bytes
+    from gpu_sssp.pipeline.study.plan import check_output_size
+
+    check_output_size(matrix_bytes(len(src), len(tg), "wide"), max_distance_bytes, "the matrix",
+                      f"{len(src):,} sources x {len(tg):,} targets, float64",
+                      "or choose fewer sources or targets, or run a study with targets (sssp study --targets, "
+                      "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch",
+                      option="matrix(..., max_distance_bytes={estimate})", error=OutputTooLargeError)
+    check_output_memory(g, len(src), targets=tg)

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import scipy.sparse.csgraph as csg
 
+from gpu_sssp.kernels.memory import check_host_memory
 from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
 
@@ -33,6 +34,12 @@ def _per_distinct_source(solver, mat, sources, predecessors):
     """Solve each distinct source once with ``solver(mat, distinct, predecessors) ->
     (dist, pred or None)`` and give every asked source (repeats kept) its row."""
     uniq, inv = np.unique(sources, return_inverse=True)
+    # SciPy returns the full rows (float64, int32 predecessors, made int64 after) even
+    # when only the statistics are kept: refuse them here, before it allocates
+    n = mat.shape[0]
+    check_host_memory(len(sources) * n * 8 + (len(sources) * n * 12 if predecessors else 0),
+                      f"the SciPy solver's rows for {len(sources):,} sources x {n:,} vertices",
+                      "solve fewer sources at a time (a study splits them into batches)")
     dist, pred = solver(mat, uniq, predecessors)
     dist = np.atleast_2d(dist)[inv]
     if pred is not None:

@@ -19,7 +19,7 @@ the layers above it.
 """
 from __future__ import annotations
 
-__all__ = ["SsspError", "UsageError", "OptionError", "GPUUnavailableError", "exit_code"]
+__all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "GPUUnavailableError", "exit_code"]
 
 
 class SsspError(Exception):
@@ -42,6 +42,15 @@ class UsageError(SsspError, ValueError):
 
 class OptionError(SsspError, TypeError):
     """Options that do not go together (e.g. ``--weights`` with a Parquet input)."""
+
+    exit_code = 2
+
+
+class OutputTooLargeError(UsageError, MemoryError):
+    """An output asked for that cannot fit: a result or travel-time matrix larger than
+    the memory available (``kernels.memory.check_host_memory``) or than a size limit
+    (``sssp.study.max-distance-bytes`` for ``gpu_sssp.matrix``).  Raised before anything
+    is allocated; a ``MemoryError`` as well, so ``except MemoryError`` keeps working."""
 
     exit_code = 2
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from gpu_sssp.kernels import _gpu
 from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
 
 
@@ -233,6 +234,25 @@ def target_stats(matrix, targets, *, integer: bool, xp=np):
     return reduce_distances(matrix, integer=integer, xp=xp)
 
 
+def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True) -> None:
+    """Refuse, before anything is solved or allocated, a result whose host arrays (the
+    ``(B, n)`` or ``(B, T)`` float64 distances, the ``(B, n)`` int64 predecessors) cannot
+    fit in the memory available here (:func:`kernels.memory.check_host_memory`)."""
+    cols = graph.n if targets is None else len(targets)
+    need = output_bytes(n_sources, cols, distances=distances, predecessors=predecessors, n=graph.n)
+    parts = ([f"{'a matrix' if targets is not None else 'distances'} of {n_sources:,} sources x {cols:,} "
+              f"{'targets' if targets is not None else 'vertices'} (float64)"] if distances else [])
+    if predecessors:
+        parts.append(f"predecessors of {n_sources:,} sources x {graph.n:,} vertices (int64)")
+    if targets is not None:
+        advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
+                  "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
+    else:
+        advice = ("solve fewer sources at a time, pass distances=False for the per-source statistics only, "
+                  "or run a study (sssp study), which writes the distances to files batch by batch")
+    check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
+
+
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
           predecessors: bool = False, distances: bool = True, turn=None, targets=None,
           stats_over: str = "targets", **options) -> Result:
@@ -281,6 +301,10 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         Unknown method/backend, sources out of range, a method that does not accept
         the graph (e.g. negative weights), integer weights whose path lengths could
         reach 2**53 (:meth:`kernels.graph.Graph.check_exact`).
+    kernels.errors.OutputTooLargeError
+        (a ``MemoryError`` and ``ValueError``) The result's distances / matrix /
+        predecessors would not fit in the memory available here; raised before
+        anything is allocated (:func:`check_output_memory`).
     kernels.result.NegativeCycleError
         A negative cycle is reachable from a source.
     """
@@ -293,6 +317,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
             raise OptionError("targets= returns the travel-time matrix: distances=False does not go with it")
         if stats_over not in STATS_OVER:
             raise UsageError(f"stats_over must be one of {STATS_OVER}, got {stats_over!r}")
+    check_output_memory(graph, len(src), targets=targets, predecessors=predecessors, distances=distances)
     # one check for every method: integer path lengths must stay exact in float64 (and
     # so within every kernel's distance type) before anything is solved
     graph.check_exact()

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.memory import available_memory
 
 from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
 
@@ -299,24 +300,8 @@ def _arc_bytes(n: int, weight_type: str) -> int:
 
 
 def _available_memory() -> int | None:
-    """Bytes of memory this process could still get (MemAvailable + SwapFree), or None
-    where unknown."""
-    try:
-        info = {}
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                info[key] = int(rest.split()[0]) * 1024
-        if "MemAvailable" in info:
-            return info["MemAvailable"] + info.get("SwapFree", 0)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import os
-
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
+    """Bytes of memory this process could still get (``kernels.memory.available_memory``)."""
+    return available_memory()
 
 
 def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:

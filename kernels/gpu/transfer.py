@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy
+from gpu_sssp.kernels.memory import check_host_memory
 
 #: bytes per chunk; below ``4 * CHUNK`` a copy goes the plain way
 CHUNK = 1 << 26
@@ -37,9 +38,11 @@ def host_empty(shape, dtype) -> np.ndarray:
     """An uninitialised host array for a large copy's destination, backed by anonymous
     memory advised to use transparent huge pages (one page fault per 2 MB instead of
     per 4 KB, where the kernel allows it); a plain ``np.empty`` below 64 MB or where
-    ``madvise`` is not offered."""
+    ``madvise`` is not offered.  An array larger than the memory available is refused
+    first (``kernels.memory.check_host_memory``)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    check_host_memory(nbytes, f"a host array of shape {tuple(shape)} ({dtype})", "solve fewer sources at a time")
     if nbytes < (1 << 26) or not hasattr(mmap, "MADV_HUGEPAGE"):
         return np.empty(shape, dtype=dtype)
     mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)

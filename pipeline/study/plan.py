@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu_sssp.kernels.memory import fmt_bytes  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.sources import SourcePlan
@@ -47,24 +48,20 @@ def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: boo
     return cells * (16 if predecessors else 8) + int(n_vertices) * 8
 
 
-def fmt_bytes(b: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(b) < 1000 or unit == "PB":
-            return f"{b:,.1f} {unit}" if unit != "B" else f"{int(b)} B"
-        b /= 1000.0
-    return f"{b} B"
-
-
-def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str) -> None:
+def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str, *,
+                      option: str = "--max-distance-bytes {estimate}", error=StudyError) -> None:
     """Refuse outputs estimated above ``--max-distance-bytes`` (dask config
-    ``sssp.study.max-distance-bytes``): distance vectors and travel-time matrices alike.
-    ``what`` names them (``"distance outputs"``), ``detail`` the sizes behind the estimate,
-    ``advice`` ends the message (what else to choose)."""
+    ``sssp.study.max-distance-bytes``): distance vectors and travel-time matrices alike,
+    for a study and for ``gpu_sssp.matrix``.  ``what`` names them (``"distance outputs"``),
+    ``detail`` the sizes behind the estimate, ``advice`` ends the message (what else to
+    choose); ``option`` is how the caller raises the limit (``{estimate}`` filled in) and
+    ``error`` the exception raised."""
     limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
     if estimate > limit:
-        raise StudyError(
+        how = option.format(estimate=estimate)
+        raise error(
             f"{what} would take up to {fmt_bytes(estimate)} ({detail}), above the limit of {fmt_bytes(limit)}; "
-            f"raise it with --max-distance-bytes {estimate} (or dask config sssp.study.max-distance-bytes), "
+            f"raise it with {how} (or dask config sssp.study.max-distance-bytes), "
             f"{advice}")
 
 
