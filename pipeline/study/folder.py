@@ -400,16 +400,23 @@ class Study:
         return sum(len(self.plan.batches[i]) for i in self.done)
 
     def stop(self, exc: BaseException, batch: int | None = None) -> None:
-        """Record in the manifest why the run stopped: status ``interrupted`` (Ctrl-C)
-        or ``failed`` with the reason, instead of leaving ``running``; then release
-        the folder.  Does nothing before :meth:`start` wrote a manifest."""
+        """Record in the manifest why the run stopped: status ``interrupted`` (a
+        ``KeyboardInterrupt``) or ``failed`` with the reason, instead of leaving
+        ``running``; then release the folder.  Does nothing before :meth:`start` wrote a
+        manifest.
+
+        The reason is the exception's message: an interruption that carries one (the
+        command line's SIGTERM handler raises ``workflows.cli.Terminated``, "terminated
+        by SIGTERM") is recorded with it, a bare Ctrl-C as "interrupted by the user", a
+        failure without a message by its exception's name."""
         try:
             if self.manifest.get("status") == "running":
                 interrupted = isinstance(exc, KeyboardInterrupt)
-                reason = " ".join(str(exc).split()) or type(exc).__name__
+                reason = " ".join(str(exc).split()) or ("interrupted by the user" if interrupted
+                                                         else type(exc).__name__)
                 self.manifest["status"] = "interrupted" if interrupted else "failed"
-                self.manifest["failure"] = {"reason": "interrupted by the user" if interrupted else reason,
-                                            "error": type(exc).__name__, "batch": batch, "at": _now()}
+                self.manifest["failure"] = {"reason": reason, "error": type(exc).__name__, "batch": batch,
+                                            "at": _now()}
                 run = self.manifest["runs"][-1]
                 run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done),
                            batch_files_unjournaled=self.unjournaled_files())

@@ -351,7 +351,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             client.cancel([f for f, _c in futures.values()])
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
-            _stop(study, exc, failed_batch)
+            study.stop(exc, batch=failed_batch)
             raise
         finally:
             if restore_stream is not None:
@@ -394,32 +394,6 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
-
-
-def _stop(study: Study, exc: BaseException, batch: int | None = None) -> None:
-    """``study.stop(exc)``, except that an interruption carrying a message of its own
-    (a ``KeyboardInterrupt`` subclass raised by the command line's SIGTERM handler,
-    ``workflows.cli.Terminated``: "terminated by SIGTERM") is recorded with that message
-    as its reason; ``Study.stop`` records every ``KeyboardInterrupt`` as "interrupted by
-    the user".  The manifest is written here, while the folder is still locked; then
-    ``Study.stop`` finds it no longer ``running`` and only releases the folder."""
-    from gpu_sssp.pipeline.study.folder import MANIFEST, _now
-    from gpu_sssp.pipeline.writers import write_json_atomic
-
-    reason = " ".join(str(exc).split()) if isinstance(exc, KeyboardInterrupt) else ""
-    if reason and study.manifest.get("status") == "running":
-        try:
-            at = _now()
-            manifest = dict(study.manifest, status="interrupted",
-                            failure={"reason": reason, "error": type(exc).__name__, "batch": batch, "at": at})
-            manifest["runs"] = [*study.manifest["runs"][:-1],
-                                dict(study.manifest["runs"][-1], end=at, status="interrupted",
-                                     batches_done=len(study.done))]
-            write_json_atomic(manifest, study.out / MANIFEST)
-            study.manifest = manifest
-        except Exception as wexc:  # Study.stop below records the interruption
-            log.warning("manifest not updated with the interruption's reason: %s", wexc)
-    study.stop(exc, batch=batch)
 
 
 def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) -> list[list[int]]:

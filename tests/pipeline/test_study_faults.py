@@ -265,3 +265,28 @@ def test_statistics_flushed_after_the_report_and_a_failed_flush_fails_the_study(
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.mark.parametrize("exc, status, reason", [
+    (KeyboardInterrupt(), "interrupted", "interrupted by the user"),
+    ("terminated", "interrupted", "terminated by SIGTERM"),
+    (RuntimeError("disk\n full"), "failed", "disk full"),
+    (RuntimeError(), "failed", "RuntimeError"),
+])
+def test_stop_records_the_reason_the_exception_carries(tmp_path, exc, status, reason):
+    """Study.stop is the one path that records a stop: the reason is the exception's
+    message (the command line's SIGTERM ``Terminated`` says "terminated by SIGTERM"), a
+    bare Ctrl-C "interrupted by the user", a failure without one its exception's name."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.workflows.cli import Terminated
+
+    if exc == "terminated":
+        exc = Terminated(signal.SIGTERM)
+    plan = _plan(grid_parquet(tmp_path, 4, 4), tmp_path / "out", sources="all", batch_size=4)
+    study = Study(plan)
+    study.start()
+    study.stop(exc, batch=1)
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert m["status"] == status and m["runs"][-1]["status"] == status
+    assert m["failure"]["reason"] == reason and m["failure"]["error"] == type(exc).__name__
+    assert m["failure"]["batch"] == 1
