@@ -23,15 +23,14 @@ EXACT_LIMIT = 2**53
 FLOAT_LIMIT = float(np.finfo(np.float64).max)
 
 
-def path_bound_of(n: int, max_abs_weight, integer: bool, in_arc_sum=None):
-    """The solvers' bound on |any simple path length| in a graph of ``n`` vertices.
+def distance_bound_of(n: int, max_abs_weight, integer: bool, in_arc_sum=None):
+    """A bound on |any simple path length| in a graph of ``n`` vertices.
 
     The smaller of ``(n - 1) * max|w|`` and ``in_arc_sum()`` (the sum over vertices of
     their largest |in-arc weight|: a simple path enters each vertex at most once),
-    the second asked for only when the first fails :func:`path_bound_ok`. Exact
-    ``int`` arithmetic for integer weights, float64 for real ones. Ingestion applies
-    this same function to what it streams (``pipeline.ingest``), so a graph that
-    ingests can be solved."""
+    the second asked for only when the first is not accepted (:func:`_bound_fits`).
+    Exact ``int`` arithmetic for integer weights, float64 for real ones.  The solvers'
+    rule is :func:`path_bound_of`, which also bounds the per-source sums."""
     if n < 2:
         return 0 if integer else 0.0
     if integer:
@@ -39,28 +38,73 @@ def path_bound_of(n: int, max_abs_weight, integer: bool, in_arc_sum=None):
     else:
         with np.errstate(over="ignore"):
             crude = float(np.float64(n - 1) * np.float64(abs(float(max_abs_weight))))
-    if path_bound_ok(crude, integer) or in_arc_sum is None:
+    if _bound_fits(crude, n, integer) or in_arc_sum is None:
         return crude
     return min(crude, in_arc_sum())
 
 
+def sum_bound_of(n: int, bound) -> float:
+    """A bound on |the float64 sum| of the ``n - 1`` distances of one source (the
+    ``sum_distance`` statistic; the source's own distance is 0) each within ``bound``:
+    ``(n - 1) * bound``, widened by the worst rounding of ``n - 1`` additions in any order
+    (``(n - 1) * 2**-53`` relative), ``inf`` when it overflows float64."""
+    k = max(int(n) - 1, 0)
+    with np.errstate(over="ignore"):
+        return float(np.float64(k) * np.float64(abs(float(bound))) * (1.0 + k * 2.0**-53))
+
+
+def _bound_fits(bound, n: int, integer: bool) -> bool:
+    """Integer weights: distances below 2**53; real ones: distances and their per-source
+    sum finite in float64."""
+    if integer:
+        return bound < EXACT_LIMIT
+    return path_bound_ok(bound, integer) and path_bound_ok(sum_bound_of(n, bound), integer)
+
+
+def path_bound_of(n: int, max_abs_weight, integer: bool, in_arc_sum=None):
+    """The solvers' bound on |any simple path length| in a graph of ``n`` vertices.
+
+    :func:`distance_bound_of`: the smaller of ``(n - 1) * max|w|`` and ``in_arc_sum()``
+    (the sum over vertices of their largest |in-arc weight|: a simple path enters each
+    vertex at most once), the second asked for only when the first fails. Exact ``int``
+    arithmetic for integer weights, float64 for real ones; for real weights ``inf`` as
+    well when the ``n - 1`` finite distances of one source could sum beyond float64's
+    range (:func:`sum_bound_of`: the per-source ``sum_distance`` statistic would overflow
+    to inf), so that :func:`path_bound_ok` refuses that graph too. Ingestion applies
+    this same function to what it streams (``pipeline.ingest``), so a graph that
+    ingests can be solved."""
+    bound = distance_bound_of(n, max_abs_weight, integer, in_arc_sum)
+    if not integer and path_bound_ok(bound, integer) and not _bound_fits(bound, n, integer):
+        return float("inf")
+    return bound
+
+
 def path_bound_ok(bound, integer: bool) -> bool:
     """Whether distances bounded by ``bound`` are exact (integers: below 2**53) or
-    finite (real weights: within float64's range)."""
+    finite (real weights: within float64's range; :func:`path_bound_of` makes the bound
+    ``inf`` when the distances' per-source sum could overflow)."""
     if integer:
         return bound < EXACT_LIMIT
     return bool(np.isfinite(bound)) and bound <= FLOAT_LIMIT
 
 
-def path_bound_problem(bound, n: int, integer: bool) -> str:
-    """What is wrong with a bound :func:`path_bound_ok` refused (one sentence)."""
+def path_bound_problem(bound, n: int, integer: bool, distance_bound=None) -> str:
+    """What is wrong with a bound :func:`path_bound_ok` refused (one sentence).
+    ``distance_bound``: real weights, the bound on each distance alone
+    (:func:`distance_bound_of`), which tells a path that overflows from a sum that does."""
     if integer:
         return (f"integer weights too large for exact distances: a shortest path may "
                 f"reach {bound} (bound from {n} vertices and their largest in-arc weights), "
                 f"not below 2**53 = {EXACT_LIMIT}, where float64 distances stop being exact")
-    return (f"real weights too large: a shortest path may reach {bound:.6g} (bound from {n} "
-            f"vertices and their largest in-arc weights), beyond float64's largest value "
-            f"{FLOAT_LIMIT:.6g}, so distances would overflow to inf")
+    if distance_bound is not None and path_bound_ok(distance_bound, integer):
+        return (f"real weights too large: every shortest distance stays finite (at most "
+                f"{distance_bound:.6g}, bound from {n} vertices and their largest in-arc weights), "
+                f"but the {n - 1:,} distances of one source may sum to {sum_bound_of(n, distance_bound):.6g}, "
+                f"beyond float64's largest value {FLOAT_LIMIT:.6g}, so the per-source sum "
+                f"(sum_distance, mean_distance) would overflow to inf")
+    return (f"real weights too large: a shortest path may be longer than float64's largest value "
+            f"{FLOAT_LIMIT:.6g} (its bound from {n} vertices and their largest in-arc weights overflows), "
+            f"so distances (and their per-source sums) would overflow to inf")
 
 
 class in_arc_maxima:
@@ -343,7 +387,8 @@ class Graph:
         tighter one is computed (once) only when the first is too large
         (:func:`path_bound_of`). Every shortest distance lies within it when no negative
         cycle is reachable. An exact ``int`` for integer weights, a ``float`` (possibly
-        ``inf``) for real ones."""
+        ``inf``) for real ones: ``inf`` too when the distances of one source could sum
+        beyond float64 (:func:`path_bound_of`)."""
         if not self.m or self.n < 2:
             return 0 if self.integer_weights else 0.0
         return self.cached("path-bound", lambda: path_bound_of(
@@ -358,7 +403,9 @@ class Graph:
         exact, and sums of weights near 2**63 wrap around in the kernels' int64
         distances; below it every kernel's distance type holds every path and every
         candidate ``d[u] + w``. Real weights: the bound must be finite in float64, or a
-        distance could overflow to ``inf`` and read as "unreachable".
+        distance could overflow to ``inf`` and read as "unreachable"; and so must the sum
+        of a source's ``n - 1`` distances within it (the ``sum_distance`` statistic,
+        float64: :func:`sum_bound_of`), or that sum would overflow to ``inf``.
         ``kernels.solve`` calls it for every method before solving.
 
         Raises
@@ -374,7 +421,11 @@ class Graph:
         tail = int(np.searchsorted(self.indptr, k, side="right")) - 1
         arc = (f"e.g. weight {self.weights[k].item()} on arc {tail + self.id_base} -> "
                f"{int(self.indices[k]) + self.id_base} (file ids); scale the weights down")
-        raise UsageError(f"{self.name}: {path_bound_problem(bound, self.n, self.integer_weights)}; {arc}")
+        distances = None
+        if not self.integer_weights:  # a path that overflows, or only the sum of the distances?
+            distances = distance_bound_of(self.n, self.max_abs_weight, False,
+                                          lambda: in_arc_maxima(self.n, self.indices, self.weights).sum_bound())
+        raise UsageError(f"{self.name}: {path_bound_problem(bound, self.n, self.integer_weights, distances)}; {arc}")
 
     # ------------------------------------------------------------------ ids
     def to_index(self, ids, *, what: str = "vertex") -> np.ndarray:

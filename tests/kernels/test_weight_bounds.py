@@ -126,8 +126,43 @@ def test_real_weights_whose_paths_overflow_refused_by_every_method():
         msg = str(info.value)
         assert msg.startswith("huge: real weights too large") and "overflow to inf" in msg, (method, msg)
         assert "weight 1e+308 on arc 1 -> 2" in msg, msg
-    # the in-arc bound keeps a graph whose crude bound (2 * 1e308) overflows
-    ok = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1.0]), 3, name="ok")
-    assert ok.path_bound() == 1e308 + 1.0
-    assert np.isinf(ok.max_path_bound())
+    # the in-arc bound keeps a graph whose crude bound (2 * 5e307: 2 distances within it
+    # may sum to 2e308) fails
+    from gpu_sssp.kernels.graph import path_bound_of, path_bound_ok
+
+    ok = Graph.from_edges([0, 1], [1, 2], np.array([5e307, 1.0]), 3, name="ok")
+    assert not path_bound_ok(path_bound_of(3, 5e307, False), False)
+    assert ok.path_bound() == 5e307 + 1.0
     ok.check_exact()
+
+
+def test_real_weights_whose_distances_sum_beyond_float64_refused():
+    """Every distance finite, their per-source sum (sum_distance, float64) not: refused
+    by the same rule (path_bound_of: (n - 1) x the bound must stay finite), before
+    solving, instead of an inf sum and a RuntimeWarning."""
+    for w in ([1e308, 1e308], [1e308, 1.0]):
+        # a star 1 -> 2, 1 -> 3 (distances 1e308 each), and a chain 1 -> 2 -> 3 (1e308 + 1)
+        tails = [0, 0] if w[1] == 1e308 else [0, 1]
+        g = Graph.from_edges(tails, [1, 2], np.array(w), 3, id_base=1, name="sums")
+        assert g.path_bound() == float("inf")
+        for method, backend in _every_method() + [("auto", "auto")]:
+            with pytest.raises(ValueError) as info:
+                kernels.solve(g, [0], method=method, backend=backend)
+            msg = str(info.value)
+            assert msg.startswith("sums: real weights too large") and "overflow to inf" in msg, (method, msg)
+            assert "weight 1e+308 on arc 1 -> 2" in msg, msg
+    chain = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1.0]), 3, name="chain")
+    with pytest.raises(ValueError, match=r"chain: real weights too large: every shortest distance stays finite "
+                                         r"\(at most 1e\+308, .*\), but the 2 distances of one source may sum to "
+                                         r"inf, beyond float64's largest value .*sum_distance"):
+        chain.check_exact()
+    # the rule is the bound's: (n - 1) x 8e307 (with rounding) fits, and the sum is finite
+    fits = Graph.from_edges([0, 1], [1, 2], np.array([8e307, 1.0]), 3)
+    fits.check_exact()
+    res = kernels.solve(fits, [0], method="dijkstra")
+    assert np.isfinite(res.sum_distance).all()
+    from gpu_sssp.kernels.graph import path_bound_of, path_bound_ok, sum_bound_of
+
+    assert path_bound_ok(path_bound_of(3, 4e307, False), False)  # what ingest asks first: (n - 1) x max|w|
+    assert not path_bound_ok(path_bound_of(3, 1e308, False), False)
+    assert sum_bound_of(3, 1e308) == float("inf") and sum_bound_of(1, 1e308) == 0.0

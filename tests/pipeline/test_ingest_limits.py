@@ -164,8 +164,16 @@ def test_real_weights_whose_paths_overflow_refused(tmp_path):
     e = _fails(tmp_path, "p sp 3 2\na 1 2 1e308\na 2 3 1e308\n", "f.gr")
     assert e.line == 2 and "weight 1e+308" in e.message and "overflow to inf" in e.message
     p = tmp_path / "ok.gr"
-    p.write_text("p sp 3 2\na 1 2 1e308\na 2 3 1\n")  # crude bound overflows, in-arc sum does not
+    p.write_text("p sp 3 2\na 1 2 5e307\na 2 3 1\n")  # crude bound fails (its sum overflows), in-arc sum holds
     ingest(p, tmp_path / "ok.parquet")
+
+
+@pytest.mark.parametrize("arcs", ["a 1 2 1e308\na 1 3 1e308\n", "a 1 2 1e308\na 2 3 1\n"])
+def test_real_weights_whose_distances_sum_beyond_float64_refused(tmp_path, arcs):
+    # every distance finite, a source's sum of them not (the solvers' rule,
+    # kernels.graph.path_bound_of): ingest refuses what the solvers would
+    e = _fails(tmp_path, "p sp 3 2\n" + arcs, "sum.gr")
+    assert e.line == 2 and "weight 1e+308" in e.message and "overflow to inf" in e.message
 
 
 def test_weight_bound_in_edge_lists_uses_the_final_vertex_count(tmp_path):
