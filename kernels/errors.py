@@ -55,6 +55,13 @@ class OutputTooLargeError(UsageError, MemoryError):
     exit_code = 2
 
 
+class SumOverflowError(UsageError, OverflowError):
+    """A source's integer sum of distances could pass 2**63 and wrap (``Result``): the
+    graph's weights are too large for exact per-source sums."""
+
+    exit_code = 2
+
+
 class GPUUnavailableError(SsspError, RuntimeError):
     """A GPU method was asked for where no usable CUDA device or CuPy exists."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import SsspError
+from gpu_sssp.kernels.errors import SsspError, SumOverflowError
 
 UNREACHABLE = np.inf
 NO_PREDECESSOR = -1
@@ -200,6 +200,22 @@ class Result:
     counters: dict[str, Any] = field(default_factory=dict)
     targets: np.ndarray | None = None
     stats_over: str = "vertices"
+
+    def __post_init__(self):
+        # an integer sum (int64 on the CPU, uint64 atomics on a GPU) of distances each
+        # below 2**53 can pass 2**63 on a big graph and wrap: refuse, never report it
+        s = self.sum_distance
+        if s is None or np.asarray(s).dtype.kind not in "iu" or not len(s):
+            return
+        with np.errstate(invalid="ignore"):
+            top = (np.asarray(self.reached, dtype=np.float64) - 1) * np.nan_to_num(
+                np.asarray(self.eccentricity, dtype=np.float64))
+        if (top >= 2.0 ** 63).any():
+            i = int(np.argmax(top >= 2.0 ** 63))
+            raise SumOverflowError(
+                f"the sum of distances from source index {int(self.sources[i])} can pass 2**63 "
+                f"({int(self.reached[i]):,} vertices reached, eccentricity {self.eccentricity[i]:.0f}): "
+                "its integer sum may have wrapped, so no statistics are reported (scale the weights down)")
 
     @property
     def matrix(self) -> np.ndarray:

@@ -1,0 +1,36 @@
+"""Per-source sums of integer distances never wrap silently: each distance is below
+2**53 (the exactness rule), but thousands of them can pass 2**63 (CPU only)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_sssp import kernels
+from gpu_sssp.kernels.errors import SumOverflowError
+from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.kernels.result import Result
+
+
+def _chain(n: int, w: int) -> Graph:
+    return Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, w, dtype=np.int64), n, name="chain")
+
+
+def test_a_sum_past_2_63_is_refused_not_wrapped():
+    g = _chain(4100, 2**40)  # every path below 2**53, the sum from vertex 0 about 1.00002 * 2**63
+    g.check_exact()
+    with pytest.raises(SumOverflowError, match="source index 0 can pass 2\\*\\*63"):
+        kernels.solve(g, [0], method="dijkstra", backend="cpu")
+    # from near the end of the chain the sum is small and exact
+    res = kernels.solve(g, [4000], method="dijkstra", backend="cpu")
+    assert int(res.sum_distance[0]) == 2**40 * (99 * 100 // 2)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_result_checks_integer_sums_only(dtype):
+    common = dict(sources=np.array([0]), distances=None, predecessors=None, iterations=np.zeros(1, np.int64),
+                  relaxations=np.zeros(1, np.int64), method="m", backend="cpu")
+    with pytest.raises(SumOverflowError):
+        Result(reached=np.array([4097]), eccentricity=np.array([2.0**51]), sum_distance=np.zeros(1, dtype), **common)
+    Result(reached=np.array([4095]), eccentricity=np.array([2.0**51]), sum_distance=np.zeros(1, dtype), **common)
+    Result(reached=np.array([4097]), eccentricity=np.array([2.0**51]), sum_distance=np.zeros(1), **common)  # float
+    Result(reached=np.array([0]), eccentricity=np.array([np.nan]), sum_distance=np.zeros(1, dtype), **common)
