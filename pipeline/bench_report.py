@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.pipeline.fsnames import arrow_file
 from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
 from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 
@@ -74,7 +75,8 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             p = p / ROWS_FILE
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such bench rows file")
-        t = pq.read_table(p)
+        with arrow_file(p) as src:
+            t = pq.read_table(src)
         raw = (t.schema.metadata or {}).get(b"sssp")
         meta = json.loads(raw) if raw else {}
         if meta.get("kind") != "bench-rows":

@@ -7,6 +7,7 @@ once into ``.sssp-cache/`` by :func:`load_graph`.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,10 +17,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,12 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
         The file cannot be opened (``FileNotFoundError`` when it does not exist).
     """
     path = Path(path)
-    pf, raw, meta, n, base = _open_edge_list(path)
+    with _open_parquet_checked(path) as pf:
+        return _read_parquet(path, pf, cache, parallel)
+
+
+def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
+    pf, raw, meta, n, base = _open_edge_list(path, pf)
     st = path.stat()
     key = {
         "version": CACHE_VERSION,
@@ -81,7 +87,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
                 if json.loads(str(z["key"])) == key:
                     g = Graph(n=int(z["n"]), indptr=z["indptr"], indices=z["indices"],
                             weights=z["weights"], id_base=base,
-                            directed=bool(meta.get("directed", True)), name=path.stem,
+                            directed=bool(meta.get("directed", True)), name=shown(path.stem),
                             meta=json.loads(str(z["meta"])))
                     g.fingerprint = str(z["fingerprint"])
                     g.path = str(path.resolve())
@@ -91,7 +97,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
             log.warning("ignoring unreadable CSR cache %s: %s", cpath, exc)
     src, dst, w = _read_arcs(path, pf, n, base)
     g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
-                       parallel=parallel, name=path.stem, meta=meta)
+                       parallel=parallel, name=shown(path.stem), meta=meta)
     g.path = str(path.resolve())
     if cache:
         tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}.npz")
@@ -110,9 +116,32 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     return g
 
 
-def _open_edge_list(path: Path):
-    """Open a Parquet edge list and check everything its footer says (metadata,
-    columns, declared sizes) before anything is read or sized by it.
+def _not_parquet(path: Path, exc: Exception) -> InputError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return InputError(path, None, f"not a readable Parquet file ({first}); expected a Parquet edge list "
+                      "written by sssp ingest or sssp generate")
+
+
+@contextlib.contextmanager
+def _open_parquet_checked(path: Path):
+    """:func:`fsnames.open_parquet` (any file name), a file that is not Parquet an
+    ``InputError``; ``FileNotFoundError`` as it is."""
+    import pyarrow as pa
+
+    stack = contextlib.ExitStack()
+    try:
+        pf = stack.enter_context(open_parquet(path))
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise _not_parquet(path, exc) from None
+    with stack:
+        yield pf
+
+
+def _open_edge_list(path: Path, pf):
+    """Check everything an open Parquet edge list's footer says (metadata, columns,
+    declared sizes) before anything is read or sized by it.
 
     Returns ``(ParquetFile, raw metadata, metadata, n, id_base)``."""
     import pyarrow as pa
@@ -123,14 +152,9 @@ def _open_edge_list(path: Path):
         return InputError(path, None, message)
 
     try:
-        pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
-    except FileNotFoundError:
-        raise
     except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise bad(f"not a readable Parquet file ({first}); expected a Parquet edge list written "
-                  "by sssp ingest or sssp generate") from None
+        raise _not_parquet(path, exc) from None
     raw = (schema.metadata or {}).get(b"sssp")
     if raw is None:
         raise bad("not an sssp edge list (no 'sssp' metadata; run `sssp ingest` first)")
@@ -218,7 +242,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
 
     Non-Parquet inputs are ingested once into ``<cache_dir or input dir>/.sssp-cache``
     and loaded from there.  Each ingested copy is named
-    ``<input name>.<path key>.<options key>.<input state key>.parquet``: a copy whose
+    ``<input name>.<path key>.<options key>.<input state key>.parquet`` (an input name
+    that is not valid UTF-8 is replaced by ``input-<8 hex digits of its SHA-256>``,
+    :func:`fsnames.safe_name`): a copy whose
     input has changed since (another size or mtime) is deleted with its CSR caches the
     next time the input is loaded, and at most :data:`CACHE_VARIANTS` option variants of
     one input are kept (least recently used first out).  The copy is written under a
@@ -268,10 +294,11 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     okey = _short_hash(sorted(ingest_options.items()))
     skey = _short_hash([st.st_size, st.st_mtime_ns])
     base, created = _cache_folder(resolved, cache_dir)
-    prefix = f"{path.name}.{ikey}."
+    name = safe_name(path.name)  # pyarrow cannot take a name that is not UTF-8
+    prefix = f"{name}.{ikey}."
     out = base / f"{prefix}{okey}.{skey}.parquet"
     try:
-        _evict_stale(base, path.name, prefix, skey, legacy=cache_dir is None)
+        _evict_stale(base, name, prefix, skey, legacy=cache_dir is None)
         g = None
         if out.exists():
             try:
@@ -290,7 +317,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         if created:
             _drop_if_empty(base)
         raise
-    g.name = Path(_ingest.strip_compression(path.name)).stem
+    g.name = shown(Path(_ingest.strip_compression(path.name)).stem)  # printable (fsnames)
     return g
 
 

@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.pipeline.fsnames import arrow_file
+
 log = logging.getLogger(__name__)
 
 TMP_MARK = ".tmp-"
@@ -155,7 +157,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
     with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
-        pq.write_table(table, tmp, **_parquet_options(compression, use_dictionary, store_schema))
+        with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
+            pq.write_table(table, sink, **_parquet_options(compression, use_dictionary, store_schema))
         size = os.stat(tmp).st_size
     return size
 

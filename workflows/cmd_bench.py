@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import graph_options
 
 console = Console(stderr=True)
@@ -131,7 +132,7 @@ def _load_graph(raw: str, opts: dict, names: set):
     path = Path(raw)
     t0 = time.perf_counter()
     g = load_graph(path) if path.suffix == ".parquet" else load_graph(path, **opts)
-    label = path.stem if path.suffix == ".parquet" else _plain_label(path)
+    label = shown(path.stem if path.suffix == ".parquet" else _plain_label(path))  # printable
     base, i = label, 2
     while label in names:
         label, i = f"{base}-{i}", i + 1
@@ -242,7 +243,7 @@ def _show(table, written, out: Path) -> None:
     for n in written.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
     files = [out / report.ROWS_FILE, written["summary"], *written["plots"]]
-    console.print("wrote " + ", ".join(str(p) for p in files), highlight=False, markup=False)
+    console.print("wrote " + ", ".join(shown(p) for p in files), highlight=False, markup=False)
     failures = len(table) - sum(table.column("ok").to_pylist())
     if failures:
         console.print(f"[bold red]{failures} row(s) failed the check against the SciPy reference "

@@ -7,7 +7,10 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from gpu_sssp.pipeline.fsnames import shown
 
 HELP = "convert a graph file (.gr/.ss/.co, .mtx, METIS .graph, edge list, PACE; compressed) to Parquet"
 
@@ -78,7 +81,7 @@ def default_output(path: Path) -> Path:
 
 
 def summary_table(meta: dict, out, seconds: float | None = None, size: int | None = None) -> Table:
-    t = Table(title=f"{meta.get('source_file') or meta.get('format')} -> {out}", show_header=False,
+    t = Table(title=shown(f"{meta.get('source_file') or meta.get('format')} -> {out}"), show_header=False,
               title_justify="left")
     t.add_column("key", style="bold")
     t.add_column("value")
@@ -131,7 +134,7 @@ def run(args) -> int:
                       chunk_bytes=max(1, args.chunk_mb) << 20, max_vertices=args.max_vertices,
                       max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     except InputError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(shown(exc))}", highlight=False, soft_wrap=True)
         return 2
     dt = time.perf_counter() - t0
     if not args.quiet:

@@ -7,6 +7,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
                                       sources_from_args)
 
@@ -43,7 +44,7 @@ def run(args) -> int:
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,
                         predecessors=args.predecessors, distances=True)
     wall = (time.perf_counter() - t0) * 1e3
-    table = Table(title=f"{graph.name}: {graph.n:,} vertices, {graph.m:,} arcs - {res.method} on {res.device}")
+    table = Table(title=f"{shown(graph.name)}: {graph.n:,} vertices, {graph.m:,} arcs - {res.method} on {res.device}")
     for col in ("source", "reached", "eccentricity", "sum of distances", "mean distance"):
         table.add_column(col, justify="right")
     mean = res.mean_distance()
@@ -64,5 +65,5 @@ def run(args) -> int:
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,
                 "sources": graph.to_ids(src).tolist()[:1000]}
         write_parquet_atomic(out, args.out, metadata=meta)
-        console.print(f"wrote {out.num_rows:,} rows to {args.out}")
+        console.print(f"wrote {out.num_rows:,} rows to {shown(args.out)}")
     return 0

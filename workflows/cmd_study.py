@@ -15,6 +15,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
+from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
@@ -117,7 +118,7 @@ def _fmt(v, integer: bool) -> str:
 
 
 def summary_table(s: dict, integer: bool) -> Table:
-    t = Table(title=f"study {s['study_id']}: {s['graph']} ({s['vertices']:,} vertices, {s['arcs']:,} arcs)")
+    t = Table(title=f"study {s['study_id']}: {shown(s['graph'])} ({s['vertices']:,} vertices, {s['arcs']:,} arcs)")
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_column("source", justify="right")
@@ -213,9 +214,9 @@ def run(args) -> int:
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
         if args.resume and not study.pending:
-            console.print(f"{args.out}: all {len(plan.batches)} batches already done; summarising")
+            console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising")
         console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
-                      f"{len(plan.batches):,} batches of {plan.batch_size}, {len(study.pending):,} to do -> {args.out}")
+                      f"{len(plan.batches):,} batches of {plan.batch_size}, {len(study.pending):,} to do -> {shown(args.out)}")
         state["task"] = progress.add_task("study", total=plan.sources.count, completed=study.sources_done,
                                           initial=study.sources_done)
         progress.start()
@@ -251,7 +252,8 @@ def run(args) -> int:
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"]))
-    mat_note = f"{args.out}/matrix/, targets.parquet, " if "targets" in summary else ""
-    console.print(f"wrote {mat_note}{args.out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
-                  + (f"; report {args.report}" if args.report else ""))
+    out = shown(args.out)
+    mat_note = f"{out}/matrix/, targets.parquet, " if "targets" in summary else ""
+    console.print(f"wrote {mat_note}{out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
+                  + (f"; report {shown(args.report)}" if args.report else ""))
     return 0

@@ -15,8 +15,12 @@ _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
 def one_line(text) -> str:
-    """``text`` with its line breaks folded into spaces: an error is one line."""
-    return _BREAKS.sub(" ", str(text)).strip()
+    """``text`` with its line breaks folded into spaces: an error is one line.  A file
+    name that is not valid UTF-8 in it shows U+FFFD for its odd bytes (it never makes
+    printing fail)."""
+    from gpu_sssp.pipeline.fsnames import shown
+
+    return _BREAKS.sub(" ", shown(str(text))).strip()
 
 
 def print_error(message, *, label: str = "error", file=None) -> None:

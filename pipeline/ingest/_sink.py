@@ -18,6 +18,7 @@ from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.graph import in_arc_maxima, path_bound_of, path_bound_ok
 
 from ..errors import InputError
+from ..fsnames import is_utf8, open_parquet
 from ._limits import Limits, bound_message
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,14 @@ class AtomicParquet:
         self.tmp = temp_path_for(self.out)
         self.schema = schema
         self.row_group_size = int(row_group_size)
-        self._w = pq.ParquetWriter(self.tmp, schema, compression=PARQUET_COMPRESSION, use_dictionary=False)
+        # pyarrow cannot take a name that is not UTF-8: then Python opens the file
+        self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
+        try:
+            self._w = pq.ParquetWriter(self._file if self._file is not None else str(self.tmp), schema,
+                                       compression=PARQUET_COMPRESSION, use_dictionary=False)
+        except BaseException:
+            self._close_file()
+            raise
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sssp-parquet")
         self._pending = None
 
@@ -94,6 +102,12 @@ class AtomicParquet:
             "ARROW:schema": base64.b64encode(full.serialize().to_pybytes()).decode(),
         })
         self._w.close()
+        self._close_file()
+
+    def _close_file(self):
+        if self._file is not None:
+            f, self._file = self._file, None
+            f.close()
 
     def publish(self):
         fsync_path(self.tmp)  # on disk before the rename makes it the real file
@@ -112,6 +126,10 @@ class AtomicParquet:
             pass
         finally:
             try:
+                self._close_file()
+            except OSError:  # pragma: no cover - best effort cleanup
+                pass
+            try:
                 self.tmp.unlink()
             except FileNotFoundError:
                 pass
@@ -119,9 +137,10 @@ class AtomicParquet:
 
 def read_meta(path) -> dict:
     """The ``sssp`` metadata of a Parquet file written by ingest/generate."""
-    md = pq.read_schema(path).metadata or {}
-    if META_KEY not in md:
-        md = pq.ParquetFile(path).metadata.metadata or {}
+    with open_parquet(path) as pf:
+        md = pf.schema_arrow.metadata or {}
+        if META_KEY not in md:
+            md = pf.metadata.metadata or {}
     if META_KEY not in md:
         raise InputError(path, None, "no 'sssp' metadata: not written by sssp ingest/generate")
     return json.loads(md[META_KEY])
@@ -394,12 +413,12 @@ class EdgeSink:
         """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
         temporary file (only when the crude bound failed: n values of 8 bytes)."""
         acc = in_arc_maxima(n, integer=self._integer)
-        pf = pq.ParquetFile(self.writer.tmp)
-        for rb in pf.iter_batches(columns=["dst", "weight"], batch_size=1 << 22):
-            heads = rb.column(0).to_numpy().astype(np.int64)
-            if self.id_base:
-                heads -= self.id_base
-            acc.add(heads, rb.column(1).to_numpy())
+        with open_parquet(self.writer.tmp) as pf:
+            for rb in pf.iter_batches(columns=["dst", "weight"], batch_size=1 << 22):
+                heads = rb.column(0).to_numpy().astype(np.int64)
+                if self.id_base:
+                    heads -= self.id_base
+                acc.add(heads, rb.column(1).to_numpy())
         return acc.sum_bound()
 
     def _wait_keys(self):

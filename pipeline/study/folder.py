@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from gpu_sssp.pipeline import fsnames as _fs
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.summary import summarize
@@ -295,7 +295,7 @@ class Study:
             try:
                 # a readable footer with the batch's row count: complete, even after a
                 # power loss that left a renamed but empty file (fsync off)
-                rows = pq.read_metadata(f).num_rows
+                rows = _fs.read_metadata(f).num_rows
             except (OSError, pa.ArrowInvalid):
                 continue
             if rows == len(self.plan.batches[i]):
@@ -321,9 +321,9 @@ class Study:
         name = batch_name(i)
         f = self.out / "stats" / name
         try:
-            if pq.read_metadata(f).num_rows != len(batch):
+            if _fs.read_metadata(f).num_rows != len(batch):
                 return None
-            t = pq.read_table(f, columns=["source", "reached", "algorithm"])
+            t = _fs.read_table(f, columns=["source", "reached", "algorithm"])
             if not np.array_equal(t.column("source").to_numpy(), batch + plan.graph.id_base):
                 return None
             algos = pc.unique(t.column("algorithm").cast(pa.string())).to_pylist()
@@ -344,7 +344,7 @@ class Study:
                     if "predecessors" in plan.outputs:
                         want.append((f"predecessors/{name}", plan.graph.n, cols))
             for rel, rows, cols in want:
-                meta = pq.read_metadata(self.out / rel)
+                meta = _fs.read_metadata(self.out / rel)
                 if meta.num_rows != rows or (cols is not None and meta.schema.to_arrow_schema().names != cols):
                     return None
                 files.insert(-1, rel)
@@ -521,7 +521,7 @@ class Study:
         """Every finished batch's stats, in plan order."""
         from gpu_sssp.kernels.result import STATS_SCHEMA
 
-        parts = [pq.read_table(self.out / "stats" / batch_name(i), schema=STATS_SCHEMA) for i in sorted(self.done)]
+        parts = [_fs.read_table(self.out / "stats" / batch_name(i), schema=STATS_SCHEMA) for i in sorted(self.done)]
         if not parts:
             return STATS_SCHEMA.empty_table()
         return pa.concat_tables(parts)

@@ -111,7 +111,10 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
     key = (path, digest)
     got = _LOADED.get(key)
     if got is None:
-        ids = pq.read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
+        from gpu_sssp.pipeline.fsnames import arrow_file
+
+        with arrow_file(path) as src:
+            ids = pq.read_table(src, columns=["target"]).column("target").to_numpy().astype(np.int64)
         got = ids - id_base
         mine = hashlib.sha256(np.ascontiguousarray(got).tobytes()).hexdigest()[:16]
         if mine != digest:

@@ -1,0 +1,87 @@
+"""File names that are not valid UTF-8, and pyarrow.
+
+Linux allows any bytes in a file name but ``/`` and NUL; Python carries a name that
+is not valid UTF-8 as a ``str`` with lone surrogates (``os.fsdecode(b"na\\xffme.gr")``
+is ``"na\\udcffme.gr"``).  pyarrow encodes a path it is given as strict UTF-8 and
+raises ``UnicodeEncodeError`` on such a name, so every place that hands pyarrow a
+user's path goes through :func:`arrow_file` (or :func:`open_parquet`): the name
+itself where pyarrow can take it (pyarrow's own I/O, unchanged), the file opened by
+Python otherwise.  :func:`shown` turns any name into text that prints everywhere.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+
+__all__ = ["is_utf8", "shown", "safe_name", "arrow_file", "open_parquet", "read_table", "read_metadata"]
+
+
+def is_utf8(path) -> bool:
+    """Whether ``path``'s bytes on the file system are valid UTF-8 (what pyarrow needs)."""
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
+
+
+def shown(text) -> str:
+    """``text`` (a path or a message holding one) as printable text: bytes that are not
+    UTF-8 become U+FFFD, so printing it never raises ``UnicodeEncodeError``."""
+    s = os.fspath(text) if isinstance(text, os.PathLike) else text
+    if isinstance(s, bytes):
+        return s.decode("utf-8", "replace")
+    s = str(s)
+    try:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # surrogates that stand for no byte
+        return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def safe_name(name) -> str:
+    """A file name derived from ``name`` that is valid UTF-8: ``name`` itself when it is,
+    else ``input-`` and the first 8 hex digits of the SHA-256 of its bytes."""
+    if is_utf8(name):
+        return os.fsdecode(name)
+    return "input-" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
+
+
+@contextlib.contextmanager
+def arrow_file(path, mode: str = "rb"):
+    """Yield what to hand pyarrow for ``path``: the name (a ``str``) when pyarrow can
+    encode it, else the file opened by Python in ``mode`` (``"rb"`` or ``"wb"``), closed
+    on exit.  Writers flush and rename as before: the file object is closed (its data
+    handed to the OS) when the block ends."""
+    p = os.fspath(path)
+    if is_utf8(p):
+        yield os.fsdecode(p)
+        return
+    with open(p, mode) as f:
+        yield f
+
+
+@contextlib.contextmanager
+def open_parquet(path):
+    """Yield a ``pyarrow.parquet.ParquetFile`` on ``path`` whatever its name; the file is
+    closed when the block ends."""
+    import pyarrow.parquet as pq
+
+    with arrow_file(path) as src, pq.ParquetFile(src) as pf:
+        yield pf
+
+
+def read_table(path, **kwargs):
+    """``pyarrow.parquet.read_table`` on ``path`` whatever its name."""
+    import pyarrow.parquet as pq
+
+    with arrow_file(path) as src:
+        return pq.read_table(src, **kwargs)
+
+
+def read_metadata(path):
+    """``pyarrow.parquet.read_metadata`` on ``path`` whatever its name."""
+    import pyarrow.parquet as pq
+
+    with arrow_file(path) as src:
+        return pq.read_metadata(src)
