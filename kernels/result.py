@@ -311,7 +311,8 @@ def reduce_distances(dist, *, integer: bool, xp=np):
 
     Works with NumPy or CuPy arrays (``xp``).  Returns ``(reached, eccentricity,
     sum_distance)``; ``sum_distance`` is summed in int64 when ``integer`` so it is
-    exact for integer weights.
+    exact for integer weights (where a source's sum could pass 2**62 it comes as float64,
+    summed exactly in 32-bit halves, then rounded once: never wrapped).
     """
     finite = xp.isfinite(dist)
     reached = finite.sum(axis=1).astype(xp.int64)
@@ -319,7 +320,16 @@ def reduce_distances(dist, *, integer: bool, xp=np):
     ecc = masked.max(axis=1) if dist.shape[1] else xp.zeros(dist.shape[0])
     ecc = xp.where(reached > 0, ecc, xp.nan)
     if integer:
-        s = xp.where(finite, dist, 0).astype(xp.int64).sum(axis=1)
+        d = xp.where(finite, dist, 0).astype(xp.int64)
+        s = d.sum(axis=1)
+        # each distance is below 2**53, but thousands of them can pass 2**63 and wrap:
+        # there the sum is taken in two 32-bit halves (exact) and given as float64, the
+        # type the statistics files hold it in (rounded above 2**53, never wrapped)
+        top = (reached - 1).astype(xp.float64) * xp.nan_to_num(ecc.astype(xp.float64))
+        if bool((top >= 2.0 ** 62).any()):
+            hi = (d >> 32).sum(axis=1).astype(xp.float64)
+            lo = (d & 0xFFFFFFFF).sum(axis=1).astype(xp.float64)
+            s = hi * 4294967296.0 + lo
     else:
         s = xp.where(finite, dist, 0.0).sum(axis=1)
     return reached, ecc.astype(xp.float64), s

@@ -15,14 +15,16 @@ def _chain(n: int, w: int) -> Graph:
     return Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, w, dtype=np.int64), n, name="chain")
 
 
-def test_a_sum_past_2_63_is_refused_not_wrapped():
+def test_a_sum_past_2_63_is_summed_in_halves_not_wrapped():
     g = _chain(4100, 2**40)  # every path below 2**53, the sum from vertex 0 about 1.00002 * 2**63
     g.check_exact()
-    with pytest.raises(SumOverflowError, match="source index 0 can pass 2\\*\\*63"):
-        kernels.solve(g, [0], method="dijkstra", backend="cpu")
-    # from near the end of the chain the sum is small and exact
-    res = kernels.solve(g, [4000], method="dijkstra", backend="cpu")
-    assert int(res.sum_distance[0]) == 2**40 * (99 * 100 // 2)
+    res = kernels.solve(g, [0, 4000], method="dijkstra", backend="cpu")
+    exact = 2**40 * (4099 * 4100 // 2)
+    assert exact >= 2**63 and res.sum_distance.dtype == np.float64
+    assert res.sum_distance[0] == float(exact)  # exact, rounded once to float64
+    assert int(res.sum_distance[1]) == 2**40 * (99 * 100 // 2)  # the small one stays exact
+    # the statistics table holds it as it is (float64 column)
+    assert res.stats_table().column("sum_distance").to_pylist()[0] == float(exact)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
