@@ -136,13 +136,12 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         if isinstance(x, str) and x == "all":
             return _np.arange(g.n, dtype=_np.int64)
         from gpu_sssp.kernels.errors import UsageError
-        from gpu_sssp.pipeline.sources import ids_to_index
 
         arr = list(x) if not isinstance(x, _np.ndarray) else x
         if _np.size(arr) == 0:
             raise UsageError(f"no {what} ids given")
         # an id beyond 64 bits is refused with the range of ids, not an OverflowError
-        return ids_to_index(g, arr, what=what)
+        return g.to_index(arr, what=what)
 
     src, tg = ids(sources, "source"), ids(targets, "target")
     _check_matrix_size(g, src, tg, max_distance_bytes)

@@ -446,9 +446,12 @@ class Graph:
         Raises
         ------
         ValueError
-            An id that is not an integer or names no vertex of the graph.
+            (``UsageError``) An id that is not an integer (1.5, "x", True, nan) or names
+            no vertex of the graph, however large (an id beyond 64 bits included).
         """
         ids = np.atleast_1d(np.asarray(ids))
+        if ids.dtype.kind == "b":  # True is not vertex 1
+            raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
         if ids.dtype.kind not in "iu":
             # casting straight to int64 would truncate 1.5 (or "1.5") to vertex 1
             try:
@@ -463,7 +466,7 @@ class Graph:
             if far.any():
                 raise UsageError(f"{what} {ids[np.argmax(far)]} does not exist in {self.name}: ids run from "
                                  f"{self.id_base} to {self.id_base + self.n - 1}")
-            ids = as_float.astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
+            ids = as_float.astype(np.int64)  # whole and in range: exact ("2.0" and "3" too)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)
         if bad.any():

@@ -26,82 +26,6 @@ log = logging.getLogger(__name__)
 ORDERS = ("locality", "given")
 
 
-def ids_to_index(graph, ids, *, what: str = "source") -> np.ndarray:
-    """File ids given by a user (a sequence, an array or one id) -> internal indices.
-
-    As ``graph.to_index``, which it calls, but safe for any value: an id beyond 64 bits
-    (``99999999999999999999``) is refused with the graph's range of ids, where the
-    conversion to int64 used to raise ``OverflowError``; a value that is not a whole
-    number (``1.5``, ``"x"``, ``True``) is refused as such.
-
-    Raises
-    ------
-    UsageError
-        (a ``ValueError``) naming ``what``, the value and, for an id out of range,
-        ``ids run from <first> to <last>``.
-    """
-    if isinstance(ids, np.ndarray):
-        items = ids.ravel()
-    elif isinstance(ids, (str, bytes)) or np.isscalar(ids):
-        items = [ids]
-    else:
-        items = list(ids)
-    lo, hi = int(graph.id_base), int(graph.id_base) + int(graph.n) - 1
-
-    def out_of_range(v):
-        return UsageError(f"{what} {v} does not exist in {graph.name}: ids run from {lo} to {hi}")
-
-    arr = items if isinstance(items, np.ndarray) else None
-    if arr is None:
-        try:
-            arr = np.asarray(items)
-        except (OverflowError, ValueError, TypeError):
-            arr = np.asarray(items, dtype=object)
-    if arr.dtype.kind in "iu":  # to_index checks the range (uint64 above int64 included)
-        return graph.to_index(arr, what=what)
-    if arr.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            whole = np.isfinite(arr) & (np.floor(arr) == arr)
-        if not whole.all():
-            raise UsageError(f"{what} ids must be integers, got {arr[~whole][:5].tolist()}")
-        bad = (arr < lo) | (arr > hi)
-        if bad.any():
-            raise out_of_range(int(arr[np.argmax(bad)]))
-        return graph.to_index(arr.astype(np.int64), what=what)
-    # objects (Python ints of any size, mixed types), strings, booleans: one by one
-    out = np.empty(len(arr), dtype=np.int64)
-    for i, v in enumerate(arr.tolist()):
-        iv = _whole_number(v)
-        if iv is None:
-            raise UsageError(f"{what} ids must be integers, got {v!r}")
-        if not lo <= iv <= hi:
-            raise out_of_range(iv)
-        out[i] = iv
-    return graph.to_index(out, what=what)
-
-
-def _whole_number(v) -> int | None:
-    """``v`` as a Python int when it is a whole number (an int, an integral finite
-    float, or a string of one), else None; booleans are not ids."""
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, bytes):
-        v = v.decode("ascii", "replace")
-    if isinstance(v, str):
-        try:
-            return int(v.strip())
-        except ValueError:
-            try:
-                v = float(v)
-            except ValueError:
-                return None
-    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
-        return int(v)
-    return None
-
-
 @dataclass
 class SourcePlan:
     """The sources of a study (internal 0-based indices, in solving order).
@@ -324,10 +248,10 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = np.arange(graph.n, dtype=np.int64)
         how = {"kind": "all"}
     elif chosen == ["ids"]:
-        ids = list(ids)  # ids_to_index rejects 1.5 rather than truncating it
+        ids = list(ids)  # to_index rejects 1.5 rather than truncating it
         if len(ids) == 0:
             raise UsageError("no source ids given")
-        idx = ids_to_index(graph, ids, what="source")
+        idx = graph.to_index(ids, what="source")
         how = {"kind": "list"}
     elif chosen == ["file"]:
         file_ids = read_source_file(sources_file, graph)

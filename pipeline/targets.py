@@ -128,12 +128,10 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         idx = file_ids - graph.id_base
         how = {"kind": "file", "file": os.fspath(targets)}
     else:
-        from gpu_sssp.pipeline.sources import ids_to_index
-
         targets = list(targets)
         if len(targets) == 0:
             raise UsageError("no target ids given")
-        idx = ids_to_index(graph, targets, what="target")
+        idx = graph.to_index(targets, what="target")
         how = {"kind": "list"}
     idx = np.asarray(idx, dtype=np.int64)
     how.update(count=int(len(idx)), distinct=int(len(np.unique(idx))))

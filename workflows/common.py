@@ -98,9 +98,7 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     """File ids from --source/--sources-file -> internal indices (validated)."""
     chunks = []
     if ids:
-        from gpu_sssp.pipeline.sources import ids_to_index
-
-        chunks.append(ids_to_index(graph, ids, what="source"))
+        chunks.append(graph.to_index(list(ids), what="source"))
     if sources_file:
         from gpu_sssp.pipeline.ingest import read_sources
 

@@ -218,14 +218,14 @@ def test_facade_matrix_refuses_ids_out_of_range(rome, bad, message):
         gpu_sssp.matrix(g, bad, [1], backend="cpu")
 
 
-def test_ids_to_index_keeps_good_ids(rome):
-    from gpu_sssp.pipeline.sources import ids_to_index, plan_sources
+def test_to_index_keeps_good_ids(rome):
+    from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.targets import plan_targets
 
     _, g, _ = rome
     for ids in ([1, 2.0, "3", np.int64(4)], np.array([1, 2, 3, 4], dtype=np.uint64), np.array([1.0, 2, 3, 4]), (1, 2, 3, 4)):
-        assert ids_to_index(g, ids).tolist() == [0, 1, 2, 3]
-    assert ids_to_index(g, 3353).tolist() == [3352]
+        assert g.to_index(ids).tolist() == [0, 1, 2, 3]
+    assert g.to_index(3353).tolist() == [3352]
     with pytest.raises(ValueError, match="source 99999999999999999999999 does not exist"):
         plan_sources(g, ids=[1, 99999999999999999999999])
     with pytest.raises(ValueError, match="target 99999999999999999999999 does not exist"):
