@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.kernels.memory import available_memory
+from gpu_sssp.kernels import memory
 
 from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
 
@@ -299,11 +299,6 @@ def _arc_bytes(n: int, weight_type: str) -> int:
     return 2 * (4 if n <= 2**31 else 8) + np.dtype(WEIGHT_TYPES.get(weight_type, np.int64)).itemsize
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory this process could still get (``kernels.memory.available_memory``)."""
-    return available_memory()
-
-
 def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:
     """Refuse, before anything is allocated, a graph above the limits ingestion applies
     to an input (``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``; an explicit
@@ -334,7 +329,7 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:
         raise UsageError(f"generate {what}: {arcs:,} arcs, above the limit sssp.ingest.max-arcs = "
                          f"{limits.max_arcs:,}; {how('max-arcs', '--max-arcs')}")
     need = arcs * _arc_bytes(n, str(kw.get("weight_type", "int64")))
-    avail = _available_memory()
+    avail = memory.available_memory()
     if avail is not None and need > avail:
         raise UsageError(f"generate {what}: {n:,} vertices and {arcs:,} arcs need at least {need / 1e9:,.1f} GB "
                          f"of memory (ids and weights alone; generation takes more), more than the "

@@ -30,7 +30,6 @@ from gpu_sssp.kernels._gpu import device_name
 from gpu_sssp.kernels.gpu.clock import anchor, span
 from gpu_sssp.kernels.gpu.common import pred_names, predecessor_tree
 from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
-from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.order import locality_order
 from gpu_sssp.kernels.result import NegativeCycleError, Result
 
@@ -321,9 +320,6 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         tg_d = cp.asarray(targets)
         t_stats = (np.zeros(N, np.int64), np.zeros(N, np.float64), np.zeros(N, np.float64 if not integer
                                                                              else np.int64))
-    check_host_memory(output_bytes(N, n if targets is None else len(targets), distances=distances,
-                                   predecessors=predecessors, n=n),
-                      f"batched: the host outputs of {N:,} sources", "solve fewer sources at a time")
     out_dist = np.empty((N, n if targets is None else len(targets)), dtype=np.float64) if distances else None
     out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
     pred_buf = cp.empty(n * Bcap, dtype=cp.int32) if predecessors else None

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
-from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
 
 log = logging.getLogger(__name__)
@@ -577,8 +576,6 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         src_pos_d, src_pos_keep = to_device_async(source_positions(prep, sources, starts, kmax, Bmax))
         stats = cp.zeros((3, nb, Bmax), dtype=cp.uint64)  # reached, eccentricity, sum
         reached, ecc, total = stats[0], stats[1], stats[2]
-        check_host_memory(output_bytes(N, n, distances=distances, predecessors=predecessors),
-                          f"phast: the host outputs of {N:,} sources x {n:,} vertices", "solve fewer sources at a time")
         out_dist = np.empty((N, n), dtype=np.float64) if distances else None
         out_pred = np.empty((N, n), dtype=np.int64) if predecessors else None
         dist_buf = cp.empty((kmax, n), dtype=cp.float64) if distances else None

@@ -159,7 +159,9 @@ def test_generate_limits_follow_the_settings(tmp_path, monkeypatch):
 def test_generate_refuses_what_cannot_fit_in_memory(tmp_path, monkeypatch):
     from gpu_sssp.kernels.errors import UsageError
 
-    monkeypatch.setattr(G, "_available_memory", lambda: 10_000)
+    from gpu_sssp.kernels import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000)
     with pytest.raises(UsageError, match=r"grid --rows 30 --cols 30: 900 vertices and 3,480 arcs need at least"):
         G.generate("grid", tmp_path / "g.parquet", rows=30, cols=30)
     assert list(tmp_path.iterdir()) == []
