@@ -207,9 +207,7 @@ class Result:
         s = self.sum_distance
         if s is None or np.asarray(s).dtype.kind not in "iu" or not len(s):
             return
-        with np.errstate(invalid="ignore"):
-            top = (np.asarray(self.reached, dtype=np.float64) - 1) * np.nan_to_num(
-                np.asarray(self.eccentricity, dtype=np.float64))
+        top = sum_ceiling(self.reached, self.eccentricity)
         if (top >= 2.0 ** 63).any():
             i = int(np.argmax(top >= 2.0 ** 63))
             raise SumOverflowError(
@@ -306,13 +304,19 @@ class Result:
         )
 
 
+def sum_ceiling(reached, eccentricity, xp=np):
+    """The most each source's sum of distances can be: (reached - 1) x its eccentricity
+    (float64; 0 where nothing but the source is reached)."""
+    return (xp.asarray(reached).astype(xp.float64) - 1) * xp.nan_to_num(xp.asarray(eccentricity).astype(xp.float64))
+
+
 def reduce_distances(dist, *, integer: bool, xp=np):
     """Per-source reductions of a (B, n) distance array (``inf`` = unreachable).
 
     Works with NumPy or CuPy arrays (``xp``).  Returns ``(reached, eccentricity,
     sum_distance)``; ``sum_distance`` is summed in int64 when ``integer`` so it is
     exact for integer weights (where a source's sum could pass 2**62 it comes as float64,
-    summed exactly in 32-bit halves, then rounded once: never wrapped).
+    from two exact 32-bit half sums: never wrapped, within a few units of the last place).
     """
     finite = xp.isfinite(dist)
     reached = finite.sum(axis=1).astype(xp.int64)
@@ -323,10 +327,10 @@ def reduce_distances(dist, *, integer: bool, xp=np):
         d = xp.where(finite, dist, 0).astype(xp.int64)
         s = d.sum(axis=1)
         # each distance is below 2**53, but thousands of them can pass 2**63 and wrap:
-        # there the sum is taken in two 32-bit halves (exact) and given as float64, the
-        # type the statistics files hold it in (rounded above 2**53, never wrapped)
-        top = (reached - 1).astype(xp.float64) * xp.nan_to_num(ecc.astype(xp.float64))
-        if bool((top >= 2.0 ** 62).any()):
+        # there the sum is taken in two 32-bit halves (each sum exact in int64) and given
+        # as float64, the type the statistics files hold it in (rounded above 2**53,
+        # never wrapped)
+        if bool((sum_ceiling(reached, ecc, xp) >= 2.0 ** 62).any()):
             hi = (d >> 32).sum(axis=1).astype(xp.float64)
             lo = (d & 0xFFFFFFFF).sum(axis=1).astype(xp.float64)
             s = hi * 4294967296.0 + lo
