@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.fsnames import arrow_file
+from gpu_sssp.pipeline.fsnames import read_table
 from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
 from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 
@@ -75,8 +74,7 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             p = p / ROWS_FILE
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such bench rows file")
-        with arrow_file(p) as src:
-            t = pq.read_table(src)
+        t = read_table(p)
         raw = (t.schema.metadata or {}).get(b"sssp")
         meta = json.loads(raw) if raw else {}
         if meta.get("kind") != "bench-rows":

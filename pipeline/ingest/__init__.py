@@ -334,12 +334,9 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
     """
     path = Path(path)
     if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
+        from ..fsnames import read_table  # any file name
 
-        from ..fsnames import arrow_file
-
-        with arrow_file(path) as src:
-            ids = pq.read_table(src, columns=["source"]).column("source").to_numpy().astype(np.int64)
+        ids = read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)
     else:
         head, _ = peek_text(path, 4096)
         first = next((ln.split() for ln in head.split(b"\n") if ln.strip() and not ln.strip().startswith((b"c", b"#", b"%"))), None)

@@ -359,16 +359,7 @@ class Study:
         their indices.  Their files are flushed first (a stopped run's tasks may not have
         flushed their statistics files), so that a journal line never outlives its
         batch's files on a power loss."""
-        try:
-            names = set(os.listdir(self.out / "stats"))
-        except OSError:
-            return []
-        entries = []
-        for i in range(len(self.plan.batches)):
-            if i not in self.done and batch_name(i) in names:
-                e = self._written_batch(i)
-                if e is not None:
-                    entries.append(e)
+        entries = [e for e in map(self._written_batch, self._unjournaled_written()) if e is not None]
         if not entries:
             return []
         folders = set()
@@ -381,14 +372,19 @@ class Study:
         self.record_many(entries)
         return [e["batch"] for e in entries]
 
+    def _unjournaled_written(self) -> list[int]:
+        """The batches not journaled whose statistics file is in the folder (one listing
+        of ``stats/``)."""
+        try:
+            names = set(os.listdir(self.out / "stats"))
+        except OSError:
+            return []
+        return [i for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names]
+
     def unjournaled_files(self) -> int:
         """Statistics files in the folder of batches not journaled (a stopped run's
         written batches: a resume keeps those that are complete, :meth:`_written_batch`)."""
-        try:
-            names = {p.name for p in (self.out / "stats").iterdir()}
-        except OSError:
-            return 0
-        return sum(1 for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names)
+        return len(self._unjournaled_written())
 
     # .................................................................. state
     @property

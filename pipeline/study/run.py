@@ -2,6 +2,7 @@
 journal kept as batches finish."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -770,8 +771,6 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         plan.resolve_batch_size(worker_devices(info))
         if on_cluster is not None:
             on_cluster(info, plan, folder)
-        import contextlib
-
         from gpu_sssp.pipeline.cluster import performance_report
 
         with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
