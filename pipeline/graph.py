@@ -71,7 +71,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
 
 
 def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
-    pf, raw, meta, n, base = _open_edge_list(path, pf)
+    raw, meta, n, base = _open_edge_list(path, pf)
     st = path.stat()
     key = {
         "version": CACHE_VERSION,
@@ -143,7 +143,7 @@ def _open_edge_list(path: Path, pf):
     """Check everything an open Parquet edge list's footer says (metadata, columns,
     declared sizes) before anything is read or sized by it.
 
-    Returns ``(ParquetFile, raw metadata, metadata, n, id_base)``."""
+    Returns ``(raw metadata, metadata, n, id_base)``."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.ingest._limits import Limits
@@ -197,7 +197,7 @@ def _open_edge_list(path: Path, pf):
     what = "its 'sssp' metadata declares"
     limits.vertices(n, rows, "arcs", None, None, what=what)
     limits.arcs(rows, "arcs", None, f"{rows:,} rows")
-    return pf, raw, meta, n, base
+    return raw, meta, n, base
 
 
 def _read_arcs(path: Path, pf, n: int, base: int):
