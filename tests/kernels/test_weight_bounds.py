@@ -115,17 +115,23 @@ def test_nan_or_inf_weight_refused_naming_the_arc():
             Graph.from_edges([0, 1, 2], [1, 2, 0], np.array([1.0, bad, 2.0]), 3)
 
 
+def _refused_by_every_method(g, start: str) -> None:
+    """Every method (and ``auto``) refuses ``g`` before solving: its 1e308 arc 1 -> 2
+    would make a distance or a per-source sum overflow to inf."""
+    for method, backend in _every_method() + [("auto", "auto")]:
+        with pytest.raises(ValueError) as info:
+            kernels.solve(g, [0], method=method, backend=backend)
+        msg = str(info.value)
+        assert msg.startswith(start) and "overflow to inf" in msg, (method, msg)
+        assert "weight 1e+308 on arc 1 -> 2" in msg, msg
+
+
 def test_real_weights_whose_paths_overflow_refused_by_every_method():
     # 1 -> 2 -> 3 with 1e308 twice: vertex 3 is at 2e308, beyond float64 (it used to be
     # reported as unreachable, exit 0)
     g = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1e308]), 3, id_base=1, name="huge")
     assert g.path_bound() == float("inf")
-    for method, backend in _every_method() + [("auto", "auto")]:
-        with pytest.raises(ValueError) as info:
-            kernels.solve(g, [0], method=method, backend=backend)
-        msg = str(info.value)
-        assert msg.startswith("huge: real weights too large") and "overflow to inf" in msg, (method, msg)
-        assert "weight 1e+308 on arc 1 -> 2" in msg, msg
+    _refused_by_every_method(g, "huge: real weights too large")
     # the in-arc bound keeps a graph whose crude bound (2 * 5e307: 2 distances within it
     # may sum to 2e308) fails
     from gpu_sssp.kernels.graph import path_bound_of, path_bound_ok
@@ -145,12 +151,7 @@ def test_real_weights_whose_distances_sum_beyond_float64_refused():
         tails = [0, 0] if w[1] == 1e308 else [0, 1]
         g = Graph.from_edges(tails, [1, 2], np.array(w), 3, id_base=1, name="sums")
         assert g.path_bound() == float("inf")
-        for method, backend in _every_method() + [("auto", "auto")]:
-            with pytest.raises(ValueError) as info:
-                kernels.solve(g, [0], method=method, backend=backend)
-            msg = str(info.value)
-            assert msg.startswith("sums: real weights too large") and "overflow to inf" in msg, (method, msg)
-            assert "weight 1e+308 on arc 1 -> 2" in msg, msg
+        _refused_by_every_method(g, "sums: real weights too large")
     chain = Graph.from_edges([0, 1], [1, 2], np.array([1e308, 1.0]), 3, name="chain")
     with pytest.raises(ValueError, match=r"chain: real weights too large: every shortest distance stays finite "
                                          r"\(at most 1e\+308, .*\), but the 2 distances of one source may sum to "

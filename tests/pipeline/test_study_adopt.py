@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections import Counter
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipeline.test_study_support import rome_parquet
+from tests.pipeline.test_study_support import rome_parquet, solve_counter
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -24,24 +23,11 @@ KEEP = 5  # journal lines kept: the batches the stopped run had journaled
 @pytest.fixture(scope="module")
 def cluster():
     from distributed import Client, LocalCluster
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    class Solves(SchedulerPlugin):
-        """Counts, on the scheduler, the tasks whose results were stored (solves)."""
-
-        name = "count-solves"
-
-        def __init__(self):
-            self.memory = Counter()
-
-        def transition(self, key, start, finish, *args, **kwargs):
-            if finish == "memory":
-                self.memory[key] += 1
 
     c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                      silence_logs=logging.ERROR)
     client = Client(c)
-    counter = Solves()
+    counter = solve_counter()
     c.scheduler.add_plugin(counter)
     yield client, counter
     client.close()

@@ -10,12 +10,11 @@ import os
 import platform
 import signal
 import time
-from collections import Counter
 
 import numpy as np
 import pytest
 
-from tests.pipeline.test_study_support import grid_parquet, rome_parquet, rome_source, write_edge_parquet
+from tests.pipeline.test_study_support import grid_parquet, rome_parquet, rome_source, solve_counter, write_edge_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -38,28 +37,12 @@ def _plan(graph_path, out, **kw):
     return plan_study(g, graph_path, plan_sources(g, **src_kw), out=out, **kw)
 
 
-class _Solves:
-    """Counts, on the scheduler (in this process for a LocalCluster), how often each
-    task's result was stored: a batch solved twice goes to ``memory`` twice."""
-
-    name = "count-solves"
-
-    def __init__(self):
-        self.memory = Counter()
-
-    def transition(self, key, start, finish, *args, **kwargs):
-        if finish == "memory":
-            self.memory[key] += 1
-
-
 def test_journaled_batches_are_not_solved_again_when_their_worker_dies(tmp_path):
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
     from gpu_sssp.pipeline.study import run_study
 
     path = rome_parquet(tmp_path)
     cluster, client = _cluster(2)
-    counter = type("Counter", (_Solves, SchedulerPlugin), {})()
+    counter = solve_counter()
     cluster.scheduler.add_plugin(counter)
     try:
         plan = _plan(path, tmp_path / "study", sources="all", batch_size=8)

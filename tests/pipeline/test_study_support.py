@@ -90,6 +90,27 @@ def scipy_stats(graph, sources_internal):
 
 
 # ---------------------------------------------------------------------- unit tests
+def solve_counter():
+    """A scheduler plugin counting how often each task's result was stored
+    (``.memory[key]``): a batch solved twice goes to ``memory`` twice.  Added to a
+    LocalCluster's scheduler, it counts in this process."""
+    from collections import Counter
+
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class SolveCounter(SchedulerPlugin):
+        name = "count-solves"
+
+        def __init__(self):
+            self.memory = Counter()
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if finish == "memory":
+                self.memory[key] += 1
+
+    return SolveCounter()
+
+
 def test_plan_sources_kinds(tmp_path):
     from gpu_sssp.pipeline.graph import Graph, read_parquet
     from gpu_sssp.pipeline.sources import plan_sources

@@ -3,8 +3,6 @@ a planted wrong answer caught (rows written, exit status non-zero)."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -13,20 +11,6 @@ import pytest
 from gpu_sssp.kernels import registry
 from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 from gpu_sssp.workflows.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def rome99(tmp_path):
-    """rome99.gr copied into tmp (so the ingest cache lands there, not in the repo)."""
-    for cand in (REPO / "data" / "rome99.gr", REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr"):
-        if cand.exists():
-            dst = tmp_path / "in" / "rome99.gr"
-            dst.parent.mkdir()
-            shutil.copy(cand, dst)
-            return dst
-    pytest.skip("rome99.gr not found")
 
 
 def write_edge_parquet(path, src, dst, w, n, *, id_base=0, directed=True):

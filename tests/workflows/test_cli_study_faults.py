@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.test_study_support import rome_source
-
 REPO = Path(__file__).resolve().parents[2]
 SSSP = [sys.executable, "-m", "gpu_sssp.workflows.cli"]
 
@@ -41,12 +39,6 @@ def _wait_for_batches(proc, out: Path, n: int, timeout: float = 60, journaled: b
     pytest.fail("no batch files appeared")
 
 
-def _rome(tmp_path) -> Path:
-    gr = tmp_path / "rome99.gr"
-    gr.write_bytes(rome_source().read_bytes())
-    return gr
-
-
 def test_negative_cycle_ends_with_one_line_and_a_failed_manifest(tmp_path):
     g = tmp_path / "neg.gr"
     g.write_text("p sp 4 4\na 1 2 1\na 2 3 -3\na 3 1 1\na 3 4 2\n")
@@ -63,31 +55,24 @@ def test_negative_cycle_ends_with_one_line_and_a_failed_manifest(tmp_path):
     assert m["status"] == "failed" and "negative cycle" in m["failure"]["reason"]
 
 
-def test_ctrl_c_leaves_the_study_interrupted(tmp_path):
-    out = tmp_path / "o"
-    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "2",
+def _study_args(graph, out, workers: int = 2) -> list:
+    return ["study", str(graph), "--sources", "all", "--batch-size", "8", "--cpu-workers", str(workers),
             "--no-dashboard", "--out", str(out)]
-    proc = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
+
+
+def _start(args, cwd) -> subprocess.Popen:
+    """``sssp`` in a process group of its own (the client and the workers it starts)."""
+    return subprocess.Popen(SSSP + args, cwd=cwd, env=_env(), start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _end_group(proc) -> None:
+    """Kill whatever of ``proc``'s process group is left, and reap ``proc``."""
     try:
-        _wait_for_batches(proc, out, 5, journaled=True)
-        os.kill(proc.pid, signal.SIGINT)  # the client only, as a terminal's Ctrl-C reaches it
-        rc = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    text = proc.stdout.read().decode()
-    assert rc == 130, text
-    assert "Traceback" not in text, text
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["status"] == "interrupted", (m["status"], text)
-    assert m["failure"]["reason"] == "interrupted by the user"
-    # and it resumes from there
-    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
-    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["status"] == "complete" and "failure" not in m
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
 
 
 def _group_gone(pgid: int, timeout: float = 30) -> bool:
@@ -102,32 +87,47 @@ def _group_gone(pgid: int, timeout: float = 30) -> bool:
     return False
 
 
-def test_sigterm_leaves_the_study_interrupted(tmp_path):
+def _signal_mid_study(tmp_path, graph, sig, *, group_gone: bool = False):
+    """Send ``sig`` to the client alone (as a terminal's Ctrl-C or ``kill PID`` does)
+    once it journals 5 batches; ``(exit status, output, out folder, args)``.  With
+    ``group_gone``: the workers went with their cluster, not left to the kernel."""
+    out = tmp_path / "o"
+    args = _study_args(graph, out)
+    proc = _start(args, tmp_path)
+    try:
+        _wait_for_batches(proc, out, 5, journaled=True)
+        os.kill(proc.pid, sig)
+        rc = proc.wait(timeout=120)
+        if group_gone:
+            assert _group_gone(proc.pid), "worker processes outlived the client"
+    finally:
+        _end_group(proc)
+    return rc, proc.stdout.read().decode(), out, args
+
+
+def _resumes_to_complete(args, tmp_path, out) -> None:
+    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and "failure" not in m
+
+
+def test_ctrl_c_leaves_the_study_interrupted(tmp_path, rome99):
+    rc, text, out, args = _signal_mid_study(tmp_path, rome99, signal.SIGINT)
+    assert rc == 130, text
+    assert "Traceback" not in text, text
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "interrupted", (m["status"], text)
+    assert m["failure"]["reason"] == "interrupted by the user"
+    _resumes_to_complete(args, tmp_path, out)  # and it resumes from there
+
+
+def test_sigterm_leaves_the_study_interrupted(tmp_path, rome99):
     """SIGTERM (``kill``, ``timeout``, batch schedulers) takes Ctrl-C's way out: one
     line, the manifest ``interrupted`` naming the signal, the cluster shut down, exit
     status 143 (128 + 15).  It used to kill the client at once, manifest left
     ``running``."""
-    out = tmp_path / "o"
-    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "2",
-            "--no-dashboard", "--out", str(out)]
-    proc = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_for_batches(proc, out, 5, journaled=True)
-        os.kill(proc.pid, signal.SIGTERM)  # the client only, as `kill PID` does
-        rc = proc.wait(timeout=120)
-        # the workers went with their cluster, not left to the kernel
-        assert _group_gone(proc.pid), "worker processes outlived the client"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        else:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    text = proc.stdout.read().decode()
+    rc, text, out, args = _signal_mid_study(tmp_path, rome99, signal.SIGTERM, group_gone=True)
     assert rc == 128 + signal.SIGTERM, text
     assert "Traceback" not in text, text
     lines = [x for x in text.splitlines() if x.startswith(("error:", "stopped:"))]
@@ -135,29 +135,23 @@ def test_sigterm_leaves_the_study_interrupted(tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "interrupted", (m["status"], text)
     assert m["failure"]["reason"] == "terminated by SIGTERM" and m["runs"][-1]["status"] == "interrupted"
-    # and it resumes from there
-    r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
-    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["status"] == "complete" and "failure" not in m
+    _resumes_to_complete(args, tmp_path, out)  # and it resumes from there
 
 
-def test_sigterm_handler_is_restored_after_main(tmp_path, capsys):
+def test_sigterm_handler_is_restored_after_main(rome99, capsys):
     """``main`` installs its SIGTERM handler for the command only (it can run inside
     another program)."""
     from gpu_sssp.workflows.cli import main
 
     before = signal.getsignal(signal.SIGTERM)
-    assert main(["solve", str(_rome(tmp_path)), "-s", "1"]) == 0
+    assert main(["solve", str(rome99), "-s", "1"]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
+def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path, rome99):
     out = tmp_path / "o"
-    args = ["study", str(_rome(tmp_path)), "--sources", "all", "--batch-size", "8", "--cpu-workers", "1",
-            "--no-dashboard", "--out", str(out)]
-    first = subprocess.Popen(SSSP + args, cwd=tmp_path, env=_env(), start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    args = _study_args(rome99, out, workers=1)
+    first = _start(args, tmp_path)
     try:
         _wait_for_batches(first, out, 2)
         # freeze the first run (client and workers: its process group) so that it still
@@ -172,9 +166,7 @@ def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
         assert len(err.strip().splitlines()) == 1
         assert first.poll() is None  # the first run is untouched
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+        _end_group(first)
     # the lock dies with its holder (killed here): a resume finishes the study
     r = subprocess.run(SSSP + args + ["--resume"], cwd=tmp_path, env=_env(), capture_output=True, timeout=180)
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()

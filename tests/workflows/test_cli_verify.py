@@ -2,29 +2,12 @@
 against SciPy and timed where there is no GPU, named explicitly as phast@cpu anywhere."""
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pyarrow.parquet as pq
 import pytest
 
 from gpu_sssp import kernels
 from gpu_sssp.kernels import registry
 from gpu_sssp.workflows.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def rome99(tmp_path):
-    """rome99.gr copied into tmp (its ingest and hierarchy caches land there)."""
-    for cand in (REPO / "data" / "rome99.gr", REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr"):
-        if cand.exists():
-            dst = tmp_path / "in" / "rome99.gr"
-            dst.parent.mkdir()
-            shutil.copy(cand, dst)
-            return dst
-    pytest.skip("rome99.gr not found")
 
 
 def _rows(out: str) -> dict[str, tuple[str, str]]:
