@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.graph import path_bound_ok
 
 from ..errors import InputError
 
@@ -138,8 +139,11 @@ def largest_exact_weight(n: int) -> int:
     return w
 
 
-def bound_message(w, n: int, bound, integer: bool, where: str) -> str:
-    """Why weight ``w`` (the largest |w|) is refused: the solvers' path-length bound."""
+def bound_message(w, n: int, bound, integer: bool, where: str, distance_bound=None) -> str:
+    """Why weight ``w`` (the largest |w|) is refused: the solvers' path-length bound
+    (``kernels.graph.path_bound_of``).  ``distance_bound``: real weights, the bound on each
+    distance alone (``kernels.graph.distance_bound_of``); when it is finite the refusal is
+    the per-source sum's, and the message says so."""
     rule = ("the solvers' bound: the smaller of (n - 1) * max|w| and the sum of each vertex's "
             "heaviest in-arc weight")
     if integer:
@@ -147,6 +151,11 @@ def bound_message(w, n: int, bound, integer: bool, where: str) -> str:
                 f"a shortest path may reach {int(bound):,} ({rule}), not below 2**53 where float64 "
                 "distances stop being exact (rescale the weights, or use real-valued weights "
                 "with --weight-type float64)")
+    if not integer and distance_bound is not None and path_bound_ok(distance_bound, integer):
+        return (f"is too large in a graph of {_fmt(n)} vertices{where}: every shortest path stays "
+                f"finite (at most {float(distance_bound):.6g}, {rule}), but the {_fmt(n - 1)} distances "
+                "of one source may sum beyond float64's largest value, so the per-source sum "
+                "(sum_distance, mean_distance) would overflow to inf (rescale the weights)")
     return (f"is too large for finite shortest paths in a graph of {_fmt(n)} vertices{where}: "
             f"a shortest path may reach {float(bound):.6g} ({rule}), beyond float64's largest "
             "value, so distances would overflow to inf (rescale the weights)")

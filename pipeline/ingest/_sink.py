@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.kernels.graph import in_arc_maxima, path_bound_of, path_bound_ok
+from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, path_bound_of, path_bound_ok
 
 from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
@@ -383,11 +383,13 @@ class EdgeSink:
                              what=f"the largest vertex id {self.max_id} makes")
         self._check_bound(n)
 
-    def _check_bound(self, n: int, bound=None):
+    def _check_bound(self, n: int, bound=None, distance_bound=None):
         """The solvers' rule on path lengths (``kernels.graph.path_bound_of``): integer
-        weights must keep every shortest path below 2**53, real ones finite. Without
-        ``bound`` only the crude (n - 1) * max|w| is tried; when it fails, the in-arc
-        sum is computed from the written arcs in :meth:`commit`."""
+        weights must keep every shortest path below 2**53, real ones finite, and their
+        per-source sums too. Without ``bound`` only the crude (n - 1) * max|w| is tried;
+        when it fails, the in-arc sum is computed from the written arcs in :meth:`commit`,
+        which passes the bound on each distance alone (``distance_bound``) as well, so the
+        message can tell a path that overflows from a per-source sum that does."""
         if self._wabs_at is None or n < 2:
             return
         if bound is None:
@@ -405,9 +407,9 @@ class EdgeSink:
             where = f" (its largest vertex id is {self.max_id})"
         if self._generated:
             raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {wv}, which "
-                             + bound_message(wv, n, bound, self._integer, where))
+                             + bound_message(wv, n, bound, self._integer, where, distance_bound))
         raise InputError(self.display, b.line_of(j) if b is not None else None,
-                         f"weight {wv} " + bound_message(wv, n, bound, self._integer, where))
+                         f"weight {wv} " + bound_message(wv, n, bound, self._integer, where, distance_bound))
 
     def _in_arc_sum(self, n: int):
         """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
@@ -506,8 +508,10 @@ class EdgeSink:
         self.writer.close(meta)
         if self._bound_n is not None:
             n = self._bound_n
-            self._check_bound(n, path_bound_of(n, abs(self._wabs_at[2]), self._integer,
-                                               lambda: self._in_arc_sum(n)))
+            w = abs(self._wabs_at[2])
+            in_arc_sum = _once(lambda: self._in_arc_sum(n))  # one pass over the arcs for both bounds
+            self._check_bound(n, path_bound_of(n, w, self._integer, in_arc_sum),
+                              distance_bound_of(n, w, self._integer, in_arc_sum))
         self.writer.publish()
         return meta
 
@@ -568,3 +572,14 @@ def count_repeats(runs: list, threads: int | None = None) -> int:
         return sum(one(j) for j in range(n))
     with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="sssp-merge") as ex:
         return sum(ex.map(one, range(n)))
+
+
+def _once(fn):
+    """``fn`` called at most once; later calls return its first value."""
+    got = []
+
+    def call():
+        if not got:
+            got.append(fn())
+        return got[0]
+    return call

@@ -174,6 +174,17 @@ def test_real_weights_whose_distances_sum_beyond_float64_refused(tmp_path, arcs)
     # kernels.graph.path_bound_of): ingest refuses what the solvers would
     e = _fails(tmp_path, "p sp 3 2\n" + arcs, "sum.gr")
     assert e.line == 2 and "weight 1e+308" in e.message and "overflow to inf" in e.message
+    if "a 2 3 1\n" in arcs:
+        # the bound on each path is finite (1e308 + 1): the refusal is the sum's, and the
+        # message says so, not "a shortest path may reach inf" (the other graph's bound on
+        # a path, 2e308 from both arcs, does overflow)
+        assert "every shortest path stays finite" in e.message and "per-source sum" in e.message, e.message
+        assert "may reach inf" not in e.message
+
+
+def test_real_weights_whose_paths_overflow_say_so(tmp_path):
+    e = _fails(tmp_path, "p sp 3 2\na 1 2 1e308\na 2 3 1e308\n", "f.gr")
+    assert "too large for finite shortest paths" in e.message and "stays finite" not in e.message, e.message
 
 
 def test_weight_bound_in_edge_lists_uses_the_final_vertex_count(tmp_path):
