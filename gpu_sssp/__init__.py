@@ -143,8 +143,13 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         # an id beyond 64 bits is refused with the range of ids, not an OverflowError
         return g.to_index(arr, what=what)
 
+    if as_arrow not in (False, None, True, "wide", "long"):
+        from gpu_sssp.kernels.errors import UsageError
+
+        raise UsageError(f"as_arrow={as_arrow!r}: use False (a NumPy array), True or 'wide', or 'long'")
+    form = "long" if as_arrow == "long" else "wide"
     src, tg = ids(sources, "source"), ids(targets, "target")
-    _check_matrix_size(g, src, tg, max_distance_bytes)
+    _check_matrix_size(g, src, tg, max_distance_bytes, form)
     if getattr(g, "path", None):
         from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.hierarchy import prepare_study
@@ -153,22 +158,23 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     res = solve(g, src, method=method, backend=backend, targets=tg, stats_over=stats_over, **options)
     if as_arrow is False or as_arrow is None:
         return res.matrix
-    form = "wide" if as_arrow is True else as_arrow
     return res.matrix_table(g.id_base, form)
 
 
-def _check_matrix_size(g, src, tg, max_distance_bytes) -> None:
+def _check_matrix_size(g, src, tg, max_distance_bytes, form: str = "wide") -> None:
     """Refuse a matrix above ``sssp.study.max-distance-bytes`` (the study's rule,
-    ``pipeline.study.plan.check_output_size``) or above the memory available here, before
-    a hierarchy is prepared or anything is allocated."""
+    ``pipeline.study.plan.check_output_size``, in the form it is handed over: a long
+    table is 24 bytes a cell) or above the memory available here (a long table's ids
+    included), before a hierarchy is prepared or anything is allocated."""
     from gpu_sssp.kernels.errors import OutputTooLargeError
     from gpu_sssp.kernels.registry import check_output_memory
     from gpu_sssp.pipeline.study.matrix import matrix_bytes
     from gpu_sssp.pipeline.study.plan import check_output_size
 
-    check_output_size(matrix_bytes(len(src), len(tg), "wide"), max_distance_bytes, "the matrix",
-                      f"{len(src):,} sources x {len(tg):,} targets, float64",
+    check_output_size(matrix_bytes(len(src), len(tg), form), max_distance_bytes, "the matrix",
+                      f"{len(src):,} sources x {len(tg):,} targets, float64"
+                      + (", a long table: source, target, distance" if form == "long" else ""),
                       "or choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                       "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch",
                       option="matrix(..., max_distance_bytes={estimate})", error=OutputTooLargeError)
-    check_output_memory(g, len(src), targets=tg)
+    check_output_memory(g, len(src), targets=tg, pair_ids=form == "long")

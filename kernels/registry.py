@@ -234,14 +234,21 @@ def target_stats(matrix, targets, *, integer: bool, xp=np):
     return reduce_distances(matrix, integer=integer, xp=xp)
 
 
-def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True) -> None:
+def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True,
+                        pair_ids: bool = False) -> None:
     """Refuse, before anything is solved or allocated, a result whose host arrays (the
     ``(B, n)`` or ``(B, T)`` float64 distances, the ``(B, n)`` int64 predecessors) cannot
-    fit in the memory available here (:func:`kernels.memory.check_host_memory`)."""
+    fit in the memory available here (:func:`kernels.memory.check_host_memory`).
+    ``pair_ids``: the matrix is also handed over as a long Arrow table, which adds the
+    source and target id of every cell (two int64 columns; its distances are the
+    matrix's own memory)."""
     cols = graph.n if targets is None else len(targets)
     need = output_bytes(n_sources, cols, distances=distances, predecessors=predecessors, n=graph.n)
     parts = ([f"{'a matrix' if targets is not None else 'distances'} of {n_sources:,} sources x {cols:,} "
               f"{'targets' if targets is not None else 'vertices'} (float64)"] if distances else [])
+    if pair_ids:
+        need += 2 * int(n_sources) * int(cols) * 8
+        parts.append("its long table's source and target ids (int64)")
     if predecessors:
         parts.append(f"predecessors of {n_sources:,} sources x {graph.n:,} vertices (int64)")
     if targets is not None:

@@ -91,3 +91,30 @@ def test_gpu_host_arrays_are_checked(little_memory):
                                                    r"8\.0 MB"):
         host_empty((1000, 1000), np.float64)
     assert host_empty((10, 10), np.float64).shape == (10, 10)
+
+
+def test_matrix_as_a_long_table_counts_its_ids(little_memory):
+    """A long Arrow table adds a source and a target id (int64) to every cell: 600 x 100
+    cells are 0.48 MB as a matrix, which fits in 1 MB, but 1.44 MB as a long table,
+    which does not; the wide table shares the matrix's memory and passes."""
+    g = chain(100)
+    src = np.zeros(600, dtype=np.int64)
+    with pytest.raises(OutputTooLargeError, match=r"a matrix of 600 sources x 100 targets \(float64\) and its long "
+                                                   r"table's source and target ids \(int64\) would take 1\.4 MB"):
+        gpu_sssp.matrix(g, src, "all", method="dijkstra", as_arrow="long")
+    assert gpu_sssp.matrix(g, src, "all", method="dijkstra", as_arrow="wide").num_rows == 600
+    assert gpu_sssp.matrix(g, src, "all", method="dijkstra").shape == (600, 100)
+
+
+def test_matrix_long_table_limit_is_the_long_size():
+    """max_distance_bytes applies to what is handed over: 24 bytes a cell in long form."""
+    g = chain(100)
+    with pytest.raises(OutputTooLargeError, match=r"would take up to 240\.0 KB \(100 sources x 100 targets, float64, "
+                                                   r"a long table"):
+        gpu_sssp.matrix(g, "all", "all", method="dijkstra", as_arrow="long", max_distance_bytes=100_000)
+    assert gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes=100_000).shape == (100, 100)
+
+
+def test_matrix_refuses_an_unknown_form_before_solving():
+    with pytest.raises(UsageError, match=r"as_arrow='tall': use False"):
+        gpu_sssp.matrix(chain(5), "all", "all", method="dijkstra", as_arrow="tall")
