@@ -29,7 +29,10 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     - ``radius``: the smallest eccentricity among sources that reach all vertices;
       exact when every vertex was a source, else an ``upper bound``.
     - ``closeness``: ``(reached - 1) / sum_distance`` per source; largest and smallest
-      with their sources (sources reaching nothing else are left out).
+      with their sources (sources reaching nothing else are left out).  A source that
+      reaches others, all at distance 0 (zero-weight arcs), has infinite closeness: the
+      largest is then ``{"value": None, "kind": "infinite ...", "source", "sources"
+      (how many), "largest_finite"}``, as the diameter's infinite form (JSON has no inf).
 
     Parameters
     ----------
@@ -100,6 +103,15 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     with np.errstate(divide="ignore", invalid="ignore"):
         close = np.where(sdist > 0, others / sdist, np.nan)
     ok = np.isfinite(close)
+    close_max, close_min = _pick(close, src, ok, np.argmax), _pick(close, src, ok, np.argmin)
+    at_zero = (others > 0) & (sdist == 0)  # reaches others, all at distance 0: closeness inf
+    if at_zero.any():
+        inf = {"value": None, "source": int(src[np.flatnonzero(at_zero)[0]]), "sources": int(at_zero.sum()),
+               "kind": f"infinite: {int(at_zero.sum()):,} source(s) reach every vertex they reach at distance 0 "
+                       "(zero-weight arcs)", "largest_finite": close_max}
+        close_max = inf
+        if close_min is None:  # every source with a closeness has an infinite one
+            close_min = dict(inf, largest_finite=None)
     algorithms = sorted(set(stats.column("algorithm").to_pylist())) if solved else []
     devices = sorted(set(stats.column("device").to_pylist())) if solved else []
     kernel_total = float(kernel_ms.sum())
@@ -134,8 +146,8 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         "eccentricity_max": _pick(ecc, src, finite, np.argmax),
         "diameter": diam,
         "radius": rad,
-        "closeness_max": _pick(close, src, ok, np.argmax),
-        "closeness_min": _pick(close, src, ok, np.argmin),
+        "closeness_max": close_max,
+        "closeness_min": close_min,
         "reached_total": int(reached.sum()),
         "relaxations_total": int(relax.sum()),
         "algorithms": algorithms,

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipeline.test_study_support import grid_parquet, rome_parquet, scipy_stats
+from tests.pipeline.test_study_support import grid_parquet, rome_parquet, scipy_stats, write_edge_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -97,6 +97,21 @@ def test_all_sources_rome99_equals_scipy(client, data, tmp_path):
     assert json.loads((tmp_path / "study" / "summary.json").read_text())["study_id"] == plan.study_id
     lines = (tmp_path / "study" / "journal.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["batch"] for x in lines) == list(range(len(plan.batches)))
+
+
+def test_closeness_of_sources_reaching_others_at_distance_zero_is_infinite(client, tmp_path):
+    """0 <-> 1 by zero-weight arcs, 2 -> 0 weight 5: sources 0 and 1 reach each other at
+    distance 0, so their closeness (reached-1)/sum is infinite; the summary says so
+    (it used to report source 2's 0.2 as the largest, leaving 0 and 1 out unsaid)."""
+    path = write_edge_parquet(tmp_path / "zero.parquet", np.array([0, 1, 2]), np.array([1, 0, 0]),
+                              np.array([0, 0, 5], dtype=np.int64), n=3, id_base=0)
+    _, _, s = _run(client, path, tmp_path / "study", sources="all", algorithm="dijkstra")
+    cmax = s["closeness_max"]
+    assert cmax["value"] is None and cmax["kind"].startswith("infinite: 2 source(s)"), cmax
+    assert cmax["source"] in (0, 1) and cmax["sources"] == 2
+    assert cmax["largest_finite"] == {"value": 0.2, "source": 2}  # 2 others at 5 each: 2/10
+    assert s["closeness_min"] == {"value": 0.2, "source": 2}
+    json.dumps(s, allow_nan=False)  # still strict JSON
 
 
 def test_second_study_keeps_the_loaded_graph(client, data, tmp_path):
