@@ -20,6 +20,17 @@ FORMAT_VERSION = 1
 
 
 
+def describe_batches(batches) -> str:
+    """The batches' count and sizes in words: ``1 batch of 20``, ``2 batches of 50``,
+    ``4 batches of 31-64`` (the smallest and the largest)."""
+    sizes = [len(b) for b in batches]
+    if not sizes:
+        return "no batches"
+    lo, hi = min(sizes), max(sizes)
+    of = f"{hi:,}" if lo == hi else f"{lo:,}-{hi:,}"
+    return f"{len(sizes):,} batch{'es' if len(sizes) != 1 else ''} of {of}"
+
+
 def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: bool) -> int:
     """Uncompressed size of the distance outputs (an upper bound: every vertex reached).
 
