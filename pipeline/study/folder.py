@@ -245,15 +245,22 @@ def _now() -> str:
 
 def resumed_settings(out) -> dict:
     """Settings of the study in ``out`` that a resume takes when not given again:
-    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` (empty when there is no readable manifest; the batch size
-    is adopted by :class:`Study` itself)."""
+    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` and
+    ``targets`` (``{"digest", "how", "id_base"}``: read from ``targets.parquet`` by
+    ``pipeline.study.matrix.resumed_targets``).  Empty when there is no readable
+    manifest; the batch size is adopted by :class:`Study` itself."""
     try:
         m = json.loads((Path(out) / MANIFEST).read_text())
-    except (OSError, ValueError):
+        ident = m.get("identity", {})
+        got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
+               "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
+        if ident.get("targets_digest"):
+            how = dict((m.get("matrix") or {}).get("targets") or {})
+            how.pop("digest", None)
+            got["targets"] = {"digest": ident["targets_digest"], "how": how,
+                              "id_base": (m.get("graph") or {}).get("id_base", 0)}
+    except (OSError, ValueError, AttributeError, TypeError):  # unreadable: Study names what is wrong
         return {}
-    ident = m.get("identity", {})
-    got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
-           "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
     return {k: v for k, v in got.items() if v}
 
 

@@ -75,6 +75,40 @@ def identity(plan) -> dict:
             "matrix_form": plan.matrix_form}
 
 
+def resumed_targets(out, kept: dict, graph):
+    """The targets of the matrix study in ``out``, for a resume given none: its
+    ``targets.parquet`` (file ids, turned into indices with the folder's ``id_base``),
+    checked against the study's digest.  ``kept``: what
+    ``pipeline.study.folder.resumed_settings`` found of them (``digest``, ``how``,
+    ``id_base``).  Returns a ``pipeline.targets.TargetPlan``.
+
+    Raises
+    ------
+    StudyError
+        The file is missing or unreadable, or its targets are not the study's (one line:
+        the file, what is wrong, and that the targets may be given again).
+    """
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.fsnames import read_table
+    from gpu_sssp.pipeline.targets import TargetPlan
+
+    path = Path(out) / TARGETS_FILE
+    again = "give the targets again (--targets or --random-targets) to resume"
+    try:
+        ids = read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
+    except FileNotFoundError:
+        raise StudyError(f"{path}: missing, so the study's targets cannot be taken from the folder; {again}") from None
+    except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise StudyError(f"{path}: unreadable ({why}); {again}") from None
+    tp = TargetPlan(ids - int(kept.get("id_base", graph.id_base)), dict(kept.get("how") or {}))
+    if tp.digest() != kept.get("digest"):
+        raise StudyError(f"{path}: not the study's targets (digest {tp.digest()}, the study's "
+                         f"{kept.get('digest')}); {again}")
+    return tp
+
+
 def start_folder(plan, out: Path) -> None:
     """Create ``matrix/`` and write ``targets.parquet`` (the matrix's columns, file ids)."""
     t = getattr(plan, "targets", None)
