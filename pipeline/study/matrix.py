@@ -65,6 +65,22 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
     return stats_over, matrix_form, estimate
 
 
+def refuse_without_targets(stats_over, matrix_form) -> None:
+    """Refuse ``stats_over`` / ``matrix_form`` given for a study without targets (they
+    would be ignored), as ``--target-seed`` without ``--random-targets`` is.
+
+    Raises
+    ------
+    StudyError
+        Either is given (not None).
+    """
+    given = [o for o, v in (("--stats-over", stats_over), ("--matrix-form", matrix_form)) if v is not None]
+    if given:
+        raise StudyError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with targets "
+                         "(--targets or --random-targets): a study without targets writes no matrix, "
+                         "its statistics are over every vertex")
+
+
 def identity(plan) -> dict:
     """What a matrix study adds to the study identity (empty without targets, so studies
     without targets keep their identity and resume as before)."""

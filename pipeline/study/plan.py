@@ -230,12 +230,13 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         written instead of distances, its size checked against the same limit.
     stats_over, matrix_form : optional
         With ``targets``: ``targets`` (default) or ``all``; ``wide`` (default) or ``long``.
+        Refused without ``targets``.
 
     Raises
     ------
     StudyError
         Unknown algorithm/output/form, a batch size below 1, distance outputs above
-        the limit.
+        the limit, ``stats_over`` or ``matrix_form`` without ``targets``.
     """
     from gpu_sssp import kernels
 
@@ -254,6 +255,8 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     if sources.count == 0:
         raise StudyError("the study has no sources")
     estimate = 0
+    if targets is None:
+        _matrix.refuse_without_targets(stats_over, matrix_form)
     if targets is not None:
         stats_over, matrix_form, estimate = _matrix.check_plan(
             graph, sources, targets, outputs=outputs, stats_over=stats_over, matrix_form=matrix_form,

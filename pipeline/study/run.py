@@ -703,7 +703,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
         file ids, or ``random_targets`` K drawn with ``target_seed``
         (``pipeline.targets.plan_targets``); ``stats_over`` ``targets`` (default) or
-        ``all``; ``matrix_form`` ``wide`` (default) or ``long``.
+        ``all``; ``matrix_form`` ``wide`` (default) or ``long`` (both refused without
+        targets).  On ``resume`` without target options, a matrix study goes on with the
+        folder's targets (its ``targets.parquet``), ``stats_over`` and form.
     report : str or os.PathLike, optional
         Save Dask's performance report of the run (an HTML file) here
         (``pipeline.cluster.performance_report``: from the first batch's submission to
@@ -737,6 +739,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     order = order or kept.get("order")
     stats_over = stats_over or kept.get("stats_over")
     matrix_form = matrix_form or kept.get("matrix_form")
+    if targets is None and random_targets is None and not kept.get("targets"):
+        _matrix.refuse_without_targets(stats_over, matrix_form)  # before the graph is loaded
     if isinstance(graph, (str, os.PathLike)):
         graph_path, g = os.fspath(graph), load_graph(graph, **ingest_options)
     else:

@@ -186,6 +186,31 @@ def test_matrix_resume_without_target_options_continues_the_matrix_study(client,
     assert s["complete"] and pq.read_table(out / "targets.parquet").equals(cols)
 
 
+def test_matrix_options_without_targets_are_refused(client, rome, tmp_path):
+    """``stats_over`` and ``matrix_form`` without targets were silently ignored (while
+    ``target_seed`` alone is refused): refused, before any folder is made, also on the
+    resume of a study without targets."""
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import StudyError, plan_study
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, _ = rome
+    out = tmp_path / "o"
+    kw = dict(client=client, random=5, seed=1, out=out, algorithm="dijkstra")
+    for opts, what in (({"stats_over": "all"}, "--stats-over goes with targets"),
+                       ({"matrix_form": "long"}, "--matrix-form goes with targets"),
+                       ({"stats_over": "targets", "matrix_form": "wide"}, "--stats-over and --matrix-form go with")):
+        with pytest.raises(StudyError, match=what) as err:
+            study(path, **kw, **opts)
+        assert "--targets or --random-targets" in str(err.value)
+        assert not out.exists()
+        with pytest.raises(StudyError, match=what):
+            plan_study(g, path, plan_sources(g, random=5), out=out, **opts)
+    study(path, **kw)
+    with pytest.raises(StudyError, match="--stats-over goes with targets"):
+        study(path, resume=True, stats_over="all", **kw)
+
+
 @pytest.mark.parametrize("content, line, what", [
     ("1\n2\n99999\n", 3, "target 99999 is not a vertex of"),
     ("1\n0\n", 2, "target 0 is not a vertex of"),

@@ -70,6 +70,8 @@ def grid(tmp_path):
     (["--outputs", "distances", "--max-distance-bytes", "1KB"], "--max-distance-bytes 5120000"),
     (["--seed", "3"], "--seed goes with --random"),
     (["--batch-size", "0"], "at least 1"),
+    (["--stats-over", "all"], "--stats-over goes with targets (--targets or --random-targets)"),
+    (["--matrix-form", "long"], "--matrix-form goes with targets (--targets or --random-targets)"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
