@@ -258,7 +258,7 @@ def resumed_settings(out) -> dict:
             how = dict((m.get("matrix") or {}).get("targets") or {})
             how.pop("digest", None)
             got["targets"] = {"digest": ident["targets_digest"], "how": how,
-                              "id_base": (m.get("graph") or {}).get("id_base", 0)}
+                              "id_base": (m.get("graph") or {}).get("id_base")}
     except (OSError, ValueError, AttributeError, TypeError):  # unreadable: Study names what is wrong
         return {}
     return {k: v for k, v in got.items() if v}

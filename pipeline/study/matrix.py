@@ -118,7 +118,8 @@ def resumed_targets(out, kept: dict, graph):
     except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
         why = " ".join(str(exc).split())[:200]
         raise StudyError(f"{path}: unreadable ({why}); {again}") from None
-    tp = TargetPlan(ids - int(kept.get("id_base", graph.id_base)), dict(kept.get("how") or {}))
+    base = kept.get("id_base")
+    tp = TargetPlan(ids - (graph.id_base if base is None else int(base)), dict(kept.get("how") or {}))
     if tp.digest() != kept.get("digest"):
         raise StudyError(f"{path}: not the study's targets (digest {tp.digest()}, the study's "
                          f"{kept.get('digest')}); {again}")

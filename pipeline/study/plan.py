@@ -254,9 +254,9 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         raise StudyError(f"--distance-form must be 'long' or 'wide', got {distance_form!r}")
     if sources.count == 0:
         raise StudyError("the study has no sources")
-    estimate = 0
     if targets is None:
         _matrix.refuse_without_targets(stats_over, matrix_form)
+    estimate = 0
     if targets is not None:
         stats_over, matrix_form, estimate = _matrix.check_plan(
             graph, sources, targets, outputs=outputs, stats_over=stats_over, matrix_form=matrix_form,
