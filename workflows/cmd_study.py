@@ -168,10 +168,20 @@ def summary_table(s: dict, integer: bool) -> Table:
     return t
 
 
+def _writes(plan, folder: str) -> bool:
+    """Whether the study writes ``distances/`` or ``predecessors/`` (the long form keeps
+    the predecessors in ``distances/``; ``pipeline.study.task``)."""
+    outputs = set(plan.outputs)
+    if folder == "distances":
+        return bool({"distances", "predecessors"} & outputs)
+    return "predecessors" in outputs and plan.distance_form != "long"
+
+
 def run(args) -> int:
     from pathlib import Path
 
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
+    from gpu_sssp.pipeline.study.plan import describe_batches
     from gpu_sssp.pipeline.study.run import study as run_study
 
     if args.report:
@@ -215,8 +225,10 @@ def run(args) -> int:
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
         if args.resume and not study.pending:
             console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising")
+        # the batches as laid out (a default batch size is spread over the workers)
         console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
-                      f"{len(plan.batches):,} batches of {plan.batch_size}, {len(study.pending):,} to do -> {shown(args.out)}")
+                      f"{describe_batches(plan.batches)}, {len(study.pending):,} to do -> {shown(args.out)}")
+        state["plan"] = plan
         state["task"] = progress.add_task("study", total=plan.sources.count, completed=study.sources_done,
                                           initial=study.sources_done)
         progress.start()
@@ -253,7 +265,8 @@ def run(args) -> int:
     progress.stop()
     console.print(summary_table(summary, state["integer"]))
     out = shown(args.out)
-    mat_note = f"{out}/matrix/, targets.parquet, " if "targets" in summary else ""
-    console.print(f"wrote {mat_note}{out}/stats/ ({summary['sources_solved']:,} rows), manifest.json, summary.json"
-                  + (f"; report {shown(args.report)}" if args.report else ""))
+    folders = ([f"{out}/matrix/", "targets.parquet"] if "targets" in summary
+               else [f"{out}/{d}/" for d in ("distances", "predecessors") if _writes(state["plan"], d)])
+    console.print(f"wrote {''.join(f + ', ' for f in folders)}{out}/stats/ ({summary['sources_solved']:,} rows), "
+                  "manifest.json, summary.json" + (f"; report {shown(args.report)}" if args.report else ""))
     return 0

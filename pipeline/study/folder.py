@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from gpu_sssp.pipeline import fsnames as _fs
 from gpu_sssp.pipeline.study import matrix as _matrix
-from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
+from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
 from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, remove_temporaries,
@@ -157,10 +157,41 @@ class FolderLock:
 _SOURCE_FIELDS = {"kind": "sources", "seed": "--seed", "count": "number of sources", "file": "--sources-file",
                   "order": "--order"}
 
+#: identity keys written only where they differ from a default, and that default: an
+#: identity without ``batch_workers`` (older folders; any plain split) means 1
+_ABSENT_MEANS = {"batch_workers": 1}
+#: the keys a matrix study adds to the identity (``pipeline.study.matrix.identity``)
+_MATRIX_KEYS = ("targets_digest", "targets_count", "stats_over", "matrix_form")
 
-def _explain_difference(diff: list[str], old: dict, plan: StudyPlan) -> str:
+
+def _key(identity: dict, k: str):
+    return identity.get(k, _ABSENT_MEANS.get(k))
+
+
+def identity_difference(theirs: dict, mine: dict) -> list[str]:
+    """The identity keys whose values differ between the folder's study (``theirs``)
+    and the one asked (``mine``), over the keys of both: a key on one side only is a
+    difference (a matrix study's targets, or a key this version does not know), unless
+    its absence means the other side's value (:data:`_ABSENT_MEANS`)."""
+    keys = list(mine) + [k for k in theirs if k not in mine]
+    return [k for k in keys if _key(theirs, k) != _key(mine, k)]
+
+
+def _shown(identity: dict, k: str) -> str:
+    return "none" if _key(identity, k) is None else repr(_key(identity, k))
+
+
+def _targets_said(count, how: dict) -> str:
+    """``300 targets (random, seed 5)``."""
+    seed = how.get("seed")
+    detail = ", ".join(x for x in (how.get("kind"), None if seed is None else f"seed {seed}") if x)
+    return (f"{count:,}" if isinstance(count, int) else "?") + " targets" + (f" ({detail})" if detail else "")
+
+
+def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_given: bool = True) -> str:
     """What differs between the folder's study and the one asked, in the user's terms
-    (the options given, not the digests that summarise them)."""
+    (the options given, not the digests that summarise them).  ``batch_given``: the
+    batch size was given (else it is the folder's)."""
     theirs = old.get("identity", {})
     mine = plan.identity
     parts = []
@@ -176,10 +207,35 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan) -> str:
         parts.append(f"graph: folder has {g.get('input') or g.get('name')!r} (fingerprint "
                      f"{theirs.get('graph_fingerprint')}), asked {plan.input_path or plan.graph.name!r} "
                      f"(fingerprint {mine['graph_fingerprint']})")
+    said = {"sources_digest", "graph_fingerprint"} | ({"sources_count"} if "sources_digest" in diff else set())
+    one_side = ("targets_digest" in theirs) != ("targets_digest" in mine)
+    if "targets_digest" in diff and one_side:
+        # a matrix study and one without targets: said once, not key by key
+        if "targets_digest" in theirs:
+            was = _targets_said(theirs.get("targets_count"), (old.get("matrix") or {}).get("targets") or {})
+            parts.append(f"targets: the folder's study has {was} (a travel-time matrix), asked none")
+        else:
+            asked = _targets_said(mine.get("targets_count"), plan.targets.how if plan.targets is not None else {})
+            parts.append(f"targets: the folder's study has none, asked {asked}")
+        said |= {k for k in _MATRIX_KEYS if (k in theirs) != (k in mine)}
+    batching = [k for k in ("batch_size", "batch_workers") if k in diff]
+    if batching:
+        bits = [f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in batching]
+        notes = []
+        try:  # the two layouts, where they are of the same sources and outputs
+            if not {"sources_digest", "outputs", "targets_digest"} & set(diff) and plan.batches:
+                was = plan.sources.batches(int(theirs["batch_size"]), int(_key(theirs, "batch_workers")),
+                                           plan.merge_tail)
+                notes.append(f"the folder's {describe_batches(was)}, asked {describe_batches(plan.batches)}")
+        except (KeyError, TypeError, ValueError):
+            pass
+        if batch_given:
+            notes.append("resume without --batch-size to keep the folder's")
+        parts.append("; ".join(bits) + (f" ({'; '.join(notes)})" if notes else ""))
+        said |= set(batching)
     for k in diff:
-        if k in ("sources_digest", "graph_fingerprint") or (k == "sources_count" and "sources_digest" in diff):
-            continue
-        parts.append(f"{k}: folder has {theirs.get(k)!r}, asked {mine[k]!r}")
+        if k not in said:
+            parts.append(f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}")
     return "; ".join(parts)
 
 
@@ -189,15 +245,22 @@ def _now() -> str:
 
 def resumed_settings(out) -> dict:
     """Settings of the study in ``out`` that a resume takes when not given again:
-    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` (empty when there is no readable manifest; the batch size
-    is adopted by :class:`Study` itself)."""
+    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` and
+    ``targets`` (``{"digest", "how", "id_base"}``: read from ``targets.parquet`` by
+    ``pipeline.study.matrix.resumed_targets``).  Empty when there is no readable
+    manifest; the batch size is adopted by :class:`Study` itself."""
     try:
         m = json.loads((Path(out) / MANIFEST).read_text())
-    except (OSError, ValueError):
+        ident = m.get("identity", {})
+        got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
+               "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
+        if ident.get("targets_digest"):
+            how = dict((m.get("matrix") or {}).get("targets") or {})
+            how.pop("digest", None)
+            got["targets"] = {"digest": ident["targets_digest"], "how": how,
+                              "id_base": (m.get("graph") or {}).get("id_base")}
+    except (OSError, ValueError, AttributeError, TypeError):  # unreadable: Study names what is wrong
         return {}
-    ident = m.get("identity", {})
-    got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
-           "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
     return {k: v for k, v in got.items() if v}
 
 
@@ -269,14 +332,16 @@ class Study:
                     f"{old.get('graph', {}).get('name', '?')}); use --resume to continue it or choose another --out"
                 )
             theirs = old.get("identity", {})
-            if self.plan.batch_size is None and theirs.get("batch_size"):
+            batch_given = self.plan.batch_size is not None
+            if not batch_given and theirs.get("batch_size"):
                 # not given again: the folder's batches, laid out for the folder's workers
-                self.plan.set_batch_size(theirs["batch_size"], workers=theirs.get("batch_workers", 1))
-            mine = self.plan.identity
-            diff = [k for k in mine if theirs.get(k) != mine[k]]
+                self.plan.set_batch_size(theirs["batch_size"], workers=_key(theirs, "batch_workers"))
+            # every key of both identities: one on a side only differs too (a matrix
+            # study's targets, the layout of batches for several workers)
+            diff = identity_difference(theirs, self.plan.identity)
             if diff:
                 raise StudyError(f"{out} holds a different study, cannot resume "
-                                 f"({_explain_difference(diff, old, self.plan)})")
+                                 f"({_explain_difference(diff, old, self.plan, batch_given=batch_given)})")
             self.manifest = old
         elif out.exists() and any(p.name not in ("graph.parquet",) and not p.name.startswith(".")
                                   for p in out.iterdir()):

@@ -65,6 +65,22 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
     return stats_over, matrix_form, estimate
 
 
+def refuse_without_targets(stats_over, matrix_form) -> None:
+    """Refuse ``stats_over`` / ``matrix_form`` given for a study without targets (they
+    would be ignored), as ``--target-seed`` without ``--random-targets`` is.
+
+    Raises
+    ------
+    StudyError
+        Either is given (not None).
+    """
+    given = [o for o, v in (("--stats-over", stats_over), ("--matrix-form", matrix_form)) if v is not None]
+    if given:
+        raise StudyError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with targets "
+                         "(--targets or --random-targets): a study without targets writes no matrix, "
+                         "its statistics are over every vertex")
+
+
 def identity(plan) -> dict:
     """What a matrix study adds to the study identity (empty without targets, so studies
     without targets keep their identity and resume as before)."""
@@ -73,6 +89,41 @@ def identity(plan) -> dict:
         return {}
     return {"targets_digest": t.digest(), "targets_count": t.count, "stats_over": plan.stats_over,
             "matrix_form": plan.matrix_form}
+
+
+def resumed_targets(out, kept: dict, graph):
+    """The targets of the matrix study in ``out``, for a resume given none: its
+    ``targets.parquet`` (file ids, turned into indices with the folder's ``id_base``),
+    checked against the study's digest.  ``kept``: what
+    ``pipeline.study.folder.resumed_settings`` found of them (``digest``, ``how``,
+    ``id_base``).  Returns a ``pipeline.targets.TargetPlan``.
+
+    Raises
+    ------
+    StudyError
+        The file is missing or unreadable, or its targets are not the study's (one line:
+        the file, what is wrong, and that the targets may be given again).
+    """
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.fsnames import read_table
+    from gpu_sssp.pipeline.targets import TargetPlan
+
+    path = Path(out) / TARGETS_FILE
+    again = "give the targets again (--targets or --random-targets) to resume"
+    try:
+        ids = read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
+    except FileNotFoundError:
+        raise StudyError(f"{path}: missing, so the study's targets cannot be taken from the folder; {again}") from None
+    except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise StudyError(f"{path}: unreadable ({why}); {again}") from None
+    base = kept.get("id_base")
+    tp = TargetPlan(ids - (graph.id_base if base is None else int(base)), dict(kept.get("how") or {}))
+    if tp.digest() != kept.get("digest"):
+        raise StudyError(f"{path}: not the study's targets (digest {tp.digest()}, the study's "
+                         f"{kept.get('digest')}); {again}")
+    return tp
 
 
 def start_folder(plan, out: Path) -> None:

@@ -20,6 +20,17 @@ FORMAT_VERSION = 1
 
 
 
+def describe_batches(batches) -> str:
+    """The batches' count and sizes in words: ``1 batch of 20``, ``2 batches of 50``,
+    ``4 batches of 31-64`` (the smallest and the largest)."""
+    sizes = [len(b) for b in batches]
+    if not sizes:
+        return "no batches"
+    lo, hi = min(sizes), max(sizes)
+    of = f"{hi:,}" if lo == hi else f"{lo:,}-{hi:,}"
+    return f"{len(sizes):,} batch{'es' if len(sizes) != 1 else ''} of {of}"
+
+
 def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: bool) -> int:
     """Uncompressed size of the distance outputs (an upper bound: every vertex reached).
 
@@ -219,12 +230,13 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         written instead of distances, its size checked against the same limit.
     stats_over, matrix_form : optional
         With ``targets``: ``targets`` (default) or ``all``; ``wide`` (default) or ``long``.
+        Refused without ``targets``.
 
     Raises
     ------
     StudyError
         Unknown algorithm/output/form, a batch size below 1, distance outputs above
-        the limit.
+        the limit, ``stats_over`` or ``matrix_form`` without ``targets``.
     """
     from gpu_sssp import kernels
 
@@ -242,6 +254,8 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         raise StudyError(f"--distance-form must be 'long' or 'wide', got {distance_form!r}")
     if sources.count == 0:
         raise StudyError("the study has no sources")
+    if targets is None:
+        _matrix.refuse_without_targets(stats_over, matrix_form)
     estimate = 0
     if targets is not None:
         stats_over, matrix_form, estimate = _matrix.check_plan(

@@ -703,7 +703,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
         file ids, or ``random_targets`` K drawn with ``target_seed``
         (``pipeline.targets.plan_targets``); ``stats_over`` ``targets`` (default) or
-        ``all``; ``matrix_form`` ``wide`` (default) or ``long``.
+        ``all``; ``matrix_form`` ``wide`` (default) or ``long`` (both refused without
+        targets).  On ``resume`` without target options, a matrix study goes on with the
+        folder's targets (its ``targets.parquet``), ``stats_over`` and form.
     report : str or os.PathLike, optional
         Save Dask's performance report of the run (an HTML file) here
         (``pipeline.cluster.performance_report``: from the first batch's submission to
@@ -730,12 +732,15 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.study.folder import resumed_settings
     from gpu_sssp.pipeline.study.plan import plan_study
 
-    if resume:
-        kept = resumed_settings(out)  # the batch size not given again is adopted by Study
-        distance_form = distance_form or kept.get("distance_form")
-        order = order or kept.get("order")
-        stats_over = stats_over or kept.get("stats_over")
-        matrix_form = matrix_form or kept.get("matrix_form")
+    # on a resume, what is not given again is the folder's study's (the batch size is
+    # adopted by Study); a matrix study's targets too, when no target option is given
+    kept = resumed_settings(out) if resume else {}
+    distance_form = distance_form or kept.get("distance_form")
+    order = order or kept.get("order")
+    stats_over = stats_over or kept.get("stats_over")
+    matrix_form = matrix_form or kept.get("matrix_form")
+    if targets is None and random_targets is None and not kept.get("targets"):
+        _matrix.refuse_without_targets(stats_over, matrix_form)  # before the graph is loaded
     if isinstance(graph, (str, os.PathLike)):
         graph_path, g = os.fspath(graph), load_graph(graph, **ingest_options)
     else:
@@ -748,6 +753,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.targets import plan_targets
 
     tp = plan_targets(g, targets=targets, random=random_targets, seed=target_seed)
+    if tp is None and kept.get("targets"):  # the folder's matrix study goes on with its targets
+        tp = _matrix.resumed_targets(out, kept["targets"], g)
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
                       outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes,
                       targets=tp, stats_over=stats_over, matrix_form=matrix_form)

@@ -155,6 +155,66 @@ def test_resume_with_another_seed_names_the_seed(tmp_path):
         Study(_plan(path, tmp_path / "s", sources="all", batch_size=5), resume=True)
 
 
+def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
+    """A study whose default batches were laid out for 2 workers (``batch_workers`` in
+    its identity: 64, 64, 31, 31) resumes with that layout when no batch size is given;
+    ``--batch-size 64``, whose plain split (64, 64, 62) differs, is refused naming it.  It
+    used to be accepted (the key missing from the new identity was not compared): the
+    batches were re-planned and the old ``batch-000003`` files stayed, 221 statistics
+    rows for 190 sources."""
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    path = grid_parquet(tmp_path, 30, 30)
+    kw = dict(random=190, seed=3, algorithm="dijkstra", outputs="distances")
+    p = _plan(path, tmp_path / "s", **kw)
+    p.resolve_batch_size(["cpu", "cpu"])
+    assert p.identity["batch_workers"] == 2 and [len(b) for b in p.batches] == [64, 64, 31, 31]
+    s = Study(p)
+    s.start({})
+    s.close()
+    again = _plan(path, tmp_path / "s", **kw)
+    Study(again, resume=True).close()  # no batch size given: the folder's layout
+    assert again.batch_workers == 2 and [len(b) for b in again.batches] == [64, 64, 31, 31]
+    with pytest.raises(StudyError) as err:
+        Study(_plan(path, tmp_path / "s", batch_size=64, **kw), resume=True)
+    msg = str(err.value)
+    assert "batch_workers: folder has 2, asked 1" in msg and "4 batches of 31-64" in msg
+    assert "3 batches of 62-64" in msg and "without --batch-size" in msg and len(msg.splitlines()) == 1
+    with pytest.raises(StudyError, match="batch_size: folder has 64, asked 32"):
+        Study(_plan(path, tmp_path / "s", batch_size=32, **kw), resume=True)
+
+
+def test_resume_compares_identity_keys_present_on_one_side_only(tmp_path):
+    """Every key of either identity is compared: one the folder's study has and the asked
+    one has not is a difference (named), except an absent ``batch_workers``, which
+    means 1 (the plain split; older folders, and this one, write it only above 1)."""
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    path = grid_parquet(tmp_path, 10, 10)
+    s = Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5))
+    s.start({})
+    s.close()
+    mpath = tmp_path / "s" / "manifest.json"
+    m = json.loads(mpath.read_text())
+    assert "batch_workers" not in m["identity"]
+    m["identity"]["batch_workers"] = 1  # the same layout, spelled out
+    mpath.write_text(json.dumps(m))
+    Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5), resume=True).close()
+    m["identity"]["lanes"] = 32  # a key this version does not know
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(StudyError, match="lanes: folder has 32, asked none"):
+        Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5), resume=True)
+    del m["identity"]["lanes"]
+    m["identity"].update(targets_digest="0123456789abcdef", targets_count=7, stats_over="targets",
+                         matrix_form="wide")
+    mpath.write_text(json.dumps(m))
+    with pytest.raises(StudyError) as err:
+        Study(_plan(path, tmp_path / "s", random=10, seed=1, batch_size=5), resume=True)
+    msg = str(err.value)
+    assert "targets: the folder's study has 7 targets" in msg and "asked none" in msg
+    assert "stats_over" not in msg and "matrix_form" not in msg  # said by "targets"
+
+
 def test_attached_study_of_a_raw_input_writes_graph_parquet(tmp_path):
     """An attached cluster's workers may be on other machines: they read the graph from
     the study folder (DIR/graph.parquet), not from this machine's ingestion cache."""

@@ -7,6 +7,7 @@ import json
 import logging
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
@@ -119,6 +120,95 @@ def test_matrix_study_resume_and_refusals(client, rome, tmp_path):
         study(path, **dict(kw, out=tmp_path / "big", max_distance_bytes=1000))
     with pytest.raises(StudyError, match="does not go with targets"):
         study(path, **dict(kw, out=tmp_path / "d", outputs="stats,distances"))
+
+
+def test_matrix_resume_without_target_options_continues_the_matrix_study(client, rome, tmp_path):
+    """A resume given no target options continues the folder's matrix study: its targets
+    (``targets.parquet``, checked against the study's digest), its ``--stats-over`` and
+    form; every batch's statistics are then over the same vertices.  It used to go on as
+    a study without targets: the batches solved again had statistics over every vertex,
+    the others over the targets, and it ended ``complete``."""
+    from gpu_sssp.pipeline.study import Study, StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, ref = rome
+    out = tmp_path / "m"
+    kw = dict(client=client, random=40, seed=2, out=out, algorithm="dijkstra")
+    study(path, random_targets=300, target_seed=5, matrix_form="long", batch_size=8, **kw)
+    first = pq.read_table(out / "stats").sort_by("source").select(["source", "reached", "sum_distance"])
+    _, first_matrix = _matrix(out, "long")
+    # a stopped run: batches 2-4 neither journaled nor written
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    (out / "journal.jsonl").write_text("\n".join(x for x in lines if json.loads(x)["batch"] < 2) + "\n")
+    for i in (2, 3, 4):
+        (out / "stats" / f"batch-{i:06d}.parquet").unlink()
+        (out / "matrix" / f"batch-{i:06d}.parquet").unlink()
+    redone = []
+    s = study(path, resume=True, on_batch=lambda meta, st: redone.append(meta["batch"]), **kw)
+    assert sorted(redone) == [2, 3, 4] and s["complete"] and s["stats_over"] == "targets"
+    again = pq.read_table(out / "stats").sort_by("source").select(["source", "reached", "sum_distance"])
+    assert again.equals(first)  # over the 300 targets, every batch
+    assert max(again.column("reached").to_pylist()) <= 300
+    src, m = _matrix(out, "long")
+    assert np.array_equal(m, first_matrix)
+    tg = np.sort(np.random.default_rng(5).choice(g.n, 300, replace=False))
+    assert np.array_equal(m, ref[np.ix_(src - 1, tg)])
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["matrix"]["form"] == "long" and man["matrix"]["stats_over"] == "targets"
+    assert man["matrix"]["targets"]["kind"] == "random" and man["matrix"]["targets"]["seed"] == 5
+    assert man["identity"]["targets_count"] == 300 and len(man["runs"]) == 2
+    # what is given again must match the folder's
+    with pytest.raises(StudyError, match="stats_over: folder has 'targets', asked 'all'"):
+        study(path, resume=True, stats_over="all", **kw)
+    with pytest.raises(StudyError, match="matrix_form: folder has 'long', asked 'wide'"):
+        study(path, resume=True, matrix_form="wide", **kw)
+    # a plan without targets (the Python API one level down) is another study
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+
+    plain = plan_study(g, path, plan_sources(read_parquet(path), random=40, seed=2), out=out,
+                       algorithm="dijkstra")
+    with pytest.raises(StudyError, match="targets: the folder's study has 300 .*, asked none"):
+        Study(plain, resume=True)
+    # the targets are taken from targets.parquet only when they are the study's
+    cols = pq.read_table(out / "targets.parquet")
+    pq.write_table(cols.set_column(1, "target", pa.array(cols.column("target").to_numpy() + 1)),
+                   out / "targets.parquet")
+    with pytest.raises(StudyError, match="targets.parquet: .*digest") as err:
+        study(path, resume=True, **kw)
+    assert "--targets" in str(err.value) and len(str(err.value).splitlines()) == 1
+    (out / "targets.parquet").unlink()
+    with pytest.raises(StudyError, match="targets.parquet"):
+        study(path, resume=True, **kw)
+    # given again, the targets need no file (it is written again)
+    s = study(path, resume=True, random_targets=300, target_seed=5, **kw)
+    assert s["complete"] and pq.read_table(out / "targets.parquet").equals(cols)
+
+
+def test_matrix_options_without_targets_are_refused(client, rome, tmp_path):
+    """``stats_over`` and ``matrix_form`` without targets were silently ignored (while
+    ``target_seed`` alone is refused): refused, before any folder is made, also on the
+    resume of a study without targets."""
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import StudyError, plan_study
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, _ = rome
+    out = tmp_path / "o"
+    kw = dict(client=client, random=5, seed=1, out=out, algorithm="dijkstra")
+    for opts, what in (({"stats_over": "all"}, "--stats-over goes with targets"),
+                       ({"matrix_form": "long"}, "--matrix-form goes with targets"),
+                       ({"stats_over": "targets", "matrix_form": "wide"}, "--stats-over and --matrix-form go with")):
+        with pytest.raises(StudyError, match=what) as err:
+            study(path, **kw, **opts)
+        assert "--targets or --random-targets" in str(err.value)
+        assert not out.exists()
+        with pytest.raises(StudyError, match=what):
+            plan_study(g, path, plan_sources(g, random=5), out=out, **opts)
+    study(path, **kw)
+    with pytest.raises(StudyError, match="--stats-over goes with targets"):
+        study(path, resume=True, stats_over="all", **kw)
 
 
 @pytest.mark.parametrize("content, line, what", [

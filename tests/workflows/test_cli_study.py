@@ -70,6 +70,8 @@ def grid(tmp_path):
     (["--outputs", "distances", "--max-distance-bytes", "1KB"], "--max-distance-bytes 5120000"),
     (["--seed", "3"], "--seed goes with --random"),
     (["--batch-size", "0"], "at least 1"),
+    (["--stats-over", "all"], "--stats-over goes with targets (--targets or --random-targets)"),
+    (["--matrix-form", "long"], "--matrix-form goes with targets (--targets or --random-targets)"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
@@ -112,6 +114,27 @@ def test_attach_to_running_scheduler(grid, tmp_path, capsys):
             assert len(c.scheduler_info()["workers"]) == 2
     t = pq.read_table(tmp_path / "o" / "stats")
     assert t.num_rows == 50 and len(set(t.column("source").to_pylist())) == 50
+
+
+def test_banner_and_wrote_line_describe_what_the_study_does(grid, tmp_path, capsys):
+    """The banner gives the real batches (100 sources on 2 workers: 2 of 50, not "of
+    64"), and the last line every folder written (distances/ and predecessors/ too)."""
+    out = tmp_path / "o"
+    rc = main(["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--outputs", "predecessors",
+               "--distance-form", "wide", "--cpu-workers", "2", "--no-dashboard", "--out", str(out)])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert "100 sources (random) in 2 batches of 50, 2 to do" in text, text
+    assert (f"wrote {out}/distances/, {out}/predecessors/, {out}/stats/ (100 rows), manifest.json, "
+            "summary.json") in text, text
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["batch_size"] == 64 and m["batches"] == 2
+    rc = main(["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--batch-size", "64",
+               "--random-targets", "10", "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "m")])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert "in 2 batches of 36-64, 2 to do" in text, text
+    assert f"wrote {tmp_path / 'm'}/matrix/, targets.parquet, {tmp_path / 'm'}/stats/ (100 rows)" in text, text
 
 
 def test_negative_cycle_exit_3(tmp_path, capsys):
