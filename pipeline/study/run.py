@@ -725,11 +725,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         manifest says ``failed`` (with the reason) or ``interrupted``.
     """
     from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster, worker_devices
+    from gpu_sssp.pipeline.config import check_settings
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings
     from gpu_sssp.pipeline.study.plan import plan_study
 
+    check_settings()  # every sssp.* setting, before any folder or cluster exists
     if resume:
         kept = resumed_settings(out)  # the batch size not given again is adopted by Study
         distance_form = distance_form or kept.get("distance_form")
