@@ -261,6 +261,15 @@ def test_plan_blames_the_setting_not_the_option(tmp_path):
         plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", batch_size=0)
 
 
+def test_explicit_host_of_no_valid_form_is_a_usage_error():
+    from gpu_sssp.pipeline.cluster import start_cluster
+
+    with pytest.raises(UsageError, match="--host takes an interface address"):
+        start_cluster(cpu_workers=1, host="999.1.1.1")
+    with pytest.raises(UsageError, match="--dashboard-address"):
+        start_cluster(cpu_workers=1, dashboard_address="127.0.0.1:70000")
+
+
 def test_the_byte_sizes_of_the_option_and_of_the_setting_are_one_parser():
     import argparse
 
