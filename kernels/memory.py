@@ -9,10 +9,11 @@ an allocation that only fails when touched, the OOM killer.  No psutil: ``/proc/
 from __future__ import annotations
 
 import os
+import re
 
 from gpu_sssp.kernels.errors import OutputTooLargeError
 
-__all__ = ["available_memory", "fmt_bytes", "output_bytes", "check_host_memory"]
+__all__ = ["available_memory", "fmt_bytes", "parse_bytes", "output_bytes", "check_host_memory"]
 
 #: arrays below this many bytes are not checked (not worth reading /proc/meminfo)
 SMALL_BYTES = 1 << 26
@@ -44,6 +45,21 @@ def fmt_bytes(b: float) -> str:
             return f"{b:,.1f} {unit}" if unit != "B" else f"{int(b)} B"
         b /= 1000.0
     return f"{b} B"
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
+
+
+def parse_bytes(text) -> int:
+    """``"20e9"``, ``"300GB"``, ``"1.5T"``, ``"64GiB"`` -> bytes (powers of 1000, of 1024
+    with ``i``), as ``sssp study --max-distance-bytes`` and the byte-size settings
+    (``pipeline.config``) read them; ``ValueError`` for anything else."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)")
+    value, unit, binary = float(m.group(1)), m.group(2).upper(), bool(m.group(3))
+    power = " KMGTP".index(unit) if unit else 0
+    return int(value * (1024 if binary else 1000) ** power)
 
 
 def output_bytes(n_sources: int, n_columns: int, *, distances: bool = True, predecessors: bool = False,

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
-from gpu_sssp.pipeline.config import setting
+from gpu_sssp.pipeline.config import setting, valid_address, valid_host
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +233,9 @@ def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, st
     asked otherwise) and the dashboard too unless its address names another interface.
     """
     host = str(setting("cluster.host", host, default=None) or "127.0.0.1")
-    if "://" in host:
-        raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0, got {host!r}")
+    if "://" in host or not valid_host(host):
+        raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
+                         f"got {host!r}")
     if not dashboard:
         if dashboard_address is not None:
             raise UsageError("--dashboard-address and --no-dashboard contradict each other")
@@ -248,6 +249,9 @@ def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, st
     port = dash.rsplit(":", 1)[1]
     if not port.isdigit():
         raise UsageError(f"--dashboard-address {dash!r}: the port must be a number")
+    if not valid_address(dash):
+        raise UsageError(f"--dashboard-address {dash!r}: expected HOST:PORT (an IP address or a host name, "
+                         "and a port from 0 to 65535) or :PORT")
     return host, dash
 
 

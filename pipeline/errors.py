@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from gpu_sssp.kernels.errors import SsspError
+from gpu_sssp.kernels.errors import SsspError, UsageError
 
-__all__ = ["InputError", "StudyError", "BatchError"]
+__all__ = ["InputError", "StudyError", "BatchError", "SettingError"]
 
 
 class InputError(SsspError, ValueError):
@@ -62,3 +62,12 @@ class BatchError(SsspError, RuntimeError):
     and the cause."""
 
     exit_code = 1
+
+
+class SettingError(UsageError):
+    """A bad ``sssp.*`` setting (dask config: a YAML file, a ``DASK_SSSP__...``
+    environment variable, ``dask.config.set``) or a dask config file that cannot be
+    read.  The message names the key, where its value came from when that can be told,
+    the value and what is expected (:mod:`pipeline.config`); exit status 2."""
+
+    exit_code = 2

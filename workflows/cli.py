@@ -64,6 +64,16 @@ def _sigterm_raises():
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
+def _check_settings() -> None:
+    """Check every ``sssp.*`` setting (dask config) before the command does anything: a
+    bad one (or a dask config file that is not valid YAML) ends it with one line and
+    status 2, before any file, study folder or cluster is made
+    (``pipeline.config.check_settings``)."""
+    from gpu_sssp.pipeline.config import check_settings
+
+    check_settings()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -108,6 +118,7 @@ def main(argv=None) -> int:
     # its traceback
     try:
         with _sigterm_raises():
+            _check_settings()
             return int(args.func(args) or 0)
     except SsspError as exc:
         print_error(exc)

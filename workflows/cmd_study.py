@@ -6,7 +6,6 @@ report and the summary table.  The work is in :mod:`pipeline.study`.
 from __future__ import annotations
 
 import argparse
-import re
 import time
 
 from rich.console import Console
@@ -15,22 +14,20 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
+from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)([iI]?)[bB]?\s*$")
-
 
 def parse_bytes(text: str) -> int:
-    """``"20e9"``, ``"300GB"``, ``"1.5T"``, ``"64GiB"`` -> bytes."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)")
-    value, unit, binary = float(m.group(1)), m.group(2).upper(), bool(m.group(3))
-    power = " KMGTP".index(unit) if unit else 0
-    return int(value * (1024 if binary else 1000) ** power)
+    """``"20e9"``, ``"300GB"``, ``"1.5T"``, ``"64GiB"`` -> bytes (``kernels.memory.parse_bytes``,
+    which the byte-size settings read too)."""
+    try:
+        return _parse_bytes(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
 
 
 def add_parser(sub) -> None:

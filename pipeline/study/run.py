@@ -727,11 +727,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         manifest says ``failed`` (with the reason) or ``interrupted``.
     """
     from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster, worker_devices
+    from gpu_sssp.pipeline.config import check_settings
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings
     from gpu_sssp.pipeline.study.plan import plan_study
 
+    check_settings()  # every sssp.* setting, before any folder or cluster exists
     # on a resume, what is not given again is the folder's study's (the batch size is
     # adopted by Study); a matrix study's targets too, when no target option is given
     kept = resumed_settings(out) if resume else {}

@@ -1,0 +1,107 @@
+"""`sssp` and the ``sssp.*`` settings: a bad one (environment variable, dask config
+file) ends any command at its start with one line naming the setting and status 2,
+before a study folder or a cluster exists; a dask config file that is not valid YAML is
+named with its line; an unknown key is a warning."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dask.config
+import pytest
+
+from gpu_sssp.workflows.cli import main
+from tests.pipeline.test_study_support import grid_parquet
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def env(monkeypatch):
+    def put(**variables):
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        dask.config.refresh()
+
+    yield put
+    monkeypatch.undo()
+    dask.config.refresh()
+
+
+def _sssp(args, cwd, **variables):
+    environ = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   **variables)
+    return subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *args], cwd=cwd, env=environ,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name, text, flags", [
+    ("DASK_SSSP__STUDY__BATCH_SIZE", "abc", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__STUDY__BATCH_SIZE", "0", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__STUDY__BATCH_SIZE", "7.5", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__STUDY__MAX_DISTANCE_BYTES", "lots", ["--cpu-workers", "1", "--outputs", "distances"]),
+    ("DASK_SSSP__STUDY__SCHEDULE", "bogus", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__STUDY__RETRIES", "abc", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__STUDY__FSYNC", "maybe", ["--cpu-workers", "1"]),
+    ("DASK_SSSP__CLUSTER__CPU_WORKERS", "zero", []),
+    ("DASK_SSSP__CLUSTER__HOST", "999.1.1.1", ["--cpu-workers", "1"]),
+])
+def test_a_bad_setting_is_one_line_exit_2_and_no_folder(tmp_path, capsys, env, name, text, flags):
+    g = grid_parquet(tmp_path, 3, 3)
+    out = tmp_path / "study"
+    env(**{name: text})
+    rc = main(["study", str(g), "--no-dashboard", "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: setting sssp.") and f"environment variable {name}" in lines[0], err
+    assert f"got {text!r}" in lines[0]
+    assert "--batch-size" not in lines[0] and "--cpu-workers" not in lines[0]  # options not given
+    assert not out.exists()
+
+
+def test_a_bad_setting_stops_other_commands_too(tmp_path, capsys, env):
+    env(DASK_SSSP__INGEST__MAX_VERTICES="many")
+    rc = main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(tmp_path / "g.parquet"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: setting sssp.ingest.max-vertices: expected"), err
+    assert not (tmp_path / "g.parquet").exists()
+
+
+def test_a_config_file_that_is_not_yaml_is_named_with_its_line(tmp_path):
+    cfg = tmp_path / "dask"
+    cfg.mkdir()
+    (cfg / "sssp.yaml").write_text("sssp:\n  study:\n    batch-size: [1\n")
+    g = grid_parquet(tmp_path, 3, 3)
+    p = _sssp(["study", str(g), "--cpu-workers", "1", "--out", "study"], tmp_path, DASK_CONFIG=str(cfg))
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"error: dask config file {cfg / 'sssp.yaml'}:4:1: not valid YAML"), p.stderr
+    assert "line 3, column 17" in lines[0]  # where the unclosed [ began
+    assert not (tmp_path / "study").exists()
+
+
+def test_a_bad_value_in_a_config_file_names_the_file(tmp_path):
+    cfg = tmp_path / "dask"
+    cfg.mkdir()
+    (cfg / "sssp.yaml").write_text("sssp:\n  study:\n    keep-graph: maybe\n")
+    p = _sssp(["generate", "grid", "--rows", "2", "--cols", "2", "-o", "g.parquet", "-q"], tmp_path,
+              DASK_CONFIG=str(cfg))
+    assert p.returncode == 2
+    assert p.stderr == (f"error: setting sssp.study.keep-graph: expected true or false (yes/no, on/off, 1/0), "
+                        f"got 'maybe' (from the dask config file {cfg / 'sssp.yaml'})\n")
+
+
+def test_an_unknown_key_is_a_warning_naming_the_closest(tmp_path):
+    p = _sssp(["generate", "grid", "--rows", "2", "--cols", "2", "-o", "g.parquet", "-q"], tmp_path,
+              DASK_SSSP__STUDY__BATCHSIZE="5")
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "unknown setting sssp.study.batchsize (from the environment variable DASK_SSSP__STUDY__BATCHSIZE)" \
+        in lines[0] and "did you mean sssp.study.batch-size?" in lines[0], p.stderr
+    assert (tmp_path / "g.parquet").exists()
