@@ -67,7 +67,18 @@ def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str,
     ``detail`` the sizes behind the estimate, ``advice`` ends the message (what else to
     choose); ``option`` is how the caller raises the limit (``{estimate}`` filled in) and
     ``error`` the exception raised."""
-    limit = int(float(setting("study.max-distance-bytes", max_distance_bytes)))
+    if max_distance_bytes is not None:  # an explicit value: a number or a size, as the flag takes
+        from gpu_sssp.kernels.memory import parse_bytes
+
+        try:
+            limit = parse_bytes(max_distance_bytes)
+        except ValueError:
+            from gpu_sssp.kernels.errors import UsageError
+
+            raise UsageError(f"max_distance_bytes: expected a number of bytes or a size (20e9, 300GB), "
+                             f"got {max_distance_bytes!r}") from None
+    else:
+        limit = int(float(setting("study.max-distance-bytes")))
     if estimate > limit:
         how = option.format(estimate=estimate)
         raise error(

@@ -118,3 +118,13 @@ def test_matrix_long_table_limit_is_the_long_size():
 def test_matrix_refuses_an_unknown_form_before_solving():
     with pytest.raises(UsageError, match=r"as_arrow='tall': use False"):
         gpu_sssp.matrix(chain(5), "all", "all", method="dijkstra", as_arrow="tall")
+
+
+def test_max_distance_bytes_takes_a_size_as_the_flag_does():
+    """max_distance_bytes="1MB" works as --max-distance-bytes 1MB; a word is one usage error."""
+    g = chain(100)
+    assert gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes="1MB").shape == (100, 100)
+    with pytest.raises(OutputTooLargeError, match=r"above the limit of 1\.0 KB"):
+        gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes="1KB")
+    with pytest.raises(UsageError, match=r"max_distance_bytes: expected a number of bytes or a size .* got 'lots'"):
+        gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes="lots")
