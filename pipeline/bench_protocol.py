@@ -476,13 +476,17 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         base = dict(graph=graph.name, fingerprint=graph.fingerprint, vertices=graph.n, arcs=graph.m,
                     gpu=env.get("gpu", ""), driver=env.get("driver", ""), versions=versions)
 
-        # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0
-        ref_solve = bl.prepare("scipy", graph)
+        # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0.
+        # With negative arcs it is prepared for these sources: a negative cycle reachable
+        # from one of them ends the bench as it ends `sssp solve` and `sssp verify`
+        # (NegativeCycleError, exit 3), and Johnson runs on the part they reach
+        ref_solve = bl.prepare("scipy", graph, srcs)
         od = graph.out_degree()
         if settings.warmup:
             # warm-up: the same allocations and code path; from a sink vertex when there is
-            # one, which costs nothing on the large R-MAT graphs (seconds per full solve)
-            sinks = np.flatnonzero(od == 0)
+            # one, which costs nothing on the large R-MAT graphs (seconds per full solve);
+            # with negative arcs from a source (SciPy's Johnson only has their part)
+            sinks = np.flatnonzero(od == 0) if not graph.has_negative else []
             ref_solve(int(sinks[0]) if len(sinks) else int(srcs[0]))
         refs: list[Answer] = []
         ref_ms: list[float] = []
@@ -578,7 +582,7 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     rows = []
     try:
-        solve_one = bl.prepare(v.algorithm, graph)
+        solve_one = bl.prepare(v.algorithm, graph, srcs)
         for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
             solve_one(int(srcs[0]))
     except Exception as exc:

@@ -366,6 +366,31 @@ def test_negative_weights_skip_dijkstra_only_methods_and_use_johnson():
     assert any("dijkstra skipped" in n for n in out.notes)
 
 
+def test_a_negative_cycle_reachable_from_a_source_ends_the_bench_naming_it():
+    """The SciPy reference used to raise scipy's own NegativeCycleError (a traceback);
+    it is the product's, as in `sssp solve` and `sssp verify`, naming a vertex on it."""
+    g = Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 3], [1, -5, 1, 1], 4, name="negcyc")
+    for baselines in (["scipy"], []):
+        with pytest.raises(kernels.NegativeCycleError, match="vertex [012] lies on it") as err:
+            _run([g], ["bellman-ford"], baselines=baselines, settings={"sources": 2, "min_component": 2})
+        assert err.value.exit_code == 3 and err.value.vertex in (0, 1, 2)
+
+
+def test_a_negative_cycle_no_source_reaches_does_not_stop_the_reference():
+    """SciPy's Johnson rejects a negative cycle anywhere; the reference runs on the part
+    of the graph the sources reach (as bellman-ford does), so a cycle elsewhere is fine."""
+    ring = np.arange(20)
+    src = np.r_[ring, [20, 21, 22]]
+    dst = np.r_[(ring + 1) % 20, [21, 22, 20]]
+    w = np.r_[np.arange(1, 21), [1, -5, 1]]
+    g = Graph.from_edges(src, dst, w, 23, name="negaway")
+    out, _ = _run([g], ["bellman-ford"], baselines=["scipy"], settings={"sources": 3, "min_component": 20})
+    rows = out.table.to_pylist()
+    assert {r["variant"] for r in rows} == {"bellman-ford", "scipy"}
+    assert all(r["ok"] for r in rows) and all(r["source"] < 20 for r in rows)
+    assert all(r["reached"] == 20 for r in rows)
+
+
 def test_float_weights_are_checked_with_tolerance():
     out, _ = _run([float_graph()], ["dijkstra"], baselines=["scipy"])
     assert out.failures == 0

@@ -126,3 +126,18 @@ def test_bench_help_lists_the_protocol(capsys):
     for opt in ("--algorithms", "--sources", "--min-component", "--seed", "--runs", "--ablation",
                 "--baselines", "--out", "--warmup", "--from-rows"):
         assert opt in text
+
+
+@pytest.mark.parametrize("baselines", [[], ["--baselines", ""]])
+def test_bench_negative_cycle_exits_3_with_one_line(tmp_path, capsys, baselines):
+    """As `sssp solve` and `sssp verify`: exit 3 and one line naming a vertex on the
+    cycle (it used to be scipy's NegativeCycleError traceback, exit 1)."""
+    wel = tmp_path / "negcyc.wel"
+    wel.write_text("0 1 1\n1 2 -5\n2 0 1\n2 3 1\n")
+    rc = main(["bench", str(wel), "--algorithms", "cpu", "--sources", "2", "--out", str(tmp_path / "b"),
+               "--no-plots", *baselines])
+    assert rc == 3
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "negative cycle reachable from source" in errors[0]
+    assert "lies on it" in errors[0] and "Traceback" not in err
