@@ -150,6 +150,16 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     form = "long" if as_arrow == "long" else "wide"
     src, tg = ids(sources, "source"), ids(targets, "target")
     _check_matrix_size(g, src, tg, max_distance_bytes, form)
+    if method != "auto":
+        # refused before a hierarchy is built for it below (phast on a graph that is not
+        # road-like would otherwise be contracted here, past the rule solve applies)
+        from gpu_sssp.kernels.errors import UsageError
+        from gpu_sssp.kernels.registry import get, resolve_backend
+
+        why = get(method, resolve_backend(method, backend)).unsuitable(
+            g, force=options.get("force", False), hierarchy=options.get("hierarchy"))
+        if why:
+            raise UsageError(why)
     if getattr(g, "path", None):
         from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.hierarchy import prepare_study

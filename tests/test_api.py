@@ -130,3 +130,21 @@ def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
     assert size(["cpu", "cpu"]) == PHAST_CPU_BATCH_SIZE  # warm CPU workers sweep all of rome99
     assert size(["cpu", "cpu"], random=10, seed=1) == CPU_BATCH_SIZE
     assert size(gpu, algorithm="batched") == GPU_BATCH_SIZE
+
+
+def test_matrix_refuses_phast_before_building_a_hierarchy(tmp_path):
+    """``matrix(path, method="phast")`` used to contract a graph that is not road-like on
+    its way in (``prepare_study``), past the rule ``solve`` applies; it is refused first,
+    with the registry's reason, and ``force=True`` still builds it."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.generate import generate
+
+    path = tmp_path / "zg.parquet"
+    generate("random", path, n=1000, m=4000, seed=0)
+    with pytest.raises(UsageError, match="phast: .*hop depth"):
+        sssp.matrix(path, [0], [1, 2], method="phast", backend="cpu")
+    assert not list(tmp_path.glob("*.ch.npz"))
+    g = sssp.read_parquet(path)
+    m = sssp.matrix(g, [0], [1, 2], method="phast", backend="cpu", force=True)
+    ref = csg.dijkstra(g.to_scipy(), indices=[0])[:, [1, 2]]
+    assert np.array_equal(m, ref)
