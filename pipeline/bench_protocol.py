@@ -299,6 +299,34 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
     return out
 
 
+def check_gpu_asked(tokens, backend: str = "auto") -> None:
+    """Refuse a GPU method named explicitly (``hbf``, ``phast@gpu``, a bare ``phast``
+    with ``--backend gpu``, an ``--ablation`` of a GPU method) where no CUDA device is
+    visible: the command line's exit 4, as ``sssp verify --methods hbf``.  Groups
+    (``gpu``, ``cpu``, ``all``) are not passed here: their GPU methods are skipped with
+    a note.
+
+    Raises
+    ------
+    kernels.errors.GPUUnavailableError
+    """
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import GPUUnavailableError
+
+    if kernels.device_count() > 0:
+        return
+    gpu = []
+    for token in tokens:
+        name, b = kernels.registry.method_spec(token, backend)
+        if b == "gpu":
+            gpu.append(str(token))
+    if gpu:
+        raise GPUUnavailableError(
+            f"{', '.join(gpu)}: {'a GPU method needs' if len(gpu) == 1 else 'GPU methods need'} a CUDA device; "
+            "none is visible here (--algorithms cpu times the CPU methods; NAME@cpu the CPU one of a method "
+            "on both backends)")
+
+
 # ----------------------------------------------------------------------------- environment
 def environment() -> dict:
     """GPU name, driver and library versions (empty GPU fields without a device)."""

@@ -141,3 +141,26 @@ def test_bench_negative_cycle_exits_3_with_one_line(tmp_path, capsys, baselines)
     errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "negative cycle reachable from source" in errors[0]
     assert "lies on it" in errors[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["--algorithms", "hbf"], ["--algorithms", "phast@gpu"],
+                                  ["--algorithms", "dijkstra,hbf"], ["--algorithms", "phast", "--backend", "gpu"],
+                                  ["--algorithms", "dijkstra", "--ablation", "hbf"]])
+def test_bench_a_named_gpu_method_without_a_gpu_exits_4(small_parquet, tmp_path, capsys, monkeypatch, argv):
+    """As `sssp verify --methods hbf`: exit 4 before anything is timed (it used to exit 0
+    having measured SciPy only)."""
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--sources", "2", "--out", str(out), "--no-plots", *argv]) == 4
+    err = capsys.readouterr().err
+    assert "needs a CUDA device" in err and len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
+    assert not (out / "rows.parquet").exists()
+
+
+@pytest.mark.parametrize("group", ["gpu", "all"])
+def test_bench_groups_skip_their_gpu_methods_without_a_gpu(small_parquet, tmp_path, capsys, monkeypatch, group):
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", group, "--sources", "2", "--baselines", "scipy",
+                 "--exclude", "phast", "--out", str(out), "--no-plots"]) == 0
+    assert "hbf skipped: no CUDA device here" in " ".join(capsys.readouterr().err.split())
