@@ -211,13 +211,13 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
         Not 1-D, empty, or an index out of range (its file id named).
     """
     v = np.atleast_1d(np.asarray(values))
+    if v.size == 0:  # before the type: an empty list is float64 to NumPy
+        raise UsageError(f"no {what}s given")
     if v.ndim != 1:
         raise UsageError(f"{what}s must be a 1-D list of vertex indices, got shape {v.shape}")
     if v.dtype.kind not in "iu":
         raise OptionError(f"{what}s must be integers, got {v.dtype}")
     v = v.astype(np.int64)
-    if len(v) == 0:
-        raise UsageError(f"no {what}s given")
     bad = (v < 0) | (v >= graph.n)
     if bad.any():
         i = int(v[np.argmax(bad)])
