@@ -2,6 +2,7 @@
 against SciPy and timed where there is no GPU, named explicitly as phast@cpu anywhere."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -207,3 +208,32 @@ def test_bench_skips_phast_on_a_graph_it_refuses(not_road_like, tmp_path, capsys
     rows = pq.read_table(out / "rows.parquet").to_pylist()
     assert {r["algorithm"] for r in rows} == {"dijkstra", "scipy"}
     assert "phast@cpu skipped: phast:" in " ".join(capsys.readouterr().err.split())
+
+
+def test_verify_random_sources_are_distinct_capped_and_the_seed_is_printed(rome99, capsys, monkeypatch):
+    """--random K drew with replacement (rome99 --random 5000: '3353 sources', repeats
+    included) and never said which seed; now K distinct vertices, at most n (noted)."""
+    from gpu_sssp.kernels import registry as reg
+
+    seen = []
+    real = reg.solve
+
+    def spy(graph, sources, **kw):
+        seen.append(np.asarray(sources).copy())
+        return real(graph, sources, **kw)
+
+    monkeypatch.setattr(kernels, "solve", spy)
+    assert main(["verify", str(rome99), "--random", "5000", "--methods", "dijkstra"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--random 5,000 is more than the 3,353 vertices" in out and "seed 0" in out
+    assert all(len(s) == 3353 and len(np.unique(s)) == 3353 for s in seen)
+    seen.clear()
+    assert main(["verify", str(rome99), "--random", "40", "--seed", "3", "--methods", "dijkstra"]) == 0
+    assert "40 distinct random sources (seed 3" in " ".join(capsys.readouterr().out.split())
+    first = seen[0]
+    assert len(np.unique(first)) == 40
+    seen.clear()
+    assert main(["verify", str(rome99), "--random", "40", "--methods", "dijkstra"]) == 0
+    assert not np.array_equal(seen[0], first)  # another seed, other sources
+    assert main(["verify", str(rome99), "--random", "0"]) == 2
+    assert "--random K must be at least 1" in capsys.readouterr().err
