@@ -486,7 +486,8 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
             "arcs": graph.m, "weights": f"{graph.weight_type} {graph.min_weight}..{graph.max_weight}"
             if graph.m else graph.weight_type,
             "directed": bool(graph.directed), "sources": int(len(srcs)),
-            "min_component": draw.min_component, "source_ids": graph.to_ids(srcs).tolist(),
+            "min_component": draw.min_component, "asked_min_component": draw.asked_min_component,
+            "source_ids": graph.to_ids(srcs).tolist(),
         })
         runnable = []
         skipped: dict[tuple, list[str]] = {}

@@ -17,7 +17,7 @@ from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import graph_options
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
 
 _DESCRIPTION = """\
@@ -169,6 +169,8 @@ def run(args) -> int:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
         table, ctx = report.load_rows(args.from_rows)
+        for text in ctx.pop("read_notes", []):
+            console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)
         out.mkdir(parents=True, exist_ok=True)
         report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
         written = report.write_report(table, ctx, out, plots=not args.no_plots)

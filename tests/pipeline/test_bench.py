@@ -413,6 +413,38 @@ def test_load_rows_merges_files_and_rejects_others(tmp_path):
         report.load_rows([tmp_path / "missing"])
 
 
+def test_summary_says_the_min_component_used_where_it_was_lowered(tmp_path):
+    """The summary said 'at least 100000 vertices' (and, merged, 'min component 100000')
+    where the draw had lowered it: it names the value used on each graph."""
+    out, _ = _run([grid_graph(), directed_graph()], ["dijkstra"], baselines=[],
+                  settings={"sources": 3, "min_component": 100_000})
+    ctx = report.context_of(out)
+    text = report.summary_markdown(out.table, ctx)
+    assert "at least 100,000 vertices (lowered to 90 on grid, " in text
+    assert "| 90 (lowered from 100,000) |" in text
+    assert "at least 100000" not in text
+    same, _ = _run([grid_graph()], ["dijkstra"], baselines=[], settings={"sources": 3, "min_component": 20})
+    text = report.summary_markdown(same.table, report.context_of(same))
+    assert "at least 20 vertices," in text and "lowered" not in text.split("## Graphs")[0]
+    # merged rows: each run's line says it too
+    report.write_rows(out.table, tmp_path / "a" / "rows.parquet", ctx)
+    report.write_rows(same.table, tmp_path / "b" / "rows.parquet", report.context_of(same))
+    table, merged = report.load_rows([tmp_path / "a", tmp_path / "b"])
+    text = report.summary_markdown(table, merged)
+    assert "min component 100,000 (lowered to 90 on grid, " in text and "min component 20, " in text
+
+
+def test_load_rows_reads_a_file_given_twice_once_with_a_note(tmp_path):
+    out, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"])
+    report.write_rows(out.table, tmp_path / "a" / "rows.parquet", report.context_of(out))
+    table, ctx = report.load_rows([tmp_path / "a", tmp_path / "a", tmp_path / "a" / "rows.parquet"])
+    assert len(table) == len(out.table)
+    assert [r["file"] for r in ctx["runs"]] == [str(tmp_path / "a" / "rows.parquet")]
+    assert ctx["read_notes"] == [f"rows file {tmp_path / 'a' / 'rows.parquet'} given 3 times: read once, "
+                                 "its rows merged once"]
+    assert ctx["read_notes"][0] in report.summary_markdown(table, ctx)
+
+
 def test_settings_are_validated():
     g = grid_graph()
     vs = bm.plan_variants(["dijkstra"], baselines=[])

@@ -164,3 +164,23 @@ def test_bench_groups_skip_their_gpu_methods_without_a_gpu(small_parquet, tmp_pa
     assert main(["bench", str(small_parquet), "--algorithms", group, "--sources", "2", "--baselines", "scipy",
                  "--exclude", "phast", "--out", str(out), "--no-plots"]) == 0
     assert "hbf skipped: no CUDA device here" in " ".join(capsys.readouterr().err.split())
+
+
+def test_bench_notes_stay_whole_in_pipes_and_from_rows_twice_is_noted(small_parquet, tmp_path, capsys):
+    """Notes wrapped mid-sentence at 80 columns when stderr was not a terminal; the same
+    rows given twice to --from-rows were merged twice without a word."""
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
+                 "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    lowered = [ln for ln in err.splitlines() if "no component has" in ln]
+    assert len(lowered) == 1 and len(lowered[0]) > 80 and "min-component lowered to 150" in lowered[0]
+    assert any(ln.startswith("device: ") and ln.rstrip().endswith("scipy") for ln in err.splitlines())
+    rows = len(pq.read_table(out / "rows.parquet"))
+    again = tmp_path / "again"
+    assert main(["bench", "--from-rows", str(out), str(out / "rows.parquet"), "--out", str(again),
+                 "--no-plots"]) == 0
+    assert len(pq.read_table(again / "rows.parquet")) == rows
+    err = capsys.readouterr().err
+    assert "given 2 times: read once" in err
+    assert "given 2 times: read once" in (again / "summary.md").read_text()
