@@ -94,9 +94,13 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     graph : Graph, str or os.PathLike
         A graph, or an input file / Parquet edge list (loaded with :func:`load_graph`;
         its contraction hierarchy is then cached beside it when ``phast`` is used).
-    sources, targets : "all" or sequence of int
+    sources, targets : "all", int, sequence of int, or str / os.PathLike
         File ids (1-based for DIMACS); order and repeats kept: row ``i`` is
-        ``sources[i]``, column ``j`` is ``targets[j]``.
+        ``sources[i]``, column ``j`` is ``targets[j]``.  A single id is a list of one.
+        A path (any string but ``"all"``) is a file of ids read as the command line
+        reads it: sources as ``sssp study --sources-file`` (a DIMACS ``.ss`` file or one
+        id per line, ``pipeline.sources.read_source_file``), targets as ``--targets
+        FILE`` (``pipeline.targets.read_target_file``).
     method, backend : str
         As :func:`solve`.  ``phast`` sweeps only the part of the hierarchy the targets
         need (RPHAST); the other engines gather the target columns (on the GPU, before
@@ -137,6 +141,19 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
             return _np.arange(g.n, dtype=_np.int64)
         from gpu_sssp.kernels.errors import UsageError
 
+        if isinstance(x, (str, _os.PathLike)):  # a file of ids, as the command line reads it
+            if what == "source":
+                from gpu_sssp.pipeline.sources import read_source_file as read
+            else:
+                from gpu_sssp.pipeline.targets import read_target_file as read
+            return g.to_index(read(x, g), what=f"{what} in {_os.fspath(x)}")
+        if isinstance(x, (bool, _np.bool_)) or not (isinstance(x, (int, _np.integer, _np.ndarray))
+                                                    or hasattr(x, "__iter__")):
+            from gpu_sssp.kernels.errors import OptionError
+
+            raise OptionError(f"{what}s: expected 'all', an id, a sequence of ids or a file of ids, got {x!r}")
+        if isinstance(x, (int, _np.integer)):
+            x = [x]  # one id
         arr = list(x) if not isinstance(x, _np.ndarray) else x
         if _np.size(arr) == 0:
             raise UsageError(f"no {what} ids given")
@@ -150,6 +167,16 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     form = "long" if as_arrow == "long" else "wide"
     src, tg = ids(sources, "source"), ids(targets, "target")
     _check_matrix_size(g, src, tg, max_distance_bytes, form)
+    if method != "auto":
+        # refused before a hierarchy is built for it below (phast on a graph that is not
+        # road-like would otherwise be contracted here, past the rule solve applies)
+        from gpu_sssp.kernels.errors import UsageError
+        from gpu_sssp.kernels.registry import get, resolve_backend
+
+        why = get(method, resolve_backend(method, backend)).unsuitable(
+            g, force=options.get("force", False), hierarchy=options.get("hierarchy"))
+        if why:
+            raise UsageError(why)
     if getattr(g, "path", None):
         from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.hierarchy import prepare_study

@@ -73,37 +73,83 @@ def unavailable_reason(name: str, graph) -> str | None:
     return None
 
 
-def prepare(name: str, graph) -> SolveOne:
+def check_negative_cycle(graph, sources) -> None:
+    """Raise :class:`kernels.result.NegativeCycleError` when a negative cycle is
+    reachable from ``sources`` (internal indices), naming a vertex on it and a source
+    that reaches it: the check ``bellman-ford`` (so ``sssp solve`` and ``sssp verify``)
+    makes before solving, with the same message.  Nothing to do without negative arcs."""
+    if not graph.has_negative:
+        return
+    from gpu_sssp.kernels.cpu import _source_reaching, find_negative_cycle
+    from gpu_sssp.kernels.result import NegativeCycleError
+
+    sources = np.asarray(sources, dtype=np.int64)
+    cyc = find_negative_cycle(graph, sources)
+    if cyc is not None:
+        raise NegativeCycleError(cyc[0], _source_reaching(graph, sources, cyc[0]), graph.id_base, cyc)
+
+
+def prepare(name: str, graph, sources=None) -> SolveOne:
     """Build the baseline's graph once; return ``solve_one(source) -> (dist, ms)``.
 
     ``source`` is an internal (0-based) vertex index; ``dist`` has shape ``(n,)``.
+    ``sources`` (internal indices): the sources that will be solved.  For ``scipy`` on
+    a graph with negative arcs they are checked for a reachable negative cycle first
+    (:func:`check_negative_cycle`), and Johnson then runs on the part of the graph they
+    reach (as the ``bellman-ford`` method does: SciPy's Johnson rejects a negative
+    cycle anywhere, even one no source reaches); only the sources given may then be
+    solved.
 
     Raises
     ------
     ValueError
         Unknown baseline, or one that cannot run on this graph (see
         :func:`unavailable_reason`).
+    kernels.result.NegativeCycleError
+        ``scipy`` with ``sources``: a negative cycle is reachable from one of them.
     """
     reason = unavailable_reason(name, graph)
     if reason:
         raise ValueError(reason)
-    return {"scipy": _scipy, "networkit": _networkit, "rustworkx": _rustworkx}[name](graph)
+    if name == "scipy":
+        return _scipy(graph, sources)
+    return {"networkit": _networkit, "rustworkx": _rustworkx}[name](graph)
 
 
-def _scipy(graph) -> SolveOne:
+def _scipy(graph, sources=None) -> SolveOne:
     import scipy.sparse.csgraph as csg
 
     from gpu_sssp.kernels.cpu import _matrix
 
     graph.check_exact()
     mat = _matrix(graph)
+    n = graph.n
+    local = None
+    if graph.has_negative and sources is not None:
+        check_negative_cycle(graph, sources)
+        seen = np.zeros(n, dtype=bool)
+        for s in np.unique(np.asarray(sources, dtype=np.int64)):
+            if not seen[s]:
+                seen[csg.breadth_first_order(mat, int(s), directed=True, return_predecessors=False)] = True
+        keep = np.flatnonzero(seen)
+        local = np.full(n, -1, dtype=np.int64)
+        local[keep] = np.arange(len(keep))
+        mat = mat[keep][:, keep]
     solver = csg.johnson if graph.has_negative else csg.dijkstra
 
     def solve_one(source: int):
+        s = int(source) if local is None else int(local[int(source)])
+        if s < 0:
+            raise ValueError(f"source {int(source)} was not among the sources the scipy baseline was prepared for")
         t0 = time.perf_counter()
-        dist = solver(mat, directed=True, indices=int(source))
+        dist = solver(mat, directed=True, indices=s)
         ms = (time.perf_counter() - t0) * 1e3
-        return np.asarray(dist, dtype=np.float64).reshape(-1), ms
+        dist = np.asarray(dist, dtype=np.float64).reshape(-1)
+        if local is not None:  # back to every vertex (not timed)
+            full = np.full(n, np.inf)
+            full[keep] = dist
+            dist = full
+        return dist, ms
 
     return solve_one
 

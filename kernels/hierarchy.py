@@ -221,24 +221,47 @@ def get_hierarchy(graph) -> Hierarchy:
     return graph.cached(CACHE_KEY, lambda: build_hierarchy(graph))
 
 
-def check_phast(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str) -> None:
-    """Refuse a ``phast`` call the GPU and CPU methods both refuse: a graph that is not
-    :func:`eligible` (``"phast: <reason>; <ineligible>"``), or one that does not look
-    road-like (:func:`structure`), holds no hierarchy and was given none, without
-    ``force`` (contracting it may take very long; ``fallback`` names the method to use).
+#: What each backend's ``phast`` suggests instead when it refuses a graph
+#: (:func:`refusal`'s ``ineligible`` and ``fallback``).
+ADVICE = {"gpu": {"ineligible": "use method='batched' (or 'auto')", "fallback": "batched"},
+          "cpu": {"ineligible": "use dijkstra (or bellman-ford) instead", "fallback": "dijkstra"}}
 
-    Raises
-    ------
-    ValueError
+
+def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str) -> str | None:
+    """Why ``phast`` refuses ``graph`` (one line), or ``None`` when it solves it.
+
+    The one rule, for the GPU and the CPU ``phast`` and for every caller that asks
+    beforehand (``kernels.registry.Method.unsuitable``: ``solve``, ``sssp solve``,
+    ``sssp verify``, ``sssp bench``, a study's plan): a graph that is not :func:`eligible`
+    (``"phast: <reason>; <ineligible>"``), or one that does not look road-like
+    (:func:`structure`), holds no hierarchy and was given none, without ``force``
+    (contracting it may take very long; ``fallback`` names the method to use).
     """
     why = eligible(graph)
     if why is not None:
-        raise ValueError(f"phast: {why}; {ineligible}")
+        return f"phast: {why}; {ineligible}"
     if hierarchy is None and not force and not has_hierarchy(graph):
         shape = structure(graph)
         if shape is not None:
-            raise ValueError(f"phast: {shape}; contracting it may take very long: pass force=True to "
-                             f"build its hierarchy anyway, or use method='{fallback}' (or 'auto')")
+            return (f"phast: {shape}; contracting it may take very long: use method='{fallback}' (or 'auto'), "
+                    "or pass force=True (Python: solve(..., method='phast', force=True)) to build its "
+                    "hierarchy anyway")
+    return None
+
+
+def check_phast(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str) -> None:
+    """Refuse a ``phast`` call the GPU and CPU methods both refuse (:func:`refusal`).
+
+    Raises
+    ------
+    kernels.errors.UsageError
+        (a ``ValueError``) The reason, one line: the command line prints it and exits 2.
+    """
+    why = refusal(graph, hierarchy=hierarchy, force=force, ineligible=ineligible, fallback=fallback)
+    if why is not None:
+        from gpu_sssp.kernels.errors import UsageError
+
+        raise UsageError(why)
 
 
 def has_hierarchy(graph) -> bool:

@@ -38,7 +38,7 @@ register("batched", "gpu", "gpu_sssp.kernels.gpu.batched:batched", negative_weig
          targets=True,
          description="many sources per cooperative kernel, vertex-major distances, near-far buckets, GPU reductions")
 register("phast", "gpu", "gpu_sssp.kernels.gpu.phast:solve", negative_weights=False, targets=True,
-         device_turn=True,
+         device_turn=True, needs_hierarchy=True,
          description="PHAST: a contraction hierarchy (RoutingKit) once per graph, then one cooperative kernel per "
                      "batch sweeps it upward and downward level by level, labels vertex-major, reductions fused; "
                      "integer weights >= 0")

@@ -39,18 +39,27 @@ class Method:
     targets: bool = False
     # hop distances (BFS): every arc must carry the same weight
     equal_weights: bool = False
+    # sweeps a contraction hierarchy (phast): kernels.hierarchy.refusal's rule applies
+    # (integer weights within its bound, a road-like graph unless forced or held)
+    needs_hierarchy: bool = False
 
-    def unsuitable(self, graph) -> str | None:
+    def unsuitable(self, graph, *, force: bool = False, hierarchy=None) -> str | None:
         """Why this method cannot solve ``graph`` (one line), or None when it can.
 
         The one place this rule is written: ``solve`` raises it, and the study plan,
-        the benchmark and ``sssp verify`` use it to refuse or skip a method."""
+        the benchmark and ``sssp verify`` use it to refuse or skip a method.  ``force``
+        and ``hierarchy`` are the method options that lift ``phast``'s refusal of a
+        graph that does not look road-like (:func:`kernels.hierarchy.refusal`)."""
         if graph.has_negative and not self.negative_weights:
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
                     f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)")
         if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
             return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "
                     f"{graph.name} has weights {graph.min_weight}..{graph.max_weight} (use delta, phast or auto)")
+        if self.needs_hierarchy:
+            from gpu_sssp.kernels import hierarchy as hmod
+
+            return hmod.refusal(graph, hierarchy=hierarchy, force=bool(force), **hmod.ADVICE[self.backend])
         return None
 
     def load(self):
@@ -66,15 +75,18 @@ _VARIANTS: dict[str, dict[str, Method]] = {}
 
 def register(name: str, backend: str, target: str, *, negative_weights: bool = True,
              description: str = "", device_turn: bool = False, targets: bool = False, equal_weights: bool = False,
-             **options) -> None:
+             needs_hierarchy: bool = False, **options) -> None:
     """Add (or replace) a method in the registry.  A name may be registered once per
     backend; ``get(name)`` then returns the GPU one and ``get(name, "cpu")`` the other.
     ``targets=True``: the implementation takes ``targets=`` and ``stats_over=`` itself;
     ``equal_weights=True``: it computes hop distances (BFS), :meth:`Method.unsuitable`
-    refuses a graph whose arcs' weights differ."""
+    refuses a graph whose arcs' weights differ; ``needs_hierarchy=True``: it sweeps a
+    contraction hierarchy, :meth:`Method.unsuitable` applies
+    :func:`kernels.hierarchy.refusal`."""
     if backend not in ("gpu", "cpu"):
         raise UsageError(f"backend must be 'gpu' or 'cpu', got {backend!r}")
-    m = Method(name, backend, target, negative_weights, description, options, device_turn, targets, equal_weights)
+    m = Method(name, backend, target, negative_weights, description, options, device_turn, targets, equal_weights,
+               needs_hierarchy)
     variants = _VARIANTS.setdefault(name, {})
     variants[backend] = m
     _METHODS[name] = variants.get("gpu", m)
@@ -199,13 +211,13 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
         Not 1-D, empty, or an index out of range (its file id named).
     """
     v = np.atleast_1d(np.asarray(values))
+    if v.size == 0:  # before the type: an empty list is float64 to NumPy
+        raise UsageError(f"no {what}s given")
     if v.ndim != 1:
         raise UsageError(f"{what}s must be a 1-D list of vertex indices, got shape {v.shape}")
     if v.dtype.kind not in "iu":
         raise OptionError(f"{what}s must be integers, got {v.dtype}")
     v = v.astype(np.int64)
-    if len(v) == 0:
-        raise UsageError(f"no {what}s given")
     bad = (v < 0) | (v >= graph.n)
     if bad.any():
         i = int(v[np.argmax(bad)])
@@ -334,7 +346,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     spec = get(method, backend)
     if spec.backend != backend:
         raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
-    why = spec.unsuitable(graph)
+    why = spec.unsuitable(graph, force=options.get("force", False), hierarchy=options.get("hierarchy"))
     if why:
         raise UsageError(why)
     if spec.backend == "gpu" and device_count() == 0:
@@ -411,5 +423,6 @@ register("dijkstra", "cpu", "gpu_sssp.kernels.cpu:dijkstra", negative_weights=Fa
 register("bellman-ford", "cpu", "gpu_sssp.kernels.cpu:bellman_ford",
          description="SciPy Johnson/Bellman-Ford; negative weights, cycle detection")
 register("phast", "cpu", "gpu_sssp.kernels.cpu_phast:phast", negative_weights=False, targets=True,
+         needs_hierarchy=True,
          description="PHAST sweep over a contraction hierarchy (RoutingKit), many sources per sweep, "
                      "Numba; non-negative integer weights")

@@ -299,6 +299,34 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
     return out
 
 
+def check_gpu_asked(tokens, backend: str = "auto") -> None:
+    """Refuse a GPU method named explicitly (``hbf``, ``phast@gpu``, a bare ``phast``
+    with ``--backend gpu``, an ``--ablation`` of a GPU method) where no CUDA device is
+    visible: the command line's exit 4, as ``sssp verify --methods hbf``.  Groups
+    (``gpu``, ``cpu``, ``all``) are not passed here: their GPU methods are skipped with
+    a note.
+
+    Raises
+    ------
+    kernels.errors.GPUUnavailableError
+    """
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import GPUUnavailableError
+
+    if kernels.device_count() > 0:
+        return
+    gpu = []
+    for token in tokens:
+        name, b = kernels.registry.method_spec(token, backend)
+        if b == "gpu":
+            gpu.append(str(token))
+    if gpu:
+        raise GPUUnavailableError(
+            f"{', '.join(gpu)}: {'a GPU method needs' if len(gpu) == 1 else 'GPU methods need'} a CUDA device; "
+            "none is visible here (--algorithms cpu times the CPU methods; NAME@cpu the CPU one of a method "
+            "on both backends)")
+
+
 # ----------------------------------------------------------------------------- environment
 def environment() -> dict:
     """GPU name, driver and library versions (empty GPU fields without a device)."""
@@ -458,7 +486,8 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
             "arcs": graph.m, "weights": f"{graph.weight_type} {graph.min_weight}..{graph.max_weight}"
             if graph.m else graph.weight_type,
             "directed": bool(graph.directed), "sources": int(len(srcs)),
-            "min_component": draw.min_component, "source_ids": graph.to_ids(srcs).tolist(),
+            "min_component": draw.min_component, "asked_min_component": draw.asked_min_component,
+            "source_ids": graph.to_ids(srcs).tolist(),
         })
         runnable = []
         skipped: dict[tuple, list[str]] = {}
@@ -476,13 +505,17 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         base = dict(graph=graph.name, fingerprint=graph.fingerprint, vertices=graph.n, arcs=graph.m,
                     gpu=env.get("gpu", ""), driver=env.get("driver", ""), versions=versions)
 
-        # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0
-        ref_solve = bl.prepare("scipy", graph)
+        # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0.
+        # With negative arcs it is prepared for these sources: a negative cycle reachable
+        # from one of them ends the bench as it ends `sssp solve` and `sssp verify`
+        # (NegativeCycleError, exit 3), and Johnson runs on the part they reach
+        ref_solve = bl.prepare("scipy", graph, srcs)
         od = graph.out_degree()
         if settings.warmup:
             # warm-up: the same allocations and code path; from a sink vertex when there is
-            # one, which costs nothing on the large R-MAT graphs (seconds per full solve)
-            sinks = np.flatnonzero(od == 0)
+            # one, which costs nothing on the large R-MAT graphs (seconds per full solve);
+            # with negative arcs from a source (SciPy's Johnson only has their part)
+            sinks = np.flatnonzero(od == 0) if not graph.has_negative else []
             ref_solve(int(sinks[0]) if len(sinks) else int(srcs[0]))
         refs: list[Answer] = []
         ref_ms: list[float] = []
@@ -578,7 +611,7 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     rows = []
     try:
-        solve_one = bl.prepare(v.algorithm, graph)
+        solve_one = bl.prepare(v.algorithm, graph, srcs)
         for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
             solve_one(int(srcs[0]))
     except Exception as exc:

@@ -59,7 +59,10 @@ def write_rows(table: pa.Table, path, context: dict) -> Path:
 def load_rows(paths) -> tuple[pa.Table, dict]:
     """Read and concatenate ``rows.parquet`` files (or folders holding one).
 
-    Returns the table and a merged context (graphs, notes and environments of all).
+    Returns the table and a merged context (graphs, notes and environments of all).  A
+    file given more than once (by the same or another name: ``DIR`` and
+    ``DIR/rows.parquet``) is read once; the context's ``read_notes`` (also among its
+    ``notes``) says so.
 
     Raises
     ------
@@ -67,13 +70,19 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         A file that is not bench rows.
     FileNotFoundError
     """
-    tables, ctx = [], {"env": {}, "graphs": [], "notes": [], "settings": {}, "runs": []}
+    tables, ctx = [], {"env": {}, "graphs": [], "notes": [], "settings": {}, "runs": [], "read_notes": []}
+    seen: dict[Path, list] = {}  # resolved file -> [name first given, times given]
     for p in paths:
         p = Path(p)
         if p.is_dir():
             p = p / ROWS_FILE
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such bench rows file")
+        key = p.resolve()
+        if key in seen:
+            seen[key][1] += 1
+            continue
+        seen[key] = [p, 1]
         t = read_table(p)
         raw = (t.schema.metadata or {}).get(b"sssp")
         meta = json.loads(raw) if raw else {}
@@ -86,10 +95,13 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         ctx["env"] = ctx["env"] or meta.get("env", {})
         ctx["graphs"] += meta.get("graphs", [])
         ctx["notes"] += meta.get("notes", [])
-        ctx["runs"].append({"file": str(p), "settings": meta.get("settings", {})})
+        ctx["runs"].append({"file": str(p), "settings": meta.get("settings", {}), "graphs": meta.get("graphs", [])})
         ctx["settings"] = ctx["settings"] or meta.get("settings", {})
     if not tables:
         raise UsageError("no rows files given")
+    ctx["read_notes"] = [f"rows file {name} given {times} times: read once, its rows merged once"
+                         for name, times in seen.values() if times > 1]
+    ctx["notes"] += ctx["read_notes"]
     return pa.concat_tables(tables), ctx
 
 
@@ -251,6 +263,34 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _count(x) -> str:
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _asked(g: dict, asked):
+    """The min component asked for graph ``g`` (recorded with it; older rows: the run's)."""
+    return g.get("asked_min_component", asked)
+
+
+def _graph_min_component(g: dict, asked) -> str:
+    """The Graphs table's cell: the threshold used, and what was asked when it was lowered."""
+    used, want = g.get("min_component"), _asked(g, asked)
+    if isinstance(used, int) and isinstance(want, int) and used < want:
+        return f"{used:,} (lowered from {want:,})"
+    return _count(used)
+
+
+def _lowered(asked, graphs) -> str:
+    """`` (lowered to X on G, ...)`` for every graph where the min component asked was
+    lowered (too few vertices reach that many there), or ``""``."""
+    lowered = [g for g in graphs if isinstance(g.get("min_component"), int)
+               and isinstance(_asked(g, asked), int) and g["min_component"] < _asked(g, asked)]
+    if not lowered:
+        return ""
+    return (" (lowered to " + ", ".join(f"{g['min_component']:,} on {g['graph']}" for g in lowered)
+            + ": too few vertices reach that many there; see the notes)")
+
+
 def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()) -> str:
     """The papers' tables as Markdown."""
     agg = aggregate(table)
@@ -268,13 +308,14 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         for run in runs:
             s = run["settings"]
             out.append(f"- rows from `{run['file']}`: {s.get('sources')} sources, min component "
-                       f"{s.get('min_component')}, seed {s.get('seed')}, {s.get('runs')} run(s), "
-                       f"{s.get('warmup')} warm-up call(s) excluded")
+                       f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
+                       f"seed {s.get('seed')}, "
+                       f"{s.get('runs')} run(s), {s.get('warmup')} warm-up call(s) excluded")
     else:
-        out.append(f"- protocol: {settings.get('sources')} random sources per graph whose reachable "
-                   f"component has at least {settings.get('min_component')} vertices, lowered on small graphs "
-                   f"(see the Graphs table) (seed "
-                   f"{settings.get('seed')}), {settings.get('runs')} timed run(s) per source, "
+        out.append(f"- protocol: {settings.get('sources')} random sources per graph (seed {settings.get('seed')}) "
+                   f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
+                   f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
+                   f", {settings.get('runs')} timed run(s) per source, "
                    f"{settings.get('warmup')} warm-up call(s) per method excluded")
     out.append("- every method and baseline ran from the same sources in the same process; "
                "times are milliseconds per source (a batched call's time divided by its batch size)")
@@ -288,7 +329,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out += ["## Graphs", ""]
         out.append(_table(["graph", "vertices", "arcs", "weights", "sources", "min component", "fingerprint"],
                           [[g["graph"], f"{g['vertices']:,}", f"{g['arcs']:,}", str(g.get("weights", "")),
-                            str(g["sources"]), f"{g['min_component']:,}", f"`{g['fingerprint']}`"]
+                            str(g["sources"]), _graph_min_component(g, settings.get("min_component")),
+                            f"`{g['fingerprint']}`"]
                            for g in graphs]))
         out.append("")
 

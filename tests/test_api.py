@@ -130,3 +130,52 @@ def test_default_batch_size_of_a_gpu_hierarchy_sweep(tmp_path):
     assert size(["cpu", "cpu"]) == PHAST_CPU_BATCH_SIZE  # warm CPU workers sweep all of rome99
     assert size(["cpu", "cpu"], random=10, seed=1) == CPU_BATCH_SIZE
     assert size(gpu, algorithm="batched") == GPU_BATCH_SIZE
+
+
+def test_matrix_refuses_phast_before_building_a_hierarchy(tmp_path):
+    """``matrix(path, method="phast")`` used to contract a graph that is not road-like on
+    its way in (``prepare_study``), past the rule ``solve`` applies; it is refused first,
+    with the registry's reason, and ``force=True`` still builds it."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.generate import generate
+
+    path = tmp_path / "zg.parquet"
+    generate("random", path, n=1000, m=4000, seed=0)
+    with pytest.raises(UsageError, match="phast: .*hop depth"):
+        sssp.matrix(path, [0], [1, 2], method="phast", backend="cpu")
+    assert not list(tmp_path.glob("*.ch.npz"))
+    g = sssp.read_parquet(path)
+    m = sssp.matrix(g, [0], [1, 2], method="phast", backend="cpu", force=True)
+    ref = csg.dijkstra(g.to_scipy(), indices=[0])[:, [1, 2]]
+    assert np.array_equal(m, ref)
+
+
+def test_matrix_reads_id_files_and_takes_one_id(tmp_path):
+    """A path is a file of ids read as the command line reads it (--sources-file,
+    --targets FILE), not a string iterated character by character; one int is one id."""
+    g = sssp.load_graph(ROME, cache_dir=tmp_path)
+    ref = csg.dijkstra(g.to_scipy(), indices=[1, 0])
+    (tmp_path / "t.txt").write_text("# targets\n1\n3\n3\n")
+    (tmp_path / "s.ss").write_text("p aux sp ss 2\ns 2\ns 1\n")
+    want = ref[:, [0, 2, 2]]
+    assert np.array_equal(sssp.matrix(g, [2, 1], str(tmp_path / "t.txt"), backend="cpu"), want)
+    assert np.array_equal(sssp.matrix(g, tmp_path / "s.ss", tmp_path / "t.txt", backend="cpu"), want)
+    assert np.array_equal(sssp.matrix(g, 2, 3, backend="cpu"), ref[:1, [2]])
+    assert np.array_equal(sssp.matrix(g, np.int64(1), [1, 3], backend="cpu"), ref[1:, [0, 2]])
+    with pytest.raises(sssp.kernels.errors.SsspError, match="no such targets file"):
+        sssp.matrix(g, 1, str(tmp_path / "missing.txt"))
+    (tmp_path / "bad.txt").write_text("1\n99999\n")
+    with pytest.raises(ValueError, match="bad.txt:2: target 99999 is not a vertex"):
+        sssp.matrix(g, 1, tmp_path / "bad.txt")
+    for bad in (True, 1.5, None):
+        with pytest.raises(sssp.kernels.errors.OptionError, match="expected 'all', an id"):
+            sssp.matrix(g, bad, 1)
+
+
+def test_solve_with_no_sources_says_so(tmp_path):
+    g = sssp.load_graph(ROME, cache_dir=tmp_path)
+    for empty in ([], np.array([], dtype=np.int64), ()):
+        with pytest.raises(sssp.kernels.errors.UsageError, match="no sources given"):
+            sssp.solve(g, empty)
+    with pytest.raises(sssp.kernels.errors.UsageError, match="no targets given"):
+        sssp.solve(g, [0], targets=[])

@@ -17,7 +17,7 @@ from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import graph_options
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
 
 _DESCRIPTION = """\
@@ -28,7 +28,8 @@ warm-up calls excluded, every answer checked against SciPy's.  Writes DIR/rows.p
 (one row per graph, method, source and run), DIR/summary.md (mean/min/max times,
 speedups over harish and SciPy, work efficiency, H-BF ablation, locality k sweep,
 edgelist scaling) and PNG plots.  Exit status 1 when any answer was wrong or a method
-failed (after writing everything).
+failed (after writing everything); 3 when a negative cycle is reachable from a source; 4
+when a GPU method is named (hbf, phast@gpu, --ablation hbf) where no GPU is visible.
 
 examples:
   sssp bench data/rome99.gr --algorithms cpu --sources 20
@@ -57,8 +58,8 @@ def add_parser(sub) -> None:
                    help="Parquet edge lists or any input files (ingested once into a cache)")
     p.add_argument("--algorithms", "-a", default="all",
                    help="comma-separated method names, or 'gpu' / 'cpu' / 'all' for every registered "
-                   "method of that backend (GPU methods are skipped with a note where no device is "
-                   "visible); a method on both backends (phast) is timed once on each with 'all', "
+                   "method of that backend (their GPU methods are skipped with a note where no device is "
+                   "visible; a GPU method named here exits 4 there); a method on both backends (phast) is timed once on each with 'all', "
                    "labelled phast (GPU) and phast@cpu; NAME@cpu / NAME@gpu picks one; default all")
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the GPU "
@@ -102,6 +103,10 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: ``--algorithms`` words that stand for every method of a backend
+_GROUPS = ("all", "gpu", "cpu")
+
+
 def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str]:
     """Method tokens to time: ``gpu`` / ``cpu`` / ``all`` expanded to every registration
     of that backend (``all``: of ``backend``, or of both under ``auto``); a name registered
@@ -112,7 +117,7 @@ def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str
     exclude = set(exclude)
     names: list[str] = []
     for tok in _csv(spec):
-        if tok in ("all", "gpu", "cpu"):
+        if tok in _GROUPS:
             on = tok if tok != "all" else (None if backend == "auto" else backend)
             for m in registrations(on):
                 token = f"{m.name}@{m.backend}" if len(backends_of(m.name)) > 1 else m.name
@@ -156,13 +161,16 @@ def _plain_label(path: Path) -> str:
 
 def run(args) -> int:
     from gpu_sssp.pipeline import bench_report as report
-    from gpu_sssp.pipeline.bench_protocol import BenchSettings, environment, plan_variants, run_benchmark
+    from gpu_sssp.pipeline.bench_protocol import (BenchSettings, check_gpu_asked, environment, plan_variants,
+                                                  run_benchmark)
 
     out = Path(args.out)
     if args.from_rows:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
         table, ctx = report.load_rows(args.from_rows)
+        for text in ctx.pop("read_notes", []):
+            console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)
         out.mkdir(parents=True, exist_ok=True)
         report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
         written = report.write_report(table, ctx, out, plots=not args.no_plots)
@@ -175,6 +183,8 @@ def run(args) -> int:
     variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude), args.backend),
                              ablation=_csv(args.ablation), baselines=_csv(args.baselines),
                              locality_k=_ints(args.locality_k), backend=args.backend)
+    # a GPU method named explicitly where no GPU can be used: exit 4 (groups skip theirs)
+    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS] + _csv(args.ablation), args.backend)
     settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
                              runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
                              count_work=not args.no_count_work,

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
                        "(and predecessors) as Parquet in the result schema.")
     add_graph_options(p)
     p.add_argument("--source", "-s", type=int, action="append", metavar="ID",
-                   help="source vertex id as in the input file (repeatable)")
+                   help="source vertex id as in the input file (repeatable; a source given more than "
+                   "once, here or in --sources-file, is solved and written once, noted)")
     p.add_argument("--sources-file", metavar="F.ss", help="DIMACS .ss file (or one id per line)")
     p.add_argument("--method", "-m", default="auto", help="solver name (see `sssp verify --list`), default auto")
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto")
@@ -40,6 +41,14 @@ def run(args) -> int:
     graph = load_graph_from_args(args)
     check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)
+    # one row per (source, vertex): a source given twice is solved once, in the order
+    # of its first appearance
+    _, first = np.unique(src, return_index=True)
+    if len(first) < len(src):
+        repeated = len(src) - len(first)
+        src = src[np.sort(first)]
+        console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} solved once "
+                      f"({len(src):,} distinct)", highlight=False)
     t0 = time.perf_counter()
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,
                         predecessors=args.predecessors, distances=True)

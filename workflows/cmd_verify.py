@@ -25,12 +25,38 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the "
                    "GPU when a device is visible, else the CPU); with 'all': only that backend's methods")
-    p.add_argument("--random", type=int, default=8, metavar="K", help="number of random sources (default 8)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--random", type=int, default=8, metavar="K",
+                   help="K distinct random sources of GRAPH (default 8; at most every vertex, noted)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the --random draw (default 0: the same sources every run; printed)")
     p.add_argument("--source", "-s", type=int, action="append", metavar="ID")
     p.add_argument("--sources-file", metavar="F.ss")
     p.add_argument("--list", action="store_true", help="list the registered methods and exit")
     p.set_defaults(func=run)
+
+
+def random_sources(graph, k: int, seed: int) -> np.ndarray:
+    """``k`` distinct vertices of ``graph`` drawn with ``seed`` (internal indices, in id
+    order), at most every vertex (the cap is noted); the draw and its seed are printed,
+    so that a run can be repeated with ``--seed``.
+
+    Raises
+    ------
+    UsageError
+        ``k`` below 1, or a graph without vertices.
+    """
+    k = int(k)
+    if k < 1:
+        raise UsageError(f"--random K must be at least 1, got {k}")
+    if graph.n == 0:
+        raise UsageError(f"{graph.name} has no vertices to draw sources from")
+    if k > graph.n:
+        console.print(f"note: --random {k:,} is more than the {graph.n:,} vertices of {escape(graph.name)}: "
+                      f"every vertex is a source", highlight=False)
+        k = graph.n
+    src = np.sort(np.random.default_rng(seed).choice(graph.n, size=k, replace=False)).astype(np.int64)
+    console.print(f"{k:,} distinct random sources (seed {seed}; --seed S draws others)", highlight=False)
+    return src
 
 
 def run(args) -> int:
@@ -53,7 +79,7 @@ def run(args) -> int:
     if args.source or args.sources_file:
         src = sources_from_args(graph, args.source, args.sources_file)
     else:
-        src = np.random.default_rng(args.seed).integers(0, graph.n, size=min(args.random, graph.n))
+        src = random_sources(graph, args.random, args.seed)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
     ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
     gpu = kernels.device_count() > 0

@@ -121,12 +121,14 @@ def check_method(graph, method: str, backend: str = "auto") -> None:
         return
     if method not in kernels.available_methods():
         raise UsageError(f"unknown method {method!r}; available: {', '.join(kernels.available_methods())}")
-    from gpu_sssp.kernels.registry import backends_of
+    from gpu_sssp.kernels.registry import backends_of, resolve_backend
 
     on = backends_of(method)
     if backend not in ("auto", *on):
         raise OptionError(f"method {method!r} runs on the {' or '.join(on)} backend, not {backend!r}")
-    spec = kernels.get(method, None if backend == "auto" else backend)
+    # the registration solve will run (phast: the CPU one where no GPU is visible), so
+    # that its refusal names that backend's fallback
+    spec = kernels.get(method, resolve_backend(method, backend))
     why = spec.unsuitable(graph)
     if why:
         raise UsageError(why)

@@ -184,6 +184,36 @@ def test_not_road_like_refused_unless_forced_or_held():
     check(g, [2, 3])  # held now: no refusal
 
 
+def test_refusals_are_the_products_errors_and_the_registrys_rule():
+    """phast's refusals are UsageErrors (one line, exit 2 on the command line), and
+    ``Method.unsuitable`` gives the same reason beforehand on both backends, so that
+    verify and bench skip phast and a study refuses it before its folder exists."""
+    from gpu_sssp.kernels.errors import SsspError
+
+    floats = Graph.from_edges([0, 1, 2], [1, 2, 0], [0.5, 1.5, 2.0], 3, name="flt")
+    expander = graphs.random_graph(1000, 4000, seed=4)
+    for g, what in ((floats, "float64 weights"), (expander, "hop depth")):
+        with pytest.raises(SsspError, match=what) as err:
+            phast(g, [0])
+        assert err.value.exit_code == 2 and isinstance(err.value, ValueError)
+        for backend in ("cpu", "gpu"):
+            why = kernels.get("phast", backend).unsuitable(g)
+            assert why and why.startswith("phast: ") and what in why, (backend, why)
+        # the refusal names this backend's fallback
+        assert "dijkstra" in kernels.get("phast", "cpu").unsuitable(g)
+        assert "batched" in kernels.get("phast", "gpu").unsuitable(g)
+    with pytest.raises(SsspError, match="float64 weights"):  # the kernel's own check too
+        hierarchy.check_phast(floats, ineligible="x", fallback="y")
+    # force (or a hierarchy given) lifts the structure refusal only
+    assert kernels.get("phast", "cpu").unsuitable(expander, force=True) is None
+    assert "float64" in kernels.get("phast", "cpu").unsuitable(floats, force=True)
+    assert kernels.get("phast", "cpu").unsuitable(graphs.grid(20, 20)) is None  # road-like
+    # a graph that holds its hierarchy (built once with force) is solved without it
+    phast(expander, [0], force=True)
+    assert kernels.get("phast", "cpu").unsuitable(expander) is None
+    assert phast(expander, [1]).method == "phast"
+
+
 def test_explicit_hierarchy(rome):
     g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n)
     h = hierarchy.build_hierarchy(g)

@@ -366,6 +366,31 @@ def test_negative_weights_skip_dijkstra_only_methods_and_use_johnson():
     assert any("dijkstra skipped" in n for n in out.notes)
 
 
+def test_a_negative_cycle_reachable_from_a_source_ends_the_bench_naming_it():
+    """The SciPy reference used to raise scipy's own NegativeCycleError (a traceback);
+    it is the product's, as in `sssp solve` and `sssp verify`, naming a vertex on it."""
+    g = Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 3], [1, -5, 1, 1], 4, name="negcyc")
+    for baselines in (["scipy"], []):
+        with pytest.raises(kernels.NegativeCycleError, match="vertex [012] lies on it") as err:
+            _run([g], ["bellman-ford"], baselines=baselines, settings={"sources": 2, "min_component": 2})
+        assert err.value.exit_code == 3 and err.value.vertex in (0, 1, 2)
+
+
+def test_a_negative_cycle_no_source_reaches_does_not_stop_the_reference():
+    """SciPy's Johnson rejects a negative cycle anywhere; the reference runs on the part
+    of the graph the sources reach (as bellman-ford does), so a cycle elsewhere is fine."""
+    ring = np.arange(20)
+    src = np.r_[ring, [20, 21, 22]]
+    dst = np.r_[(ring + 1) % 20, [21, 22, 20]]
+    w = np.r_[np.arange(1, 21), [1, -5, 1]]
+    g = Graph.from_edges(src, dst, w, 23, name="negaway")
+    out, _ = _run([g], ["bellman-ford"], baselines=["scipy"], settings={"sources": 3, "min_component": 20})
+    rows = out.table.to_pylist()
+    assert {r["variant"] for r in rows} == {"bellman-ford", "scipy"}
+    assert all(r["ok"] for r in rows) and all(r["source"] < 20 for r in rows)
+    assert all(r["reached"] == 20 for r in rows)
+
+
 def test_float_weights_are_checked_with_tolerance():
     out, _ = _run([float_graph()], ["dijkstra"], baselines=["scipy"])
     assert out.failures == 0
@@ -386,6 +411,38 @@ def test_load_rows_merges_files_and_rejects_others(tmp_path):
         report.load_rows([tmp_path / "other.parquet"])
     with pytest.raises(FileNotFoundError):
         report.load_rows([tmp_path / "missing"])
+
+
+def test_summary_says_the_min_component_used_where_it_was_lowered(tmp_path):
+    """The summary said 'at least 100000 vertices' (and, merged, 'min component 100000')
+    where the draw had lowered it: it names the value used on each graph."""
+    out, _ = _run([grid_graph(), directed_graph()], ["dijkstra"], baselines=[],
+                  settings={"sources": 3, "min_component": 100_000})
+    ctx = report.context_of(out)
+    text = report.summary_markdown(out.table, ctx)
+    assert "at least 100,000 vertices (lowered to 90 on grid, " in text
+    assert "| 90 (lowered from 100,000) |" in text
+    assert "at least 100000" not in text
+    same, _ = _run([grid_graph()], ["dijkstra"], baselines=[], settings={"sources": 3, "min_component": 20})
+    text = report.summary_markdown(same.table, report.context_of(same))
+    assert "at least 20 vertices," in text and "lowered" not in text.split("## Graphs")[0]
+    # merged rows: each run's line says it too
+    report.write_rows(out.table, tmp_path / "a" / "rows.parquet", ctx)
+    report.write_rows(same.table, tmp_path / "b" / "rows.parquet", report.context_of(same))
+    table, merged = report.load_rows([tmp_path / "a", tmp_path / "b"])
+    text = report.summary_markdown(table, merged)
+    assert "min component 100,000 (lowered to 90 on grid, " in text and "min component 20, " in text
+
+
+def test_load_rows_reads_a_file_given_twice_once_with_a_note(tmp_path):
+    out, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"])
+    report.write_rows(out.table, tmp_path / "a" / "rows.parquet", report.context_of(out))
+    table, ctx = report.load_rows([tmp_path / "a", tmp_path / "a", tmp_path / "a" / "rows.parquet"])
+    assert len(table) == len(out.table)
+    assert [r["file"] for r in ctx["runs"]] == [str(tmp_path / "a" / "rows.parquet")]
+    assert ctx["read_notes"] == [f"rows file {tmp_path / 'a' / 'rows.parquet'} given 3 times: read once, "
+                                 "its rows merged once"]
+    assert ctx["read_notes"][0] in report.summary_markdown(table, ctx)
 
 
 def test_settings_are_validated():

@@ -126,3 +126,61 @@ def test_bench_help_lists_the_protocol(capsys):
     for opt in ("--algorithms", "--sources", "--min-component", "--seed", "--runs", "--ablation",
                 "--baselines", "--out", "--warmup", "--from-rows"):
         assert opt in text
+
+
+@pytest.mark.parametrize("baselines", [[], ["--baselines", ""]])
+def test_bench_negative_cycle_exits_3_with_one_line(tmp_path, capsys, baselines):
+    """As `sssp solve` and `sssp verify`: exit 3 and one line naming a vertex on the
+    cycle (it used to be scipy's NegativeCycleError traceback, exit 1)."""
+    wel = tmp_path / "negcyc.wel"
+    wel.write_text("0 1 1\n1 2 -5\n2 0 1\n2 3 1\n")
+    rc = main(["bench", str(wel), "--algorithms", "cpu", "--sources", "2", "--out", str(tmp_path / "b"),
+               "--no-plots", *baselines])
+    assert rc == 3
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "negative cycle reachable from source" in errors[0]
+    assert "lies on it" in errors[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["--algorithms", "hbf"], ["--algorithms", "phast@gpu"],
+                                  ["--algorithms", "dijkstra,hbf"], ["--algorithms", "phast", "--backend", "gpu"],
+                                  ["--algorithms", "dijkstra", "--ablation", "hbf"]])
+def test_bench_a_named_gpu_method_without_a_gpu_exits_4(small_parquet, tmp_path, capsys, monkeypatch, argv):
+    """As `sssp verify --methods hbf`: exit 4 before anything is timed (it used to exit 0
+    having measured SciPy only)."""
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--sources", "2", "--out", str(out), "--no-plots", *argv]) == 4
+    err = capsys.readouterr().err
+    assert "needs a CUDA device" in err and len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
+    assert not (out / "rows.parquet").exists()
+
+
+@pytest.mark.parametrize("group", ["gpu", "all"])
+def test_bench_groups_skip_their_gpu_methods_without_a_gpu(small_parquet, tmp_path, capsys, monkeypatch, group):
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", group, "--sources", "2", "--baselines", "scipy",
+                 "--exclude", "phast", "--out", str(out), "--no-plots"]) == 0
+    assert "hbf skipped: no CUDA device here" in " ".join(capsys.readouterr().err.split())
+
+
+def test_bench_notes_stay_whole_in_pipes_and_from_rows_twice_is_noted(small_parquet, tmp_path, capsys):
+    """Notes wrapped mid-sentence at 80 columns when stderr was not a terminal; the same
+    rows given twice to --from-rows were merged twice without a word."""
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
+                 "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    lowered = [ln for ln in err.splitlines() if "no component has" in ln]
+    assert len(lowered) == 1 and len(lowered[0]) > 80 and "min-component lowered to 150" in lowered[0]
+    assert any(ln.startswith("device: ") and ln.rstrip().endswith("scipy") for ln in err.splitlines())
+    rows = len(pq.read_table(out / "rows.parquet"))
+    again = tmp_path / "again"
+    assert main(["bench", "--from-rows", str(out), str(out / "rows.parquet"), "--out", str(again),
+                 "--no-plots"]) == 0
+    assert len(pq.read_table(again / "rows.parquet")) == rows
+    err = capsys.readouterr().err
+    assert "given 2 times: read once" in err
+    assert "given 2 times: read once" in (again / "summary.md").read_text()

@@ -2,6 +2,7 @@
 against SciPy and timed where there is no GPU, named explicitly as phast@cpu anywhere."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -143,3 +144,96 @@ def test_hop_distance_methods_are_unsuitable_for_unequal_weights():
     assert registry.get("delta").unsuitable(weighted) is None
     with pytest.raises(ValueError, match="hop distances: it needs every arc weight equal; w has weights 1..3"):
         kernels.solve(weighted, [0], method="bfs-naive")
+
+
+@pytest.fixture
+def not_road_like(tmp_path):
+    """A random graph (Erdos-Renyi): integer weights, but a hop depth far below
+    0.25 sqrt(n): phast refuses to contract it unless forced."""
+    out = tmp_path / "zg.parquet"
+    assert main(["generate", "random", "-n", "1000", "-m", "4000", "-o", str(out), "-q"]) == 0
+    return out
+
+
+@pytest.fixture
+def float_weights(tmp_path):
+    out = tmp_path / "flt.parquet"
+    assert main(["generate", "random", "-n", "300", "-m", "1200", "--weight-type", "float64", "-o", str(out),
+                 "-q"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("graph, why", [("not_road_like", "hop depth"), ("float_weights", "float64 weights")])
+def test_verify_all_skips_phast_with_the_reason(graph, why, request, capsys):
+    """verify's default --methods all skipped phast on negative weights but crashed
+    (ValueError traceback, exit 1) on a graph phast refuses for another reason."""
+    path = request.getfixturevalue(graph)
+    assert main(["verify", str(path), "--random", "6"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["dijkstra@cpu"] == ("cpu", "ok")
+    assert rows["phast@cpu"][1].startswith("skipped: phast:")
+    assert main(["verify", str(path), "--methods", "phast@cpu"]) == 0
+    out = capsys.readouterr().out
+    assert why in " ".join(out.split())
+
+
+@pytest.mark.parametrize("graph, why", [("not_road_like", "hop depth"), ("float_weights", "float64 weights")])
+def test_solve_phast_refusal_is_one_line_exit_2(graph, why, request, capsys):
+    path = request.getfixturevalue(graph)
+    cpu = ["--backend", "cpu"] if kernels.device_count() else []  # solve's -m takes no NAME@BACKEND
+    assert main(["solve", str(path), "-s", "0", "-m", "phast", *cpu]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: phast: ") and why in err and len(err.strip().splitlines()) == 1
+    assert "dijkstra" in err and "batched" not in err  # the CPU phast's fallback: the one solve runs
+
+
+@pytest.mark.parametrize("graph, why", [("not_road_like", "hop depth"), ("float_weights", "float64 weights")])
+def test_study_refuses_phast_before_its_folder(graph, why, request, tmp_path, capsys):
+    """The study's plan asks the registry (Method.unsuitable, as for dijkstra on negative
+    weights): float weights used to fail on the workers and leave a failed folder, and a
+    graph that is not road-like used to be contracted on the client, past solve's rule."""
+    path = request.getfixturevalue(graph)
+    out = tmp_path / "st"
+    assert main(["study", str(path), "--random", "5", "--algorithm", "phast", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: phast: ") and why in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    assert not list(tmp_path.glob("*.ch.npz"))  # no hierarchy was built
+
+
+def test_bench_skips_phast_on_a_graph_it_refuses(not_road_like, tmp_path, capsys):
+    out = tmp_path / "b"
+    assert main(["bench", str(not_road_like), "--algorithms", "dijkstra,phast@cpu", "--sources", "2",
+                 "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
+    rows = pq.read_table(out / "rows.parquet").to_pylist()
+    assert {r["algorithm"] for r in rows} == {"dijkstra", "scipy"}
+    assert "phast@cpu skipped: phast:" in " ".join(capsys.readouterr().err.split())
+
+
+def test_verify_random_sources_are_distinct_capped_and_the_seed_is_printed(rome99, capsys, monkeypatch):
+    """--random K drew with replacement (rome99 --random 5000: '3353 sources', repeats
+    included) and never said which seed; now K distinct vertices, at most n (noted)."""
+    from gpu_sssp.kernels import registry as reg
+
+    seen = []
+    real = reg.solve
+
+    def spy(graph, sources, **kw):
+        seen.append(np.asarray(sources).copy())
+        return real(graph, sources, **kw)
+
+    monkeypatch.setattr(kernels, "solve", spy)
+    assert main(["verify", str(rome99), "--random", "5000", "--methods", "dijkstra"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--random 5,000 is more than the 3,353 vertices" in out and "seed 0" in out
+    assert all(len(s) == 3353 and len(np.unique(s)) == 3353 for s in seen)
+    seen.clear()
+    assert main(["verify", str(rome99), "--random", "40", "--seed", "3", "--methods", "dijkstra"]) == 0
+    assert "40 distinct random sources (seed 3" in " ".join(capsys.readouterr().out.split())
+    first = seen[0]
+    assert len(np.unique(first)) == 40
+    seen.clear()
+    assert main(["verify", str(rome99), "--random", "40", "--methods", "dijkstra"]) == 0
+    assert not np.array_equal(seen[0], first)  # another seed, other sources
+    assert main(["verify", str(rome99), "--random", "0"]) == 2
+    assert "--random K must be at least 1" in capsys.readouterr().err
