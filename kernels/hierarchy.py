@@ -223,11 +223,14 @@ def get_hierarchy(graph) -> Hierarchy:
 
 #: What each backend's ``phast`` suggests instead when it refuses a graph
 #: (:func:`refusal`'s ``ineligible`` and ``fallback``).
+#: ``study``: a study's plan, which does not know its workers' backend yet and has no
+#: ``force`` to offer (``fallback`` None: no force advice).
 ADVICE = {"gpu": {"ineligible": "use method='batched' (or 'auto')", "fallback": "batched"},
-          "cpu": {"ineligible": "use dijkstra (or bellman-ford) instead", "fallback": "dijkstra"}}
+          "cpu": {"ineligible": "use dijkstra (or bellman-ford) instead", "fallback": "dijkstra"},
+          "study": {"ineligible": "choose another --algorithm (auto picks one that can)", "fallback": None}}
 
 
-def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str) -> str | None:
+def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str | None) -> str | None:
     """Why ``phast`` refuses ``graph`` (one line), or ``None`` when it solves it.
 
     The one rule, for the GPU and the CPU ``phast`` and for every caller that asks
@@ -235,13 +238,16 @@ def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fall
     ``sssp verify``, ``sssp bench``, a study's plan): a graph that is not :func:`eligible`
     (``"phast: <reason>; <ineligible>"``), or one that does not look road-like
     (:func:`structure`), holds no hierarchy and was given none, without ``force``
-    (contracting it may take very long; ``fallback`` names the method to use).
+    (contracting it may take very long; ``fallback`` names the method to use, or None
+    where ``force`` cannot be given: ``ineligible`` then ends that message too).
     """
     why = eligible(graph)
     if why is not None:
         return f"phast: {why}; {ineligible}"
     if hierarchy is None and not force and not has_hierarchy(graph):
         shape = structure(graph)
+        if shape is not None and fallback is None:
+            return f"phast: {shape}; contracting it may take very long: {ineligible}"
         if shape is not None:
             return (f"phast: {shape}; contracting it may take very long: use method='{fallback}' (or 'auto'), "
                     "or pass force=True (Python: solve(..., method='phast', force=True)) to build its "

@@ -43,13 +43,14 @@ class Method:
     # (integer weights within its bound, a road-like graph unless forced or held)
     needs_hierarchy: bool = False
 
-    def unsuitable(self, graph, *, force: bool = False, hierarchy=None) -> str | None:
+    def unsuitable(self, graph, *, force: bool = False, hierarchy=None, advice: str | None = None) -> str | None:
         """Why this method cannot solve ``graph`` (one line), or None when it can.
 
         The one place this rule is written: ``solve`` raises it, and the study plan,
         the benchmark and ``sssp verify`` use it to refuse or skip a method.  ``force``
         and ``hierarchy`` are the method options that lift ``phast``'s refusal of a
-        graph that does not look road-like (:func:`kernels.hierarchy.refusal`)."""
+        graph that does not look road-like (:func:`kernels.hierarchy.refusal`); ``advice``
+        picks another entry of ``kernels.hierarchy.ADVICE`` than the backend's (``study``)."""
         if graph.has_negative and not self.negative_weights:
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
                     f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)")
@@ -59,7 +60,7 @@ class Method:
         if self.needs_hierarchy:
             from gpu_sssp.kernels import hierarchy as hmod
 
-            return hmod.refusal(graph, hierarchy=hierarchy, force=bool(force), **hmod.ADVICE[self.backend])
+            return hmod.refusal(graph, hierarchy=hierarchy, force=bool(force), **hmod.ADVICE[advice or self.backend])
         return None
 
     def load(self):

@@ -188,8 +188,8 @@ def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: st
     ``auto`` where the whole study passes ``kernels.auto``'s rule for the backend the
     workers use (``phast_applies`` on GPUs, ``cpu_phast_applies`` on CPUs; either one
     when the backend is ``auto``, as on an attached cluster of unknown devices), and the
-    graph is eligible (a named phast on an ineligible graph fails in its solve, naming
-    the reason)."""
+    graph is eligible (a named phast on a graph it refuses is refused by the study's plan
+    before this is asked: ``Method.unsuitable``, ``kernels.hierarchy.refusal``)."""
     from gpu_sssp.kernels import auto, hierarchy
 
     if algorithm not in ("auto", "phast") or hierarchy.eligible(graph) is not None:

@@ -253,7 +253,8 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
 
     if algorithm != "auto" and algorithm not in kernels.available_methods():
         raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
-    why = kernels.get(algorithm).unsuitable(graph) if algorithm != "auto" else None
+    # the workers' backend is not known yet: phast's advice is the study's own
+    why = kernels.get(algorithm).unsuitable(graph, advice="study") if algorithm != "auto" else None
     if why:
         raise StudyError(why)
     batch_size = setting("study.batch-size", batch_size)

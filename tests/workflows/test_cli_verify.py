@@ -197,6 +197,8 @@ def test_study_refuses_phast_before_its_folder(graph, why, request, tmp_path, ca
     assert main(["study", str(path), "--random", "5", "--algorithm", "phast", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: phast: ") and why in err and len(err.strip().splitlines()) == 1
+    # the study's own advice: it has no force option, and its workers' backend is not known yet
+    assert "choose another --algorithm" in err and "force=True" not in err and "method='batched'" not in err
     assert not out.exists()
     assert not list(tmp_path.glob("*.ch.npz"))  # no hierarchy was built
 
