@@ -9,25 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dask.config
 import pytest
 
 from gpu_sssp.workflows.cli import main
+from tests.pipeline.test_config import env  # noqa: F401 (a fixture: DASK_* variables read again)
 from tests.pipeline.test_study_support import grid_parquet
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def env(monkeypatch):
-    def put(**variables):
-        for name, value in variables.items():
-            monkeypatch.setenv(name, value)
-        dask.config.refresh()
-
-    yield put
-    monkeypatch.undo()
-    dask.config.refresh()
 
 
 def _sssp(args, cwd, **variables):
