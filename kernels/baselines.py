@@ -73,29 +73,13 @@ def unavailable_reason(name: str, graph) -> str | None:
     return None
 
 
-def check_negative_cycle(graph, sources) -> None:
-    """Raise :class:`kernels.result.NegativeCycleError` when a negative cycle is
-    reachable from ``sources`` (internal indices), naming a vertex on it and a source
-    that reaches it: the check ``bellman-ford`` (so ``sssp solve`` and ``sssp verify``)
-    makes before solving, with the same message.  Nothing to do without negative arcs."""
-    if not graph.has_negative:
-        return
-    from gpu_sssp.kernels.cpu import _source_reaching, find_negative_cycle
-    from gpu_sssp.kernels.result import NegativeCycleError
-
-    sources = np.asarray(sources, dtype=np.int64)
-    cyc = find_negative_cycle(graph, sources)
-    if cyc is not None:
-        raise NegativeCycleError(cyc[0], _source_reaching(graph, sources, cyc[0]), graph.id_base, cyc)
-
-
 def prepare(name: str, graph, sources=None) -> SolveOne:
     """Build the baseline's graph once; return ``solve_one(source) -> (dist, ms)``.
 
     ``source`` is an internal (0-based) vertex index; ``dist`` has shape ``(n,)``.
     ``sources`` (internal indices): the sources that will be solved.  For ``scipy`` on
     a graph with negative arcs they are checked for a reachable negative cycle first
-    (:func:`check_negative_cycle`), and Johnson then runs on the part of the graph they
+    (``kernels.cpu.check_negative_cycle``), and Johnson then runs on the part of the graph they
     reach (as the ``bellman-ford`` method does: SciPy's Johnson rejects a negative
     cycle anywhere, even one no source reaches); only the sources given may then be
     solved.
@@ -119,7 +103,7 @@ def prepare(name: str, graph, sources=None) -> SolveOne:
 def _scipy(graph, sources=None) -> SolveOne:
     import scipy.sparse.csgraph as csg
 
-    from gpu_sssp.kernels.cpu import _matrix
+    from gpu_sssp.kernels.cpu import _matrix, check_negative_cycle, reachable_part
 
     graph.check_exact()
     mat = _matrix(graph)
@@ -127,14 +111,7 @@ def _scipy(graph, sources=None) -> SolveOne:
     local = None
     if graph.has_negative and sources is not None:
         check_negative_cycle(graph, sources)
-        seen = np.zeros(n, dtype=bool)
-        for s in np.unique(np.asarray(sources, dtype=np.int64)):
-            if not seen[s]:
-                seen[csg.breadth_first_order(mat, int(s), directed=True, return_predecessors=False)] = True
-        keep = np.flatnonzero(seen)
-        local = np.full(n, -1, dtype=np.int64)
-        local[keep] = np.arange(len(keep))
-        mat = mat[keep][:, keep]
+        keep, local, mat = reachable_part(mat, sources)  # as bellman-ford's Johnson
     solver = csg.johnson if graph.has_negative else csg.dijkstra
 
     def solve_one(source: int):

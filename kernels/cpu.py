@@ -243,13 +243,24 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
     if options:
         raise TypeError(f"bellman-ford takes no options, got {sorted(options)}")
     t0 = time.perf_counter()
-    cyc = find_negative_cycle(graph, sources) if graph.has_negative else None
-    if cyc is not None:
-        raise NegativeCycleError(cyc[0], _source_reaching(graph, sources, cyc[0]), graph.id_base, cyc)
+    check_negative_cycle(graph, sources)
     solver = _johnson_reachable if graph.has_negative else _scipy_dijkstra
     dist, pred = _per_distinct_source(solver, _matrix(graph), sources, predecessors)
     return _finish(graph, sources, dist, pred, "bellman-ford", t0,
                    predecessors=predecessors, distances=distances)
+
+
+def check_negative_cycle(graph, sources) -> None:
+    """Raise :class:`NegativeCycleError` when a negative cycle is reachable from
+    ``sources`` (internal indices), naming a vertex on it and a source that reaches it
+    (what ``bellman-ford`` checks before solving; the SciPy baseline too).  Nothing to do
+    without negative arcs."""
+    if not graph.has_negative:
+        return
+    sources = np.asarray(sources, dtype=np.int64)
+    cyc = find_negative_cycle(graph, sources)
+    if cyc is not None:
+        raise NegativeCycleError(cyc[0], _source_reaching(graph, sources, cyc[0]), graph.id_base, cyc)
 
 
 def _source_reaching(graph, sources, vertex):
@@ -259,6 +270,20 @@ def _source_reaching(graph, sources, vertex):
     return int(hit[0]) if len(hit) else None
 
 
+def reachable_part(mat, sources):
+    """The part of the graph (SciPy CSR ``mat``) reachable from ``sources``: ``(keep, local,
+    sub)``, its vertices (sorted), each vertex's index in it (-1 outside) and its matrix."""
+    n = mat.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    for s in np.asarray(sources, dtype=np.int64):
+        if not seen[s]:
+            seen[csg.breadth_first_order(mat, int(s), directed=True, return_predecessors=False)] = True
+    keep = np.nonzero(seen)[0]
+    local = np.full(n, -1, dtype=np.int64)
+    local[keep] = np.arange(len(keep))
+    return keep, local, mat[keep][:, keep]
+
+
 def _johnson_reachable(mat, sources, predecessors):
     """Johnson on the part of the graph reachable from ``sources``.
 
@@ -266,14 +291,7 @@ def _johnson_reachable(mat, sources, predecessors):
     reachable from a source matter (and were ruled out before this is called).
     """
     n = mat.shape[0]
-    seen = np.zeros(n, dtype=bool)
-    for s in sources:
-        if not seen[s]:
-            seen[csg.breadth_first_order(mat, int(s), directed=True, return_predecessors=False)] = True
-    keep = np.nonzero(seen)[0]
-    local = np.full(n, -1, dtype=np.int64)
-    local[keep] = np.arange(len(keep))
-    sub = mat[keep][:, keep]
+    keep, local, sub = reachable_part(mat, sources)
     out = csg.johnson(sub, directed=True, indices=local[sources], return_predecessors=predecessors)
     d_sub, p_sub = (out if predecessors else (out, None))
     dist = np.full((len(sources), n), np.inf)
