@@ -170,13 +170,9 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     if method != "auto":
         # refused before a hierarchy is built for it below (phast on a graph that is not
         # road-like would otherwise be contracted here, past the rule solve applies)
-        from gpu_sssp.kernels.errors import UsageError
-        from gpu_sssp.kernels.registry import get, resolve_backend
+        from gpu_sssp.kernels.registry import get, refuse_unsuitable, resolve_backend
 
-        why = get(method, resolve_backend(method, backend)).unsuitable(
-            g, force=options.get("force", False), hierarchy=options.get("hierarchy"))
-        if why:
-            raise UsageError(why)
+        refuse_unsuitable(get(method, resolve_backend(method, backend)), g, options)
     if getattr(g, "path", None):
         from gpu_sssp.kernels.registry import resolve_backend
         from gpu_sssp.pipeline.hierarchy import prepare_study

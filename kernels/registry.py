@@ -247,6 +247,16 @@ def target_stats(matrix, targets, *, integer: bool, xp=np):
     return reduce_distances(matrix, integer=integer, xp=xp)
 
 
+def refuse_unsuitable(spec: Method, graph, options: dict) -> None:
+    """Raise :meth:`Method.unsuitable`'s reason as a ``UsageError``, with the method
+    options that lift a refusal (``force``, ``hierarchy``) taken from ``options``: what
+    :func:`solve` checks, and what a caller asks before costly preparation
+    (``gpu_sssp.matrix`` before building a hierarchy)."""
+    why = spec.unsuitable(graph, force=options.get("force", False), hierarchy=options.get("hierarchy"))
+    if why:
+        raise UsageError(why)
+
+
 def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True,
                         pair_ids: bool = False) -> None:
     """Refuse, before anything is solved or allocated, a result whose host arrays (the
@@ -347,9 +357,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     spec = get(method, backend)
     if spec.backend != backend:
         raise OptionError(f"method {method!r} runs on the {spec.backend} backend, not {backend!r}")
-    why = spec.unsuitable(graph, force=options.get("force", False), hierarchy=options.get("hierarchy"))
-    if why:
-        raise UsageError(why)
+    refuse_unsuitable(spec, graph, options)
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()
