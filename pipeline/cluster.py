@@ -186,9 +186,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # three task threads: one chunk's files are written while the next chunk runs
             # on the GPU and a third is queued behind it; a solve holds the worker's GPU
             # turn only while it enqueues, so kernel times do not overlap
-            threads = int(setting("cluster.threads-per-gpu", None, default=3))
-            if threads < 1:
-                raise UsageError(f"sssp.cluster.threads-per-gpu must be at least 1, got {threads}")
+            threads = setting("cluster.threads-per-gpu", None, default=3)  # checked: a whole number >= 1
             kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
                       scheduler_kwargs={"dashboard": dashboard})
             if gpus is not None:

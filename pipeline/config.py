@@ -119,17 +119,10 @@ def _at_least(lo, convert):
 
 
 def _size(v) -> int:
-    if isinstance(v, bool):
+    """A byte size: an int as it is, else what ``--max-distance-bytes`` takes (``parse_bytes``)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ValueError(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(v)
-        return int(v)
-    if isinstance(v, str):
-        return parse_bytes(v)
-    raise ValueError(v)
+    return v if isinstance(v, int) else parse_bytes(v)
 
 
 def _seconds(v) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import os
@@ -509,7 +510,7 @@ class EdgeSink:
         if self._bound_n is not None:
             n = self._bound_n
             w = abs(self._wabs_at[2])
-            in_arc_sum = _once(lambda: self._in_arc_sum(n))  # one pass over the arcs for both bounds
+            in_arc_sum = functools.cache(lambda: self._in_arc_sum(n))  # one pass over the arcs for both bounds
             self._check_bound(n, path_bound_of(n, w, self._integer, in_arc_sum),
                               distance_bound_of(n, w, self._integer, in_arc_sum))
         self.writer.publish()
@@ -573,13 +574,3 @@ def count_repeats(runs: list, threads: int | None = None) -> int:
     with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="sssp-merge") as ex:
         return sum(ex.map(one, range(n)))
 
-
-def _once(fn):
-    """``fn`` called at most once; later calls return its first value."""
-    got = []
-
-    def call():
-        if not got:
-            got.append(fn())
-        return got[0]
-    return call

@@ -78,7 +78,7 @@ def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str,
             raise UsageError(f"max_distance_bytes: expected a number of bytes or a size (20e9, 300GB), "
                              f"got {max_distance_bytes!r}") from None
     else:
-        limit = int(float(setting("study.max-distance-bytes")))
+        limit = setting("study.max-distance-bytes")  # checked and converted: bytes
     if estimate > limit:
         how = option.format(estimate=estimate)
         raise error(

