@@ -165,15 +165,6 @@ def summary_table(s: dict, integer: bool) -> Table:
     return t
 
 
-def _writes(plan, folder: str) -> bool:
-    """Whether the study writes ``distances/`` or ``predecessors/`` (the long form keeps
-    the predecessors in ``distances/``; ``pipeline.study.task``)."""
-    outputs = set(plan.outputs)
-    if folder == "distances":
-        return bool({"distances", "predecessors"} & outputs)
-    return "predecessors" in outputs and plan.distance_form != "long"
-
-
 def run(args) -> int:
     from pathlib import Path
 
@@ -263,7 +254,7 @@ def run(args) -> int:
     console.print(summary_table(summary, state["integer"]))
     out = shown(args.out)
     folders = ([f"{out}/matrix/", "targets.parquet"] if "targets" in summary
-               else [f"{out}/{d}/" for d in ("distances", "predecessors") if _writes(state["plan"], d)])
+               else [f"{out}/{d}/" for d in state["plan"].distance_folders])
     console.print(f"wrote {''.join(f + ', ' for f in folders)}{out}/stats/ ({summary['sources_solved']:,} rows), "
                   "manifest.json, summary.json" + (f"; report {shown(args.report)}" if args.report else ""))
     return 0

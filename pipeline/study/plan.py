@@ -157,6 +157,17 @@ class StudyPlan:
         distance rows or of a matrix keeps within the batch size (its memory)."""
         return self.targets is None and not ({"distances", "predecessors"} & set(self.outputs))
 
+    @property
+    def distance_folders(self) -> tuple:
+        """The folders of distance rows a study without targets writes (as
+        ``pipeline.study.task._write_batch`` lays them out): ``distances/`` with distances
+        or predecessors (the long form keeps the predecessors there), and in the wide form
+        ``predecessors/`` too."""
+        if self.targets is not None or not ({"distances", "predecessors"} & set(self.outputs)):
+            return ()
+        wide_preds = "predecessors" in self.outputs and self.distance_form != "long"
+        return ("distances", "predecessors") if wide_preds else ("distances",)
+
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,
         ``pipeline.cluster.worker_devices``) when none was given (and from whether the
