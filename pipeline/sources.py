@@ -206,6 +206,21 @@ def _parse_ss(path: Path) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
+def draw_vertices(n: int, k: int, seed: int) -> np.ndarray:
+    """``k`` distinct vertices of ``0..n-1`` drawn with ``seed``, sorted (int64): the
+    draw of ``--random K --seed S``, ``--random-targets K`` and ``sssp verify --random K``
+    (callers check ``1 <= k <= n`` with their own option's words)."""
+    return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
+
+
+def first_occurrences(idx: np.ndarray) -> tuple[np.ndarray, int]:
+    """``idx`` without its repeats, each kept where it first appears, and how many
+    repeats were dropped."""
+    _, first = np.unique(idx, return_index=True)
+    dropped = len(idx) - len(first)
+    return (idx[np.sort(first)] if dropped else idx), int(dropped)
+
+
 def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
                  seed: int | None = None, order: str = "locality") -> SourcePlan:
     """Choose a study's sources.
@@ -262,16 +277,13 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         if k < 1 or k > graph.n:
             raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
         seed = 0 if seed is None else int(seed)
-        rng = np.random.default_rng(seed)
-        idx = np.sort(rng.choice(graph.n, size=k, replace=False)).astype(np.int64)
+        idx = draw_vertices(graph.n, k, seed)
         how = {"kind": "random", "seed": seed}
     # drop repeats, keeping the first occurrence
-    _, first = np.unique(idx, return_index=True)
-    dropped = len(idx) - len(first)
+    idx, dropped = first_occurrences(idx)
     if dropped:
         log.warning("dropping %d repeated source(s)", dropped)
-        idx = idx[np.sort(first)]
-    how["duplicates_dropped"] = int(dropped)
+    how["duplicates_dropped"] = dropped
     if order == "locality" and len(idx) > 1:
         idx = idx[locality_order(graph, idx)]
     how["order"] = order

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpu_sssp.pipeline.fsnames import shown
+from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
                                       sources_from_args)
 
@@ -43,10 +44,8 @@ def run(args) -> int:
     src = sources_from_args(graph, args.source, args.sources_file)
     # one row per (source, vertex): a source given twice is solved once, in the order
     # of its first appearance
-    _, first = np.unique(src, return_index=True)
-    if len(first) < len(src):
-        repeated = len(src) - len(first)
-        src = src[np.sort(first)]
+    src, repeated = first_occurrences(src)
+    if repeated:
         console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} solved once "
                       f"({len(src):,} distinct)", highlight=False)
     t0 = time.perf_counter()

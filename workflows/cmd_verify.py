@@ -54,7 +54,9 @@ def random_sources(graph, k: int, seed: int) -> np.ndarray:
         console.print(f"note: --random {k:,} is more than the {graph.n:,} vertices of {escape(graph.name)}: "
                       f"every vertex is a source", highlight=False)
         k = graph.n
-    src = np.sort(np.random.default_rng(seed).choice(graph.n, size=k, replace=False)).astype(np.int64)
+    from gpu_sssp.pipeline.sources import draw_vertices
+
+    src = draw_vertices(graph.n, k, seed)
     console.print(f"{k:,} distinct random sources (seed {seed}; --seed S draws others)", highlight=False)
     return src
 
