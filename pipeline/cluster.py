@@ -17,12 +17,14 @@ The client process never creates a CUDA context (GPU counting goes through NVML)
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
+import socket
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
-from gpu_sssp.pipeline.config import setting, valid_address, valid_host
+from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +148,10 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     Raises
     ------
     ValueError
-        Contradictory options, bad device list (``UsageError``).
+        Contradictory options, bad device list, a ``host`` or ``dashboard_address`` of
+        no address form or whose host name does not resolve here (``UsageError``; a
+        ``SettingError`` naming the key where the value is dask config's:
+        :func:`listen_addresses`).
     GPUUnavailableError
         ``gpus`` asked for without a visible GPU or without ``dask_cuda`` (a
         ``RuntimeError``; the command line exits with status 4).
@@ -167,7 +172,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
-    host, dash = _listen_addresses(host, dashboard_address, dashboard)
+    host, dash = listen_addresses(host, dashboard_address, dashboard)
     if cpu_workers is None:
         from gpu_sssp import kernels
 
@@ -223,21 +228,39 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                          {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
 
 
-def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
-    """``(host, dashboard_address)`` for a local cluster.
+def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
+    """``(host, dashboard_address)`` for a local cluster, checked: their forms, and that
+    a host name in them resolves on this machine (``socket.getaddrinfo``; an IP address
+    needs no lookup, so the default 127.0.0.1 costs nothing).  ``sssp.study`` calls this
+    before it loads the graph or makes the study folder, :func:`start_cluster` again
+    before it starts the cluster.
 
     Dask's own defaults put the dashboard on every interface (``:8787``) while the
     printed link says 127.0.0.1; here everything listens on ``host`` (localhost unless
     asked otherwise) and the dashboard too unless its address names another interface.
+
+    Raises
+    ------
+    UsageError
+        A bad form, or a host name that does not resolve (Dask's cluster would fail to
+        start with a traceback): the message names the option (``--host``,
+        ``--dashboard-address``) and the host.
+    SettingError
+        As above for a value from dask config (``sssp.cluster.host``,
+        ``sssp.cluster.dashboard-address``): the message names the key and where its
+        value came from.
     """
+    host_given = host is not None
     host = str(setting("cluster.host", host, default=None) or "127.0.0.1")
     if "://" in host or not valid_host(host):
         raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
                          f"got {host!r}")
+    _check_resolves(host, "--host" if host_given else "cluster.host", host)
     if not dashboard:
         if dashboard_address is not None:
             raise UsageError("--dashboard-address and --no-dashboard contradict each other")
         return host, f"{_bracket(host)}:0"  # the HTTP server Dask always starts: a free port
+    dash_from = "--dashboard-address" if dashboard_address is not None else "cluster.dashboard-address"
     dash = setting("cluster.dashboard-address", dashboard_address, default=None)
     if dash is None:
         dash = f"{_bracket(host)}:8787"
@@ -250,7 +273,38 @@ def _listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, st
     if not valid_address(dash):
         raise UsageError(f"--dashboard-address {dash!r}: expected HOST:PORT (an IP address or a host name, "
                          "and a port from 0 to 65535) or :PORT")
+    dash_host = dash.rsplit(":", 1)[0].strip()
+    if dash_host.strip("[]") != host.strip("[]"):  # host's own name is resolved above
+        _check_resolves(dash_host, dash_from, dash)
     return host, dash
+
+
+def _check_resolves(name: str, where: str, value: str) -> None:
+    """Refuse a host name that does not resolve here: ``where`` is the option
+    (``--host``) or the setting's key (``cluster.host``) that gave ``value``.  IP
+    addresses (``[::1]`` too) and the empty host of ``:PORT`` are not looked up."""
+    h = name.strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    if not h:
+        return
+    try:
+        ipaddress.ip_address(h)
+        return
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(h, None)
+        return
+    except socket.gaierror as exc:
+        why = exc.strerror or str(exc)
+    except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
+        why = str(exc) or type(exc).__name__
+    problem = (f"host name {h!r} does not resolve on this machine ({why}); give an IP address such as "
+               "127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+    if where.startswith("--"):
+        raise UsageError(f"{where} {value}: {problem}")
+    raise refuse_setting(where, problem)
 
 
 _EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}

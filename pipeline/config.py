@@ -375,6 +375,18 @@ def _convert(key: str, value):
         raise SettingError(f"setting sssp.{key}: expected {spec.expected}, got {shown} ({where})") from None
 
 
+def refuse_setting(key: str, problem: str) -> SettingError:
+    """The :class:`SettingError` for ``sssp.<key>``'s configured value when it has the
+    right form but cannot be used here (``problem``: a host name that does not resolve,
+    ``pipeline.cluster.listen_addresses``): ``setting sssp.<key>: <value> (<where it came
+    from>): <problem>``."""
+    value = _configured(key)
+    if value is _ABSENT:
+        value = DEFAULT_VALUES.get(key)
+    where, shown = _origin(["sssp", *key.split(".")], value)
+    return SettingError(f"setting sssp.{key}: {shown} ({where}): {problem}")
+
+
 def setting(key: str, explicit=None, default=_MISSING):
     """The value of ``sssp.<key>``: ``explicit`` when not None, else dask config's,
     checked and converted (:data:`SPECS`).

@@ -684,7 +684,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         Serve the Dask dashboard of a cluster started here (off by default).
     host, dashboard_address : str, optional
         Where a cluster started here listens (default: 127.0.0.1 only; see
-        ``pipeline.cluster.start_cluster``).
+        ``pipeline.cluster.start_cluster``).  Checked first, with the settings
+        ``sssp.cluster.host`` and ``dashboard-address``: a bad form or a host name that
+        does not resolve here is a ``UsageError`` before the graph is read.
     keep_graph : bool, optional
         On a cluster this call did not start (``client``, ``scheduler``), keep the
         graph loaded on the workers (and their GPUs) after the study, for the next
@@ -723,7 +725,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         the run was interrupted; finished batches stay recorded for ``resume`` and the
         manifest says ``failed`` (with the reason) or ``interrupted``.
     """
-    from gpu_sssp.pipeline.cluster import ClusterHandle, describe_cluster, start_cluster, worker_devices
+    from gpu_sssp.pipeline.cluster import (ClusterHandle, describe_cluster, listen_addresses, start_cluster,
+                                           worker_devices)
     from gpu_sssp.pipeline.config import check_settings
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
@@ -731,6 +734,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.study.plan import plan_study
 
     check_settings()  # every sssp.* setting, before any folder or cluster exists
+    if client is None and scheduler is None and scheduler_file is None:
+        # a cluster started here: where it listens (forms, and that a host name resolves)
+        # is refused now, not by Dask's traceback once the folder exists
+        listen_addresses(host, dashboard_address, dashboard)
     # on a resume, what is not given again is the folder's study's (the batch size is
     # adopted by Study); a matrix study's targets too, when no target option is given
     kept = resumed_settings(out) if resume else {}

@@ -122,6 +122,50 @@ def test_bad_listen_options_are_usage_errors(kwargs, message):
         start_cluster(**kwargs)
 
 
+def test_a_host_name_that_does_not_resolve_is_a_usage_error_naming_the_option():
+    """Checked before the cluster starts (Dask's own refusal is a RuntimeError 'Cluster
+    failed to start' with its traceback)."""
+    with pytest.raises(UsageError, match=r"^--host no-such-host\.invalid: host name 'no-such-host\.invalid' "
+                       "does not resolve on this machine"):
+        start_cluster(cpu_workers=1, host="no-such-host.invalid")
+    with pytest.raises(UsageError, match=r"^--dashboard-address no-such-host\.invalid:0: host name "
+                       "'no-such-host\.invalid' does not resolve"):
+        start_cluster(cpu_workers=1, dashboard_address="no-such-host.invalid:0")
+
+
+def test_addresses_are_looked_up_only_where_a_host_name_is_given(monkeypatch):
+    """IP addresses (the default 127.0.0.1, 0.0.0.0, [::1]) and :PORT need no lookup: the
+    default start-up does not wait on the resolver; a host name is looked up once."""
+    import socket
+
+    from gpu_sssp.pipeline.cluster import listen_addresses
+
+    asked = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        asked.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    assert listen_addresses(None, None, True) == ("127.0.0.1", "127.0.0.1:8787")
+    assert listen_addresses("0.0.0.0", ":8787", True) == ("0.0.0.0", ":8787")
+    assert listen_addresses("::1", "[::1]:0", True) == ("::1", "[::1]:0")
+    assert listen_addresses(None, None, False) == ("127.0.0.1", "127.0.0.1:0")
+    assert asked == []
+    assert listen_addresses("somehost", None, True) == ("somehost", "somehost:8787")
+    assert asked == ["somehost"]
+
+
+def test_study_refuses_a_host_that_does_not_resolve_before_reading_the_graph(tmp_path):
+    """``study()`` checks where its cluster will listen first: the graph (here a file
+    that is not there) is not read, no folder is made."""
+    from gpu_sssp.pipeline.study.run import study
+
+    with pytest.raises(UsageError, match="--host no-such-host.invalid: host name"):
+        study(tmp_path / "missing.gr", cpu_workers=1, host="no-such-host.invalid", out=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
 def test_zero_cpu_workers_is_refused_not_taken_as_unset():
     with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
         start_cluster(cpu_workers=0)

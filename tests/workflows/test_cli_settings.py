@@ -53,6 +53,38 @@ def test_a_bad_setting_is_one_line_exit_2_and_no_folder(tmp_path, capsys, env, n
     assert not out.exists()
 
 
+#: a well-formed host name that never resolves (RFC 6761 reserves .invalid)
+NO_HOST = "no-such-host.invalid"
+
+
+@pytest.mark.parametrize("variables, flags, starts", [
+    ({}, ["--host", NO_HOST], f"error: --host {NO_HOST}: host name '{NO_HOST}' does not resolve"),
+    ({}, ["--dashboard-address", f"{NO_HOST}:0"],
+     f"error: --dashboard-address {NO_HOST}:0: host name '{NO_HOST}' does not resolve"),
+    ({"DASK_SSSP__CLUSTER__HOST": NO_HOST}, [],
+     f"error: setting sssp.cluster.host: '{NO_HOST}' (from the environment variable DASK_SSSP__CLUSTER__HOST): "
+     f"host name '{NO_HOST}' does not resolve"),
+    ({"DASK_SSSP__CLUSTER__DASHBOARD_ADDRESS": f"{NO_HOST}:8787"}, [],
+     f"error: setting sssp.cluster.dashboard-address: '{NO_HOST}:8787' (from the environment variable "
+     f"DASK_SSSP__CLUSTER__DASHBOARD_ADDRESS): host name '{NO_HOST}' does not resolve"),
+])
+def test_a_host_that_does_not_resolve_is_one_line_exit_2_and_no_folder(tmp_path, capsys, env, variables, flags,
+                                                                        starts):
+    """A well-formed host name this machine cannot resolve (option, or setting) is
+    refused before the graph is read and before the study folder or the cluster
+    exists; it used to end in Dask's traceback 'Cluster failed to start: [Errno -2]
+    Name or service not known', the folder made and removed again."""
+    g = grid_parquet(tmp_path, 3, 3)
+    out = tmp_path / "study"
+    env(**variables)
+    rc = main(["study", str(g), "--cpu-workers", "1", "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(starts), err
+    assert not out.exists()
+
+
 def test_a_bad_setting_stops_other_commands_too(tmp_path, capsys, env):
     env(DASK_SSSP__INGEST__MAX_VERTICES="many")
     rc = main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(tmp_path / "g.parquet"), "-q"])
