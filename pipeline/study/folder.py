@@ -191,7 +191,7 @@ def _targets_said(count, how: dict) -> str:
 def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_given: bool = True) -> str:
     """What differs between the folder's study and the one asked, in the user's terms
     (the options given, not the digests that summarise them).  ``batch_given``: the
-    batch size was given (else it is the folder's)."""
+    batch size was given as an argument (else it is the folder's)."""
     theirs = old.get("identity", {})
     mine = plan.identity
     parts = []
@@ -229,8 +229,8 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
                 notes.append(f"the folder's {describe_batches(was)}, asked {describe_batches(plan.batches)}")
         except (KeyError, TypeError, ValueError):
             pass
-        if batch_given:
-            notes.append("resume without --batch-size to keep the folder's")
+        if batch_given:  # (a batch size from dask config is never compared: the folder's is kept)
+            notes.append("resume without --batch-size (batch_size= from Python) to keep the folder's")
         parts.append("; ".join(bits) + (f" ({'; '.join(notes)})" if notes else ""))
         said |= set(batching)
     for k in diff:
@@ -332,7 +332,9 @@ class Study:
                     f"{old.get('graph', {}).get('name', '?')}); use --resume to continue it or choose another --out"
                 )
             theirs = old.get("identity", {})
-            batch_given = self.plan.batch_size is not None
+            # a batch size from dask config (sssp.study.batch-size) is for new studies: it
+            # yields to the folder's, as no batch size does; only an argument is compared
+            batch_given = self.plan.batch_size_given
             if not batch_given and theirs.get("batch_size"):
                 # not given again: the folder's batches, laid out for the folder's workers
                 self.plan.set_batch_size(theirs["batch_size"], workers=_key(theirs, "batch_workers"))

@@ -112,6 +112,16 @@ class StudyPlan:
     # the workers the batches were laid out for (pipeline.sources.make_batches): 1 for the
     # plain split, and whenever the layout for the cluster's workers is that split anyway
     batch_workers: int = 1
+    # the batch size is dask config's (sssp.study.batch-size), not an argument: it counts
+    # for a new study, but a resume keeps the folder's batches, as with no batch size (Study)
+    batch_from_setting: bool = False
+
+    @property
+    def batch_size_given(self) -> bool:
+        """Whether the batch size was given as an argument (``--batch-size``,
+        ``batch_size=``): what a resume compares with the folder's instead of taking the
+        folder's (:class:`pipeline.study.folder.Study`).  One from dask config is not."""
+        return self.batch_size is not None and not self.batch_from_setting
 
     @property
     def identity(self) -> dict:
@@ -245,6 +255,9 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     batch_size, distance_form, max_distance_bytes : optional
         Default from dask config ``sssp.study.*``.  A batch size of ``None``/``auto``
         is left open until the workers are known (:meth:`StudyPlan.resolve_batch_size`).
+        A batch size from the setting ``sssp.study.batch-size`` applies to a new study;
+        on a resume the folder's batches are kept (:attr:`StudyPlan.batch_size_given`),
+        while a ``batch_size`` given here must lay them out as the folder's do.
     outputs : str or sequence
         Any of ``stats``, ``distances``, ``predecessors`` (``stats`` always written).
     targets : pipeline.targets.TargetPlan, optional
@@ -268,6 +281,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     why = kernels.get(algorithm).unsuitable(graph, advice="study") if algorithm != "auto" else None
     if why:
         raise StudyError(why)
+    batch_from_setting = batch_size is None
     batch_size = setting("study.batch-size", batch_size)
     if batch_size == "auto":  # resolved from the workers' devices (resolve_batch_size)
         batch_size = None
@@ -300,6 +314,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
         plan.targets, plan.stats_over, plan.matrix_form = targets, stats_over, matrix_form
     if batch_size is not None:
         plan.set_batch_size(batch_size)
+        plan.batch_from_setting = batch_from_setting
     return plan
 
 

@@ -675,7 +675,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         ``random``; see ``pipeline.sources.plan_sources``).  Default: every vertex.
     algorithm, batch_size, outputs, distance_form, max_distance_bytes, out, resume
         As the CLI's options (``pipeline.study.plan_study``).  On ``resume`` the batch
-        size, distance form and order not given again are the folder's.
+        size, distance form and order not given again are the folder's, also where
+        dask config sets them (``sssp.study.batch-size``, ...): the settings are for
+        new studies.
     client : distributed.Client, optional
         Run on this client's cluster (left open).  Otherwise a cluster is started or
         attached with ``scheduler``, ``scheduler_file``, ``gpus`` or ``cpu_workers``

@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from tests.pipeline.test_study_support import grid_parquet, rome_parquet, rome_source, solve_counter, write_edge_parquet
+from tests.pipeline.test_study_support import (TWO_WORKER_STUDY, grid_parquet, rome_parquet, rome_source, solve_counter,
+                                               two_worker_folder, write_edge_parquet)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -182,6 +183,39 @@ def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
     assert "3 batches of 62-64" in msg and "without --batch-size" in msg and len(msg.splitlines()) == 1
     with pytest.raises(StudyError, match="batch_size: folder has 64, asked 32"):
         Study(_plan(path, tmp_path / "s", batch_size=32, **kw), resume=True)
+
+
+def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path):
+    """``study(resume=True)`` with dask config's ``sssp.study.batch-size`` set (32 here,
+    64 below) keeps the folder's batches (64, 64, 31, 31, laid out for 2 workers) and
+    resumes on 1 worker, as without it; it was refused as a different study.  The
+    setting still sizes a new study (plain split); ``batch_size=`` given is compared
+    with the folder's, and its refusal says to leave it out, in the CLI's and in
+    Python's terms."""
+    import dask
+
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 30, 30)
+    out = tmp_path / "s"
+    assert two_worker_folder(path, out) == [64, 64, 31, 31]
+    kw = dict(TWO_WORKER_STUDY, out=out, resume=True, cpu_workers=1)
+    with dask.config.set({"sssp.study.batch-size": 32}):
+        summary = study(path, **kw)
+        assert summary["complete"] and summary["sources_solved"] == 190
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["identity"]["batch_size"] == 64 and m["identity"]["batch_workers"] == 2 and m["batches"] == 4
+        with pytest.raises(StudyError) as err:
+            study(path, batch_size=64, **kw)
+        msg = str(err.value)
+        assert "batch_workers: folder has 2, asked 1" in msg and len(msg.splitlines()) == 1
+        assert "resume without --batch-size (batch_size= from Python)" in msg
+        fresh = _plan(path, tmp_path / "new", random=190, seed=3)  # a new study: the setting's plain split
+        assert fresh.batch_size == 32 and fresh.batch_workers == 1
+    with dask.config.set({"sssp.study.batch-size": 64}):  # the plain split's size: the folder's layout too
+        assert study(path, **kw)["sources_solved"] == 190
+    assert json.loads((out / "manifest.json").read_text())["identity"]["batch_workers"] == 2
 
 
 def test_resume_compares_identity_keys_present_on_one_side_only(tmp_path):

@@ -77,6 +77,31 @@ def grid_parquet(folder, rows=120, cols=120, seed=3) -> Path:
     return write_edge_parquet(out, s, d, w, n=rows * cols, id_base=0)
 
 
+#: the study of :func:`two_worker_folder` (keywords of ``study()`` and of ``plan_study``'s sources)
+TWO_WORKER_STUDY = dict(random=190, seed=3, algorithm="dijkstra", outputs="distances")
+
+
+def two_worker_folder(graph_path, out) -> list[int]:
+    """A study folder (manifest written, nothing solved) of :data:`TWO_WORKER_STUDY` on
+    ``graph_path`` (the 30 x 30 grid) whose default batches were laid out for 2 CPU
+    workers: 64, 64, 31, 31 (``batch_workers`` 2, where the plain split of 64 is 64, 64,
+    62).  Returns the batch sizes."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import Study, plan_study
+
+    g = read_parquet(graph_path)
+    kw = dict(TWO_WORKER_STUDY)
+    sp = plan_sources(g, random=kw.pop("random"), seed=kw.pop("seed"))
+    plan = plan_study(g, graph_path, sp, out=out, batch_size="auto", **kw)
+    plan.resolve_batch_size(["cpu", "cpu"])
+    assert plan.identity["batch_workers"] == 2
+    s = Study(plan)
+    s.start({})
+    s.close()
+    return [len(b) for b in plan.batches]
+
+
 def scipy_stats(graph, sources_internal):
     """(reached, eccentricity, exact sum) per source with SciPy's Dijkstra."""
     from scipy.sparse.csgraph import dijkstra

@@ -4,16 +4,18 @@ before a study folder or a cluster exists; a dask config file that is not valid 
 named with its line; an unknown key is a warning."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from gpu_sssp.workflows.cli import main
 from tests.pipeline.test_config import env  # noqa: F401 (a fixture: DASK_* variables read again)
-from tests.pipeline.test_study_support import grid_parquet
+from tests.pipeline.test_study_support import TWO_WORKER_STUDY, grid_parquet, two_worker_folder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,6 +93,35 @@ def test_a_bad_setting_stops_other_commands_too(tmp_path, capsys, env):
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: setting sssp.ingest.max-vertices: expected"), err
     assert not (tmp_path / "g.parquet").exists()
+
+
+def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path, capsys, env):
+    """On --resume a batch size from dask config (DASK_SSSP__STUDY__BATCH_SIZE) yields to
+    the folder's batches, as an absent --batch-size does: a folder laid out for 2 workers
+    (64, 64, 31, 31) resumes with them on 1 worker.  It used to count as given, and the
+    resume was refused ('batch_workers: folder has 2, asked 1') with a hint that named
+    only --batch-size, which was not on the command line.  --batch-size itself is still
+    compared with the folder's, and the refusal says to leave it out."""
+    g = grid_parquet(tmp_path, 30, 30)
+    out = tmp_path / "s"
+    assert two_worker_folder(g, out) == [64, 64, 31, 31]
+    argv = ["study", str(g), "--random", str(TWO_WORKER_STUDY["random"]), "--seed", str(TWO_WORKER_STUDY["seed"]),
+            "--algorithm", "dijkstra", "--outputs", "distances", "--cpu-workers", "1", "--no-dashboard",
+            "--out", str(out), "--resume"]
+    env(DASK_SSSP__STUDY__BATCH_SIZE="64")
+    rc = main(argv + ["--batch-size", "64"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "batch_workers: folder has 2, asked 1" in err, err
+    assert "resume without --batch-size" in err, err
+    rc = main(argv)
+    cap = capsys.readouterr()
+    text = " ".join(cap.out.split())
+    assert rc == 0, cap.err
+    assert "190 sources (random) in 4 batches of 31-64, 4 to do" in text, text
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["identity"]["batch_workers"] == 2 and m["batches"] == 4
+    assert pq.read_table(out / "stats").num_rows == 190
 
 
 def test_a_config_file_that_is_not_yaml_is_named_with_its_line(tmp_path):
