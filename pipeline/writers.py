@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.fsnames import arrow_file
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,29 @@ TMP_MARK = ".tmp-"
 #: where snappy encodes a 8,192-row file in about half zstd's time (0.7 against 1.3 ms on
 #: the development machine) for 25% more bytes
 STATS_COMPRESSION = "snappy"
+
+
+def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
+    """Refuse an output file that is one of ``inputs``: the same file by name, through a
+    symbolic link or as a hard link (``os.path.samefile``).  Under the input's own name
+    the write would replace the input; through a link it is as surely a mistake.  The one
+    rule for ``pipeline.ingest.ingest`` and the commands that write a file from an input
+    (``sssp solve -o``: ``workflows.common.check_output_file``); ``label`` names the
+    output in the message (``--out`` on a command line).
+
+    Raises
+    ------
+    UsageError
+        ``"<label> OUT: is the input file IN; give another output name"``.
+    """
+    out = Path(out)
+    for path in inputs:
+        try:
+            same = out.exists() and Path(path).exists() and os.path.samefile(out, path)
+        except OSError:  # unreadable: not known to be the same file
+            same = False
+        if same:
+            raise UsageError(f"{label} {out}: is the input file {path}; give another output name")
 
 
 def batch_name(index: int) -> str:

@@ -125,8 +125,8 @@ def run(args) -> int:
     err = Console(stderr=True)
     path = Path(args.input)
     out = Path(args.output) if args.output else default_output(path)
-    check_output_file(out, option="-o" if args.output else "output", inputs=[path],
-                      example=default_output(path).name)
+    # (an output that is the input is refused by ingest() itself, before it reads anything)
+    check_output_file(out, option="-o" if args.output else "output", example=default_output(path).name)
     t0 = time.perf_counter()
     try:
         meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,

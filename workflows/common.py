@@ -2,7 +2,6 @@
 and printing an error as one line."""
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -41,17 +40,15 @@ def print_error(message, *, label: str = "error", file=None) -> None:
 def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet") -> None:
     """Refuse, before any input is read, an output file that cannot be written as one:
     an existing directory (the atomic rename would fail late, naming its temporary
-    file) or one of ``inputs`` itself (writing would destroy the input)."""
+    file) or one of ``inputs`` itself (writing would destroy the input; the rule is
+    ``pipeline.writers.refuse_input_as_output``, which ``pipeline.ingest.ingest`` applies
+    itself)."""
+    from gpu_sssp.pipeline.writers import refuse_input_as_output
+
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
-    for path in inputs:
-        try:
-            same = out.exists() and Path(path).exists() and os.path.samefile(out, path)
-        except OSError:
-            same = False
-        if same:
-            raise UsageError(f"{option} {out}: is the input file {path}; give another output name")
+    refuse_input_as_output(out, inputs, label=option)
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:

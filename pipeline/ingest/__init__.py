@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import UsageError
-
 from ..errors import InputError
+from ..writers import refuse_input_as_output
 from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
 from ._limits import Limits
 from ._records import iter_batches
@@ -93,17 +92,6 @@ def detect_format(path) -> str:
     return "edgelist"
 
 
-def _resolve(path, out):
-    path = Path(path)
-    out = Path(out)
-    try:
-        if out.exists() and out.resolve() == path.resolve():
-            raise UsageError(f"output {out} is the input file")
-    except OSError:
-        pass
-    return path, out
-
-
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
            weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
            max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
@@ -154,8 +142,12 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         limits allow, and integer weights too large for exact path sums.
     ValueError
         Bad options.
+    UsageError
+        ``out`` is the input file (the same file, also through a link):
+        ``pipeline.writers.refuse_input_as_output``.
     """
-    path, out = _resolve(path, out)
+    path, out = Path(path), Path(out)
+    refuse_input_as_output(out, [path])  # before anything is read (sssp ingest relies on it)
     parse_weights_spec(weights)  # a bad --weights is one line before anything is read
     limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)
     fmt = normalise_format(format) if format else detect_format(path)

@@ -162,6 +162,37 @@ def test_output_that_is_the_input_is_one_line_exit_2(tmp_path, capsys, argv):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.gr", "rome.gr"]
 
 
+@pytest.mark.parametrize("how", ["same name", "symlink", "hard link"])
+def test_ingest_refuses_its_input_as_output_one_rule_for_api_and_cli(tmp_path, capsys, how):
+    """``pipeline.ingest.ingest`` refuses an output that is its input file (by name, a
+    symbolic link to it or a hard link of it) before reading it, and ``sssp ingest``
+    prints exactly that message: one rule (``pipeline.writers.refuse_input_as_output``).
+    There were two: the command line's (os.path.samefile, '-o OUT: is the input file
+    ...') and ingest()'s own ('output OUT is the input file', by resolved name: a hard
+    link passed it)."""
+    import os
+
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.workflows.cli import main
+
+    g = tmp_path / "rome.gr"
+    g.write_bytes((DATA / "rome99.gr").read_bytes())
+    out = g if how == "same name" else tmp_path / "out.gr"
+    if how == "symlink":
+        out.symlink_to(g)
+    elif how == "hard link":
+        os.link(g, out)
+    before, names = g.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(UsageError) as api:
+        ingest(g, out)
+    assert str(api.value) == f"output {out}: is the input file {g}; give another output name"
+    rc = main(["ingest", str(g), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == f"error: {api.value}\n", err
+    assert g.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == names
+
+
 @pytest.mark.parametrize("argv", [
     ["ingest", "{missing}", "-o", "{dir}"],  # said before the input is looked at
     ["ingest", str(DATA / "rome99.gr"), "-o", "{dir}"],
