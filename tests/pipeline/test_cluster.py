@@ -129,7 +129,7 @@ def test_a_host_name_that_does_not_resolve_is_a_usage_error_naming_the_option():
                        "does not resolve on this machine"):
         start_cluster(cpu_workers=1, host="no-such-host.invalid")
     with pytest.raises(UsageError, match=r"^--dashboard-address no-such-host\.invalid:0: host name "
-                       "'no-such-host\.invalid' does not resolve"):
+                       r"'no-such-host\.invalid' does not resolve"):
         start_cluster(cpu_workers=1, dashboard_address="no-such-host.invalid:0")
 
 
