@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Graph", "read_parquet", "load_graph"]
 
-CACHE_VERSION = 3
+# 4: caches of version 3 may hold uint64 weights wrapped to negative int64; never trusted
+CACHE_VERSION = 4
 
 
 def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:

@@ -153,6 +153,28 @@ def test_parquet_unsigned_ids_and_weights_within_int64_read_exactly(tmp_path):
     assert g.tails().tolist() == [0, 1] and g.indices.tolist() == [1, 2]
 
 
+def test_a_csr_cache_from_before_the_uint64_check_is_not_trusted(tmp_path):
+    """A CSR cache written before unsigned weights were checked holds 2**64 - 1 wrapped to
+    -1; the cache version changed with the check, so such a cache is rebuilt (and the
+    weight refused), not loaded."""
+    import hashlib
+
+    from gpu_sssp.pipeline import graph as pg
+    from gpu_sssp.pipeline.errors import InputError
+
+    p = _edge_list(tmp_path / "u.parquet", [1, 2], [2, 3], [2**64 - 1, 1], weight=pa.uint64())
+    st = p.stat()
+    raw = pq.read_schema(p).metadata[b"sssp"]
+    old_key = {"version": 3, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+               "meta": hashlib.sha256(raw).hexdigest(), "parallel": "min"}
+    wrapped = Graph.from_edges([0, 1], [1, 2], np.array([-1, 1], dtype=np.int64), 3)
+    np.savez(p.with_name(p.name + ".csr.npz"), n=3, indptr=wrapped.indptr, indices=wrapped.indices,
+             weights=wrapped.weights, key=json.dumps(old_key), meta=json.dumps({}), fingerprint="0" * 16)
+    assert pg.CACHE_VERSION != 3
+    with pytest.raises(InputError, match="weight 18446744073709551615 of arc 1 -> 2 does not fit int64"):
+        read_parquet(p)
+
+
 def test_fractional_or_non_finite_arc_ends_refused_not_truncated():
     """from_edges cast float ids straight to int64: the arc 1.5 -> 2 became 1 -> 2.
     Now refused (as to_index and the Parquet reader refuse them); whole floats are the
