@@ -146,6 +146,68 @@ class in_arc_maxima:
         return int(self.best.sum(dtype=np.uint64)) if approx < 1.9 * 2.0**63 else int(approx)
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+_INT64_MIN = int(np.iinfo(np.int64).min)
+
+
+def _whole(v) -> bool:
+    """A whole number that is not a bool: an int, or a finite float without a fraction."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    if isinstance(v, (float, np.floating)):
+        return bool(np.isfinite(v)) and float(v).is_integer()
+    return False
+
+
+def _arc_ends(given, what: str) -> np.ndarray:
+    """``src`` or ``dst`` of :meth:`Graph.from_edges` as an array of whole numbers.
+
+    Integer arrays pass as they are (the range check follows); floats must be whole and
+    finite, since casting would truncate 1.5 to vertex 1 (as :meth:`Graph.to_index`
+    refuses them); booleans, strings and other objects are refused.  Python ints that
+    NumPy made float64 (beyond int64) are kept exact, so the range error shows them."""
+    a = np.asarray(given)
+    if (not isinstance(given, np.ndarray) and a.dtype.kind == "f" and a.size
+            and bool((np.abs(a) >= 2.0**53).any())):
+        a = np.asarray(given, dtype=object)  # a float64 there may be a rounded Python int
+    kind = a.dtype.kind
+    if kind in "iu":
+        return a
+    if kind == "f":
+        ok = np.isfinite(a) & (np.floor(a) == a) if a.size else np.ones(0, dtype=bool)
+    elif kind == "O":
+        ok = np.fromiter((_whole(v) for v in a.ravel()), dtype=bool, count=a.size)
+    elif kind == "b":
+        raise UsageError(f"{what} holds booleans: arc ends must be integer vertex indices")
+    else:
+        raise UsageError(f"{what} holds {a.dtype}: arc ends must be integer vertex indices")
+    if not ok.all():
+        i = int(np.argmin(ok))
+        v = a.ravel()[i]
+        v = v.item() if isinstance(v, np.generic) else v
+        raise UsageError(f"{what}[{i}] is {v!r}: arc ends must be whole vertex indices "
+                         "(a fractional or non-finite index is never truncated to a vertex)")
+    return a
+
+
+def _beyond_int64(i: int, value: int, src, dst) -> str:
+    return (f"weight of arc {i} ({int(src[i])} -> {int(dst[i])}) is {value}, outside int64 "
+            f"({_INT64_MIN} .. {_INT64_MAX}): integer weights that do not fit are refused, never wrapped")
+
+
+def _refuse_python_ints_beyond_int64(given, as_array: np.ndarray, src, dst) -> None:
+    """Weights given as Python ints that NumPy could not hold in int64: it made them
+    float64 (rounded: 2**63 + 5 becomes 2**63) or objects.  Refuse them with their
+    true value rather than solve with another one."""
+    if as_array.dtype.kind == "f" and not (np.abs(as_array) >= 2.0**63).any():
+        return  # every float64 below 2**63 came from a float or an int64-sized int
+    for i, v in enumerate(np.asarray(given, dtype=object).ravel()):
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64_MIN <= v <= _INT64_MAX:
+            raise UsageError(_beyond_int64(i, v, src, dst))
+
+
 def _index_dtype(limit: int):
     return np.int32 if limit < np.iinfo(np.int32).max else np.int64
 
@@ -201,9 +263,12 @@ class Graph:
         Parameters
         ----------
         src, dst : array_like of int
-            Arc tails and heads, 0-based.
+            Arc tails and heads, 0-based.  Whole floats (``2.0``) are accepted; a
+            fractional or non-finite one (``1.5``, ``nan``) is refused, never truncated.
         weights : array_like, optional
-            Arc weights (default: int64 ones).
+            Arc weights (default: int64 ones).  Unsigned integers become int64; one
+            that does not fit (above 2**63 - 1) is refused, never wrapped, and so is a
+            Python int beyond int64.
         n : int, optional
             Number of vertices (default: largest id + 1).
         parallel : {"min", "keep"}
@@ -211,19 +276,33 @@ class Graph:
 
         Raises
         ------
-        ValueError
-            Ids out of range, mismatched lengths or an unknown policy.
+        kernels.errors.UsageError
+            (a ``ValueError``) Ids out of range or not whole numbers, an integer weight
+            beyond int64, a weight that is not finite, mismatched lengths or an unknown
+            policy; one line naming the offending index and its value.
+        TypeError
+            Weights that are not numbers.
         """
-        src = np.asarray(src)
-        dst = np.asarray(dst)
+        src = _arc_ends(src, "src")
+        dst = _arc_ends(dst, "dst")
         if weights is None:
             weights = np.ones(len(src), dtype=np.int64)
+        given = weights
         weights = np.asarray(weights)
         if not (len(src) == len(dst) == len(weights)):
-            raise ValueError(f"src, dst and weights differ in length: {len(src)}, {len(dst)}, {len(weights)}")
+            raise UsageError(f"src, dst and weights differ in length: {len(src)}, {len(dst)}, {len(weights)}")
+        if not isinstance(given, np.ndarray) and weights.dtype.kind in "fO":
+            # NumPy turns Python ints beyond int64 into float64 (rounded) or objects
+            _refuse_python_ints_beyond_int64(given, weights, src, dst)
         if weights.dtype.kind not in "iuf":
             raise TypeError(f"weights must be integer or float, got {weights.dtype}")
         if weights.dtype.kind == "u":
+            if weights.dtype.itemsize >= 8 and len(weights):
+                too_big = weights > np.uint64(_INT64_MAX)
+                if too_big.any():
+                    # a plain cast would wrap 2**64 - 1 to -1: a wrong, negative weight
+                    i = int(np.argmax(too_big))
+                    raise UsageError(_beyond_int64(i, int(weights[i]), src, dst))
             weights = weights.astype(np.int64)
         if weights.dtype.kind == "f" and len(weights):
             finite = np.isfinite(weights)
@@ -239,9 +318,12 @@ class Graph:
             lo = min(int(src.min()), int(dst.min()))
             hi = max(int(src.max()), int(dst.max()))
             if lo < 0 or hi >= n:
-                raise ValueError(f"vertex index out of range: found {lo}..{hi}, expected 0..{n - 1}")
+                raise UsageError(f"vertex index out of range: found {lo}..{hi}, expected 0..{n - 1}")
+        # whole floats and exact objects, now known to be in range: the indices they are
+        src = src if src.dtype.kind == "i" else src.astype(np.int64)
+        dst = dst if dst.dtype.kind == "i" else dst.astype(np.int64)
         if parallel not in ("min", "keep"):
-            raise ValueError(f"parallel must be 'min' or 'keep', got {parallel!r}")
+            raise UsageError(f"parallel must be 'min' or 'keep', got {parallel!r}")
         # one sort orders arcs by (tail, head, weight): CSR rows come out sorted and
         # the lightest of any parallel group first
         order = np.lexsort((weights, dst, src))

@@ -324,6 +324,8 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     Returns
     -------
     Result
+        Internal indices throughout (``sources``, ``targets``, predecessors);
+        ``Result.id_base`` is the graph's, so that its tables give file ids.
 
     Raises
     ------
@@ -362,13 +364,16 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
     fn = spec.load()
     if targets is not None:
-        return _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)
-    if turn is not None and spec.device_turn:
-        return fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
-    if turn is not None:
+        res = _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)
+    elif turn is not None and spec.device_turn:
+        res = fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
+    elif turn is not None:
         with turn:
-            return fn(graph, src, predecessors=predecessors, distances=distances, **options)
-    return fn(graph, src, predecessors=predecessors, distances=distances, **options)
+            res = fn(graph, src, predecessors=predecessors, distances=distances, **options)
+    else:
+        res = fn(graph, src, predecessors=predecessors, distances=distances, **options)
+    res.id_base = int(graph.id_base)  # the tables' file ids by default (Result.to_table, ...)
+    return res
 
 
 def _solve_targets(spec: Method, fn, graph, src, targets, stats_over, turn, options) -> Result:

@@ -3,8 +3,9 @@
 Distances are float64 with ``+inf`` for unreachable vertices (exact for integer
 weights while path lengths stay below 2**53, which ``Graph.check_exact`` verifies);
 predecessors are int64 with ``-1`` for none.  Vertex numbers inside a ``Result`` are
-the graph's internal 0-based indices; ``to_table`` and ``stats_table`` convert them
-to the input file's own ids with the graph's ``id_base``.
+the graph's internal 0-based indices; ``to_table``, ``stats_table`` and
+``matrix_table`` convert them to the input file's own ids with the graph's ``id_base``
+(``Result.id_base``, set by ``kernels.solve``, unless one is passed).
 """
 from __future__ import annotations
 
@@ -184,6 +185,12 @@ class Result:
         What ``reached`` / ``eccentricity`` / ``sum_distance`` are taken over: every
         vertex (the default, and ``stats_over="all"`` with targets), or only the distinct
         targets (``stats_over="targets"``: a restricted sweep never sees the others).
+    id_base : int
+        The solved graph's id base (``Graph.id_base``: 1 for a 1-based input file),
+        set by :func:`kernels.registry.solve`; default 0.  The arrays above keep
+        internal 0-based indices whatever it is (``sources`` included); only the
+        tables (:meth:`to_table`, :meth:`stats_table`, :meth:`matrix_table`) add it,
+        to give file ids.
     """
 
     sources: np.ndarray
@@ -200,6 +207,7 @@ class Result:
     counters: dict[str, Any] = field(default_factory=dict)
     targets: np.ndarray | None = None
     stats_over: str = "vertices"
+    id_base: int = 0
 
     def __post_init__(self):
         # an integer sum (int64 on the CPU, uint64 atomics on a GPU) of distances each
@@ -222,9 +230,13 @@ class Result:
             raise TypeError("this result holds no matrix; solve with targets=")
         return self.distances
 
-    def matrix_table(self, id_base: int = 0, form: str = "wide") -> pa.Table:
-        """The matrix as Arrow (:data:`MATRIX_SCHEMA` or :data:`MATRIX_LONG_SCHEMA`, file ids)."""
-        return matrix_table(self.sources, self.targets, self.matrix, id_base, form)
+    def _base(self, id_base) -> int:
+        return int(self.id_base if id_base is None else id_base)
+
+    def matrix_table(self, id_base: int | None = None, form: str = "wide") -> pa.Table:
+        """The matrix as Arrow (:data:`MATRIX_SCHEMA` or :data:`MATRIX_LONG_SCHEMA`, file ids:
+        internal indices plus ``id_base``, by default the result's own :attr:`id_base`)."""
+        return matrix_table(self.sources, self.targets, self.matrix, self._base(id_base), form)
 
     @property
     def batch_size(self) -> int:
@@ -239,15 +251,18 @@ class Result:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(others > 0, self.sum_distance / np.maximum(others, 1), np.nan)
 
-    def stats_table(self, id_base: int = 0, *, worker: str = "", kernel_ms=None, mteps=None,
+    def stats_table(self, id_base: int | None = None, *, worker: str = "", kernel_ms=None, mteps=None,
                     for_file: bool = False) -> pa.Table:
-        """Per-source statistics as an Arrow table in :data:`STATS_SCHEMA`.
+        """Per-source statistics as an Arrow table in :data:`STATS_SCHEMA`, sources as
+        file ids: internal indices plus ``id_base``, by default the result's own
+        :attr:`id_base` (the solved graph's, set by ``kernels.solve``).
 
         ``for_file``: the columns of one value (:data:`STATS_DICTIONARY_COLUMNS`) are
         dictionary arrays of that one value, so that a Parquet writer stores them without
         hashing every row (0.22 ms per column at 8,192 rows, a third of a statistics
         file's encode); written without the Arrow schema (``store_schema=False``) the
         file reads back in :data:`STATS_SCHEMA`, plain strings."""
+        id_base = self._base(id_base)
         b = self.batch_size
         first = pa.array(np.zeros(b, dtype=np.int32)) if for_file else None  # the one value's index, every row
 
@@ -276,8 +291,10 @@ class Result:
         }
         return pa.Table.from_pydict(cols, schema=STATS_FILE_SCHEMA if for_file else STATS_SCHEMA)
 
-    def to_table(self, id_base: int = 0, *, reachable_only: bool = True) -> pa.Table:
-        """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids)."""
+    def to_table(self, id_base: int | None = None, *, reachable_only: bool = True) -> pa.Table:
+        """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids: internal indices plus
+        ``id_base``, by default the result's own :attr:`id_base`, the solved graph's)."""
+        id_base = self._base(id_base)
         if self.distances is None:
             raise TypeError("this result holds statistics only; solve with distances=True")
         if self.targets is not None:

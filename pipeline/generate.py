@@ -7,7 +7,13 @@ seeded (``numpy.random.default_rng(seed)``) and deterministic for a seed. Ids ar
 ``negative_fraction`` makes graphs with negative weights but no negative cycle by
 potentials: ``w'(u, v) = w(u, v) + p(u) - p(v)`` with ``w >= 0``; every cycle keeps its
 (non-negative) total, and the scale of ``p`` is chosen so that about the requested
-fraction of arcs becomes negative.
+fraction of arcs becomes negative.  Only for directed graphs: the potentials give the
+two arcs of an edge different weights, and an undirected edge of negative weight would
+be a negative cycle (there and back), so ``negative_fraction`` with ``undirected`` is
+refused.
+
+Bad arguments are one line (``UsageError``): integer weight types need whole-number
+bounds (``--weights 0.2:0.9`` would draw only zeros), seeds are whole numbers >= 0.
 """
 
 from __future__ import annotations
@@ -33,23 +39,78 @@ _CHUNK = 1 << 22
 def _weights(rng, m, lo, hi, weight_type):
     if weight_type.startswith("float"):
         return rng.uniform(lo, hi, size=m).astype(WEIGHT_TYPES[weight_type])
-    return rng.integers(int(lo), int(hi) + 1, size=m, dtype=np.int64).astype(WEIGHT_TYPES[weight_type], copy=False)
+    # endpoint=True: the same draws as [lo, hi + 1), without hi + 1 overflowing at 2**63 - 1
+    return rng.integers(int(lo), int(hi), size=m, dtype=np.int64,
+                        endpoint=True).astype(WEIGHT_TYPES[weight_type], copy=False)
 
 
-def _check_weight_args(lo, hi, weight_type, negative_fraction):
+def _rng(seed):
+    """``numpy.random.default_rng(seed)``, a seed it refuses (negative, not a whole
+    number) one line."""
+    if seed is not None:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+            raise UsageError(f"--seed {seed!r}: expected a whole number >= 0")
+        if seed < 0:
+            raise UsageError(f"--seed {seed}: a seed must be a whole number >= 0 (NumPy's generators "
+                             "take no negative seed)")
+    return np.random.default_rng(seed)
+
+
+def _weight_bounds(weights, weight_type):
+    """``(lo, hi)`` of ``weights`` checked against ``weight_type``: numbers, finite,
+    ``LO <= HI``, within the type; whole numbers (returned as ints) for integer types,
+    where a fractional bound would be rounded to draws outside ``[LO, HI]`` (0.2:0.9
+    gave all zeros, 1.5:3.5 drew 1).  Real types keep the bounds as given."""
     if weight_type not in WEIGHT_TYPES:
         raise UsageError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+    try:
+        lo, hi = weights
+    except (TypeError, ValueError):
+        raise UsageError(f"weights {weights!r}: expected (LO, HI)") from None
+    spec = f"--weights {lo}:{hi}"
+    for v in (lo, hi):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise UsageError(f"{spec}: the bounds must be numbers, got {v!r}")
+        if not np.isfinite(float(v)):
+            raise UsageError(f"{spec}: the bounds must be finite numbers")
     if hi < lo:
-        raise UsageError(f"weights {lo}:{hi}: HI < LO")
+        raise UsageError(f"{spec}: HI < LO")
+    if weight_type.startswith("int"):
+        frac = [v for v in (lo, hi) if not float(v).is_integer()]
+        if frac:
+            raise UsageError(f"{spec}: {weight_type} weights are whole numbers, and {frac[0]} is not one; "
+                             "give whole-number bounds, or draw real weights with --weight-type float64")
+        lo, hi = int(lo), int(hi)
+        info = np.iinfo(WEIGHT_TYPES[weight_type])
+        if lo < info.min or hi > info.max:
+            raise UsageError(f"{spec} do not fit {weight_type}")
+    else:
+        top = float(np.finfo(WEIGHT_TYPES[weight_type]).max)
+        if abs(float(lo)) > top or abs(float(hi)) > top:
+            raise UsageError(f"{spec} do not fit {weight_type} (largest {top:.6g})")
+        if not np.isfinite(float(hi) - float(lo)):
+            raise UsageError(f"{spec}: the range HI - LO overflows float64")
+    return lo, hi
+
+
+def _check_weight_args(weights, weight_type, negative_fraction, undirected):
+    """The checked ``(lo, hi)`` (:func:`_weight_bounds`), with the negative fraction:
+    in ``[0, 1)``, only over non-negative base weights, and never on an undirected
+    graph (its two arcs of one edge have one weight, so a negative edge is a negative
+    cycle, there and back; potentials would give the two directions different
+    weights and the graph would no longer be undirected)."""
+    lo, hi = _weight_bounds(weights, weight_type)
     if not 0.0 <= negative_fraction < 1.0:
         raise UsageError(f"negative_fraction {negative_fraction}: expected 0 <= F < 1")
     if negative_fraction > 0 and lo < 0:
         raise UsageError("negative_fraction needs non-negative base weights (LO >= 0), "
                          "otherwise a negative cycle could appear")
-    if weight_type.startswith("int"):
-        info = np.iinfo(WEIGHT_TYPES[weight_type])
-        if lo < info.min or hi > info.max:
-            raise UsageError(f"weights {lo}:{hi} do not fit {weight_type}")
+    if negative_fraction > 0 and undirected:
+        raise UsageError(f"--negative-fraction {negative_fraction} with an undirected graph: an undirected "
+                         "edge of negative weight is a negative cycle (the edge there and back), so an "
+                         "undirected graph cannot have negative weights without negative cycles; generate "
+                         "a directed one (no --undirected; for grid, --asymmetric; undirected=False)")
+    return lo, hi
 
 
 def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, seed=0,
@@ -63,12 +124,15 @@ def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, s
         Quadrant probabilities (GTGraph defaults); ``d`` defaults to ``1 - a - b - c``.
     seed : int
     weights : (lo, hi)
-        Uniform integer weights in ``[lo, hi]`` (real for float weight types).
+        Uniform integer weights in ``[lo, hi]`` (real for float weight types).  For
+        integer types the bounds must be whole numbers (``2.0`` is, ``0.5`` is refused:
+        rounding would draw weights outside the range).
     weight_type : str
     undirected : bool
         Emit both arcs of every edge, with the same weight.
     negative_fraction : float
         About this fraction of arcs gets a negative weight, without negative cycles.
+        Refused with ``undirected``: a negative undirected edge is a negative cycle.
 
     Returns
     -------
@@ -83,10 +147,10 @@ def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, s
         raise UsageError(f"R-MAT probabilities a, b, c, d = {a}, {b}, {c}, {d} must be >= 0 and sum to 1")
     if not (0 <= scale <= 40) or edge_factor < 0:
         raise UsageError("scale must be in 0..40 and edge_factor >= 0")
-    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
+    weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
+    rng = _rng(seed)
     n = 1 << scale
     m = int(edge_factor) * n
-    rng = np.random.default_rng(seed)
     idt = np.int32 if n <= 2**31 else np.int64
     src = np.zeros(m, dtype=idt)
     dst = np.zeros(m, dtype=idt)
@@ -107,10 +171,12 @@ def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64",
          undirected=True):
     """2-D ``rows x cols`` 4-neighbour grid, both directions of every edge with the same
     weight (road-like). Vertex ``r * cols + c``. ``undirected=False`` draws the two
-    directions' weights independently."""
+    directions' weights independently; ``negative_fraction`` needs it (a directed grid:
+    an undirected edge of negative weight would be a negative cycle)."""
     if rows < 1 or cols < 1:
         raise UsageError("rows and cols must be >= 1")
-    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
+    weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
+    rng = _rng(seed)
     n = rows * cols
     idt = np.int32 if n <= 2**31 else np.int64
     ids = np.arange(n, dtype=idt).reshape(rows, cols)
@@ -118,7 +184,6 @@ def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64",
     vu, vv = ids[:-1, :].ravel(), ids[1:, :].ravel()
     u = np.concatenate([hu, vu])
     v = np.concatenate([hv, vv])
-    rng = np.random.default_rng(seed)
     if undirected:
         w = _weights(rng, len(u), weights[0], weights[1], weight_type)
         src, dst, w = _both(u, v, w)
@@ -138,15 +203,16 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     """Erdos-Renyi G(n, m): ``m`` distinct edges chosen uniformly, no self-loops.
 
     Directed: ``m`` distinct arcs ``u != v``. Undirected: ``m`` distinct unordered pairs,
-    each emitted in both directions with one weight (``2 m`` arcs).
+    each emitted in both directions with one weight (``2 m`` arcs); not with
+    ``negative_fraction`` (a negative undirected edge is a negative cycle).
     """
     if n < 1 or m < 0:
         raise UsageError("n must be >= 1 and m >= 0")
     cap = n * (n - 1) // (2 if undirected else 1)
     if m > cap:
         raise UsageError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
-    _check_weight_args(weights[0], weights[1], weight_type, negative_fraction)
-    rng = np.random.default_rng(seed)
+    weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
+    rng = _rng(seed)
     keys = np.zeros(0, dtype=np.int64)
     while len(keys) < m:
         k = int((m - len(keys)) * 1.1) + 16
@@ -345,7 +411,6 @@ def generate(family: str, out, *, max_vertices=None, max_arcs=None, **kw) -> dic
     """
     t0 = time.perf_counter()
     check_size(family, max_vertices=max_vertices, max_arcs=max_arcs, **kw)
-    lo, hi = kw.get("weights", (1, 100))
     if family == "rmat":
         src, dst, w, n = rmat(**kw)
         directed = not kw.get("undirected", False)
@@ -360,6 +425,10 @@ def generate(family: str, out, *, max_vertices=None, max_arcs=None, **kw) -> dic
         raise UsageError(f"unknown generator {family!r}: expected rmat, grid or random")
     params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kw.items()}
     params["family"] = family
+    # the bounds drawn from (whole numbers for integer types), as the generator checked them
+    lo, hi = _weight_bounds(kw.get("weights", (1, 100)), kw.get("weight_type", "int64"))
+    if "weights" in params:
+        params["weights"] = [lo, hi]
     label = f"uniform:{lo}:{hi}:{kw.get('seed', 0)}"
     if kw.get("negative_fraction", 0):
         label += f"+potentials:{kw['negative_fraction']}"

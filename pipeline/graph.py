@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Graph", "read_parquet", "load_graph"]
 
-CACHE_VERSION = 3
+# 4: caches of version 3 may hold uint64 weights wrapped to negative int64; never trusted
+CACHE_VERSION = 4
 
 
 def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
@@ -61,7 +62,8 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
         file, no or malformed ``sssp`` metadata, missing or mistyped columns, a vertex
         count above ``sssp.ingest.max-vertices`` or with more isolated vertices than
         ``sssp.ingest.max-isolated-vertices`` (checked before anything is sized by
-        it), null or out-of-range ids, NaN or infinite weights (the row named).
+        it), null or out-of-range ids, NaN or infinite weights, unsigned (uint64)
+        weights above 2**63 - 1 (the row named, with its true value).
     OSError
         The file cannot be opened (``FileNotFoundError`` when it does not exist).
     """
@@ -202,7 +204,8 @@ def _open_edge_list(path: Path, pf):
 
 def _read_arcs(path: Path, pf, n: int, base: int):
     """The arcs as 0-based ``(src, dst, weight)``, each row checked: no nulls, ids in
-    ``base .. base + n - 1``, finite weights."""
+    ``base .. base + n - 1`` (unsigned ids compared before any cast), finite weights,
+    unsigned weights within int64 (the solvers' integer type: a cast would wrap them)."""
 
     table = pf.read(columns=["src", "dst", "weight"])
     out = []
@@ -225,6 +228,13 @@ def _read_arcs(path: Path, pf, n: int, base: int):
                              f"expected {base}..{base + n - 1} (its 'sssp' metadata declares {n:,} vertices)")
         ids.append(raw.astype(np.int64) - base)
     w = out[2]
+    if w.dtype.kind == "u" and w.dtype.itemsize >= 8 and len(w):
+        too_big = w > np.uint64(np.iinfo(np.int64).max)
+        if too_big.any():  # the int64 weights the solvers take would wrap it (2**64 - 1 to -1)
+            i = int(np.argmax(too_big))
+            raise InputError(path, None, f"row {i} (0-based): weight {int(w[i])} of arc {int(ids[0][i]) + base} -> "
+                             f"{int(ids[1][i]) + base} does not fit int64 (at most 2**63 - 1 = "
+                             f"{np.iinfo(np.int64).max}); integer weights are never wrapped")
     if w.dtype.kind == "f" and len(w):
         finite = np.isfinite(w)
         if not finite.all():

@@ -25,15 +25,17 @@ def _range(text: str):
 
 def _common(p, undirected_default=False, undirected=True):
     p.add_argument("-o", "--output", required=True, help="output Parquet file")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed, a whole number >= 0 (default 0)")
     p.add_argument("--weights", type=_range, default=(1, 100), metavar="LO:HI",
-                   help="uniform weights in [LO, HI] (integers, reals for float types; default 1:100)")
+                   help="uniform weights in [LO, HI] (whole-number bounds and weights for the integer types, "
+                   "reals for float types; default 1:100)")
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"), default="int64")
     p.add_argument("--negative-fraction", type=float, default=0.0, metavar="F",
-                   help="make about F of the arcs negative by vertex potentials, with no negative cycle")
+                   help="make about F of the arcs negative by vertex potentials, with no negative cycle; "
+                   "directed graphs only (a negative undirected edge is a negative cycle)")
     if undirected:
         p.add_argument("--undirected", action="store_true", default=undirected_default,
-                       help="emit both arcs of every edge with the same weight")
+                       help="emit both arcs of every edge with the same weight (not with --negative-fraction)")
     p.add_argument("--max-vertices", type=int, metavar="N",
                    help="refuse graphs of more vertices (default: setting sssp.ingest.max-vertices, 2**31 - 1, "
                    "as for `sssp ingest`)")
@@ -59,7 +61,8 @@ def add_parser(subparsers):
     g.add_argument("--rows", type=int, required=True)
     g.add_argument("--cols", type=int, required=True)
     g.add_argument("--asymmetric", action="store_true",
-                   help="draw the two directions' weights independently (default: one weight per edge)")
+                   help="draw the two directions' weights independently, a directed grid (default: one "
+                   "weight per edge, undirected); needed by --negative-fraction")
     _common(g, undirected=False)
     e = fam.add_parser("random", help="Erdos-Renyi G(n, m): m distinct edges, no self-loops")
     e.add_argument("-n", "--vertices", type=int, required=True)

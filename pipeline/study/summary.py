@@ -24,10 +24,15 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
       reaches) and its source.
     - ``diameter``: the largest eccentricity among sources that reach all ``n``
       vertices.  ``exact`` when every vertex was a source and each reaches all;
-      ``infinite`` when every vertex was a source and some do not reach all (not
-      strongly connected); otherwise a ``lower bound``.
+      ``infinite`` when some solved source does not reach all, every vertex a source or
+      a sample alike (a vertex it misses is at infinite distance: the graph is not
+      strongly connected): ``{"value": None, "kind": "infinite (not strongly
+      connected)", "source"`` (one such source) ``, "largest_finite"`` (the largest
+      eccentricity among the sources that reach all, when there is one) ``}``;
+      otherwise a ``lower bound``.
     - ``radius``: the smallest eccentricity among sources that reach all vertices;
-      exact when every vertex was a source, else an ``upper bound``.
+      exact when every vertex was a source, else an ``upper bound``; infinite when
+      every vertex was a source and none reaches all.
     - ``closeness``: ``(reached - 1) / sum_distance`` per source; largest and smallest
       with their sources (sources reaching nothing else are left out).  A source that
       reaches others, all at distance 0 (zero-weight arcs), has infinite closeness: the
@@ -90,12 +95,16 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     rad = _pick(ecc, src, full & finite, np.argmin)
     if diam is not None:
         diam["kind"] = "exact" if every_source and full.all() else "lower bound"
-        if every_source and not full.all():
-            diam = {"value": None, "kind": "infinite (not strongly connected)",
-                    "largest_finite": diam}
         rad["kind"] = "exact" if every_source else "upper bound"
-    elif every_source:
-        diam = {"value": None, "kind": "infinite (not strongly connected)"}
+    elif every_source and solved:
+        # no vertex reaches every other: each eccentricity, so the smallest, is infinite
+        rad = {"value": None, "kind": "infinite (no vertex reaches every other)"}
+    if solved and not full.all():
+        # a solved source that misses a vertex is a pair at infinite distance, whether
+        # every vertex was a source or a sample: the diameter is infinite, not unknown
+        diam = {"value": None, "kind": "infinite (not strongly connected)",
+                "source": int(src[np.argmin(full)]),
+                **({"largest_finite": diam} if diam is not None else {})}
     others = reached - 1
     if over_targets:  # the source counts only where it is a target
         others = reached - np.isin(src, tp.targets + g.id_base).astype(np.int64)

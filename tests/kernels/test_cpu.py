@@ -139,6 +139,38 @@ def test_repeated_sources_and_stats_table(rome):
     assert long.num_rows == int(res.reached.sum())
 
 
+@pytest.mark.parametrize("method", ["dijkstra", "bellman-ford", "auto"])
+def test_tables_give_file_ids_by_default(method):
+    """Result.to_table() / stats_table() / matrix_table() defaulted to id_base=0: on a
+    1-based graph they labelled internal indices as file ids ("source 0, predecessor 0").
+    kernels.solve now records the graph's id base on the Result, and the tables use it
+    unless one is passed; the arrays stay internal indices."""
+    g = Graph.from_edges([0, 1], [1, 2], [2, 3], 3, id_base=1, name="one-based")
+    res = kernels.solve(g, [0], method=method, predecessors=True)
+    assert res.id_base == 1 and res.sources.tolist() == [0] and res.predecessors[0].tolist() == [-1, 0, 1]
+    long = res.to_table()
+    assert long.column("source").to_pylist() == [1, 1, 1]
+    assert long.column("vertex").to_pylist() == [1, 2, 3]
+    assert long.column("predecessor").to_pylist() == [-1, 1, 2]
+    assert res.stats_table().column("source").to_pylist() == [1]
+    # an explicit id base still wins (every caller in the product passes graph.id_base)
+    assert res.to_table(0).column("vertex").to_pylist() == [0, 1, 2]
+    assert res.stats_table(0).column("source").to_pylist() == [0]
+    assert res.to_table(g.id_base).equals(long)
+    m = kernels.solve(g, [0, 1], method=method, targets=[2, 0])
+    assert m.id_base == 1 and m.targets.tolist() == [2, 0]
+    wide = m.matrix_table()
+    assert wide.column("source").to_pylist() == [1, 2] and wide.column("distance").to_pylist() == [[5, 0], [3, np.inf]]
+    assert m.matrix_table(form="long").column("target").to_pylist() == [3, 1, 3, 1]
+    assert m.matrix_table(0).column("source").to_pylist() == [0, 1]
+    # a Result built by hand has no graph: id base 0, as before
+    from gpu_sssp.kernels.result import Result
+
+    assert Result(sources=np.array([0]), distances=None, predecessors=None, reached=np.array([1]),
+                  eccentricity=np.array([0.0]), sum_distance=np.array([0.0]), iterations=np.array([0]),
+                  relaxations=np.array([0]), method="x", backend="cpu").id_base == 0
+
+
 def test_float_weights():
     rng = np.random.default_rng(21)
     s, d, w = rng.integers(0, 50, 300), rng.integers(0, 50, 300), rng.random(300)

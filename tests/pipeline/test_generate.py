@@ -73,7 +73,7 @@ def test_negative_fraction_no_negative_cycle(family, fraction):
     if family == "rmat":
         s, d, w, n = G.rmat(9, 8, seed=5, negative_fraction=fraction)
     elif family == "grid":
-        s, d, w, n = G.grid(20, 30, seed=5, negative_fraction=fraction)
+        s, d, w, n = G.grid(20, 30, seed=5, negative_fraction=fraction, undirected=False)
     else:
         s, d, w, n = G.random_graph(400, 4000, seed=5, negative_fraction=fraction)
     neg = float((w < 0).mean())
@@ -102,8 +102,9 @@ def test_write_contract(tmp_path):
 
 def test_write_int32_weights(tmp_path):
     out = tmp_path / "g.parquet"
-    meta = G.generate("grid", out, rows=5, cols=5, weight_type="int32", negative_fraction=0.2, seed=1)
-    assert meta["weight_type"] == "int32" and meta["negative_weights"] > 0 and meta["directed"] is False
+    meta = G.generate("grid", out, rows=5, cols=5, weight_type="int32", negative_fraction=0.2, seed=1,
+                      undirected=False)
+    assert meta["weight_type"] == "int32" and meta["negative_weights"] > 0 and meta["directed"] is True
     assert "potentials" in meta["weights"]
 
 
@@ -166,3 +167,113 @@ def test_generate_refuses_what_cannot_fit_in_memory(tmp_path, monkeypatch):
         G.generate("grid", tmp_path / "g.parquet", rows=30, cols=30)
     assert list(tmp_path.iterdir()) == []
     assert G.generate("grid", tmp_path / "g.parquet", rows=10, cols=10)["vertices"] == 100  # 5 kB: fits
+
+
+# -- bad arguments: one line (UsageError; exit 2 from sssp generate), nothing written ---------
+def _cli(tmp_path, capsys, *argv):
+    from gpu_sssp.workflows.cli import main
+
+    out = tmp_path / "g.parquet"
+    capsys.readouterr()
+    rc = main(["generate", *argv, "-o", str(out), "-q"])
+    err = capsys.readouterr().err
+    return rc, err, out
+
+
+@pytest.mark.parametrize("bounds", ["0.2:0.9", "1.5:3.5", "1:2.5", "-0.5:3"])
+def test_fractional_bounds_refused_for_integer_weights(tmp_path, capsys, bounds):
+    """--weights 0.2:0.9 with the default int64 weights drew only zeros, 1.5:3.5 drew
+    1..3 (1 outside the range), and the metadata said uniform:0.2:0.9."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    lo, hi = (float(x) for x in bounds.split(":"))
+    for wt in ("int64", "int32"):
+        with pytest.raises(UsageError, match=rf"--weights {lo:g}.*{wt} weights are whole numbers.*--weight-type float64"):
+            G.random_graph(20, 50, weights=(lo, hi), weight_type=wt)
+    rc, err, out = _cli(tmp_path, capsys, "random", "-n", "20", "-m", "50", f"--weights={bounds}")
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "whole numbers" in err and "--weight-type float64" in err and not out.exists()
+    # real weights take them, within [LO, HI]
+    _, _, w, _ = G.random_graph(20, 50, weights=(lo, hi), weight_type="float64")
+    assert lo <= w.min() and w.max() <= hi
+
+
+def test_whole_bounds_for_integer_weights(tmp_path, capsys):
+    """Whole numbers written as reals are the integers they are (label and draws alike);
+    negative bounds work; the range may reach int64's largest value."""
+    ints = G.random_graph(30, 100, seed=4, weights=(2, 9))[2]
+    assert (G.random_graph(30, 100, seed=4, weights=(2.0, 9.0))[2] == ints).all()
+    assert ints.min() >= 2 and ints.max() <= 9
+    meta = G.generate("random", tmp_path / "a.parquet", n=30, m=100, seed=4, weights=(2.0, 9.0))
+    assert meta["weights"] == "uniform:2:9:4" and meta["generator"]["weights"] == [2, 9]
+    w = G.random_graph(30, 100, seed=1, weights=(-5, -1))[2]
+    assert w.min() >= -5 and w.max() <= -1
+    top = np.iinfo(np.int64).max
+    w = G.random_graph(30, 100, seed=1, weights=(top - 3, top))[2]
+    assert w.min() >= top - 3 and w.dtype == np.int64
+    rc, err, out = _cli(tmp_path, capsys, "random", "-n", "20", "-m", "50", "--weights", "1.0:3e0")
+    assert rc == 0 and read_meta(out)["weights"] == "uniform:1:3:0"
+
+
+@pytest.mark.parametrize("bounds, wt, message", [
+    ((1, float("inf")), "float64", "finite"),
+    ((float("nan"), 1.0), "float64", "finite"),
+    ((1.0, 1e39), "float32", "do not fit float32"),
+    ((-1e308, 1e308), "float64", "overflows"),
+    ((5, 1), "int64", "HI < LO"),
+    ((0, 2**31), "int32", "do not fit int32"),
+    (("1", 2), "int64", "must be numbers"),
+])
+def test_bad_weight_bounds_are_one_line(bounds, wt, message):
+    from gpu_sssp.kernels.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        G.random_graph(10, 20, weights=bounds, weight_type=wt)
+
+
+@pytest.mark.parametrize("family, kw, hint", [
+    ("random", dict(n=50, m=200, undirected=True), "no --undirected"),
+    ("rmat", dict(scale=5, edge_factor=4, undirected=True), "no --undirected"),
+    ("grid", dict(rows=4, cols=5), "for grid, --asymmetric"),  # a grid is undirected by default
+])
+def test_negative_fraction_refused_on_undirected_graphs(tmp_path, family, kw, hint):
+    """generate ... --negative-fraction F --undirected wrote directed: false while the
+    potentials gave every arc a weight other than its reverse's; an undirected graph
+    with a negative edge has a negative cycle (there and back), so it is refused."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    with pytest.raises(UsageError, match=rf"undirected edge of negative weight is a negative cycle.*{hint}"):
+        G.generate(family, tmp_path / "g.parquet", negative_fraction=0.3, seed=2, **kw)
+    assert list(tmp_path.iterdir()) == []
+    # directed, it is what it says: negative arcs, no negative cycle, directed: true
+    directed = dict(kw, undirected=False)
+    meta = G.generate(family, tmp_path / "d.parquet", negative_fraction=0.3, seed=2, **directed)
+    assert meta["directed"] is True and meta["negative_weights"] > 0
+    s, d, w = arcs(tmp_path / "d.parquet")
+    _no_negative_cycle(s, d, w, meta["vertices"])
+
+
+def test_negative_fraction_undirected_cli_is_exit_2(tmp_path, capsys):
+    for argv in (["random", "-n", "50", "-m", "200", "--negative-fraction", "0.5", "--undirected"],
+                 ["grid", "--rows", "4", "--cols", "5", "--negative-fraction", "0.2"]):
+        rc, err, out = _cli(tmp_path, capsys, *argv)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "negative cycle" in err, err
+        assert not out.exists()
+    rc, _, out = _cli(tmp_path, capsys, "grid", "--rows", "4", "--cols", "5", "--negative-fraction", "0.2",
+                      "--asymmetric")
+    assert rc == 0 and read_meta(out)["directed"] is True
+
+
+def test_negative_seed_is_a_usage_error(tmp_path, capsys):
+    """sssp generate random -n 5 -m 4 --seed -1 was a NumPy traceback (exit 1)."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    for family, kw in (("random", dict(n=5, m=4)), ("rmat", dict(scale=3)), ("grid", dict(rows=2, cols=2))):
+        with pytest.raises(UsageError, match="--seed -1: a seed must be a whole number >= 0"):
+            G.generate(family, tmp_path / "g.parquet", seed=-1, **kw)
+    for seed in (1.5, True, "3"):
+        with pytest.raises(UsageError, match="--seed .*: expected a whole number >= 0"):
+            G.random_graph(5, 4, seed=seed)
+    assert list(tmp_path.iterdir()) == []
+    rc, err, out = _cli(tmp_path, capsys, "random", "-n", "5", "-m", "4", "--seed", "-1")
+    assert rc == 2 and "Traceback" not in err and "--seed -1" in err and not out.exists(), err

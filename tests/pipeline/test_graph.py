@@ -120,6 +120,87 @@ def test_ids_beyond_64_bits_are_out_of_range_not_an_overflow():
             g.to_index(ids)
 
 
+def test_unsigned_weights_beyond_int64_refused_not_wrapped():
+    """from_edges cast unsigned weights to int64 unchecked: 2**64 - 1 became -1 (the
+    graph then 'had negative weights' and solved to distance -1); 2**63 + 5 was refused
+    later showing its wrapped value.  Python ints beyond int64, which NumPy turns into
+    float64 (rounded) or objects, are refused with their true value too."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    cases = [(np.array([2**64 - 1, 1], dtype=np.uint64), 0, "18446744073709551615"),
+             (np.array([1, 2**63 + 5], dtype=np.uint64), 1, "9223372036854775813"),
+             ([2**63 + 5, 1], 0, "9223372036854775813"),
+             ([1, 2**64], 1, "18446744073709551616"),
+             ([1.5, -(2**63) - 1], 1, "-9223372036854775809")]
+    for w, i, value in cases:
+        with pytest.raises(UsageError, match=rf"weight of arc {i} \({i} -> {i + 1}\) is {value}, outside int64"):
+            Graph.from_edges([0, 1], [1, 2], w, 3)
+    # within int64: exact, as int64 weights (uint32 always fits)
+    for dt in (np.uint64, np.uint32):
+        g = Graph.from_edges([0, 1], [1, 2], np.array([2**31, 1], dtype=dt), 3)
+        assert g.weights.dtype == np.int64 and g.weights.tolist() == [2**31, 1]
+    g = Graph.from_edges([0, 1], [1, 2], np.array([2**63 - 1, 1], dtype=np.uint64), 3)
+    assert g.weights.tolist() == [2**63 - 1, 1] and not g.has_negative
+
+
+def test_parquet_unsigned_ids_and_weights_within_int64_read_exactly(tmp_path):
+    p = tmp_path / "u.parquet"
+    t = pa.table({"src": pa.array([1, 2], pa.uint64()), "dst": pa.array([2, 3], pa.uint32()),
+                  "weight": pa.array([7, 2**40], pa.uint64())})
+    pq.write_table(t.replace_schema_metadata({b"sssp": json.dumps({"vertices": 3, "id_base": 1}).encode()}), p)
+    g = read_parquet(p, cache=False)
+    assert g.weights.dtype == np.int64 and g.weights.tolist() == [7, 2**40]
+    assert g.tails().tolist() == [0, 1] and g.indices.tolist() == [1, 2]
+
+
+def test_a_csr_cache_from_before_the_uint64_check_is_not_trusted(tmp_path):
+    """A CSR cache written before unsigned weights were checked holds 2**64 - 1 wrapped to
+    -1; the cache version changed with the check, so such a cache is rebuilt (and the
+    weight refused), not loaded."""
+    import hashlib
+
+    from gpu_sssp.pipeline import graph as pg
+    from gpu_sssp.pipeline.errors import InputError
+
+    p = _edge_list(tmp_path / "u.parquet", [1, 2], [2, 3], [2**64 - 1, 1], weight=pa.uint64())
+    st = p.stat()
+    raw = pq.read_schema(p).metadata[b"sssp"]
+    old_key = {"version": 3, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+               "meta": hashlib.sha256(raw).hexdigest(), "parallel": "min"}
+    wrapped = Graph.from_edges([0, 1], [1, 2], np.array([-1, 1], dtype=np.int64), 3)
+    np.savez(p.with_name(p.name + ".csr.npz"), n=3, indptr=wrapped.indptr, indices=wrapped.indices,
+             weights=wrapped.weights, key=json.dumps(old_key), meta=json.dumps({}), fingerprint="0" * 16)
+    assert pg.CACHE_VERSION != 3
+    with pytest.raises(InputError, match="weight 18446744073709551615 of arc 1 -> 2 does not fit int64"):
+        read_parquet(p)
+
+
+def test_fractional_or_non_finite_arc_ends_refused_not_truncated():
+    """from_edges cast float ids straight to int64: the arc 1.5 -> 2 became 1 -> 2.
+    Now refused (as to_index and the Parquet reader refuse them); whole floats are the
+    indices they name."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    bad = [(dict(src=np.array([0.0, 1.5])), r"src\[1\] is 1\.5: arc ends must be whole vertex indices"),
+           (dict(dst=[1.0, 2.25]), r"dst\[1\] is 2\.25"),
+           (dict(src=[0.0, float("nan")]), r"src\[1\] is nan"),
+           (dict(dst=np.array([float("inf"), 2.0])), r"dst\[0\] is inf"),
+           (dict(src=np.array([0, 1.5], dtype=object)), r"src\[1\] is 1\.5"),
+           (dict(src=[True, False]), "src holds booleans"),
+           (dict(src=np.array(["0", "1"])), "src holds")]
+    for kw, message in bad:
+        args = dict(src=[0, 1], dst=[1, 2])
+        args.update(kw)
+        with pytest.raises(UsageError, match=message):
+            Graph.from_edges(args["src"], args["dst"], [1, 1], 3)
+    whole = Graph.from_edges(np.array([0.0, 1.0]), [1.0, 2.0], [1, 1], 3)
+    assert whole.fingerprint == Graph.from_edges([0, 1], [1, 2], [1, 1], 3).fingerprint
+    # ids beyond int64 (NumPy makes the list float64, an array uint64): out of range, shown exactly
+    for src in ([0, 2**64 - 1], np.array([0, 2**64 - 1], dtype=np.uint64)):
+        with pytest.raises(UsageError, match=r"out of range: found 0\.\.18446744073709551615, expected 0\.\.2"):
+            Graph.from_edges(src, [1, 2], [1, 1], 3)
+
+
 def test_cached_builds_once_per_graph():
     """Graph.cached: one build per key and graph; a copy made by dataclasses.replace
     starts with its own, empty cache (its arrays may differ)."""
@@ -164,6 +245,12 @@ BAD_PARQUET = [
     ("nan weight", dict(w=[1.0, float("nan")], weight=pa.float64()), "row 1 (0-based): weight nan of arc 2 -> 3 is not a finite number"),
     ("inf weight", dict(w=[float("inf"), 1.0], weight=pa.float64()), "row 0 (0-based): weight inf of arc 1 -> 2 is not a finite number"),
     ("string weight", dict(w=["a", "b"], weight=pa.string()), "column weight holds string"),
+    # uint64 weights beyond int64 used to wrap (2**64 - 1 became -1: a wrong answer, exit 0;
+    # 2**63 + 5 was refused showing its wrapped value)
+    ("uint64 weight 2**64-1", dict(w=[2**64 - 1, 1], weight=pa.uint64()),
+     "row 0 (0-based): weight 18446744073709551615 of arc 1 -> 2 does not fit int64"),
+    ("uint64 weight 2**63+5", dict(w=[1, 2**63 + 5], weight=pa.uint64()),
+     "row 1 (0-based): weight 9223372036854775813 of arc 2 -> 3 does not fit int64"),
 ]
 
 

@@ -38,7 +38,7 @@ def data(tmp_path_factory):
 
 
 def _run(client, graph_path, out, *, resume=False, **kw):
-    from gpu_sssp.pipeline.graph import Graph, read_parquet
+    from gpu_sssp.pipeline.graph import read_parquet
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study import plan_study, run_study
 
@@ -112,6 +112,72 @@ def test_closeness_of_sources_reaching_others_at_distance_zero_is_infinite(clien
     assert cmax["largest_finite"] == {"value": 0.2, "source": 2}  # 2 others at 5 each: 2/10
     assert s["closeness_min"] == {"value": 0.2, "source": 2}
     json.dumps(s, allow_nan=False)  # still strict JSON
+
+
+def _not_strongly_connected(tmp_path):
+    """1 -> 2 -> 3 -> 1 (weights 2, 3, 1) and 1 -> 4 (5): 4 reaches nothing else."""
+    return write_edge_parquet(tmp_path / "g4.parquet", np.array([1, 2, 3, 1]), np.array([2, 3, 1, 4]),
+                              np.array([2, 3, 1, 5], dtype=np.int64), n=4, id_base=1)
+
+
+def test_sampled_sources_that_miss_a_vertex_prove_an_infinite_diameter(client, tmp_path):
+    """A solved source that does not reach every vertex proves the graph is not strongly
+    connected, so the diameter is infinite whether every vertex was a source or a sample;
+    the summary said 'lower bound' (or '-' with no note) for a sample (audit 3, C8)."""
+    from gpu_sssp.workflows.cmd_study import summary_table
+    from rich.console import Console
+
+    path = _not_strongly_connected(tmp_path)
+    _, _, s = _run(client, path, tmp_path / "a", ids=[1, 4], algorithm="dijkstra")
+    # source 1 reaches all (eccentricity 5: 1->3 and 1->4), source 4 only itself
+    assert s["diameter"] == {"value": None, "kind": "infinite (not strongly connected)", "source": 4,
+                             "largest_finite": {"value": 5, "source": 1, "kind": "lower bound"}}
+    assert s["radius"] == {"value": 5, "source": 1, "kind": "upper bound"}
+    saved = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert saved["diameter"] == s["diameter"]
+    _, _, s = _run(client, path, tmp_path / "b", ids=[4], algorithm="dijkstra")
+    assert s["diameter"] == {"value": None, "kind": "infinite (not strongly connected)", "source": 4}
+    assert s["radius"] is None  # no sampled source reaches all: nothing known
+    console = Console(record=True, width=200)
+    console.print(summary_table(s, True))
+    line = next(x for x in console.export_text().splitlines() if "diameter" in x)
+    assert "infinite (not strongly connected)" in line and "4" in line, line
+    # every vertex a source: the same form as before, with a source that misses a vertex
+    _, _, s = _run(client, path, tmp_path / "c", sources="all", algorithm="dijkstra")
+    assert s["diameter"]["value"] is None and s["diameter"]["kind"] == "infinite (not strongly connected)"
+    assert s["diameter"]["source"] == 4 and s["diameter"]["largest_finite"]["value"] == 9  # 2 -> 4: 3 + 1 + 5
+    assert s["radius"] == {"value": 5, "source": 1, "kind": "exact"}
+
+
+def test_summary_of_sampled_and_all_sources_diameter_forms():
+    """summarize() itself, no cluster: a sample where every source reaches all keeps its
+    lower bound; every vertex a source and none reaching all makes the radius infinite too."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.study.summary import summarize
+
+    def summary(kind, reached, ecc):
+        k = len(reached)
+        stats = pa.table({"source": np.arange(1, k + 1), "reached": np.array(reached),
+                          "eccentricity": np.array(ecc, dtype=float), "sum_distance": np.full(k, 10.0),
+                          "kernel_ms": np.zeros(k), "relaxations": np.zeros(k, dtype=np.int64),
+                          "algorithm": ["dijkstra"] * k, "device": ["cpu"] * k})
+        g = SimpleNamespace(n=3, m=3, name="g", id_base=1)
+        plan = SimpleNamespace(graph=g, sources=SimpleNamespace(how={"kind": kind}, count=k), study_id="x",
+                               targets=None)
+        return summarize(stats, plan)
+
+    s = summary("list", [3, 3], [4, 7])
+    assert s["diameter"] == {"value": 7, "source": 2, "kind": "lower bound"}
+    assert s["radius"] == {"value": 4, "source": 1, "kind": "upper bound"}
+    s = summary("random", [3, 2], [4, 7])
+    assert s["diameter"]["kind"] == "infinite (not strongly connected)" and s["diameter"]["source"] == 2
+    s = summary("all", [1, 2, 2], [0, 3, 3])
+    assert s["diameter"] == {"value": None, "kind": "infinite (not strongly connected)", "source": 1}
+    assert s["radius"] == {"value": None, "kind": "infinite (no vertex reaches every other)"}
+    json.dumps(s, allow_nan=False)
 
 
 def test_second_study_keeps_the_loaded_graph(client, data, tmp_path):

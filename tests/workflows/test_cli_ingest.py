@@ -56,7 +56,7 @@ def test_ingest_default_output(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv", [
     ["rmat", "--scale", "6", "--edge-factor", "4"],
-    ["grid", "--rows", "4", "--cols", "5", "--negative-fraction", "0.2"],
+    ["grid", "--rows", "4", "--cols", "5", "--negative-fraction", "0.2", "--asymmetric"],
     ["random", "-n", "30", "-m", "100", "--undirected", "--weights", "1:5"],
 ])
 def test_generate(tmp_path, capsys, argv):
