@@ -64,7 +64,8 @@ def add_parser(subparsers):
     p.add_argument("--max-isolated-vertices", type=int, metavar="N",
                    help="refuse headers whose vertex count leaves more than N vertices that no arc can "
                         "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")
-    p.add_argument("--chunk-mb", type=int, default=16, help="text parsed per step, MiB (bounds memory; default 16)")
+    p.add_argument("--chunk-mb", type=int, default=16, metavar="M",
+                   help="text parsed per step, MiB, 1 to 1024 (memory is a small multiple of it; default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
     return p
@@ -118,11 +119,12 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
-    from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.pipeline.ingest import check_chunk_bytes, ingest
     from gpu_sssp.workflows.common import check_output_file
 
     console = Console()
     err = Console(stderr=True)
+    check_chunk_bytes(args.chunk_mb, "--chunk-mb", 1 << 20)  # a usage error (exit 2) before anything is read
     path = Path(args.input)
     out = Path(args.output) if args.output else default_output(path)
     # (an output that is the input is refused by ingest() itself, before it reads anything)
@@ -131,7 +133,7 @@ def run(args) -> int:
     try:
         meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
                       zero_based=args.zero_based, weight_type=args.weight_type,
-                      chunk_bytes=max(1, args.chunk_mb) << 20, max_vertices=args.max_vertices,
+                      chunk_bytes=args.chunk_mb << 20, max_vertices=args.max_vertices,
                       max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {escape(shown(exc))}", highlight=False, soft_wrap=True)

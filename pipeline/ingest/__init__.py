@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import UsageError
+
 from ..errors import InputError
 from ..writers import refuse_input_as_output
 from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
@@ -37,6 +39,7 @@ __all__ = ["ingest", "read_meta", "parse_weights_spec", "read_sources", "detect_
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_BYTES = 16 << 20
+MAX_CHUNK_BYTES = 1 << 30  # three chunks are in flight at once (see _source._ChunkReader)
 
 try:  # the distribution's version, for created_by
     from importlib.metadata import version as _v
@@ -92,6 +95,17 @@ def detect_format(path) -> str:
     return "edgelist"
 
 
+def check_chunk_bytes(chunk_bytes, option: str = "chunk_bytes", scale: int = 1) -> None:
+    """Refuse a text chunk size that is not a whole number from 1 byte to
+    :data:`MAX_CHUNK_BYTES` (``scale``: bytes per unit of ``option``, for messages)."""
+    top = MAX_CHUNK_BYTES // scale
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)):
+        raise UsageError(f"{option} {chunk_bytes!r}: expected a whole number from 1 to {top:,}")
+    if not 1 <= chunk_bytes * scale <= MAX_CHUNK_BYTES:
+        raise UsageError(f"{option} {chunk_bytes}: expected a whole number from 1 to {top:,} "
+                         "(text parsed per step; memory is a small multiple of it)")
+
+
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
            weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
            max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
@@ -121,7 +135,8 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     weight_type : {"int32", "int64", "float32", "float64"}, optional
         Stored weight type; default int64 for integer weights, float64 for real ones.
     chunk_bytes : int
-        Text parsed per step; peak memory is a small multiple of it.
+        Text parsed per step, 1 byte to 1 GiB (below 4 KiB, 4 KiB is used); peak memory
+        is a small multiple of it.
     max_vertices, max_arcs, max_isolated_vertices : int, optional
         Limits on the sizes an input declares (default: the settings
         ``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``,
@@ -144,8 +159,10 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         Bad options.
     UsageError
         ``out`` is the input file (the same file, also through a link):
-        ``pipeline.writers.refuse_input_as_output``.
+        ``pipeline.writers.refuse_input_as_output``; ``chunk_bytes`` that is not a
+        whole number from 1 to 1 GiB.
     """
+    check_chunk_bytes(chunk_bytes)
     path, out = Path(path), Path(out)
     refuse_input_as_output(out, [path])  # before anything is read (sssp ingest relies on it)
     parse_weights_spec(weights)  # a bad --weights is one line before anything is read
