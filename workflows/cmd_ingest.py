@@ -33,7 +33,8 @@ Bad input stops with one line naming the file, the line and what was expected
 (exit status 2); no partial output is left behind. That includes a header that
 declares more than the file can hold (checked against the file's size for
 uncompressed inputs, and as the records stream for compressed ones), more vertices
-than the limits allow (--max-vertices, --max-isolated-vertices), a truncated
+or arcs than the limits allow (--max-vertices, --max-arcs, --max-isolated-vertices;
+an edge list's arcs are counted as they are read), a truncated
 compressed file, and integer weights so large that path sums could pass 2**53
 (where float64 distances stop being exact: (N - 1) * max|w| < 2**53 is required).
 """
@@ -57,10 +58,11 @@ def add_parser(subparsers):
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
                         "a weight that does not fit is an error")
     p.add_argument("--max-vertices", type=int, metavar="N",
-                   help="refuse inputs declaring more vertices (default: setting sssp.ingest.max-vertices, "
-                        "2**31 - 1)")
+                   help="refuse inputs declaring more vertices (an edge list: whose largest id makes more; "
+                        "default: setting sssp.ingest.max-vertices, 2**31 - 1)")
     p.add_argument("--max-arcs", type=int, metavar="N",
-                   help="refuse headers announcing more arcs (default: setting sssp.ingest.max-arcs, none)")
+                   help="refuse inputs with more arcs: announced by a header, or counted as an edge list "
+                        "is read (default: setting sssp.ingest.max-arcs, none)")
     p.add_argument("--max-isolated-vertices", type=int, metavar="N",
                    help="refuse headers whose vertex count leaves more than N vertices that no arc can "
                         "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")

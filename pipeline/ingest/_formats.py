@@ -270,10 +270,16 @@ def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=
                       comments=(b"#", b"%"), comment_is_token=False, delimiter=delim,
                       describe="'U V W'" if weighted else "'U V'")
 
+    lim = limits or Limits()
+    noun = "edge" if undirected else "arc"
+
     def batches():
+        seen = 0
         for b in iter_batches(cursor, spec, display):
             u, v = b.cols[0], b.cols[1]
             w = b.cols[2] if weighted else None
+            lim.records_read(seen, len(u), noun, b)  # no header: max-arcs applies to the records read
+            seen += len(u)
             check_ids(u, v, b, display, 0, None, header_desc=" (edge lists use 0-based ids)")
             yield u, v, w, b
 

@@ -231,3 +231,19 @@ def test_generate_too_large_is_refused_in_little_memory(tmp_path, argv, message)
     assert len(err.strip().splitlines()) == 1
     assert peak < 300, peak
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--max-arcs", "1", "t.el:2: arc number 2 is above the limit sssp.ingest.max-arcs = 1"),   # audit 3, C4
+    ("--max-vertices", "3", "t.el:3: vertex id 3 makes 4 vertices, above the limit sssp.ingest.max-vertices = 3"),
+])
+def test_limits_apply_to_edge_lists(tmp_path, capsys, monkeypatch, option, value, message):
+    from gpu_sssp.workflows.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.el").write_text("0 1\n1 2\n2 3\n")
+    assert main(["ingest", "t.el", "-o", "t.parquet", option, value]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "t.parquet").exists()
+    assert main(["ingest", "t.el", "-o", "t.parquet", option, "4", "-q"]) == 0
