@@ -27,7 +27,10 @@ Formats (detected from content, then extension; force with --format):
   metis     METIS / DIMACS-10 .graph (fmt 0, 1, 10, 11; gapbs's directed variant)
   edgelist  SNAP-style 'U V [W]' lines, 0-based, '#'/'%' comments (.el/.wel/.txt)
   pace      PACE 'p tw N M' with 'U V' lines (undirected, unweighted)
-Compressed inputs (.gz .xz .bz2 .zst) are streamed.
+Compressed inputs (.gz .xz .bz2 .zst) are streamed. A file whose start names another
+format than the one read (a '%%MatrixMarket' banner, a DIMACS or PACE 'p' line; for
+an edge list, a METIS header and adjacency lines) is refused, naming that format; so
+is a DIMACS problem other than those above ('p res', 'p chk', ...).
 
 Bad input stops with one line naming the file, the line and what was expected
 (exit status 2); no partial output is left behind. That includes a header that

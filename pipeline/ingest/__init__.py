@@ -26,9 +26,10 @@ from gpu_sssp.kernels.errors import UsageError
 
 from ..errors import InputError
 from ..writers import refuse_input_as_output
-from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
+from ._formats import (ALIASES, FORMATS, KIND_NAMES, READERS, dimacs_problem_message, file_signature,
+                       format_hint, metis_for_edgelist, metis_pair_weights, read_co, read_ss)
 from ._limits import Limits
-from ._records import iter_batches
+from ._records import _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
@@ -64,7 +65,10 @@ def normalise_format(fmt: str) -> str:
 
 def detect_format(path) -> str:
     """Format of a graph file from its content (headers) and then its extension."""
-    head, inner = peek_text(path)
+    return _detect(*peek_text(path))
+
+
+def _detect(head: bytes, inner: str) -> str:
     for raw in head.split(b"\n")[:2000]:
         s = raw.strip()
         if not s:
@@ -121,7 +125,9 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         renamed only on success.
     format : str, optional
         ``gr``, ``ss``, ``co``, ``mtx``, ``metis``, ``edgelist`` or ``pace``; detected
-        from content and extension when omitted.
+        from content and extension when omitted. A file whose start names another
+        format (:func:`refuse_other_format`) is refused, whether ``format`` is given
+        or detected.
     weights : str, optional
         ``"file"`` (default: the file's weights, 1 for unweighted inputs), ``"unit"``,
         ``"random:LO:HI:SEED"`` (integers ``default_rng(SEED).integers(LO, HI + 1)``, one
@@ -172,7 +178,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
-        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits)
+        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format))
     else:
         id_type = None
         while True:
@@ -180,7 +186,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
                 meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
                                      zero_based=zero_based, weight_type=weight_type,
                                      chunk_bytes=chunk_bytes, row_group_size=row_group_size,
-                                     id_type=id_type, limits=limits)
+                                     id_type=id_type, limits=limits, forced=bool(format))
                 break
             except IdOverflow:
                 if id_type == "int64":  # pragma: no cover - cannot happen
@@ -193,11 +199,43 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     return meta
 
 
+_PEEK = 1 << 16
+
+
+def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
+    """Refuse to read a file as ``fmt`` when its start is plainly another format, before
+    anything is read: a ``%%MatrixMarket`` banner or a DIMACS/PACE ``p`` line of another
+    format (also a DIMACS problem not read here, such as ``p res``), and for edge lists a
+    METIS graph (:func:`._formats.metis_for_edgelist`), whose header an edge-list read
+    would take for an arc. ``forced``: ``fmt`` was asked for (``--format``), so the
+    message says to drop it where detection would pick the right format."""
+    head, inner = peek_text(path, _PEEK)
+    complete = len(head) < _PEEK
+    sig = file_signature(head, complete=complete)
+    if sig is not None and sig[1] is None:
+        raise InputError(display, sig[0], dimacs_problem_message(sig[2]))
+    if sig is not None and sig[1] != fmt:
+        line, kind, text = sig
+        what = f"is {KIND_NAMES[kind]} ({_show(text)})"
+    elif sig is None and fmt == "edgelist" and (m := metis_for_edgelist(head, complete=complete)):
+        line, kind = m[0], "metis"
+        what = f"looks like {KIND_NAMES[kind]} (header {_show(m[1])}, then one adjacency line per vertex)"
+    else:
+        return
+    if forced and _detect(head, inner) == kind:
+        todo = f"drop --format {fmt}, or pass --format {kind}"
+    else:
+        todo = f"pass --format {kind}"
+    raise InputError(display, line, f"the file {what}, not {KIND_NAMES[fmt]}: {todo}")
+
+
 def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
-                  row_group_size, id_type, limits):
+                  row_group_size, id_type, limits, forced=False):
     reader = READERS[fmt]
     with Source(path) as src:
         display = src.display
+        if id_type is None:  # (not again when re-reading with int64 ids)
+            refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
         kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
@@ -270,9 +308,10 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             raise
 
 
-def _ingest_aux(path, out, fmt, *, chunk_bytes, limits):
+def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
     with Source(path) as src:
         display = src.display
+        refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
         count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display, limits)

@@ -247,3 +247,24 @@ def test_limits_apply_to_edge_lists(tmp_path, capsys, monkeypatch, option, value
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert not (tmp_path / "t.parquet").exists()
     assert main(["ingest", "t.el", "-o", "t.parquet", option, "4", "-q"]) == 0
+
+
+@pytest.mark.parametrize("name, text, argv, message", [
+    # audit 3, A6: exit 0 with the size line read as an arc
+    ("ok.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 3\n1 2 5\n2 3 -1\n3 1 2\n",
+     ["--format", "edgelist"], "ok.mtx:1: the file is a MatrixMarket file ("),
+    ("half.graph", "3 2\n2\n3\n\n", ["--format", "edgelist"], "half.graph:1: the file looks like a METIS graph"),
+    ("ok.gr", "p sp 3 1\na 1 2 5\n", ["--format", "metis"], "ok.gr:1: the file is a DIMACS graph ('p sp 3 1'), "
+     "not a METIS graph: drop --format metis, or pass --format gr"),
+    # audit 3, C10: an edge-list column error
+    ("perf.ss.res", "p res sp ss sssp\nf a.gr a.ss\n", [], "perf.ss.res:1: DIMACS problem line 'p res sp ss sssp'"),
+])
+def test_file_of_another_format_is_one_line_exit_2(tmp_path, capsys, monkeypatch, name, text, argv, message):
+    from gpu_sssp.workflows.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text)
+    assert main(["ingest", name, "-o", "x.parquet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
