@@ -24,7 +24,9 @@ Formats (detected from content, then extension; force with --format):
   ss, co    DIMACS source lists 'p aux sp ss K' / 's ID', coordinates 'v ID X Y'
   mtx       MatrixMarket coordinate pattern/integer/real, general/symmetric
             (also a SuiteSparse .tar.gz: its main .mtx member)
-  metis     METIS / DIMACS-10 .graph (fmt 0, 1, 10, 11; gapbs's directed variant)
+  metis     METIS / DIMACS-10 .graph (fmt 0, 1, 10, 11); a file listing each edge at
+            one end only (M entries, gapbs's directed variant) is read as directed
+            arcs with a warning, or as edges both ways with --undirected
   edgelist  SNAP-style 'U V [W]' lines, 0-based, '#'/'%' comments (.el/.wel/.txt)
   pace      PACE 'p tw N M' with 'U V' lines (undirected, unweighted)
 Compressed inputs (.gz .xz .bz2 .zst) are streamed. A file whose start names another
@@ -55,7 +57,9 @@ def add_parser(subparsers):
                    help="file (default; 1 for unweighted inputs), unit, random:LO:HI:SEED (seeded "
                         "integers U[LO,HI], one per input edge, same for both directions) or "
                         "random-float:LO:HI:SEED")
-    p.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
+    p.add_argument("--undirected", action="store_true",
+                   help="add both arcs for every input edge (also each entry of a METIS file that lists "
+                        "every edge at one end only)")
     p.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS/PACE files")
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"),
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
@@ -106,7 +110,8 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
             ("format", meta.get("format")),
             ("vertices", meta.get("vertices")),
             ("arcs", meta.get("arcs")),
-            ("directed", meta.get("directed")),
+            ("directed", "yes (METIS edges listed at one end only; see the warning)"
+             if meta.get("directed") and meta.get("directed_reason") else meta.get("directed")),
             ("id base", meta.get("id_base")),
             ("weights", f"{meta.get('weights')} ({meta.get('weight_type')})"),
             ("weight range", f"{meta.get('weight_min')} .. {meta.get('weight_max')}"),

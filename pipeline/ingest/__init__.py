@@ -270,7 +270,8 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
                         header_line=hdr.header_line)
         try:
             for u, v, w, b in batches:
-                if fmt == "metis" and not directed and wp.kind in ("random", "random-float") and len(u):
+                if (fmt == "metis" and hdr.extra.get("metis_listing") == "both-ends"
+                        and wp.kind in ("random", "random-float") and len(u)):
                     # both ends of an edge are listed: give them one draw, in the order
                     # the edge first appears
                     try:
@@ -302,7 +303,13 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             meta.update(hdr.extra)
             if fmt == "mtx":
                 meta["mtx_entries"] = hdr.expected
-            return sink.commit(meta)
+            meta = sink.commit(meta)
+            if meta.get("directed_reason"):
+                # a guess about the file's meaning that changes every path: never silent
+                log.warning("%s: %s; shortest paths follow the listed direction only: ingest with "
+                            "--undirected (undirected=True) to read each entry as an edge both ways",
+                            display, meta["directed_reason"])
+            return meta
         except BaseException:
             sink.abort()
             raise

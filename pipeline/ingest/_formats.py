@@ -292,6 +292,10 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
 
     Standard METIS lists every undirected edge at both ends (``2*M`` entries for the
     header's ``M``); the gapbs test files list each directed arc once (``M`` entries).
+    Such a one-end listing is read as directed arcs unless ``undirected`` (then each
+    entry is an edge both ways); the header's ``extra`` says which listing it was
+    (``metis_listing``: ``both-ends`` or ``one-end``) and, when read as directed, why
+    (``directed_reason``, which :func:`pipeline.ingest.ingest` also logs as a warning).
     """
     line, hline = _next_content_line(cursor)
     if line is None:
@@ -367,23 +371,28 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     dst = np.array(dst, dtype=np.int64)
     w = np.array(ws, dtype=np.int64) if eweights else None
     entries = len(src)
-    if entries == 2 * m and not (entries == m):
-        directed = False
+    if entries == 2 * m:
+        one_end = False
     elif entries == m:
-        directed = True
+        one_end = True
     else:
         raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
                          f"(each edge at both ends) or {m} (directed variant), found {entries}")
-    if not directed:
+    if not one_end:
         _check_symmetric(src, dst, w, np.array(lines, dtype=np.int64), display)
-    if undirected and directed:
-        directed = False
-        expand = True
-    else:
-        expand = False
-    hdr = Header(n, 1, directed, eweights, False, None, hline, s.decode(errors="replace"),
-                 extra={"metis_fmt": fmt, "metis_edges": m, "metis_listing": "directed" if directed and not undirected else "symmetric"})
-    hdr.extra["expand"] = expand
+    # M entries for M edges: each edge at one end only. Standard METIS never does that;
+    # gapbs's test graphs (4.graph, 4w.graph) do, meaning one directed arc per entry.
+    # Read so by default, and say so (metadata 'directed_reason', a warning from
+    # ingest); --undirected makes each entry an edge in both directions.
+    directed = one_end and not undirected
+    extra = {"metis_fmt": fmt, "metis_edges": m, "metis_listing": "one-end" if one_end else "both-ends"}
+    if directed:
+        extra["directed_reason"] = (
+            f"METIS header '{htext}' (line {hline}) announces {m:,} edges and the file lists {m:,} "
+            f"adjacency entries, so each edge is listed at one end only (METIS lists every edge at both "
+            f"ends, {2 * m:,} entries): read as one directed arc per entry (gapbs's directed variant)")
+    hdr = Header(n, 1, directed, eweights, False, None, hline, htext, extra=extra)
+    hdr.extra["expand"] = one_end and undirected
     batch = Batch([src], hline + 1, lines=np.array(lines, dtype=np.int64), display=display)
     return hdr, iter([(src, dst, w, batch)])
 

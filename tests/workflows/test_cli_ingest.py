@@ -268,3 +268,21 @@ def test_file_of_another_format_is_one_line_exit_2(tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_metis_listing_each_edge_at_one_end_is_flagged(tmp_path, capsys, caplog):
+    # audit 3, A7: read as directed with no notice
+    g = tmp_path / "half.graph"
+    g.write_text("3 2\n2\n3\n\n")
+    with caplog.at_level("WARNING", logger="gpu_sssp.pipeline.ingest"):
+        assert _run(["ingest", g, "-o", tmp_path / "h.parquet"]) == 0
+    assert "yes (METIS edges listed at one end only; see the warning)" in capsys.readouterr().out
+    assert len(caplog.records) == 1 and "--undirected" in caplog.records[0].getMessage()
+    meta = read_meta(tmp_path / "h.parquet")
+    assert meta["directed"] is True and "one end only" in meta["directed_reason"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="gpu_sssp.pipeline.ingest"):
+        assert _run(["ingest", g, "-o", tmp_path / "u.parquet", "--undirected", "-q"]) == 0
+    assert not caplog.records
+    meta = read_meta(tmp_path / "u.parquet")
+    assert meta["directed"] is False and meta["arcs"] == 4 and meta["metis_listing"] == "one-end"
