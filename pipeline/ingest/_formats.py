@@ -523,8 +523,8 @@ def file_signature(head: bytes, *, complete: bool = False):
         toks = low.split()
         if toks[0] == b"c":
             continue
-        if toks[0] != b"p":
-            return None
+        if toks[0] != b"p" or len(toks) < 2:
+            return None  # (a bare 'p' names no problem: left to the reader's own error)
         kind = _DIMACS_PROBLEMS.get(tuple(toks[1:2])) or _DIMACS_PROBLEMS.get(tuple(toks[1:4]))
         return i, kind, s
     return None

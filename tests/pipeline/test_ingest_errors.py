@@ -442,3 +442,8 @@ def test_dimacs_result_files_get_a_dimacs_message(shared_data, tmp_path, name, p
 def test_other_dimacs_problems_get_a_dimacs_message(tmp_path, text, line, problem):
     e = _fails(tmp_path, text, name="x.txt")
     assert e.line == line and f"'{problem}' files are not read" in e.message
+
+
+def test_a_bare_p_line_gets_the_format_s_own_error(tmp_path):
+    e = _fails(tmp_path, "p\na 1 2 3\n", name="g.gr")
+    assert e.line == 1 and e.message == "expected 'p sp N M', got 'p'"
