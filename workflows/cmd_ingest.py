@@ -24,16 +24,22 @@ Formats (detected from content, then extension; force with --format):
   ss, co    DIMACS source lists 'p aux sp ss K' / 's ID', coordinates 'v ID X Y'
   mtx       MatrixMarket coordinate pattern/integer/real, general/symmetric
             (also a SuiteSparse .tar.gz: its main .mtx member)
-  metis     METIS / DIMACS-10 .graph (fmt 0, 1, 10, 11; gapbs's directed variant)
+  metis     METIS / DIMACS-10 .graph (fmt 0, 1, 10, 11); a file listing each edge at
+            one end only (M entries, gapbs's directed variant) is read as directed
+            arcs with a warning, or as edges both ways with --undirected
   edgelist  SNAP-style 'U V [W]' lines, 0-based, '#'/'%' comments (.el/.wel/.txt)
   pace      PACE 'p tw N M' with 'U V' lines (undirected, unweighted)
-Compressed inputs (.gz .xz .bz2 .zst) are streamed.
+Compressed inputs (.gz .xz .bz2 .zst) are streamed. A file whose start names another
+format than the one read (a '%%MatrixMarket' banner, a DIMACS or PACE 'p' line; for
+an edge list, a METIS header and adjacency lines) is refused, naming that format; so
+is a DIMACS problem other than those above ('p res', 'p chk', ...).
 
 Bad input stops with one line naming the file, the line and what was expected
 (exit status 2); no partial output is left behind. That includes a header that
 declares more than the file can hold (checked against the file's size for
 uncompressed inputs, and as the records stream for compressed ones), more vertices
-than the limits allow (--max-vertices, --max-isolated-vertices), a truncated
+or arcs than the limits allow (--max-vertices, --max-arcs, --max-isolated-vertices;
+an edge list's arcs are counted as they are read), a truncated
 compressed file, and integer weights so large that path sums could pass 2**53
 (where float64 distances stop being exact: (N - 1) * max|w| < 2**53 is required).
 """
@@ -51,20 +57,24 @@ def add_parser(subparsers):
                    help="file (default; 1 for unweighted inputs), unit, random:LO:HI:SEED (seeded "
                         "integers U[LO,HI], one per input edge, same for both directions) or "
                         "random-float:LO:HI:SEED")
-    p.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
+    p.add_argument("--undirected", action="store_true",
+                   help="add both arcs for every input edge (also each entry of a METIS file that lists "
+                        "every edge at one end only)")
     p.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS/PACE files")
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"),
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
                         "a weight that does not fit is an error")
     p.add_argument("--max-vertices", type=int, metavar="N",
-                   help="refuse inputs declaring more vertices (default: setting sssp.ingest.max-vertices, "
-                        "2**31 - 1)")
+                   help="refuse inputs declaring more vertices (an edge list: whose largest id makes more; "
+                        "default: setting sssp.ingest.max-vertices, 2**31 - 1)")
     p.add_argument("--max-arcs", type=int, metavar="N",
-                   help="refuse headers announcing more arcs (default: setting sssp.ingest.max-arcs, none)")
+                   help="refuse inputs with more arcs: announced by a header, or counted as an edge list "
+                        "is read (default: setting sssp.ingest.max-arcs, none)")
     p.add_argument("--max-isolated-vertices", type=int, metavar="N",
                    help="refuse headers whose vertex count leaves more than N vertices that no arc can "
                         "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")
-    p.add_argument("--chunk-mb", type=int, default=16, help="text parsed per step, MiB (bounds memory; default 16)")
+    p.add_argument("--chunk-mb", type=int, default=16, metavar="M",
+                   help="text parsed per step, MiB, 1 to 1024 (memory is a small multiple of it; default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
     return p
@@ -100,7 +110,8 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
             ("format", meta.get("format")),
             ("vertices", meta.get("vertices")),
             ("arcs", meta.get("arcs")),
-            ("directed", meta.get("directed")),
+            ("directed", "yes (METIS edges listed at one end only; see the warning)"
+             if meta.get("directed") and meta.get("directed_reason") else meta.get("directed")),
             ("id base", meta.get("id_base")),
             ("weights", f"{meta.get('weights')} ({meta.get('weight_type')})"),
             ("weight range", f"{meta.get('weight_min')} .. {meta.get('weight_max')}"),
@@ -118,11 +129,12 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
-    from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.pipeline.ingest import check_chunk_bytes, ingest
     from gpu_sssp.workflows.common import check_output_file
 
     console = Console()
     err = Console(stderr=True)
+    check_chunk_bytes(args.chunk_mb, "--chunk-mb", 1 << 20)  # a usage error (exit 2) before anything is read
     path = Path(args.input)
     out = Path(args.output) if args.output else default_output(path)
     # (an output that is the input is refused by ingest() itself, before it reads anything)
@@ -131,7 +143,7 @@ def run(args) -> int:
     try:
         meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
                       zero_based=args.zero_based, weight_type=args.weight_type,
-                      chunk_bytes=max(1, args.chunk_mb) << 20, max_vertices=args.max_vertices,
+                      chunk_bytes=args.chunk_mb << 20, max_vertices=args.max_vertices,
                       max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {escape(shown(exc))}", highlight=False, soft_wrap=True)

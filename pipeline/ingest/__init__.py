@@ -22,11 +22,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import UsageError
+
 from ..errors import InputError
 from ..writers import refuse_input_as_output
-from ._formats import ALIASES, FORMATS, READERS, format_hint, metis_pair_weights, read_co, read_ss
+from ._formats import (ALIASES, FORMATS, KIND_NAMES, READERS, dimacs_problem_message, file_signature,
+                       format_hint, metis_for_edgelist, metis_pair_weights, read_co, read_ss)
 from ._limits import Limits
-from ._records import iter_batches
+from ._records import _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
@@ -37,6 +40,7 @@ __all__ = ["ingest", "read_meta", "parse_weights_spec", "read_sources", "detect_
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_BYTES = 16 << 20
+MAX_CHUNK_BYTES = 1 << 30  # three chunks are in flight at once (see _source._ChunkReader)
 
 try:  # the distribution's version, for created_by
     from importlib.metadata import version as _v
@@ -61,7 +65,10 @@ def normalise_format(fmt: str) -> str:
 
 def detect_format(path) -> str:
     """Format of a graph file from its content (headers) and then its extension."""
-    head, inner = peek_text(path)
+    return _detect(*peek_text(path))
+
+
+def _detect(head: bytes, inner: str) -> str:
     for raw in head.split(b"\n")[:2000]:
         s = raw.strip()
         if not s:
@@ -92,6 +99,17 @@ def detect_format(path) -> str:
     return "edgelist"
 
 
+def check_chunk_bytes(chunk_bytes, option: str = "chunk_bytes", scale: int = 1) -> None:
+    """Refuse a text chunk size that is not a whole number from 1 byte to
+    :data:`MAX_CHUNK_BYTES` (``scale``: bytes per unit of ``option``, for messages)."""
+    top = MAX_CHUNK_BYTES // scale
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)):
+        raise UsageError(f"{option} {chunk_bytes!r}: expected a whole number from 1 to {top:,}")
+    if not 1 <= chunk_bytes * scale <= MAX_CHUNK_BYTES:
+        raise UsageError(f"{option} {chunk_bytes}: expected a whole number from 1 to {top:,} "
+                         "(text parsed per step; memory is a small multiple of it)")
+
+
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
            weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
            max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
@@ -107,7 +125,9 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         renamed only on success.
     format : str, optional
         ``gr``, ``ss``, ``co``, ``mtx``, ``metis``, ``edgelist`` or ``pace``; detected
-        from content and extension when omitted.
+        from content and extension when omitted. A file whose start names another
+        format (:func:`refuse_other_format`) is refused, whether ``format`` is given
+        or detected.
     weights : str, optional
         ``"file"`` (default: the file's weights, 1 for unweighted inputs), ``"unit"``,
         ``"random:LO:HI:SEED"`` (integers ``default_rng(SEED).integers(LO, HI + 1)``, one
@@ -121,7 +141,8 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     weight_type : {"int32", "int64", "float32", "float64"}, optional
         Stored weight type; default int64 for integer weights, float64 for real ones.
     chunk_bytes : int
-        Text parsed per step; peak memory is a small multiple of it.
+        Text parsed per step, 1 byte to 1 GiB (below 4 KiB, 4 KiB is used); peak memory
+        is a small multiple of it.
     max_vertices, max_arcs, max_isolated_vertices : int, optional
         Limits on the sizes an input declares (default: the settings
         ``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``,
@@ -144,8 +165,10 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         Bad options.
     UsageError
         ``out`` is the input file (the same file, also through a link):
-        ``pipeline.writers.refuse_input_as_output``.
+        ``pipeline.writers.refuse_input_as_output``; ``chunk_bytes`` that is not a
+        whole number from 1 to 1 GiB.
     """
+    check_chunk_bytes(chunk_bytes)
     path, out = Path(path), Path(out)
     refuse_input_as_output(out, [path])  # before anything is read (sssp ingest relies on it)
     parse_weights_spec(weights)  # a bad --weights is one line before anything is read
@@ -155,7 +178,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
-        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits)
+        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format))
     else:
         id_type = None
         while True:
@@ -163,7 +186,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
                 meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
                                      zero_based=zero_based, weight_type=weight_type,
                                      chunk_bytes=chunk_bytes, row_group_size=row_group_size,
-                                     id_type=id_type, limits=limits)
+                                     id_type=id_type, limits=limits, forced=bool(format))
                 break
             except IdOverflow:
                 if id_type == "int64":  # pragma: no cover - cannot happen
@@ -176,11 +199,43 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     return meta
 
 
+_PEEK = 1 << 16
+
+
+def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
+    """Refuse to read a file as ``fmt`` when its start is plainly another format, before
+    anything is read: a ``%%MatrixMarket`` banner or a DIMACS/PACE ``p`` line of another
+    format (also a DIMACS problem not read here, such as ``p res``), and for edge lists a
+    METIS graph (:func:`._formats.metis_for_edgelist`), whose header an edge-list read
+    would take for an arc. ``forced``: ``fmt`` was asked for (``--format``), so the
+    message says to drop it where detection would pick the right format."""
+    head, inner = peek_text(path, _PEEK)
+    complete = len(head) < _PEEK
+    sig = file_signature(head, complete=complete)
+    if sig is not None and sig[1] is None:
+        raise InputError(display, sig[0], dimacs_problem_message(sig[2]))
+    if sig is not None and sig[1] != fmt:
+        line, kind, text = sig
+        what = f"is {KIND_NAMES[kind]} ({_show(text)})"
+    elif sig is None and fmt == "edgelist" and (m := metis_for_edgelist(head, complete=complete)):
+        line, kind = m[0], "metis"
+        what = f"looks like {KIND_NAMES[kind]} (header {_show(m[1])}, then one adjacency line per vertex)"
+    else:
+        return
+    if forced and _detect(head, inner) == kind:
+        todo = f"drop --format {fmt}, or pass --format {kind}"
+    else:
+        todo = f"pass --format {kind}"
+    raise InputError(display, line, f"the file {what}, not {KIND_NAMES[fmt]}: {todo}")
+
+
 def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
-                  row_group_size, id_type, limits):
+                  row_group_size, id_type, limits, forced=False):
     reader = READERS[fmt]
     with Source(path) as src:
         display = src.display
+        if id_type is None:  # (not again when re-reading with int64 ids)
+            refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
         kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
@@ -215,7 +270,8 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
                         header_line=hdr.header_line)
         try:
             for u, v, w, b in batches:
-                if fmt == "metis" and not directed and wp.kind in ("random", "random-float") and len(u):
+                if (fmt == "metis" and hdr.extra.get("metis_listing") == "both-ends"
+                        and wp.kind in ("random", "random-float") and len(u)):
                     # both ends of an edge are listed: give them one draw, in the order
                     # the edge first appears
                     try:
@@ -247,15 +303,22 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             meta.update(hdr.extra)
             if fmt == "mtx":
                 meta["mtx_entries"] = hdr.expected
-            return sink.commit(meta)
+            meta = sink.commit(meta)
+            if meta.get("directed_reason"):
+                # a guess about the file's meaning that changes every path: never silent
+                log.warning("%s: %s; shortest paths follow the listed direction only: ingest with "
+                            "--undirected (undirected=True) to read each entry as an edge both ways",
+                            display, meta["directed_reason"])
+            return meta
         except BaseException:
             sink.abort()
             raise
 
 
-def _ingest_aux(path, out, fmt, *, chunk_bytes, limits):
+def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
     with Source(path) as src:
         display = src.display
+        refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
         count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display, limits)

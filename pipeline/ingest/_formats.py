@@ -270,10 +270,16 @@ def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=
                       comments=(b"#", b"%"), comment_is_token=False, delimiter=delim,
                       describe="'U V W'" if weighted else "'U V'")
 
+    lim = limits or Limits()
+    noun = "edge" if undirected else "arc"
+
     def batches():
+        seen = 0
         for b in iter_batches(cursor, spec, display):
             u, v = b.cols[0], b.cols[1]
             w = b.cols[2] if weighted else None
+            lim.records_read(seen, len(u), noun, b)  # no header: max-arcs applies to the records read
+            seen += len(u)
             check_ids(u, v, b, display, 0, None, header_desc=" (edge lists use 0-based ids)")
             yield u, v, w, b
 
@@ -286,6 +292,10 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
 
     Standard METIS lists every undirected edge at both ends (``2*M`` entries for the
     header's ``M``); the gapbs test files list each directed arc once (``M`` entries).
+    Such a one-end listing is read as directed arcs unless ``undirected`` (then each
+    entry is an edge both ways); the header's ``extra`` says which listing it was
+    (``metis_listing``: ``both-ends`` or ``one-end``) and, when read as directed, why
+    (``directed_reason``, which :func:`pipeline.ingest.ingest` also logs as a warning).
     """
     line, hline = _next_content_line(cursor)
     if line is None:
@@ -361,23 +371,28 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     dst = np.array(dst, dtype=np.int64)
     w = np.array(ws, dtype=np.int64) if eweights else None
     entries = len(src)
-    if entries == 2 * m and not (entries == m):
-        directed = False
+    if entries == 2 * m:
+        one_end = False
     elif entries == m:
-        directed = True
+        one_end = True
     else:
         raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
                          f"(each edge at both ends) or {m} (directed variant), found {entries}")
-    if not directed:
+    if not one_end:
         _check_symmetric(src, dst, w, np.array(lines, dtype=np.int64), display)
-    if undirected and directed:
-        directed = False
-        expand = True
-    else:
-        expand = False
-    hdr = Header(n, 1, directed, eweights, False, None, hline, s.decode(errors="replace"),
-                 extra={"metis_fmt": fmt, "metis_edges": m, "metis_listing": "directed" if directed and not undirected else "symmetric"})
-    hdr.extra["expand"] = expand
+    # M entries for M edges: each edge at one end only. Standard METIS never does that;
+    # gapbs's test graphs (4.graph, 4w.graph) do, meaning one directed arc per entry.
+    # Read so by default, and say so (metadata 'directed_reason', a warning from
+    # ingest); --undirected makes each entry an edge in both directions.
+    directed = one_end and not undirected
+    extra = {"metis_fmt": fmt, "metis_edges": m, "metis_listing": "one-end" if one_end else "both-ends"}
+    if directed:
+        extra["directed_reason"] = (
+            f"METIS header '{htext}' (line {hline}) announces {m:,} edges and the file lists {m:,} "
+            f"adjacency entries, so each edge is listed at one end only (METIS lists every edge at both "
+            f"ends, {2 * m:,} entries): read as one directed arc per entry (gapbs's directed variant)")
+    hdr = Header(n, 1, directed, eweights, False, None, hline, htext, extra=extra)
+    hdr.extra["expand"] = one_end and undirected
     batch = Batch([src], hline + 1, lines=np.array(lines, dtype=np.int64), display=display)
     return hdr, iter([(src, dst, w, batch)])
 
@@ -467,7 +482,114 @@ def read_co(cursor, display, limits=None):
     return ints[0], hline, htext, spec
 
 
-# -- sniffing: what a file that fails its reader looks like instead --------------------------
+# -- sniffing: what a file names itself, and what one that fails its reader looks like -------
+_BOM = b"\xef\xbb\xbf"
+_DIMACS_PROBLEMS = {(b"sp",): "gr", (b"tw",): "pace", (b"aux", b"sp", b"ss"): "ss", (b"aux", b"sp", b"co"): "co"}
+#: what a file of each format is, in messages
+KIND_NAMES = {
+    "gr": "a DIMACS graph", "ss": "a DIMACS source list", "co": "a DIMACS coordinate file",
+    "pace": "a PACE graph", "mtx": "a MatrixMarket file", "metis": "a METIS graph", "edgelist": "an edge list",
+}
+READ_DIMACS = ("sssp ingest reads 'p sp N M' graphs (.gr), 'p aux sp ss K' source lists (.ss), "
+               "'p aux sp co N' coordinates (.co) and PACE 'p tw N M' graphs")
+_DIMACS_NOTES = {b"res": " (a 9th DIMACS challenge solver's results)",
+                 b"chk": " (a 9th DIMACS challenge checker's output)"}
+
+
+def _head_lines(head: bytes, complete: bool) -> list:
+    """The lines of the start of a file (without a UTF-8 BOM); the last one only when
+    ``head`` is the whole file (else it may be cut)."""
+    if head.startswith(_BOM):
+        head = head[len(_BOM):]
+    lines = head.split(b"\n")
+    if not complete or head.endswith(b"\n"):
+        lines = lines[:-1]
+    return lines
+
+
+def file_signature(head: bytes, *, complete: bool = False):
+    """The format the start of a file names itself by: ``(line, fmt, text)`` for a
+    ``%%MatrixMarket`` banner (``"mtx"``) or a DIMACS-style ``p`` line after any ``c``
+    comments (``"gr"``, ``"ss"``, ``"co"``, ``"pace"``; ``None`` for a problem this
+    package does not read, such as ``p res`` or ``p chk``). ``None`` when the first
+    line that is not blank or a ``c`` comment is neither."""
+    for i, raw in enumerate(_head_lines(head, complete), 1):
+        s = raw.strip()
+        if not s:
+            continue
+        low = s.lower()
+        if low.startswith(b"%%matrixmarket"):
+            return i, "mtx", s
+        toks = low.split()
+        if toks[0] == b"c":
+            continue
+        if toks[0] != b"p" or len(toks) < 2:
+            return None  # (a bare 'p' names no problem: left to the reader's own error)
+        kind = _DIMACS_PROBLEMS.get(tuple(toks[1:2])) or _DIMACS_PROBLEMS.get(tuple(toks[1:4]))
+        return i, kind, s
+    return None
+
+
+def dimacs_problem_message(text: bytes) -> str:
+    """Why a DIMACS file with an unsupported ``p`` line (``file_signature`` gave ``None``)
+    is not read."""
+    toks = text.split()
+    low = [t.lower() for t in toks]
+    prob = b" ".join(toks[:4] if low[1:2] == [b"aux"] else toks[:2]).decode("utf-8", "replace")
+    note = _DIMACS_NOTES.get(low[1] if len(low) > 1 else b"", "")
+    return f"DIMACS problem line {_show(text)}: '{prob}' files{note} are not read; {READ_DIMACS}"
+
+
+class _BytesCursor:
+    """``LineCursor``'s line interface over bytes in memory (a trial parse of a file's start)."""
+
+    def __init__(self, lines):
+        self._lines = list(lines)
+        self._i = 0
+        self.lineno = 1
+
+    def readline(self):
+        if self._i >= len(self._lines):
+            return None
+        line = self._lines[self._i]
+        self._i += 1
+        self.lineno += 1
+        return line.rstrip(b"\r")
+
+    def unread(self, line):
+        self._i -= 1
+        self.lineno -= 1
+
+
+def metis_for_edgelist(head: bytes, *, complete: bool):
+    """``(line, header)`` when an edge-list read of a file would misread (or fail on)
+    a METIS graph; ``None`` otherwise.
+
+    A METIS header ``N M [FMT [NCON]]`` followed by adjacency lines of ids in ``1..N``
+    (:func:`looks_like_metis`) is taken for METIS when an edge-list read would fail
+    anyway (lines of other widths than one ``U V`` or ``U V W`` width), or when the
+    whole file is at hand and reads as a METIS graph (it has exactly N adjacency lines
+    and M or 2M entries): then an edge-list read would take the header for an arc and
+    each adjacency line for another. A file whose start is ambiguous (every line two or
+    three ids, the rest not seen) is left to the edge-list reader.
+    """
+    if not looks_like_metis(head):
+        return None
+    lines = _head_lines(head, complete)
+    body = [(i, ln.strip()) for i, ln in enumerate(lines, 1) if not ln.lstrip().startswith(b"%")]
+    hline, htext = body[0]
+    widths = {len(s.split()) for _, s in body if s}
+    if len(widths) > 1 or not widths <= {2, 3}:
+        return hline, htext
+    if complete:
+        try:
+            read_metis(_BytesCursor(lines), "<head>")
+        except InputError:
+            return None
+        return hline, htext
+    return None
+
+
 def _ints(line: bytes):
     toks = line.split()
     try:
@@ -479,6 +601,8 @@ def _ints(line: bytes):
 def looks_like_metis(head: bytes) -> bool:
     """Whether the start of a file reads as a METIS graph: an ``N M [FMT [NCON]]``
     header, then adjacency lines of integers whose neighbour ids lie in ``1..N``."""
+    if file_signature(head) is not None:
+        return False  # a MatrixMarket banner or a DIMACS 'p' line
     lines = head.split(b"\n")
     if not head.endswith(b"\n"):
         lines = lines[:-1]  # the last one may be cut
@@ -505,7 +629,10 @@ def looks_like_metis(head: bytes) -> bool:
 
 
 def looks_like_edgelist(head: bytes) -> bool:
-    """Whether every complete line reads as ``U V`` or ``U V W`` (``#``/``%`` comments)."""
+    """Whether every complete line reads as ``U V`` or ``U V W`` (``#``/``%`` comments)
+    and no MatrixMarket banner or DIMACS ``p`` line names another format."""
+    if file_signature(head) is not None:
+        return False
     lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip() and not ln.lstrip().startswith((b"#", b"%"))]
     widths = set()
     for ln in lines[:2000]:

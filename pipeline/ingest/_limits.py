@@ -12,7 +12,10 @@ Three checks stop that, each named in its error:
 * **isolated vertices**: M records touch at most 2 M vertices, so at least N - 2 M of
   the N declared vertices have no arc at all. More than ``sssp.ingest.max-isolated-vertices``
   of them is refused. This needs no file size, so it holds for compressed inputs too.
-* **limits**: ``sssp.ingest.max-vertices`` and ``sssp.ingest.max-arcs``.
+* **limits**: ``sssp.ingest.max-vertices`` and ``sssp.ingest.max-arcs``. An edge list
+  has no header: its records are counted against ``max-arcs`` as they are read (the
+  first record past the limit is named), and its largest id makes the vertex count
+  checked against ``max-vertices`` (``EdgeSink``).
 
 Compressed inputs (.gz/.xz/.bz2/.zst) have no text size until they are read, so their
 record counts are checked lazily: nothing in ingestion is allocated from a header's
@@ -103,6 +106,19 @@ class Limits:
                              f"header '{header}' announces {_fmt(count)} {noun}, above the limit "
                              f"sssp.ingest.max-arcs = {_fmt(self.max_arcs)}; "
                              + _how_to_raise("max-arcs", "--max-arcs"))
+
+    def records_read(self, seen: int, count: int, noun: str, batch):
+        """Inputs without a header (edge lists): ``count`` more records read after ``seen``,
+        counted against ``max-arcs`` as they stream; names the first record past the limit
+        (before that batch is written or anything is sized by it)."""
+        cap = self.max_arcs
+        if cap is None or seen + count <= cap:
+            return
+        line = batch.line_of(cap - seen) if batch is not None else None
+        raise InputError(self.display, line,
+                         f"{noun} number {_fmt(cap + 1)} is above the limit sssp.ingest.max-arcs = "
+                         f"{_fmt(cap)} (an edge list has no header: its {noun}s are counted as they are read); "
+                         + _how_to_raise("max-arcs", "--max-arcs"))
 
     def vertices(self, n: int, records: int, noun: str, line, header: str | None, *, what=None):
         """``n`` vertices for ``records`` records (each touches at most two vertices)."""

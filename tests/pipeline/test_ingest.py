@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 
 import numpy as np
@@ -155,6 +156,68 @@ def test_metis_random_weights_same_both_directions(tmp_path):
     (s, d, w), meta = ingest_arcs(DATA / "example_weighted.graph", tmp_path, weights="random:1:50:3")
     assert meta["weights"] == "random:1:50:3" and 1 <= w.min() and w.max() <= 50
     assert _symmetric(s, d, w)
+
+
+# audit 3, A7: a METIS file listing each edge at one end only (M entries) was read as
+# directed arcs with no notice; standard METIS lists each edge at both ends (2M)
+ONE_END = [
+    ("half.graph", "3 2\n2\n3\n\n", [(1, 2, 1), (2, 3, 1)]),             # fmt 0
+    ("halfw.graph", "3 2 1\n2 5\n3 7\n\n", [(1, 2, 5), (2, 3, 7)]),      # fmt 1
+    ("back.graph", "% c\n3 2\n\n1\n2\n", [(2, 1, 1), (3, 2, 1)]),       # listed at the larger end
+]
+
+
+@pytest.mark.parametrize("name,text,arcs", ONE_END)
+def test_metis_listing_each_edge_at_one_end_is_directed_and_says_so(tmp_path, caplog, name, text, arcs):
+    p = tmp_path / name
+    p.write_text(text)
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.ingest"):
+        (s, d, w), meta = ingest_arcs(p, tmp_path)
+    assert arcset(s, d, w) == arcs
+    assert meta["directed"] is True and meta["metis_listing"] == "one-end"
+    hline = 2 if text.startswith("%") else 1
+    header = text.splitlines()[hline - 1]
+    assert meta["header"] == header
+    assert meta["directed_reason"] == (
+        f"METIS header '{header}' (line {hline}) announces 2 edges and the file lists 2 adjacency entries, "
+        "so each edge is listed at one end only (METIS lists every edge at both ends, 4 entries): read as "
+        "one directed arc per entry (gapbs's directed variant)")
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [f"{p}: {meta['directed_reason']}; shortest paths follow the listed direction only: "
+                      "ingest with --undirected (undirected=True) to read each entry as an edge both ways"]
+
+
+@pytest.mark.parametrize("weights", [None, "random:1:1000:5"])
+@pytest.mark.parametrize("name,text,arcs", ONE_END)
+def test_metis_listing_each_edge_at_one_end_undirected_mirrors(tmp_path, caplog, name, text, arcs, weights):
+    p = tmp_path / name
+    p.write_text(text)
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.ingest"):
+        (s, d, w), meta = ingest_arcs(p, tmp_path, undirected=True, weights=weights)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert meta["directed"] is False and meta["metis_listing"] == "one-end" and "directed_reason" not in meta
+    assert meta["arcs"] == 4 and _symmetric(s, d, w)
+    if weights is None:
+        assert arcset(s, d, w) == sorted(arcs + [(v, u, x) for u, v, x in arcs])
+
+
+def test_metis_listing_each_edge_at_both_ends_is_not_flagged(tmp_path, caplog):
+    p = tmp_path / "full.graph"
+    p.write_text("3 2\n2\n1 3\n2\n")
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.ingest"):
+        (s, d, w), meta = ingest_arcs(p, tmp_path)
+    assert not caplog.records
+    assert meta["directed"] is False and meta["metis_listing"] == "both-ends" and "directed_reason" not in meta
+    assert meta["header"] == "3 2" and meta["arcs"] == 4
+
+
+@pytest.mark.parametrize("name,header", [("4w.graph", "14 53 1"), ("4.graph", "14 53 100")])
+def test_gapbs_metis_is_directed_with_the_reason(tmp_path, caplog, name, header):
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.ingest"):
+        _, meta = ingest_arcs(GAPBS / name, tmp_path)
+    assert meta["directed"] is True and meta["arcs"] == 53 and meta["metis_listing"] == "one-end"
+    assert meta["directed_reason"].startswith(f"METIS header '{header}' (line 1) announces 53 edges")
+    assert len(caplog.records) == 1 and "gapbs's directed variant" in caplog.records[0].getMessage()
 
 
 def test_edgelist_variants(tmp_path):

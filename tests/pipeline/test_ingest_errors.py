@@ -314,3 +314,136 @@ def test_metis_edge_with_two_weights_refused(tmp_path):
 def test_recognisable_format_gets_its_own_error_not_a_hint(tmp_path, name, text, why):
     e = _fails(tmp_path, text, name=name)
     assert why in e.message and "--format" not in e.message and "looks like" not in e.message, e.message
+
+
+# -- a file read as another format than its own (audit 3, A6 and C10) ---------------------
+MTX = "%%MatrixMarket matrix coordinate integer general\n3 3 3\n1 2 5\n2 3 -1\n3 1 2\n"
+SAMPLES = {  # format -> (file name, text, the line that names the format)
+    "mtx": ("g.mtx", MTX, 1),
+    "gr": ("g.gr", "c a comment\nc another one\np sp 3 3\na 1 2 5\na 2 3 1\na 3 1 2\n", 3),
+    "pace": ("g.pace", "c x\np tw 3 2\n1 2\n2 3\n", 2),
+    "ss": ("g.ss", "p aux sp ss 2\ns 1\ns 2\n", 1),
+    "co": ("g.co", "p aux sp co 2\nv 1 10 20\nv 2 30 40\n", 1),
+}
+NAMES = {"mtx": "a MatrixMarket file", "gr": "a DIMACS graph", "pace": "a PACE graph",
+         "ss": "a DIMACS source list", "co": "a DIMACS coordinate file", "metis": "a METIS graph",
+         "edgelist": "an edge list"}
+
+
+def test_matrixmarket_forced_as_edge_list_refused(tmp_path):
+    # was read with exit 0: the banner as a '%' comment, the size line '3 3 3' as an arc
+    e = _fails(tmp_path, MTX, name="ok.mtx", format="edgelist")
+    assert e.line == 1 and e.message == (
+        "the file is a MatrixMarket file ('%%MatrixMarket matrix coordinate integer general'), "
+        "not an edge list: drop --format edgelist, or pass --format mtx")
+    # also named like an edge list, and compressed
+    e = _fails(tmp_path, gzip.compress(MTX.encode()), name="m.txt.gz", format="edgelist")
+    assert e.line == 1 and "is a MatrixMarket file" in e.message
+    # a pattern matrix (which failed only at a later line, on a column count)
+    text = "%%MatrixMarket matrix coordinate pattern symmetric\n%c\n3 3 2\n2 1\n3 2\n"
+    e = _fails(tmp_path, text, name="p.mtx", format="edgelist")
+    assert e.line == 1 and "not an edge list" in e.message
+
+
+def test_suitesparse_tar_forced_as_edge_list_refused(shared_data, tmp_path):
+    src = shared_data / "mtx" / "Lederberg.tar.gz"
+    out = tmp_path / "L.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(src, out, format="edgelist")
+    assert ei.value.line == 1 and "is a MatrixMarket file" in ei.value.message
+    assert str(ei.value).startswith(f"{src}[Lederberg/Lederberg.mtx]:1: ")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+@pytest.mark.parametrize("forced", ["edgelist", "gr", "mtx", "metis", "pace", "ss", "co"])
+def test_any_format_forced_on_a_file_of_another_names_the_file_s_format(tmp_path, kind, forced):
+    name, text, line = SAMPLES[kind]
+    p = tmp_path / name
+    p.write_text(text)
+    if forced == kind:
+        assert ingest(p, tmp_path / "ok.parquet", format=forced)["format"] == kind
+        return
+    e = _fails(tmp_path, text, name=name, format=forced)
+    assert e.line == line and e.message.startswith(f"the file is {NAMES[kind]} (")
+    assert e.message.endswith(f", not {NAMES[forced]}: drop --format {forced}, or pass --format {kind}")
+
+
+@pytest.mark.parametrize("name,text", [
+    ("half.graph", "3 2\n2\n3\n\n"),                    # fmt 0, lines of other widths
+    ("cycle.graph", "4 4\n2 4\n1 3\n2 4\n1 3\n"),       # every line 'U V': read as arcs, exit 0
+    ("w.graph", "% c\n3 2 1\n2 5\n1 5 3 7\n2 7\n"),     # fmt 1, 'U V W'-wide header
+])
+def test_metis_forced_as_edge_list_refused(tmp_path, name, text):
+    line = 2 if text.startswith("%") else 1
+    e = _fails(tmp_path, text, name=name, format="edgelist")
+    assert e.line == line and e.message.startswith("the file looks like a METIS graph (header '")
+    assert e.message.endswith("then one adjacency line per vertex), not an edge list: "
+                              "drop --format edgelist, or pass --format metis")
+    # named like an edge list, with no --format: the same, with the format to pass
+    e = _fails(tmp_path, text, name="m.txt")
+    assert e.message.endswith("not an edge list: pass --format metis")
+    # and it reads as METIS
+    p = tmp_path / name
+    assert ingest(p, tmp_path / "ok.parquet", format="metis")["format"] == "metis"
+
+
+@pytest.mark.parametrize("name", ["gapbs/4.graph", "gapbs/4w.graph", "example_weighted.graph"])
+def test_real_metis_forced_as_edge_list_refused(tmp_path, name):
+    e = _fails(tmp_path, (DATA / name).read_bytes(), name="g.graph", format="edgelist")
+    assert e.line == 1 and "looks like a METIS graph" in e.message
+
+
+def test_large_metis_forced_as_edge_list_refused(shared_data, tmp_path):
+    # more than the 64 KiB looked at: the lines' widths vary, so it is no edge list
+    src = shared_data / "metis" / "delaunay_n15.graph"
+    assert src.stat().st_size > 1 << 16
+    with pytest.raises(InputError) as ei:
+        ingest(src, tmp_path / "d.parquet", format="edgelist")
+    assert ei.value.line == 1 and "header '32768 98274'" in ei.value.message
+
+
+@pytest.mark.parametrize("text", [
+    "5 3\n1 2\n2 3\n",              # 'N M'-like first arc, 1-based, but not N adjacency lines
+    "3 2\n1 2\n2 3\n3 1\n",         # three lines for 3 'vertices', but 6 entries for M = 2
+    "0 1 5\n1 2 5\n2 0 5\n",
+    "% a comment\n4 2\n1 3\n",
+])
+def test_edge_lists_that_only_start_like_metis_still_read(tmp_path, text):
+    p = tmp_path / "e.el"
+    p.write_text(text)
+    meta = ingest(p, tmp_path / "ok.parquet", format="edgelist")
+    assert meta["format"] == "edgelist" and meta["arcs"] == len([ln for ln in text.splitlines()
+                                                                  if not ln.startswith("%")])
+
+
+@pytest.mark.parametrize("name,problem,note", [
+    ("perf.ss.res", "p res", "(a 9th DIMACS challenge solver's results)"),
+    ("sample.ss.chk", "p chk", "(a 9th DIMACS challenge checker's output)"),
+])
+@pytest.mark.parametrize("forced", [None, "ss", "gr", "edgelist"])
+def test_dimacs_result_files_get_a_dimacs_message(shared_data, tmp_path, name, problem, note, forced):
+    # were read as edge lists: "expected 2 or 3 columns ..., found 5: 'p res sp ss sssp'"
+    src = shared_data / "dimacs9" / name
+    with pytest.raises(InputError) as ei:
+        ingest(src, tmp_path / "o.parquet", format=forced)
+    e = ei.value
+    assert e.line == 1 and e.message.startswith(f"DIMACS problem line '{problem} sp ss sssp': '{problem}' "
+                                                f"files {note} are not read; sssp ingest reads 'p sp N M' graphs")
+    assert "'p aux sp ss K' source lists (.ss), 'p aux sp co N' coordinates (.co)" in e.message
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text,line,problem", [
+    ("c coloring\np edge 3 2\ne 1 2\ne 2 3\n", 2, "p edge"),
+    ("p aux sp xy 2\n", 1, "p aux sp xy"),
+    ("p max 3 2\n", 1, "p max"),
+])
+def test_other_dimacs_problems_get_a_dimacs_message(tmp_path, text, line, problem):
+    e = _fails(tmp_path, text, name="x.txt")
+    assert e.line == line and f"'{problem}' files are not read" in e.message
+
+
+def test_a_bare_p_line_gets_the_format_s_own_error(tmp_path):
+    e = _fails(tmp_path, "p\na 1 2 3\n", name="g.gr")
+    assert e.line == 1 and e.message == "expected 'p sp N M', got 'p'"

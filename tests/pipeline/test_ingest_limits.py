@@ -90,6 +90,35 @@ def test_arc_limit(tmp_path):
     assert e.line == 1 and "sssp.ingest.max-arcs = 1" in e.message and "--max-arcs" in e.message
 
 
+# audit 3, C4: --max-arcs was applied only to sizes a header announces, so an edge list
+# (no header) of any length passed it
+def test_arc_limit_counts_the_records_of_an_edge_list(tmp_path):
+    e = _fails(tmp_path, "0 1\n1 2\n2 3\n", "t.el", max_arcs=1)
+    assert e.line == 2 and "arc number 2 is above the limit sssp.ingest.max-arcs = 1" in e.message
+    assert "--max-arcs" in e.message and "counted as they are read" in e.message
+    e = _fails(tmp_path, "# c\n0 1 5\n\n1 2 5\n2 3 5\n", "w.el", max_arcs=0)
+    assert e.line == 2 and "arc number 1 " in e.message
+    # --undirected: the records are edges (as a header's M is for METIS and PACE)
+    e = _fails(tmp_path, "0 1\n1 2\n2 3\n", "u.el", max_arcs=2, undirected=True)
+    assert e.line == 3 and "edge number 3 is above" in e.message
+    # at the limit: read
+    p = tmp_path / "t.el"
+    assert ingest(p, tmp_path / "ok.parquet", max_arcs=3)["arcs"] == 3
+
+
+def test_arc_limit_on_a_long_edge_list_stops_at_the_line(tmp_path):
+    """Across many chunks, compressed too, from the setting: the line of the first arc
+    past the limit, before anything past it is written."""
+    text = "# header comment\n" + "".join(f"{i} {i + 1} 1\n" for i in range(20000))
+    e = _fails(tmp_path, text, "long.el", max_arcs=12345, chunk_bytes=4096)
+    assert e.line == 12347 and "arc number 12,346 " in e.message
+    e = _fails(tmp_path, gzip.compress(text.encode()), "long.el.gz", chunk_bytes=4096, max_arcs=19999)
+    assert e.line == 20001 and "arc number 20,000 " in e.message
+    with dask.config.set({"sssp.ingest.max-arcs": 100}):
+        e = _fails(tmp_path, text, "long2.el")
+        assert e.line == 102 and "max-arcs = 100" in e.message
+
+
 # -- the file-size check ---------------------------------------------------------------
 @pytest.mark.parametrize("name,text,line,noun", [
     ("a.gr", "p sp 5 1000\na 1 2 1\n", 1, "arcs"),

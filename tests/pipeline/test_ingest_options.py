@@ -58,3 +58,35 @@ def test_random_weights_up_to_int64_max(tmp_path):
     g.write_text("p sp 1 1\na 1 1 1\n")  # one vertex: any int64 weight is exact
     meta = ingest(g, tmp_path / "o.parquet", weights=f"random:{2**63 - 2}:{2**63 - 1}:1")
     assert meta["weight_min"] >= 2**63 - 2
+
+
+# -- the text chunk size (audit 3, C7: --chunk-mb 0 and -1 were accepted) ------------------
+@pytest.mark.parametrize("mb", ["0", "-1", "1025", "99999999999"])
+def test_bad_chunk_mb_is_a_usage_error(tmp_path, capsys, mb):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    assert main(["ingest", str(g), "-o", str(tmp_path / "o.parquet"), "--chunk-mb", mb]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"--chunk-mb {mb}: expected a whole number from 1 to 1,024" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.gr"]
+
+
+@pytest.mark.parametrize("chunk", [0, -1, (1 << 30) + 1, 2.5, True, "16"])
+def test_bad_chunk_bytes_refused_by_the_api(tmp_path, chunk):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    with pytest.raises(UsageError, match=r"^chunk_bytes .*: expected a whole number from 1 to 1,073,741,824"):
+        ingest(g, tmp_path / "o.parquet", chunk_bytes=chunk)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.gr"]
+
+
+def test_chunk_sizes_at_the_bounds_accepted(tmp_path):
+    from gpu_sssp.pipeline.ingest import check_chunk_bytes
+
+    check_chunk_bytes(1 << 30)  # (not ingested: a chunk buffer of 1 GiB would be allocated)
+    check_chunk_bytes(1024, "--chunk-mb", 1 << 20)
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    assert ingest(g, tmp_path / "o.parquet", chunk_bytes=1)["arcs"] == 2
+    assert main(["ingest", str(g), "-o", str(tmp_path / "o.parquet"), "--chunk-mb", "1", "-q"]) == 0

@@ -231,3 +231,58 @@ def test_generate_too_large_is_refused_in_little_memory(tmp_path, argv, message)
     assert len(err.strip().splitlines()) == 1
     assert peak < 300, peak
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--max-arcs", "1", "t.el:2: arc number 2 is above the limit sssp.ingest.max-arcs = 1"),   # audit 3, C4
+    ("--max-vertices", "3", "t.el:3: vertex id 3 makes 4 vertices, above the limit sssp.ingest.max-vertices = 3"),
+])
+def test_limits_apply_to_edge_lists(tmp_path, capsys, monkeypatch, option, value, message):
+    from gpu_sssp.workflows.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.el").write_text("0 1\n1 2\n2 3\n")
+    assert main(["ingest", "t.el", "-o", "t.parquet", option, value]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "t.parquet").exists()
+    assert main(["ingest", "t.el", "-o", "t.parquet", option, "4", "-q"]) == 0
+
+
+@pytest.mark.parametrize("name, text, argv, message", [
+    # audit 3, A6: exit 0 with the size line read as an arc
+    ("ok.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 3\n1 2 5\n2 3 -1\n3 1 2\n",
+     ["--format", "edgelist"], "ok.mtx:1: the file is a MatrixMarket file ("),
+    ("half.graph", "3 2\n2\n3\n\n", ["--format", "edgelist"], "half.graph:1: the file looks like a METIS graph"),
+    ("ok.gr", "p sp 3 1\na 1 2 5\n", ["--format", "metis"], "ok.gr:1: the file is a DIMACS graph ('p sp 3 1'), "
+     "not a METIS graph: drop --format metis, or pass --format gr"),
+    # audit 3, C10: an edge-list column error
+    ("perf.ss.res", "p res sp ss sssp\nf a.gr a.ss\n", [], "perf.ss.res:1: DIMACS problem line 'p res sp ss sssp'"),
+])
+def test_file_of_another_format_is_one_line_exit_2(tmp_path, capsys, monkeypatch, name, text, argv, message):
+    from gpu_sssp.workflows.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text)
+    assert main(["ingest", name, "-o", "x.parquet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_metis_listing_each_edge_at_one_end_is_flagged(tmp_path, capsys, caplog):
+    # audit 3, A7: read as directed with no notice
+    g = tmp_path / "half.graph"
+    g.write_text("3 2\n2\n3\n\n")
+    with caplog.at_level("WARNING", logger="gpu_sssp.pipeline.ingest"):
+        assert _run(["ingest", g, "-o", tmp_path / "h.parquet"]) == 0
+    assert "yes (METIS edges listed at one end only; see the warning)" in capsys.readouterr().out
+    assert len(caplog.records) == 1 and "--undirected" in caplog.records[0].getMessage()
+    meta = read_meta(tmp_path / "h.parquet")
+    assert meta["directed"] is True and "one end only" in meta["directed_reason"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="gpu_sssp.pipeline.ingest"):
+        assert _run(["ingest", g, "-o", tmp_path / "u.parquet", "--undirected", "-q"]) == 0
+    assert not caplog.records
+    meta = read_meta(tmp_path / "u.parquet")
+    assert meta["directed"] is False and meta["arcs"] == 4 and meta["metis_listing"] == "one-end"
