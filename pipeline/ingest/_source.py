@@ -506,7 +506,8 @@ class LineCursor:
         counting the newlines as it goes; decompression, hashing and counting thus
         overlap the parsing on the calling thread (all of them release the GIL).
         ``buf`` is valid until the next chunk is requested, so the consumer parses it
-        (``pyarrow.py_buffer(buf)[:end]`` is free) or copies it.
+        or copies it. It is Python memory: never hand it to a threaded pyarrow reader
+        as it is (``pyarrow.py_buffer``), see ``_records.arrow_copy``.
         """
         reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof, self.lineno)
         self._buf = b""
