@@ -58,6 +58,9 @@ class TruncatedInput(InputError):
         return err
 
 
+_MEASURE_READ = 1 << 16  # compressed bytes per read in readable_text
+
+
 def readable_text(path, compression: str) -> tuple[int, int] | None:
     """``(bytes, newlines)`` of the text a truncated or corrupt compressed file yields
     from its start, measured with the incremental decompressors (which hand out all
@@ -83,21 +86,24 @@ def readable_text(path, compression: str) -> tuple[int, int] | None:
     try:
         with open(path, "rb") as f:
             while True:
-                chunk = f.read(1 << 16)
+                chunk = f.read(_MEASURE_READ)
                 if not chunk:
                     break
                 while chunk:
+                    if getattr(d, "eof", False):
+                        # another stream (concatenated gzip members, xz/bzip2 streams),
+                        # also when the last one ended with the previous read
+                        if compression == "xz":
+                            chunk = chunk.lstrip(b"\0")  # stream padding
+                            if not chunk:
+                                break
+                        if compression == "gz" and not chunk.startswith(b"\x1f\x8b"):
+                            break
+                        d = new()
                     out = d.decompress(chunk)
                     nbytes += len(out)
                     nlines += out.count(b"\n")
-                    if getattr(d, "eof", False) and d.unused_data:
-                        # another stream (concatenated gzip members, xz streams)
-                        chunk = d.unused_data
-                        d = new()
-                        if compression == "gz" and not chunk.startswith(b"\x1f\x8b"):
-                            break
-                        continue
-                    chunk = b""
+                    chunk = d.unused_data if getattr(d, "eof", False) else b""
     except Exception:  # corrupt data: what came out before it is the readable text
         pass
     return nbytes, nlines
@@ -160,6 +166,128 @@ def zstd_incomplete(path) -> str | None:
     return None
 
 COMPRESSION_SUFFIXES = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma")
+
+_STREAM_MAGIC = {"xz": b"\xfd7zXZ\x00", "bz2": b"BZh"}
+
+
+class StreamError(OSError):
+    """What follows an xz/bzip2 stream is neither another stream nor the end of the
+    file (trailing garbage, a damaged later stream's header)."""
+
+
+class _Streams(io.RawIOBase):
+    """The text of concatenated ``.xz`` or ``.bz2`` streams (``xz``/``pbzip2``/``cat``).
+
+    ``lzma.LZMAFile`` and ``bz2.BZ2File`` end the text quietly at data after a stream
+    that does not decode: a damaged later stream or trailing garbage, and with it the
+    rest of the input, would be dropped without an error. Here whatever follows a
+    stream must be another stream of the same kind (its magic bytes, then data that
+    decodes) or the end of the file; xz stream padding (zero bytes, a multiple of 4,
+    as ``xz -d`` accepts) is skipped. Anything else raises, as ``.gz`` and ``.zst``
+    inputs do: ``EOFError`` for a stream that ends early, :class:`StreamError` for
+    bytes that are not a stream, the decompressor's error for corrupt data.
+    """
+
+    _READ = 1 << 16
+
+    def __init__(self, fp, kind: str):
+        self._fp = fp
+        self._kind = kind
+        self._what = _KIND[kind]
+        self._magic = _STREAM_MAGIC[kind]
+        self._d = self._new()
+        self._pending = b""   # compressed bytes read but not yet given to self._d
+        self._offset = 0      # compressed bytes read from fp
+        self._stream = 1
+        self._done = False
+
+    def _new(self):
+        return lzma.LZMADecompressor(lzma.FORMAT_XZ) if self._kind == "xz" else bz2.BZ2Decompressor()
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        with memoryview(b) as view, view.cast("B") as out:
+            data = self._read(len(out))
+            out[: len(data)] = data
+        return len(data)
+
+    def _more(self) -> bytes:
+        b = self._fp.read(self._READ)
+        self._offset += len(b)
+        return b
+
+    def _next_stream(self, tail: bytes) -> bool:
+        """After the end of a stream (``tail``: its unused bytes): start the next one,
+        or return False at the end of the file."""
+        start = self._offset - len(tail)  # where the bytes after the stream begin
+        if self._kind == "xz":
+            pad = 0
+            while True:
+                stripped = tail.lstrip(b"\0")
+                pad += len(tail) - len(stripped)
+                tail = stripped
+                if tail:
+                    break
+                tail = self._more()
+                if not tail:
+                    break
+            if pad % 4:
+                raise StreamError(f"{pad} zero bytes after xz stream {self._stream} (at compressed byte "
+                                  f"{start:,}): stream padding must be a multiple of 4 bytes")
+            start += pad
+        while len(tail) < len(self._magic):
+            more = self._more()
+            if not more:
+                break
+            tail += more
+        if not tail:
+            return False
+        if not tail.startswith(self._magic):
+            rest = len(tail) + self._remaining()
+            raise StreamError(f"{rest:,} bytes after {self._what} stream {self._stream} (from compressed byte "
+                              f"{start:,}) are not {self._what} data (trailing garbage?)")
+        self._stream += 1
+        self._d = self._new()
+        self._pending = tail
+        return True
+
+    def _remaining(self) -> int:
+        n = 0
+        while True:
+            b = self._more()
+            if not b:
+                return n
+            n += len(b)
+
+    def _read(self, size: int) -> bytes:
+        while not self._done and size > 0:
+            d = self._d
+            if d.eof:
+                if not self._next_stream(d.unused_data):
+                    self._done = True
+                    break
+                continue
+            if self._pending:
+                raw, self._pending = self._pending, b""
+            elif d.needs_input:
+                raw = self._more()
+                if not raw:
+                    raise EOFError(f"the data ends inside {self._what} stream {self._stream} (truncated file)")
+            else:
+                raw = b""
+            data = d.decompress(raw, size)
+            if data:
+                return data
+        return b""
+
+    def close(self):
+        try:
+            self._fp.close()
+        finally:
+            super().close()
+
 
 
 class _HashingReader(io.RawIOBase):
@@ -288,10 +416,8 @@ class Source:
             return buffered
         if c == "gz":
             return gzip.GzipFile(fileobj=buffered, mode="rb")
-        if c == "xz":
-            return lzma.LZMAFile(buffered, mode="rb")
-        if c == "bz2":
-            return bz2.BZ2File(buffered, mode="rb")
+        if c in ("xz", "bz2"):  # not LZMAFile/BZ2File: they drop what follows a bad stream
+            return io.BufferedReader(_Streams(buffered, c), buffer_size=1 << 20)
         if c == "zst":
             import zstandard
 
