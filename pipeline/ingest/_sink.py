@@ -35,6 +35,29 @@ class IdOverflow(Exception):
     """Ids do not fit the id type chosen up front: start again with int64."""
 
 
+# significand bits of the float weight types: every integer up to 2**bits in magnitude
+# is exact, a larger one only when it is a multiple of a large enough power of two
+FLOAT_BITS = {"float32": 24, "float64": 53}
+
+
+def inexact_integers(w: np.ndarray, bits: int) -> np.ndarray:
+    """Mask of the integers in ``w`` (an integer array) that a float with ``bits``
+    significand bits cannot hold exactly (``float32``: 24, ``float64``: 53).
+
+    Exact on all of int64: ``|v|`` is exact iff its odd part (``|v|`` over its lowest
+    set bit) is below ``2**bits``; no float arithmetic is involved.
+    """
+    limit = 1 << bits
+    big = (w > limit) | (w < -limit)
+    if not big.any():
+        return big
+    u = np.abs(w[big]).astype(np.uint64)  # |-2**63| wraps to -2**63, i.e. 2**63 as uint64
+    low = u & (~u + np.uint64(1))         # lowest set bit
+    out = np.zeros(len(w), dtype=bool)
+    out[big] = (u // low) >= np.uint64(limit)
+    return out
+
+
 def fsync_path(path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -226,6 +249,12 @@ class WeightPlan:
             if self.lo < info.min or self.hi > info.max:
                 raise UsageError(f"--weights {spec}: the range {self.lo}..{self.hi} does not fit "
                                  f"{weight_type} ({info.min}..{info.max})")
+        if self.kind == "random" and weight_type in FLOAT_BITS:
+            bits = FLOAT_BITS[weight_type]
+            if max(abs(self.lo), abs(self.hi)) > 1 << bits:
+                raise UsageError(f"--weights {spec}: integers beyond 2**{bits} = {1 << bits:,} in magnitude "
+                                 f"are not all exact in {weight_type}; use --weight-type int64, or a range "
+                                 f"within -{1 << bits}..{1 << bits}")
 
     label_override = None
 
@@ -453,7 +482,24 @@ class EdgeSink:
         self._keys.append(k)
 
     def _cast_weights(self, w, batch):
+        """``w`` as the stored weight type, refusing (file and line named) what the cast
+        would change beyond rounding a real number: an int32 overflow, a float32
+        overflow, an integer weight that float32 (float64) cannot hold exactly (beyond
+        2**24 (2**53) and not a multiple of a large enough power of two), and a nonzero
+        real weight that float32 would store as 0 or as a subnormal (below
+        1.1754944e-38 in magnitude, where float32 keeps fewer significant bits).
+        Rounding a real-valued weight to the nearest float32 is inherent in choosing
+        float32 and accepted (as reading a decimal number into float64 rounds it)."""
         t = self.wp.np_type
+        name = self.wp.weight_type
+
+        def refuse(bad, what):
+            i = int(np.argmax(bad))
+            v = w[i].item()
+            if self._generated:
+                raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {v}, {what(i, v)}")
+            raise InputError(self.display, batch.line_of(i) if batch else None, f"weight {v} {what(i, v)}")
+
         if w.dtype == t:
             if w.dtype.kind == "f" and not np.isfinite(w).all():
                 i = int(np.argmin(np.isfinite(w)))
@@ -464,19 +510,32 @@ class EdgeSink:
             info = np.iinfo(t)
             bad = (w < info.min) | (w > info.max)
             if bad.any():
-                i = int(np.argmax(bad))
-                raise InputError(self.display, batch.line_of(i) if batch else None,
-                                 f"weight {w[i]} overflows int32 (range {info.min}..{info.max}); "
-                                 "use --weight-type int64")
+                refuse(bad, lambda i, v: f"overflows int32 (range {info.min}..{info.max}); use --weight-type int64")
+            return w.astype(t)
+        if w.dtype.kind in "iu" and name in FLOAT_BITS:
+            bits = FLOAT_BITS[name]
+            bad = inexact_integers(w.astype(np.int64, copy=False), bits)
+            if bad.any():
+                other = "int64 or float64" if name == "float32" else "int64"
+                refuse(bad, lambda i, v: (
+                    f"is an integer that {name} cannot hold exactly: it would be stored as "
+                    f"{float(t(v)):.17g} ({name} holds every integer up to 2**{bits} = {1 << bits:,} in "
+                    f"magnitude, larger ones only when rounding leaves them unchanged); use "
+                    f"--weight-type {other}"))
             return w.astype(t)
         if t == np.float32:
             info = np.finfo(np.float32)
             bad = np.abs(w) > info.max
             if bad.any():
-                i = int(np.argmax(bad))
-                raise InputError(self.display, batch.line_of(i) if batch else None,
-                                 f"weight {w[i]} overflows float32; use --weight-type float64")
-            return w.astype(t)
+                refuse(bad, lambda i, v: "overflows float32; use --weight-type float64")
+            w32 = w.astype(t)
+            bad = (w != 0) & (np.abs(w32) < info.tiny)
+            if bad.any():
+                refuse(bad, lambda i, v: (
+                    f"underflows float32: it would be stored as {float(w32[i]):.9g} (nonzero weights below "
+                    f"{float(info.tiny):.9g} in magnitude become 0 or lose precision in float32); use "
+                    "--weight-type float64"))
+            return w32
         return w.astype(t)
 
     # -- end ----------------------------------------------------------------------
