@@ -30,9 +30,49 @@ _DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\
 _HEX = re.compile(rb"[+-]?0[xX]")
 
 
+# int64's largest magnitude, 9223372036854775808, has 19 digits: a token with more
+# significant digits does not fit whatever they are, and never reaches int() (which
+# refuses more than 4,300 digits with a ValueError of its own, a traceback here)
+I64_DIGITS = 19
+
+
+def too_many_digits(tok: bytes) -> bool:
+    """Whether a decimal integer token has more significant digits than any int64."""
+    return len(tok.lstrip(b"+-").lstrip(b"0")) > I64_DIGITS
+
+
+def show_number(tok: bytes) -> str:
+    """A numeric token for a message; a long one shortened, with its digit count."""
+    s = tok.decode("ascii", "replace")
+    if len(s) <= 40:
+        return s
+    return f"{s[:20]}... ({len(s.lstrip('+-')):,} digits)"
+
+
+class NumberTooLarge(InputError):
+    """An integer token too long for 64 bits, met where the file and line are not at
+    hand (:func:`decimal_int`, under the format readers' header parsing): the
+    enclosing :class:`~._source.Source` names them (``Source.__exit__``: its file and
+    the line its cursor handed out last, the one being parsed)."""
+
+    def __init__(self, path, line, message):
+        super().__init__(path, line, message)
+        self.located = path is not None
+
+
 def decimal_int(tok: bytes) -> int | None:
-    """The integer a decimal token spells, or ``None``."""
-    return int(tok) if _DEC_INT.match(tok) else None
+    """The integer a decimal token spells, or ``None``.
+
+    Raises
+    ------
+    NumberTooLarge
+        More significant digits than any 64-bit integer has.
+    """
+    if not _DEC_INT.match(tok):
+        return None
+    if too_many_digits(tok):
+        raise NumberTooLarge(None, None, f"integer {show_number(tok)} does not fit in 64 bits")
+    return int(tok)
 
 
 def hex_note(tok: bytes) -> str:
@@ -214,6 +254,8 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                         hint = " (real-valued weights: the file mixes integer and real weights)"
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
                                      f"(expected a decimal integer; {spec.describe}){hint}")
+                if too_many_digits(t):
+                    raise InputError(display, lineno, f"{spec.fields[j]} {show_number(t)} does not fit in 64 bits")
                 v = int(t)
                 if v > _I64_MAX or v < _I64_MIN:
                     raise InputError(display, lineno, f"{spec.fields[j]} {v} does not fit in 64 bits")

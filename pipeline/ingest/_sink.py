@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import os
+import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, path_bound_
 from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
 from ._limits import Limits, bound_message
+from ._records import show_number
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,10 @@ _I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 WEIGHTS_FORMS = "file, unit, random:LO:HI:SEED (integers) or random-float:LO:HI:SEED (reals)"
 
 
+def _short(spec: str) -> str:
+    return spec if len(spec) <= 80 else f"{spec[:60]}... ({len(spec):,} characters)"
+
+
 def parse_weights_spec(spec: str):
     """``--weights SPEC`` -> ``(kind, (lo, hi) or None, seed or None)``.
 
@@ -196,6 +202,9 @@ def parse_weights_spec(spec: str):
         raise UsageError(f"--weights {spec}: expected {form} (3 values after '{head}:', found {len(rest)})")
     lohi = []
     for name, tok in (("LO", rest[0]), ("HI", rest[1])):
+        if kind == "random" and re.fullmatch(r"\s*[+-]?0*[1-9][0-9]{19,}\s*", tok):  # int() stops at 4,300 digits
+            raise UsageError(f"--weights {_short(spec)}: {name} {show_number(tok.strip().encode())} does not "
+                             f"fit in 64 bits ({_I64_MIN}..{_I64_MAX}); expected {form}")
         try:
             v = float(tok) if kind == "random-float" else int(tok, 10)
         except ValueError:
@@ -207,6 +216,9 @@ def parse_weights_spec(spec: str):
             raise UsageError(f"--weights {spec}: {name} {v} does not fit in 64 bits "
                              f"({_I64_MIN}..{_I64_MAX}); expected {form}")
         lohi.append(v)
+    if len(rest[2]) > 4000:  # int() stops at 4,300 digits: no seed needs that many
+        raise UsageError(f"--weights {_short(spec)}: SEED has {len(rest[2]):,} characters; expected {form} "
+                         "with a whole number SEED >= 0 of at most 4,000 digits")
     try:
         seed = int(rest[2], 10)
     except ValueError:

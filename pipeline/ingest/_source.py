@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
+from ._records import NumberTooLarge
 
 try:  # optional: .zst inputs
     from zstandard import ZstdError as _ZstdError
@@ -400,6 +401,7 @@ class Source:
         # bytes of text, when known before reading (not for compressed streams)
         self.text_size = None if self.compression else self.path.stat().st_size
         self.text_read = 0  # bytes of text handed out
+        self.last_line = None  # number of the line a LineCursor handed out last
         self._checked_end = False
         name = strip_compression(self.path.name)
         self.inner_name = name
@@ -482,8 +484,13 @@ class Source:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.close()
+        if isinstance(exc, NumberTooLarge) and not exc.located:
+            # raised while a reader parsed the line its cursor handed out last
+            exc.path, exc.located = self.display, True
+            if exc.line is None:
+                exc.line = self.last_line
 
     def _failed(self, exc, detail=None) -> TruncatedInput:
         what = f"{_KIND[self.compression]} data" if self.compression else "the file"
@@ -609,11 +616,13 @@ class LineCursor:
             if i >= 0:
                 line = self._buf[:i]
                 self._buf = self._buf[i + 1 :]
+                self.source.last_line = self.lineno
                 self.lineno += 1
                 return line.rstrip(b"\r")
             if self._eof:
                 if self._buf:
                     line, self._buf = self._buf, b""
+                    self.source.last_line = self.lineno
                     self.lineno += 1
                     return line.rstrip(b"\r")
                 return None
