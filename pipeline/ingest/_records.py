@@ -193,6 +193,16 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
     return out
 
 
+def lone_cr_note(line: bytes) -> str:
+    """The error for a line (LF-delimited, a final CR removed) that holds a carriage
+    return: a line break to some readers (pyarrow's CSV parser, classic Mac OS text),
+    a blank to others, so the file's lines are ambiguous and it is refused."""
+    i = line.find(b"\r")
+    before = line[:i].decode("utf-8", "replace")[-30:]
+    return (f"carriage return (CR) inside the line, after {before!r}: lines must end with LF or CRLF; "
+            "lone CR line endings (classic Mac OS) are not accepted (convert the CRs to LFs)")
+
+
 def _is_comment(tok0: bytes, line: bytes, spec: RecordSpec) -> bool:
     if not spec.comments:
         return False
@@ -216,6 +226,11 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
     lineno = first_line - 1
     for raw in buf.split(b"\n"):
         lineno += 1
+        if b"\r" in raw:
+            if raw.endswith(b"\r"):  # CRLF
+                raw = raw[:-1]
+            if b"\r" in raw:
+                raise InputError(display, lineno, lone_cr_note(raw))
         s = raw.strip()
         if not s:
             continue
@@ -303,10 +318,11 @@ def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_ty
     """Yield a :class:`Batch` per chunk of the cursor's remaining text."""
     if id_type is None:
         id_type = getattr(cursor, "id_type", None)
-    for buf, end, first, nlines in cursor.chunks():
+    for buf, end, first, nlines, lone_cr in cursor.chunks():
         # pyarrow reads '0x10' as an integer: a chunk with an 'x' anywhere (records have
-        # none) goes to the precise path, which refuses hexadecimal with its line
-        if buf.find(b"x", 0, end) >= 0 or buf.find(b"X", 0, end) >= 0:
+        # none) goes to the precise path, which refuses hexadecimal with its line; and
+        # it takes a lone CR for a line break, which the precise path refuses
+        if lone_cr or buf.find(b"x", 0, end) >= 0 or buf.find(b"X", 0, end) >= 0:
             cols = None
         else:
             cols = parse_fast(memoryview(buf)[:end], spec, id_type)

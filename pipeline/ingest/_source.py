@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
-from ._records import NumberTooLarge
+from ._records import NumberTooLarge, lone_cr_note
 
 try:  # optional: .zst inputs
     from zstandard import ZstdError as _ZstdError
@@ -610,23 +610,32 @@ class LineCursor:
                 self._buf += b
 
     def readline(self) -> bytes | None:
-        """Next line without its end-of-line (``None`` at end of file)."""
+        """Next line without its end-of-line, LF or CRLF (``None`` at end of file).
+
+        Raises
+        ------
+        InputError
+            The line holds a lone CR (:func:`lone_cr_note`).
+        """
         while True:
             i = self._buf.find(b"\n")
             if i >= 0:
                 line = self._buf[:i]
                 self._buf = self._buf[i + 1 :]
-                self.source.last_line = self.lineno
-                self.lineno += 1
-                return line.rstrip(b"\r")
-            if self._eof:
-                if self._buf:
-                    line, self._buf = self._buf, b""
-                    self.source.last_line = self.lineno
-                    self.lineno += 1
-                    return line.rstrip(b"\r")
-                return None
-            self._fill(len(self._buf) + (1 << 16))
+            elif self._eof:
+                if not self._buf:
+                    return None
+                line, self._buf = self._buf, b""
+            else:
+                self._fill(len(self._buf) + (1 << 16))
+                continue
+            self.source.last_line = self.lineno
+            self.lineno += 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if b"\r" in line:
+                raise InputError(self.source.display, self.lineno - 1, lone_cr_note(line))
+            return line
 
     def unread(self, line: bytes):
         """Put one line back (the first record after a header)."""
@@ -634,7 +643,9 @@ class LineCursor:
         self.lineno -= 1
 
     def chunks(self):
-        """Yield ``(buf, end, first_line, nlines)``: ``buf[:end]`` holds whole lines.
+        """Yield ``(buf, end, first_line, nlines, lone_cr)``: ``buf[:end]`` holds whole
+        lines; ``lone_cr`` says whether one of them holds a carriage return that does
+        not end it (just before its LF): see :func:`lone_cr_note`.
 
         A background thread reads ahead (``readinto`` into a small pool of reused
         ``bytearray`` buffers, so no per-chunk allocation), feeding the sha256 and
@@ -653,11 +664,11 @@ class LineCursor:
                 if item is None:
                     self._eof = True
                     return
-                ba, end, nlines = item
+                ba, end, nlines, lone_cr = item
                 first = self.lineno
                 self.lineno += nlines
                 try:
-                    yield ba, end, first, nlines
+                    yield ba, end, first, nlines, lone_cr
                 finally:
                     reader.release(ba)
         finally:
@@ -694,6 +705,7 @@ class _ChunkReader:
         self._ready = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._mask = None
+        self._crmask = None
         self._thread = threading.Thread(target=self._run, name="sssp-ingest-read", daemon=True)
         self._thread.start()
 
@@ -745,16 +757,30 @@ class _ChunkReader:
             except queue.Empty:
                 continue
 
-    def _count_lines(self, ba, end) -> int:
+    def _count_lines(self, ba, end) -> tuple[int, bool]:
+        """Newlines in ``ba[:end]`` (which ends with one), and whether a CR stands
+        anywhere but just before an LF (a lone CR)."""
         import numpy as np
 
+        has_cr = ba.find(b"\r", 0, end) >= 0  # memchr: CRLF files pay the check below
         if end < (1 << 16):
-            return ba.count(b"\n", 0, end)
+            lone = has_cr and ba.count(b"\r", 0, end) != ba.count(b"\r\n", 0, end)
+            return ba.count(b"\n", 0, end), lone
         if self._mask is None or len(self._mask) < end:
             self._mask = np.empty(max(end, self.size + (1 << 20)), dtype=bool)
+        arr = np.frombuffer(ba, dtype=np.uint8, count=end)
         m = self._mask[:end]
-        np.equal(np.frombuffer(ba, dtype=np.uint8, count=end), 10, out=m)
-        return int(np.count_nonzero(m))
+        np.equal(arr, 10, out=m)
+        nlines = int(np.count_nonzero(m))
+        lone = False
+        if has_cr:  # vectorised, GIL released: a CR at i and no LF at i + 1
+            if self._crmask is None or len(self._crmask) < end:
+                self._crmask = np.empty(len(self._mask), dtype=bool)
+            c = self._crmask[:end]
+            np.equal(arr, 13, out=c)
+            np.greater(c[:-1], m[1:], out=c[:-1])
+            lone = bool(c[:-1].any())  # (the last byte is the chunk's final LF)
+        return nlines, lone
 
     def _run(self):
         try:
@@ -812,8 +838,8 @@ class _ChunkReader:
                     break
                 # one line longer than a chunk: keep reading into this buffer
             carry = bytes(ba[end:filled])
-            nlines = self._count_lines(ba, end)
+            nlines, lone_cr = self._count_lines(ba, end)
             self.lines_done += nlines
-            self._put((ba, end, nlines))
+            self._put((ba, end, nlines, lone_cr))
             if eof and not carry:
                 return
