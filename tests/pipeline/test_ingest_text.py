@@ -148,3 +148,35 @@ def test_crlf_reads_as_lf(tmp_path):
     lines[40000] = lines[40000].replace("a ", "a x", 1)
     e = _fails(tmp_path, "bad.gr", "\r\n".join(lines), chunk_bytes=1 << 16)
     assert e.line == 40001
+
+
+# -- C2: fewer records than the header announces: the line where they run out -------------
+@pytest.mark.parametrize("name,text,line,what", [
+    ("fewer.gr", "p sp 3 4\na 1 2 5\na 2 3 1\na 3 1 2\n", 5, "number of arcs does not match the header"),
+    ("fewer2.gr", "c x\np sp 3 4\na 1 2 5\na 2 3 1\na 3 1 2\nc end\n\n", 8, "number of arcs"),
+    ("fewer3.gr", "p sp 3 4\na 1 2 5\na 2 3 1\na 3 1 2", 5, "number of arcs"),  # no final newline
+    ("fewer.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 3\n1 2 5\n2 3 1\n", 5,
+     "number of entries does not match the header"),
+    ("fewer.pace", "p tw 3 3\n1 2\n2 3\n", 4, "number of edges does not match the header"),
+    ("fewer.ss", "p aux sp ss 3\ns 1\ns 2\n", 4, "record count does not match the header"),
+])
+def test_fewer_records_than_announced_name_the_end(tmp_path, name, text, line, what):
+    e = _fails(tmp_path, name, text)
+    assert e.line == line and what in e.message, e
+    assert f"run out at the end of the file (after line {line - 1})" in e.message
+
+
+def test_fewer_records_compressed(tmp_path):
+    import gzip
+
+    text = "p sp 3 4\na 1 2 5\na 2 3 1\na 3 1 2\n"
+    e = _fails(tmp_path, "fewer.gr.gz", gzip.compress(text.encode()))
+    assert e.line == 5 and "expected 4 arcs" in e.message and "found 3" in e.message
+
+
+def test_fewer_sources_than_announced(tmp_path):
+    p = tmp_path / "s.ss"
+    p.write_text("p aux sp ss 3\ns 1\ns 2\nc end\n")
+    with pytest.raises(InputError) as ei:
+        read_sources(p, vertices=3)
+    assert ei.value.line == 5 and "source count does not match the header" in ei.value.message
