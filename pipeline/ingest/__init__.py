@@ -336,8 +336,9 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
                 raise InputError(display, b.line_of(i), f"vertex id {ids[i]} is negative")
             cols_all.append(b.cols)
         if lines_seen != count:
-            raise InputError(display, None, f"record count does not match the header: expected {count} "
-                             f"(from '{htext}' at line {hline}), found {lines_seen}")
+            raise InputError(display, cursor.lineno, f"record count does not match the header: expected "
+                             f"{count} (from '{htext}' at line {hline}), found {lines_seen}: the records "
+                             f"run out at the end of the file (after line {cursor.lineno - 1})")
         if cols_all:
             cols = [np.concatenate([c[j] for c in cols_all]) for j in range(len(spec.fields))]
         else:
@@ -414,8 +415,9 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
                     _check_sources(b.cols[0], b, src.display, vertices, id_base)
             ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.int64)
             if count is not None and len(ids) != count:
-                raise InputError(src.display, None, f"source count does not match the header: expected "
-                                 f"{count} (from '{htext}' at line {hline}), found {len(ids)}")
+                raise InputError(src.display, cursor.lineno, f"source count does not match the header: "
+                                 f"expected {count} (from '{htext}' at line {hline}), found {len(ids)}: "
+                                 f"the sources run out at the end of the file (after line {cursor.lineno - 1})")
         return ids
     if vertices is not None:
         _check_sources(ids, None, str(path), vertices, id_base)

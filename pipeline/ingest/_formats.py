@@ -148,12 +148,16 @@ class CountCheck:
                              f"{self.expected + 1}")
         self.seen += n
 
-    def finish(self):
+    def finish(self, end_line=None):
+        """After the last record; ``end_line``: the line after the file's last one,
+        where the records ran out (named by the error, as for a truncated file)."""
         if self.expected is not None and self.seen != self.expected:
-            raise InputError(self.display, None,
+            end = (f": the {self.noun} run out at the end of the file (after line {end_line - 1})"
+                   if end_line is not None else "")
+            raise InputError(self.display, end_line,
                              f"number of {self.noun} does not match the header: expected {self.expected} "
                              f"{self.noun} (from '{self.header_text}' at line {self.header_line}), "
-                             f"found {self.seen}")
+                             f"found {self.seen}{end}")
 
 
 # -- DIMACS .gr -----------------------------------------------------------------------
@@ -168,7 +172,7 @@ def _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based,
         cc.add(len(u), b)
         check_ids(u, v, b, display, base, base + n - 1, header_desc=desc, zero_hint=not zero_based)
         yield u, v, (b.cols[2] if len(b.cols) > 2 else None), b
-    cc.finish()
+    cc.finish(cursor.lineno)
 
 
 def read_gr(cursor, display, *, zero_based=False, undirected=False, limits=None):
@@ -247,7 +251,7 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None
                 check_ids(u, u, b, display, 1, rows, header_desc=f" (rows, size line {sline})")
                 check_ids(v, v, b, display, 1, cols, header_desc=f" (columns, size line {sline})")
             yield u, v, w, b
-        cc.finish()
+        cc.finish(cursor.lineno)
 
     return hdr, batches()
 

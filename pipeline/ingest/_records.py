@@ -30,9 +30,49 @@ _DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\
 _HEX = re.compile(rb"[+-]?0[xX]")
 
 
+# int64's largest magnitude, 9223372036854775808, has 19 digits: a token with more
+# significant digits does not fit whatever they are, and never reaches int() (which
+# refuses more than 4,300 digits with a ValueError of its own, a traceback here)
+I64_DIGITS = 19
+
+
+def too_many_digits(tok: bytes) -> bool:
+    """Whether a decimal integer token has more significant digits than any int64."""
+    return len(tok.lstrip(b"+-").lstrip(b"0")) > I64_DIGITS
+
+
+def show_number(tok: bytes) -> str:
+    """A numeric token for a message; a long one shortened, with its digit count."""
+    s = tok.decode("ascii", "replace")
+    if len(s) <= 40:
+        return s
+    return f"{s[:20]}... ({len(s.lstrip('+-')):,} digits)"
+
+
+class NumberTooLarge(InputError):
+    """An integer token too long for 64 bits, met where the file and line are not at
+    hand (:func:`decimal_int`, under the format readers' header parsing): the
+    enclosing :class:`~._source.Source` names them (``Source.__exit__``: its file and
+    the line its cursor handed out last, the one being parsed)."""
+
+    def __init__(self, path, line, message):
+        super().__init__(path, line, message)
+        self.located = path is not None
+
+
 def decimal_int(tok: bytes) -> int | None:
-    """The integer a decimal token spells, or ``None``."""
-    return int(tok) if _DEC_INT.match(tok) else None
+    """The integer a decimal token spells, or ``None``.
+
+    Raises
+    ------
+    NumberTooLarge
+        More significant digits than any 64-bit integer has.
+    """
+    if not _DEC_INT.match(tok):
+        return None
+    if too_many_digits(tok):
+        raise NumberTooLarge(None, None, f"integer {show_number(tok)} does not fit in 64 bits")
+    return int(tok)
 
 
 def hex_note(tok: bytes) -> str:
@@ -73,12 +113,35 @@ class _Fallback(Exception):
     pass
 
 
+def arrow_copy(view) -> pa.Buffer:
+    """The bytes of ``view`` (any bytes-like object) copied into memory Arrow owns.
+
+    pyarrow's threaded CSV reader can drop its last reference to its input on one of
+    Arrow's own worker threads *after* ``read_csv`` has returned. For a buffer over
+    Python memory (``pa.py_buffer(bytearray)``) that release takes the GIL; when the
+    interpreter is already finalizing (an input error ends ``sssp`` at once), Python
+    ends the worker thread inside a C++ destructor and the process aborts with
+    "terminate called without an active exception" (exit 134 instead of 2). Memory
+    Arrow owns is released without the GIL. The copy costs ~1 ms per 16 MiB chunk.
+    """
+    with memoryview(view) as mv, mv.cast("B") as src:
+        out = pa.allocate_buffer(len(src))
+        with memoryview(out) as m, m.cast("B") as dst:
+            dst[:] = src
+    return out
+
+
 def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
-    """Parse a chunk of whole lines (bytes or a pyarrow Buffer); ``None`` when it
-    needs the precise path.
+    """Parse a chunk of whole lines (any bytes-like object); ``None`` when it needs the
+    precise path.
 
     ``id_type`` (``pa.int32()``) parses the id fields straight to 32 bits; a larger
     id then sends the chunk to the precise path, which reads 64-bit values.
+
+    pyarrow gets a copy in memory it owns (:func:`arrow_copy`) and no Python callback
+    (a row with the wrong column count makes ``read_csv`` fail, which is all the fast
+    path needs to know): nothing its worker threads may still release after
+    ``read_csv`` returns needs the GIL.
     """
     names = (["k"] if spec.kind is not None else []) + [f"f{i}" for i in range(len(spec.fields))]
     types = {f"f{i}": (pa.float64() if fl else pa.int64()) for i, fl in enumerate(spec.floats)}
@@ -93,17 +156,12 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
         # chunk to the precise path, with no string column to build and compare
         types["k"] = pa.bool_()
         extra = {"true_values": [spec.kind.decode()], "false_values": []}
-    bad = []
-
-    def on_invalid(row):
-        bad.append(row)
-        return "skip"
-
+    data = arrow_copy(buf)
     try:
         tbl = pacsv.read_csv(
-            buf if isinstance(buf, pa.Buffer) else pa.py_buffer(buf),
+            data,
             read_options=pacsv.ReadOptions(
-                column_names=names, block_size=max(1 << 20, len(buf) // 2 + 1), use_threads=True
+                column_names=names, block_size=max(1 << 20, data.size // 2 + 1), use_threads=True
             ),
             parse_options=pacsv.ParseOptions(
                 delimiter=spec.delimiter,
@@ -111,16 +169,13 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
                 double_quote=False,
                 escape_char=False,
                 newlines_in_values=False,
-                invalid_row_handler=on_invalid,
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types=types, null_values=[], strings_can_be_null=False,
                 quoted_strings_can_be_null=False, **extra,
             ),
         )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if bad:
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a wrong column count too
         return None
     if spec.kind is not None:
         if tbl.column("k").null_count:
@@ -136,6 +191,16 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
             if fl and arr.size and not np.isfinite(arr).all():
                 return None
     return out
+
+
+def lone_cr_note(line: bytes) -> str:
+    """The error for a line (LF-delimited, a final CR removed) that holds a carriage
+    return: a line break to some readers (pyarrow's CSV parser, classic Mac OS text),
+    a blank to others, so the file's lines are ambiguous and it is refused."""
+    i = line.find(b"\r")
+    before = line[:i].decode("utf-8", "replace")[-30:]
+    return (f"carriage return (CR) inside the line, after {before!r}: lines must end with LF or CRLF; "
+            "lone CR line endings (classic Mac OS) are not accepted (convert the CRs to LFs)")
 
 
 def _is_comment(tok0: bytes, line: bytes, spec: RecordSpec) -> bool:
@@ -161,6 +226,11 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
     lineno = first_line - 1
     for raw in buf.split(b"\n"):
         lineno += 1
+        if b"\r" in raw:
+            if raw.endswith(b"\r"):  # CRLF
+                raw = raw[:-1]
+            if b"\r" in raw:
+                raise InputError(display, lineno, lone_cr_note(raw))
         s = raw.strip()
         if not s:
             continue
@@ -199,6 +269,8 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                         hint = " (real-valued weights: the file mixes integer and real weights)"
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
                                      f"(expected a decimal integer; {spec.describe}){hint}")
+                if too_many_digits(t):
+                    raise InputError(display, lineno, f"{spec.fields[j]} {show_number(t)} does not fit in 64 bits")
                 v = int(t)
                 if v > _I64_MAX or v < _I64_MIN:
                     raise InputError(display, lineno, f"{spec.fields[j]} {v} does not fit in 64 bits")
@@ -246,13 +318,14 @@ def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_ty
     """Yield a :class:`Batch` per chunk of the cursor's remaining text."""
     if id_type is None:
         id_type = getattr(cursor, "id_type", None)
-    for buf, end, first, nlines in cursor.chunks():
+    for buf, end, first, nlines, lone_cr in cursor.chunks():
         # pyarrow reads '0x10' as an integer: a chunk with an 'x' anywhere (records have
-        # none) goes to the precise path, which refuses hexadecimal with its line
-        if buf.find(b"x", 0, end) >= 0 or buf.find(b"X", 0, end) >= 0:
+        # none) goes to the precise path, which refuses hexadecimal with its line; and
+        # it takes a lone CR for a line break, which the precise path refuses
+        if lone_cr or buf.find(b"x", 0, end) >= 0 or buf.find(b"X", 0, end) >= 0:
             cols = None
         else:
-            cols = parse_fast(pa.py_buffer(buf)[:end], spec, id_type)
+            cols = parse_fast(memoryview(buf)[:end], spec, id_type)
         if cols is None:
             text = bytes(buf[:end])
             cols, lines = parse_slow(text, first, spec, display, header_line)

@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import os
+import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, path_bound_
 from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
 from ._limits import Limits, bound_message
+from ._records import show_number
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,29 @@ PARQUET_COMPRESSION = "lz4"  # LZ4_RAW in the file: ~1/3 cheaper to write than s
 
 class IdOverflow(Exception):
     """Ids do not fit the id type chosen up front: start again with int64."""
+
+
+# significand bits of the float weight types: every integer up to 2**bits in magnitude
+# is exact, a larger one only when it is a multiple of a large enough power of two
+FLOAT_BITS = {"float32": 24, "float64": 53}
+
+
+def inexact_integers(w: np.ndarray, bits: int) -> np.ndarray:
+    """Mask of the integers in ``w`` (an integer array) that a float with ``bits``
+    significand bits cannot hold exactly (``float32``: 24, ``float64``: 53).
+
+    Exact on all of int64: ``|v|`` is exact iff its odd part (``|v|`` over its lowest
+    set bit) is below ``2**bits``; no float arithmetic is involved.
+    """
+    limit = 1 << bits
+    big = (w > limit) | (w < -limit)
+    if not big.any():
+        return big
+    u = np.abs(w[big]).astype(np.uint64)  # |-2**63| wraps to -2**63, i.e. 2**63 as uint64
+    low = u & (~u + np.uint64(1))         # lowest set bit
+    out = np.zeros(len(w), dtype=bool)
+    out[big] = (u // low) >= np.uint64(limit)
+    return out
 
 
 def fsync_path(path) -> None:
@@ -151,6 +176,10 @@ _I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 WEIGHTS_FORMS = "file, unit, random:LO:HI:SEED (integers) or random-float:LO:HI:SEED (reals)"
 
 
+def _short(spec: str) -> str:
+    return spec if len(spec) <= 80 else f"{spec[:60]}... ({len(spec):,} characters)"
+
+
 def parse_weights_spec(spec: str):
     """``--weights SPEC`` -> ``(kind, (lo, hi) or None, seed or None)``.
 
@@ -173,6 +202,9 @@ def parse_weights_spec(spec: str):
         raise UsageError(f"--weights {spec}: expected {form} (3 values after '{head}:', found {len(rest)})")
     lohi = []
     for name, tok in (("LO", rest[0]), ("HI", rest[1])):
+        if kind == "random" and re.fullmatch(r"\s*[+-]?0*[1-9][0-9]{19,}\s*", tok):  # int() stops at 4,300 digits
+            raise UsageError(f"--weights {_short(spec)}: {name} {show_number(tok.strip().encode())} does not "
+                             f"fit in 64 bits ({_I64_MIN}..{_I64_MAX}); expected {form}")
         try:
             v = float(tok) if kind == "random-float" else int(tok, 10)
         except ValueError:
@@ -184,6 +216,9 @@ def parse_weights_spec(spec: str):
             raise UsageError(f"--weights {spec}: {name} {v} does not fit in 64 bits "
                              f"({_I64_MIN}..{_I64_MAX}); expected {form}")
         lohi.append(v)
+    if len(rest[2]) > 4000:  # int() stops at 4,300 digits: no seed needs that many
+        raise UsageError(f"--weights {_short(spec)}: SEED has {len(rest[2]):,} characters; expected {form} "
+                         "with a whole number SEED >= 0 of at most 4,000 digits")
     try:
         seed = int(rest[2], 10)
     except ValueError:
@@ -226,6 +261,12 @@ class WeightPlan:
             if self.lo < info.min or self.hi > info.max:
                 raise UsageError(f"--weights {spec}: the range {self.lo}..{self.hi} does not fit "
                                  f"{weight_type} ({info.min}..{info.max})")
+        if self.kind == "random" and weight_type in FLOAT_BITS:
+            bits = FLOAT_BITS[weight_type]
+            if max(abs(self.lo), abs(self.hi)) > 1 << bits:
+                raise UsageError(f"--weights {spec}: integers beyond 2**{bits} = {1 << bits:,} in magnitude "
+                                 f"are not all exact in {weight_type}; use --weight-type int64, or a range "
+                                 f"within -{1 << bits}..{1 << bits}")
 
     label_override = None
 
@@ -453,7 +494,24 @@ class EdgeSink:
         self._keys.append(k)
 
     def _cast_weights(self, w, batch):
+        """``w`` as the stored weight type, refusing (file and line named) what the cast
+        would change beyond rounding a real number: an int32 overflow, a float32
+        overflow, an integer weight that float32 (float64) cannot hold exactly (beyond
+        2**24 (2**53) and not a multiple of a large enough power of two), and a nonzero
+        real weight that float32 would store as 0 or as a subnormal (below
+        1.1754944e-38 in magnitude, where float32 keeps fewer significant bits).
+        Rounding a real-valued weight to the nearest float32 is inherent in choosing
+        float32 and accepted (as reading a decimal number into float64 rounds it)."""
         t = self.wp.np_type
+        name = self.wp.weight_type
+
+        def refuse(bad, what):
+            i = int(np.argmax(bad))
+            v = w[i].item()
+            if self._generated:
+                raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {v}, {what(i, v)}")
+            raise InputError(self.display, batch.line_of(i) if batch else None, f"weight {v} {what(i, v)}")
+
         if w.dtype == t:
             if w.dtype.kind == "f" and not np.isfinite(w).all():
                 i = int(np.argmin(np.isfinite(w)))
@@ -464,19 +522,32 @@ class EdgeSink:
             info = np.iinfo(t)
             bad = (w < info.min) | (w > info.max)
             if bad.any():
-                i = int(np.argmax(bad))
-                raise InputError(self.display, batch.line_of(i) if batch else None,
-                                 f"weight {w[i]} overflows int32 (range {info.min}..{info.max}); "
-                                 "use --weight-type int64")
+                refuse(bad, lambda i, v: f"overflows int32 (range {info.min}..{info.max}); use --weight-type int64")
+            return w.astype(t)
+        if w.dtype.kind in "iu" and name in FLOAT_BITS:
+            bits = FLOAT_BITS[name]
+            bad = inexact_integers(w.astype(np.int64, copy=False), bits)
+            if bad.any():
+                other = "int64 or float64" if name == "float32" else "int64"
+                refuse(bad, lambda i, v: (
+                    f"is an integer that {name} cannot hold exactly: it would be stored as "
+                    f"{float(t(v)):.17g} ({name} holds every integer up to 2**{bits} = {1 << bits:,} in "
+                    f"magnitude, larger ones only when rounding leaves them unchanged); use "
+                    f"--weight-type {other}"))
             return w.astype(t)
         if t == np.float32:
             info = np.finfo(np.float32)
             bad = np.abs(w) > info.max
             if bad.any():
-                i = int(np.argmax(bad))
-                raise InputError(self.display, batch.line_of(i) if batch else None,
-                                 f"weight {w[i]} overflows float32; use --weight-type float64")
-            return w.astype(t)
+                refuse(bad, lambda i, v: "overflows float32; use --weight-type float64")
+            w32 = w.astype(t)
+            bad = (w != 0) & (np.abs(w32) < info.tiny)
+            if bad.any():
+                refuse(bad, lambda i, v: (
+                    f"underflows float32: it would be stored as {float(w32[i]):.9g} (nonzero weights below "
+                    f"{float(info.tiny):.9g} in magnitude become 0 or lose precision in float32); use "
+                    "--weight-type float64"))
+            return w32
         return w.astype(t)
 
     # -- end ----------------------------------------------------------------------

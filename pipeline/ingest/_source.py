@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
+from ._records import NumberTooLarge, lone_cr_note
 
 try:  # optional: .zst inputs
     from zstandard import ZstdError as _ZstdError
@@ -58,6 +59,9 @@ class TruncatedInput(InputError):
         return err
 
 
+_MEASURE_READ = 1 << 16  # compressed bytes per read in readable_text
+
+
 def readable_text(path, compression: str) -> tuple[int, int] | None:
     """``(bytes, newlines)`` of the text a truncated or corrupt compressed file yields
     from its start, measured with the incremental decompressors (which hand out all
@@ -83,21 +87,24 @@ def readable_text(path, compression: str) -> tuple[int, int] | None:
     try:
         with open(path, "rb") as f:
             while True:
-                chunk = f.read(1 << 16)
+                chunk = f.read(_MEASURE_READ)
                 if not chunk:
                     break
                 while chunk:
+                    if getattr(d, "eof", False):
+                        # another stream (concatenated gzip members, xz/bzip2 streams),
+                        # also when the last one ended with the previous read
+                        if compression == "xz":
+                            chunk = chunk.lstrip(b"\0")  # stream padding
+                            if not chunk:
+                                break
+                        if compression == "gz" and not chunk.startswith(b"\x1f\x8b"):
+                            break
+                        d = new()
                     out = d.decompress(chunk)
                     nbytes += len(out)
                     nlines += out.count(b"\n")
-                    if getattr(d, "eof", False) and d.unused_data:
-                        # another stream (concatenated gzip members, xz streams)
-                        chunk = d.unused_data
-                        d = new()
-                        if compression == "gz" and not chunk.startswith(b"\x1f\x8b"):
-                            break
-                        continue
-                    chunk = b""
+                    chunk = d.unused_data if getattr(d, "eof", False) else b""
     except Exception:  # corrupt data: what came out before it is the readable text
         pass
     return nbytes, nlines
@@ -160,6 +167,128 @@ def zstd_incomplete(path) -> str | None:
     return None
 
 COMPRESSION_SUFFIXES = (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma")
+
+_STREAM_MAGIC = {"xz": b"\xfd7zXZ\x00", "bz2": b"BZh"}
+
+
+class StreamError(OSError):
+    """What follows an xz/bzip2 stream is neither another stream nor the end of the
+    file (trailing garbage, a damaged later stream's header)."""
+
+
+class _Streams(io.RawIOBase):
+    """The text of concatenated ``.xz`` or ``.bz2`` streams (``xz``/``pbzip2``/``cat``).
+
+    ``lzma.LZMAFile`` and ``bz2.BZ2File`` end the text quietly at data after a stream
+    that does not decode: a damaged later stream or trailing garbage, and with it the
+    rest of the input, would be dropped without an error. Here whatever follows a
+    stream must be another stream of the same kind (its magic bytes, then data that
+    decodes) or the end of the file; xz stream padding (zero bytes, a multiple of 4,
+    as ``xz -d`` accepts) is skipped. Anything else raises, as ``.gz`` and ``.zst``
+    inputs do: ``EOFError`` for a stream that ends early, :class:`StreamError` for
+    bytes that are not a stream, the decompressor's error for corrupt data.
+    """
+
+    _READ = 1 << 16
+
+    def __init__(self, fp, kind: str):
+        self._fp = fp
+        self._kind = kind
+        self._what = _KIND[kind]
+        self._magic = _STREAM_MAGIC[kind]
+        self._d = self._new()
+        self._pending = b""   # compressed bytes read but not yet given to self._d
+        self._offset = 0      # compressed bytes read from fp
+        self._stream = 1
+        self._done = False
+
+    def _new(self):
+        return lzma.LZMADecompressor(lzma.FORMAT_XZ) if self._kind == "xz" else bz2.BZ2Decompressor()
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        with memoryview(b) as view, view.cast("B") as out:
+            data = self._read(len(out))
+            out[: len(data)] = data
+        return len(data)
+
+    def _more(self) -> bytes:
+        b = self._fp.read(self._READ)
+        self._offset += len(b)
+        return b
+
+    def _next_stream(self, tail: bytes) -> bool:
+        """After the end of a stream (``tail``: its unused bytes): start the next one,
+        or return False at the end of the file."""
+        start = self._offset - len(tail)  # where the bytes after the stream begin
+        if self._kind == "xz":
+            pad = 0
+            while True:
+                stripped = tail.lstrip(b"\0")
+                pad += len(tail) - len(stripped)
+                tail = stripped
+                if tail:
+                    break
+                tail = self._more()
+                if not tail:
+                    break
+            if pad % 4:
+                raise StreamError(f"{pad} zero bytes after xz stream {self._stream} (at compressed byte "
+                                  f"{start:,}): stream padding must be a multiple of 4 bytes")
+            start += pad
+        while len(tail) < len(self._magic):
+            more = self._more()
+            if not more:
+                break
+            tail += more
+        if not tail:
+            return False
+        if not tail.startswith(self._magic):
+            rest = len(tail) + self._remaining()
+            raise StreamError(f"{rest:,} bytes after {self._what} stream {self._stream} (from compressed byte "
+                              f"{start:,}) are not {self._what} data (trailing garbage?)")
+        self._stream += 1
+        self._d = self._new()
+        self._pending = tail
+        return True
+
+    def _remaining(self) -> int:
+        n = 0
+        while True:
+            b = self._more()
+            if not b:
+                return n
+            n += len(b)
+
+    def _read(self, size: int) -> bytes:
+        while not self._done and size > 0:
+            d = self._d
+            if d.eof:
+                if not self._next_stream(d.unused_data):
+                    self._done = True
+                    break
+                continue
+            if self._pending:
+                raw, self._pending = self._pending, b""
+            elif d.needs_input:
+                raw = self._more()
+                if not raw:
+                    raise EOFError(f"the data ends inside {self._what} stream {self._stream} (truncated file)")
+            else:
+                raw = b""
+            data = d.decompress(raw, size)
+            if data:
+                return data
+        return b""
+
+    def close(self):
+        try:
+            self._fp.close()
+        finally:
+            super().close()
+
 
 
 class _HashingReader(io.RawIOBase):
@@ -272,6 +401,7 @@ class Source:
         # bytes of text, when known before reading (not for compressed streams)
         self.text_size = None if self.compression else self.path.stat().st_size
         self.text_read = 0  # bytes of text handed out
+        self.last_line = None  # number of the line a LineCursor handed out last
         self._checked_end = False
         name = strip_compression(self.path.name)
         self.inner_name = name
@@ -288,10 +418,8 @@ class Source:
             return buffered
         if c == "gz":
             return gzip.GzipFile(fileobj=buffered, mode="rb")
-        if c == "xz":
-            return lzma.LZMAFile(buffered, mode="rb")
-        if c == "bz2":
-            return bz2.BZ2File(buffered, mode="rb")
+        if c in ("xz", "bz2"):  # not LZMAFile/BZ2File: they drop what follows a bad stream
+            return io.BufferedReader(_Streams(buffered, c), buffer_size=1 << 20)
         if c == "zst":
             import zstandard
 
@@ -356,8 +484,13 @@ class Source:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.close()
+        if isinstance(exc, NumberTooLarge) and not exc.located:
+            # raised while a reader parsed the line its cursor handed out last
+            exc.path, exc.located = self.display, True
+            if exc.line is None:
+                exc.line = self.last_line
 
     def _failed(self, exc, detail=None) -> TruncatedInput:
         what = f"{_KIND[self.compression]} data" if self.compression else "the file"
@@ -477,21 +610,32 @@ class LineCursor:
                 self._buf += b
 
     def readline(self) -> bytes | None:
-        """Next line without its end-of-line (``None`` at end of file)."""
+        """Next line without its end-of-line, LF or CRLF (``None`` at end of file).
+
+        Raises
+        ------
+        InputError
+            The line holds a lone CR (:func:`lone_cr_note`).
+        """
         while True:
             i = self._buf.find(b"\n")
             if i >= 0:
                 line = self._buf[:i]
                 self._buf = self._buf[i + 1 :]
-                self.lineno += 1
-                return line.rstrip(b"\r")
-            if self._eof:
-                if self._buf:
-                    line, self._buf = self._buf, b""
-                    self.lineno += 1
-                    return line.rstrip(b"\r")
-                return None
-            self._fill(len(self._buf) + (1 << 16))
+            elif self._eof:
+                if not self._buf:
+                    return None
+                line, self._buf = self._buf, b""
+            else:
+                self._fill(len(self._buf) + (1 << 16))
+                continue
+            self.source.last_line = self.lineno
+            self.lineno += 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if b"\r" in line:
+                raise InputError(self.source.display, self.lineno - 1, lone_cr_note(line))
+            return line
 
     def unread(self, line: bytes):
         """Put one line back (the first record after a header)."""
@@ -499,14 +643,17 @@ class LineCursor:
         self.lineno -= 1
 
     def chunks(self):
-        """Yield ``(buf, end, first_line, nlines)``: ``buf[:end]`` holds whole lines.
+        """Yield ``(buf, end, first_line, nlines, lone_cr)``: ``buf[:end]`` holds whole
+        lines; ``lone_cr`` says whether one of them holds a carriage return that does
+        not end it (just before its LF): see :func:`lone_cr_note`.
 
         A background thread reads ahead (``readinto`` into a small pool of reused
         ``bytearray`` buffers, so no per-chunk allocation), feeding the sha256 and
         counting the newlines as it goes; decompression, hashing and counting thus
         overlap the parsing on the calling thread (all of them release the GIL).
         ``buf`` is valid until the next chunk is requested, so the consumer parses it
-        (``pyarrow.py_buffer(buf)[:end]`` is free) or copies it.
+        or copies it. It is Python memory: never hand it to a threaded pyarrow reader
+        as it is (``pyarrow.py_buffer``), see ``_records.arrow_copy``.
         """
         reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof, self.lineno)
         self._buf = b""
@@ -517,11 +664,11 @@ class LineCursor:
                 if item is None:
                     self._eof = True
                     return
-                ba, end, nlines = item
+                ba, end, nlines, lone_cr = item
                 first = self.lineno
                 self.lineno += nlines
                 try:
-                    yield ba, end, first, nlines
+                    yield ba, end, first, nlines, lone_cr
                 finally:
                     reader.release(ba)
         finally:
@@ -558,6 +705,7 @@ class _ChunkReader:
         self._ready = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._mask = None
+        self._crmask = None
         self._thread = threading.Thread(target=self._run, name="sssp-ingest-read", daemon=True)
         self._thread.start()
 
@@ -609,16 +757,30 @@ class _ChunkReader:
             except queue.Empty:
                 continue
 
-    def _count_lines(self, ba, end) -> int:
+    def _count_lines(self, ba, end) -> tuple[int, bool]:
+        """Newlines in ``ba[:end]`` (which ends with one), and whether a CR stands
+        anywhere but just before an LF (a lone CR)."""
         import numpy as np
 
+        has_cr = ba.find(b"\r", 0, end) >= 0  # memchr: CRLF files pay the check below
         if end < (1 << 16):
-            return ba.count(b"\n", 0, end)
+            lone = has_cr and ba.count(b"\r", 0, end) != ba.count(b"\r\n", 0, end)
+            return ba.count(b"\n", 0, end), lone
         if self._mask is None or len(self._mask) < end:
             self._mask = np.empty(max(end, self.size + (1 << 20)), dtype=bool)
+        arr = np.frombuffer(ba, dtype=np.uint8, count=end)
         m = self._mask[:end]
-        np.equal(np.frombuffer(ba, dtype=np.uint8, count=end), 10, out=m)
-        return int(np.count_nonzero(m))
+        np.equal(arr, 10, out=m)
+        nlines = int(np.count_nonzero(m))
+        lone = False
+        if has_cr:  # vectorised, GIL released: a CR at i and no LF at i + 1
+            if self._crmask is None or len(self._crmask) < end:
+                self._crmask = np.empty(len(self._mask), dtype=bool)
+            c = self._crmask[:end]
+            np.equal(arr, 13, out=c)
+            np.greater(c[:-1], m[1:], out=c[:-1])
+            lone = bool(c[:-1].any())  # (the last byte is the chunk's final LF)
+        return nlines, lone
 
     def _run(self):
         try:
@@ -676,8 +838,8 @@ class _ChunkReader:
                     break
                 # one line longer than a chunk: keep reading into this buffer
             carry = bytes(ba[end:filled])
-            nlines = self._count_lines(ba, end)
+            nlines, lone_cr = self._count_lines(ba, end)
             self.lines_done += nlines
-            self._put((ba, end, nlines))
+            self._put((ba, end, nlines, lone_cr))
             if eof and not carry:
                 return

@@ -162,3 +162,100 @@ def test_truncated_reports_where_the_readable_text_ends(tmp_path, ext):
     assert text.startswith(bytes(got)) and e.text_bytes >= len(got)
     assert text[: e.text_bytes].count(b"\n") == lines
     assert f"{lines:,} complete lines ({e.text_bytes:,} bytes of text)" in e.message
+
+
+# -- several streams in one file (xz, pbzip2, cat a.xz b.xz) -----------------------------
+_A = b"p sp 5 4\na 1 2 5\na 2 3 7\n"
+_B = b"a 3 4 1\na 4 5 2\n"
+
+
+def _damage(blob: bytes, at: int) -> bytes:
+    b = bytearray(blob)
+    b[at] ^= 0xFF
+    return bytes(b)
+
+
+@pytest.mark.parametrize("ext", ["xz", "bz2"])
+def test_several_streams_read_whole(tmp_path, ext):
+    c = COMPRESSORS[ext]
+    p = tmp_path / f"ab.gr.{ext}"
+    p.write_bytes(c(_A) + c(_B))
+    assert ingest(p, tmp_path / "ab.parquet")["arcs"] == 4
+    if ext == "xz":  # xz stream padding (zero bytes, multiples of 4) between and after streams
+        p.write_bytes(c(_A) + b"\0" * 8 + c(_B) + b"\0" * 4)
+        assert ingest(p, tmp_path / "pad.parquet")["arcs"] == 4
+
+
+@pytest.mark.parametrize("ext,damage", [
+    ("xz", lambda b: _damage(b, 7)),            # the stream flags of the second stream
+    ("xz", lambda b: _damage(b, len(b) // 2)),  # its compressed data
+    ("bz2", lambda b: _damage(b, 20)),          # the second stream's first block
+    ("bz2", lambda b: b"XYZ" + b[3:]),          # its magic
+])
+def test_damaged_later_stream_refused(tmp_path, ext, damage):
+    # lzma.LZMAFile / bz2.BZ2File stop quietly at a later stream that does not decode:
+    # the second stream's arcs were dropped with exit 0 (edge lists have no count)
+    c = COMPRESSORS[ext]
+    for name, first, second in (("ab.gr", _A, _B), ("ab.wel", b"0 1 5\n1 2 7\n", b"2 3 1\n3 4 2\n")):
+        p = tmp_path / f"{name}.{ext}"
+        p.write_bytes(c(first) + damage(c(second)))
+        out = tmp_path / "ab.parquet"
+        with pytest.raises(InputError) as ei:
+            ingest(p, out)
+        e = ei.value
+        assert CODEC[ext] in e.message and "complete lines" in e.message
+        # the line where the readable text ends: the first stream's lines were read
+        assert e.line == first.count(b"\n") + 1, e
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("ext", sorted(COMPRESSORS))
+@pytest.mark.parametrize("tail", [b"GARBAGE", b"\n", b"\0\0\0"], ids=["garbage", "newline", "3-zeros"])
+def test_trailing_garbage_refused_for_every_compression(tmp_path, ext, tail):
+    # .gz and .zst refused it already; .xz and .bz2 dropped it silently
+    if ext == "gz" and tail == b"\0\0\0":
+        pytest.skip("gzip allows zero padding after a member (gzip -d does too)")
+    p = tmp_path / f"g.wel.{ext}"
+    text = b"0 1 5\n1 2 7\n"
+    p.write_bytes(COMPRESSORS[ext](text) + tail)
+    out = tmp_path / "g.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(p, out)
+    e = ei.value
+    assert e.line == 3 and CODEC[ext] in e.message and "2 complete lines" in e.message, e
+    assert not out.exists()
+
+
+def test_trailing_garbage_message_names_the_bytes(tmp_path):
+    p = tmp_path / "g.wel.xz"
+    good = COMPRESSORS["xz"](b"0 1 5\n")
+    p.write_bytes(good + b"GARBAGE")
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "g.parquet")
+    assert (f"7 bytes after xz stream 1 (from compressed byte {len(good):,}) are not xz data"
+            in ei.value.message)
+
+
+@pytest.mark.parametrize("ext", ["xz", "bz2"])
+def test_readable_text_across_a_stream_that_ends_with_a_read(tmp_path, ext, monkeypatch):
+    # the readable-text measure must start the next stream when the last one ended
+    # exactly at the end of a read (it fed the next read to the finished decompressor)
+    from gpu_sssp.pipeline.ingest import _source
+
+    c = COMPRESSORS[ext]
+    a = c(_A)
+    b = c(_B)
+    p = tmp_path / f"ab.gr.{ext}"
+    cut = b[: len(b) - 6]  # the second stream cut short
+    p.write_bytes(a + cut)
+    d = __import__("lzma").LZMADecompressor() if ext == "xz" else __import__("bz2").BZ2Decompressor()
+    try:
+        rest = d.decompress(cut)
+    except Exception:  # pragma: no cover - depends on where the cut falls
+        rest = b""
+    monkeypatch.setattr(_source, "_MEASURE_READ", len(a))
+    got = _source.readable_text(p, ext)
+    assert got == (len(_A) + len(rest), (_A + rest).count(b"\n"))
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "ab.parquet")
+    assert ei.value.line == got[1] + 1
