@@ -17,6 +17,7 @@ The client process never creates a CUDA context (GPU counting goes through NVML)
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
@@ -149,7 +150,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     ------
     ValueError
         Contradictory options, bad device list, a ``host`` or ``dashboard_address`` of
-        no address form or whose host name does not resolve here (``UsageError``; a
+        no address form, whose host name does not resolve here or that is not an
+        address of this machine (``UsageError``; a
         ``SettingError`` naming the key where the value is dask config's:
         :func:`listen_addresses`).
     GPUUnavailableError
@@ -229,11 +231,13 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
 
 
 def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
-    """``(host, dashboard_address)`` for a local cluster, checked: their forms, and that
-    a host name in them resolves on this machine (``socket.getaddrinfo``; an IP address
-    needs no lookup, so the default 127.0.0.1 costs nothing).  ``sssp.study`` calls this
-    before it loads the graph or makes the study folder, :func:`start_cluster` again
-    before it starts the cluster.
+    """``(host, dashboard_address)`` for a local cluster, checked: their forms, that a
+    host name in them resolves on this machine (``socket.getaddrinfo``; an IP address
+    needs no lookup, so the default 127.0.0.1 costs nothing), and that this machine can
+    listen on the address (a socket bound to it at port 0: :func:`_check_host`; the
+    dashboard's port itself is not tried, Dask takes another when it is busy).
+    ``sssp.study`` calls this before it loads the graph or makes the study folder,
+    :func:`start_cluster` again before it starts the cluster.
 
     Dask's own defaults put the dashboard on every interface (``:8787``) while the
     printed link says 127.0.0.1; here everything listens on ``host`` (localhost unless
@@ -242,9 +246,9 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
     Raises
     ------
     UsageError
-        A bad form, or a host name that does not resolve (Dask's cluster would fail to
-        start with a traceback): the message names the option (``--host``,
-        ``--dashboard-address``) and the host.
+        A bad form, a host name that does not resolve, or an address that is not this
+        machine's (Dask's cluster would fail to start with a traceback): the message
+        names the option (``--host``, ``--dashboard-address``) and the host.
     SettingError
         As above for a value from dask config (``sssp.cluster.host``,
         ``sssp.cluster.dashboard-address``): the message names the key and where its
@@ -255,7 +259,7 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
     if "://" in host or not valid_host(host):
         raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
                          f"got {host!r}")
-    _check_resolves(host, "--host" if host_given else "cluster.host", host)
+    _check_host(host, "--host" if host_given else "cluster.host", host)
     if not dashboard:
         if dashboard_address is not None:
             raise UsageError("--dashboard-address and --no-dashboard contradict each other")
@@ -275,33 +279,66 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
                          "and a port from 0 to 65535) or :PORT")
     dash_host = dash.rsplit(":", 1)[0].strip()
     if dash_host.strip("[]") != host.strip("[]"):  # host's own name is resolved above
-        _check_resolves(dash_host, dash_from, dash)
+        _check_host(dash_host, dash_from, dash)
     return host, dash
 
 
-def _check_resolves(name: str, where: str, value: str) -> None:
-    """Refuse a host name that does not resolve here: ``where`` is the option
-    (``--host``) or the setting's key (``cluster.host``) that gave ``value``.  IP
-    addresses (``[::1]`` too) and the empty host of ``:PORT`` are not looked up."""
+def _check_host(name: str, where: str, value: str) -> None:
+    """Refuse a host that a local cluster could not listen on: ``where`` is the option
+    (``--host``) or the setting's key (``cluster.host``) that gave ``value``.
+
+    A host name must resolve here (``socket.getaddrinfo``, once; IP addresses, ``[::1]``
+    too, are not looked up), and each of its addresses must be one this machine can
+    listen on: a socket is bound to it at port 0 and closed (``--host 1.2.3.4`` on a
+    machine without that address: Dask's cluster failed with "Cannot assign requested
+    address" and a traceback).  The empty host of ``:PORT`` (every interface) passes."""
     h = name.strip()
     if h.startswith("[") and h.endswith("]"):
         h = h[1:-1]
     if not h:
         return
     try:
-        ipaddress.ip_address(h)
-        return
+        ip = ipaddress.ip_address(h)
     except ValueError:
-        pass
-    try:
-        socket.getaddrinfo(h, None)
-        return
-    except socket.gaierror as exc:
-        why = exc.strerror or str(exc)
-    except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
-        why = str(exc) or type(exc).__name__
-    problem = (f"host name {h!r} does not resolve on this machine ({why}); give an IP address such as "
-               "127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        ip = None
+    if ip is not None:
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        addrs = [(family, (h, 0, 0, 0) if family == socket.AF_INET6 else (h, 0))]
+    else:
+        try:
+            infos = socket.getaddrinfo(h, None)
+        except socket.gaierror as exc:
+            why = exc.strerror or str(exc)
+            _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
+                         "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
+            why = str(exc) or type(exc).__name__
+            _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
+                         "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        addrs = []
+        for fam, *_rest, sockaddr in infos:
+            if fam in (socket.AF_INET, socket.AF_INET6):
+                a = (fam, (sockaddr[0], 0, *sockaddr[2:]))
+                if a not in addrs:
+                    addrs.append(a)
+    for fam, sockaddr in addrs:
+        try:
+            with socket.socket(fam, socket.SOCK_STREAM) as sock:
+                sock.bind(sockaddr)
+        except OSError as exc:
+            if ip is None and h == "localhost" and fam == socket.AF_INET6:
+                continue  # Dask (tornado) skips localhost's ::1 where IPv6 is off, so may this
+            shown = sockaddr[0]
+            if exc.errno == errno.EADDRNOTAVAIL:
+                why = ("not an address of this machine" if ip is not None
+                       else f"it names {shown}, not an address of this machine")
+            else:
+                why = f"cannot listen on {shown} here ({exc.strerror or exc})"
+            _refuse_host(where, value, f"{why}; give 127.0.0.1 (this machine only), 0.0.0.0 (every interface) "
+                         "or the address of one of this machine's network interfaces")
+
+
+def _refuse_host(where: str, value: str, problem: str):
     if where.startswith("--"):
         raise UsageError(f"{where} {value}: {problem}")
     raise refuse_setting(where, problem)
