@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import ipaddress
+import json
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
@@ -151,7 +153,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     ValueError
         Contradictory options, bad device list, a ``host`` or ``dashboard_address`` of
         no address form, whose host name does not resolve here or that is not an
-        address of this machine (``UsageError``; a
+        address of this machine, a ``scheduler_file`` that is not a Dask scheduler
+        file (``UsageError``; a
         ``SettingError`` naming the key where the value is dask config's:
         :func:`listen_addresses`).
     GPUUnavailableError
@@ -168,9 +171,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         if host is not None or dashboard_address is not None:
             raise UsageError("--host and --dashboard-address apply to a cluster started here, "
                              "not to one attached with --scheduler/--scheduler-file")
-        if scheduler_file is not None and not os.path.exists(scheduler_file):
-            raise FileNotFoundError(f"{scheduler_file}: no such scheduler file")
-        client = Client(address=scheduler, scheduler_file=scheduler_file)
+        if scheduler_file is not None:
+            scheduler = read_scheduler_file(scheduler_file)
+        client = Client(address=scheduler)
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
@@ -228,6 +231,43 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         cluster = LocalCluster(**kw)
     return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu",
                          {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+
+
+def read_scheduler_file(path) -> str:
+    """The scheduler address in a Dask scheduler file (``dask scheduler --scheduler-file
+    FILE`` writes it: JSON with an ``"address"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    UsageError
+        A folder, or a file that is not such JSON (``--scheduler-file FILE: ...``, one line).
+    """
+    shown = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{shown}: no such scheduler file")
+    if os.path.isdir(path):
+        raise UsageError(f"--scheduler-file {shown}: is a folder, not a scheduler file")
+    what = ""
+    for attempt in range(2):  # a file being written: once more (Dask's own read retries)
+        if attempt:
+            time.sleep(0.2)
+        try:
+            with open(path, "rb") as fh:
+                cfg = json.loads(fh.read().decode("utf-8"))
+        except UnicodeDecodeError:
+            what = "not JSON text"
+            continue
+        except json.JSONDecodeError as exc:
+            what = f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            continue
+        address = cfg.get("address") if isinstance(cfg, dict) else None
+        if isinstance(address, str) and address.strip():
+            return address.strip()
+        what = 'no "address" in it'
+    raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
+                     "`dask scheduler --scheduler-file FILE` writes one)")
 
 
 def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:

@@ -185,6 +185,10 @@ def run(args) -> int:
             raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
+    if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
+        from gpu_sssp.pipeline.cluster import read_scheduler_file
+
+        read_scheduler_file(args.scheduler_file)
     ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),

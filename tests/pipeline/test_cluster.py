@@ -213,6 +213,26 @@ def test_study_refuses_an_address_not_on_this_machine_before_reading_the_graph(t
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.parametrize("content, what", [
+    (b"{bad", "not JSON: Expecting property name"),
+    (b"{}", 'no "address" in it'),
+    (b'["tcp://127.0.0.1:8786"]', 'no "address" in it'),
+    (b'{"address": 8786}', 'no "address" in it'),
+    (b"\xff\xfe\x00", "not JSON text"),
+])
+def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, content, what):
+    """It was an AssertionError traceback (Dask reads the file and asserts on it)."""
+    bad = tmp_path / "sched.json"
+    bad.write_bytes(content)
+    with pytest.raises(UsageError) as err:
+        start_cluster(scheduler_file=str(bad))
+    assert str(err.value).startswith(f"--scheduler-file {bad}: not a Dask scheduler file ({what}")
+    with pytest.raises(UsageError, match="is a folder, not a scheduler file"):
+        start_cluster(scheduler_file=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no such scheduler file"):
+        start_cluster(scheduler_file=str(tmp_path / "missing.json"))
+
+
 def test_zero_cpu_workers_is_refused_not_taken_as_unset():
     with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
         start_cluster(cpu_workers=0)
