@@ -22,8 +22,11 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
+import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
@@ -203,16 +206,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
             try:
-                with _http_routes(dashboard):
-                    cluster = LocalCUDACluster(**kw)
+                return _start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu",
+                                    {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
                     raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
                                      f"{kernels.device_count()} GPU(s), numbered from 0; "
                                      "`nvidia-smi -L` lists them)") from None
                 raise
-            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu",
-                                 {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
     from distributed import LocalCluster
 
     n = setting("cluster.cpu-workers", cpu_workers, default=None)
@@ -227,10 +228,107 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
               preload=["gpu_sssp.pipeline.warmup"])
     kw.update(cluster_options)
-    with _http_routes(dashboard):
-        cluster = LocalCluster(**kw)
-    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu",
-                         {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+    return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
+                        {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+
+
+def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:
+    """Start a local cluster of ``cls`` and connect a client to it.
+
+    Two things of Dask's start-up are kept off the terminal:
+
+    - Ctrl-C (or SIGTERM) while it starts: raised in the middle of ``LocalCluster``'s
+      constructor, it left a half-started cluster that Dask's ``atexit`` hook then
+      failed to close, printing some 28 lines ("Exception ignored in atexit callback
+      ... AssertionError: Status.init") after the command's "stopped: interrupted".
+      The signal is held back until the cluster (and its client) are up
+      (:func:`_signals_held`), the cluster is then closed the ordinary way and the
+      signal delivered.  A second Ctrl-C while the first is held is not held (a start-up
+      that hangs can still be left): the half-started cluster is then dropped from
+      Dask's ``atexit`` list, its worker processes end with this one.
+    - Dask's ``UserWarning: Port 8787 is already in use ... Hosting the HTTP server on
+      port N instead``: the study prints the dashboard's real address itself.
+    """
+    from distributed import Client
+    from distributed.deploy.spec import SpecCluster
+
+    before = set(SpecCluster._instances)
+    cluster = client = None
+    with _signals_held() as held:
+        try:
+            with _http_routes(dashboard), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+                cluster = cls(**kw)
+                client = Client(cluster)
+        except BaseException:
+            if cluster is not None:  # the client did not connect
+                _close_quietly(ClusterHandle(client, cluster, mode, backend))
+            else:  # interrupted (a second Ctrl-C) or failed inside the constructor
+                for c in set(SpecCluster._instances) - before:
+                    SpecCluster._instances.discard(c)
+            raise
+        handle = ClusterHandle(client, cluster, mode, backend, info)
+        if held:  # interrupted while starting: close it, then the signal is delivered
+            _close_quietly(handle)
+    return handle
+
+
+def _close_quietly(handle: ClusterHandle) -> None:
+    try:
+        if handle.client is None:
+            handle.cluster.close()
+        else:
+            handle.close()
+    except Exception as exc:  # already stopping: the signal or the error is what matters
+        log.debug("closing the cluster that was starting: %s", exc)
+
+
+#: signals held back while a local cluster starts
+_HELD_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT and SIGTERM back for the block; yields the list of those received.
+
+    When the block ends (also by an error), the previous handlers come back and a held
+    signal is raised again (``signal.raise_signal``), after the block's clean-up, so
+    that it takes its ordinary way: Ctrl-C's ``KeyboardInterrupt``, the command line's
+    ``Terminated``, or the default action.  A second signal while one is held goes to
+    the previous handler at once.  A signal that was ignored stays ignored; outside the
+    main thread (where Python runs no signal handler) nothing is held."""
+    held: list[int] = []
+    previous: dict = {}
+
+    def handler(signum, frame):
+        if not held:
+            held.append(signum)
+            return
+        old = previous.get(signum)
+        if callable(old):
+            old(signum, frame)
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        else:  # the default action (for SIGTERM: the process ends)
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in _HELD_SIGNALS:
+            num = getattr(signal, name, None)
+            try:
+                old = signal.getsignal(num) if num is not None else signal.SIG_IGN
+                if old != signal.SIG_IGN:
+                    previous[num] = signal.signal(num, handler)
+            except (ValueError, OSError):  # not handled from Python here
+                pass
+    try:
+        yield held
+    finally:
+        for num, old in previous.items():
+            signal.signal(num, old if old is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def read_scheduler_file(path) -> str:

@@ -233,6 +233,23 @@ def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, conte
         start_cluster(scheduler_file=str(tmp_path / "missing.json"))
 
 
+def test_a_busy_dashboard_port_gives_no_dask_warning(recwarn):
+    """Dask serves the dashboard on another port and warns "Port N is already in use";
+    the study prints where the dashboard is itself (the link names the real port)."""
+    import socket
+    import warnings
+
+    warnings.simplefilter("always")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with start_cluster(cpu_workers=1, dashboard_address=f"127.0.0.1:{port}") as handle:
+            real = handle.cluster.scheduler.http_server.port
+            assert real != port and handle.dashboard_link == f"http://127.0.0.1:{real}/status"
+    assert not [w for w in recwarn if "already in use" in str(w.message)], [str(w.message) for w in recwarn]
+
+
 def test_zero_cpu_workers_is_refused_not_taken_as_unset():
     with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
         start_cluster(cpu_workers=0)
