@@ -206,11 +206,35 @@ def _parse_ss(path: Path) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def draw_vertices(n: int, k: int, seed: int) -> np.ndarray:
+def check_seed(seed, option: str = "--seed") -> int:
+    """``seed`` as an int, checked: a seed is a whole number from 0 up (what NumPy's
+    ``default_rng`` takes; there is no upper bound).  ``option`` names it in the message
+    (``--seed``, ``--target-seed``): the one rule for every seed of a random draw
+    (``study --seed`` / ``--target-seed``, ``verify --seed``, ``bench --seed``, and the
+    Python functions behind them).
+
+    Raises
+    ------
+    UsageError
+        A negative number, or not a whole number (``True``, ``1.5``, ``"3"``).
+    """
+    import numbers
+
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise UsageError(f"{option} takes a whole number from 0 up, got {seed!r}")
+    seed = int(seed)
+    if seed < 0:
+        raise UsageError(f"{option} must be 0 or more, got {seed}")
+    return seed
+
+
+def draw_vertices(n: int, k: int, seed: int, option: str = "--seed") -> np.ndarray:
     """``k`` distinct vertices of ``0..n-1`` drawn with ``seed``, sorted (int64): the
     draw of ``--random K --seed S``, ``--random-targets K`` and ``sssp verify --random K``
-    (callers check ``1 <= k <= n`` with their own option's words)."""
-    return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
+    (callers check ``1 <= k <= n`` with their own option's words; the seed is checked
+    here, :func:`check_seed`, ``option`` naming it)."""
+    rng = np.random.default_rng(check_seed(seed, option))
+    return np.sort(rng.choice(n, size=k, replace=False)).astype(np.int64)
 
 
 def first_occurrences(idx: np.ndarray) -> tuple[np.ndarray, int]:
@@ -276,7 +300,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
-        seed = 0 if seed is None else int(seed)
+        seed = 0 if seed is None else check_seed(seed, "--seed")
         idx = draw_vertices(graph.n, k, seed)
         how = {"kind": "random", "seed": seed}
     # drop repeats, keeping the first occurrence

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.errors import InputError
-from gpu_sssp.pipeline.sources import draw_vertices
+from gpu_sssp.pipeline.sources import check_seed, draw_vertices
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
 #: both options would otherwise draw the same vertices)
@@ -118,8 +118,8 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random-targets K must be between 1 and the {graph.n:,} vertices, got {k}")
-        seed = DEFAULT_TARGET_SEED if seed is None else int(seed)
-        idx = draw_vertices(graph.n, k, seed)
+        seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, "--target-seed")
+        idx = draw_vertices(graph.n, k, seed, "--target-seed")
         how = {"kind": "random", "seed": seed}
     elif isinstance(targets, str) and targets == "all":
         idx = np.arange(graph.n, dtype=np.int64)

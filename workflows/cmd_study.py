@@ -189,6 +189,11 @@ def run(args) -> int:
         from gpu_sssp.pipeline.cluster import read_scheduler_file
 
         read_scheduler_file(args.scheduler_file)
+    from gpu_sssp.pipeline.sources import check_seed
+
+    for option, value in (("--seed", args.seed), ("--target-seed", args.target_seed)):
+        if value is not None:
+            check_seed(value, option)  # before the graph is read (plan_sources / plan_targets check it too)
     ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
