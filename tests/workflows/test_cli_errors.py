@@ -195,3 +195,34 @@ def test_one_seed_rule_for_the_python_functions(grid, tmp_path):
     assert check_seed(np.int64(7)) == 7 and check_seed(2**70) == 2**70
     assert len(draw_vertices(g.n, 3, 2**70)) == 3
     assert plan_sources(g, random=3, seed=0).how["seed"] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "{g}", "-s", "1", "--out", "{f}/x.parquet"],
+    ["solve", "{g}", "-s", "1", "--out", "{f}/a/b/x.parquet"],
+    ["ingest", "{raw}", "-o", "{f}/x.parquet"],
+    ["study", "{g}", "--random", "3", "--cpu-workers", "1", "--out", "{f}/sub"],
+    ["bench", "{g}", "--algorithms", "dijkstra", "--sources", "3", "--min-component", "10", "--out", "{f}/sub"],
+])
+def test_an_output_below_a_file_is_one_line_naming_the_file(grid, tmp_path, capsys, argv):
+    """It was the OS's "[Errno 17] File exists: 'ok.gr'" or "[Errno 20] Not a directory",
+    naming neither the option nor that the parent is a file; refused before any work."""
+    f = tmp_path / "ok.gr"
+    f.write_text("p sp 2 1\na 1 2 3\n")
+    argv = [a.format(g=grid, f=f, raw=f) for a in argv]
+    rc = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    opt = argv[-2]
+    assert rc == 2 and err == [f"error: {opt} {argv[-1]}: {f} is a file, not a folder"], err
+    assert f.read_text() == "p sp 2 1\na 1 2 3\n"
+
+
+@pytest.mark.parametrize("command", ["study", "bench"])
+def test_an_output_folder_that_is_a_file_is_one_line(grid, tmp_path, capsys, command):
+    f = tmp_path / "ok.gr"
+    f.write_text("x")
+    extra = ["--random", "3", "--cpu-workers", "1"] if command == "study" else [
+        "--algorithms", "dijkstra", "--sources", "3", "--min-component", "10"]
+    rc = main([command, str(grid), *extra, "--out", str(f)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: --out {f}: is a file, not a folder; give a folder name"], err
