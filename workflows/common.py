@@ -123,12 +123,10 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     chunks = []
     if ids:
         chunks.append(graph.to_index(list(ids), what="source"))
-    if sources_file:
-        from gpu_sssp.pipeline.ingest import read_sources
+    if sources_file:  # the rule of every sources file (study's, matrix's and targets files' too)
+        from gpu_sssp.pipeline.sources import read_source_file
 
-        file_ids = read_sources(sources_file, vertices=graph.n, id_base=graph.id_base)
-        if len(file_ids) == 0:
-            raise UsageError(f"{sources_file}: no sources in file")
+        file_ids = read_source_file(sources_file, graph)
         chunks.append(graph.to_index(file_ids, what=f"source in {sources_file}"))
     if not chunks:
         raise UsageError("no sources: give --source ID (repeatable) or --sources-file F.ss")
