@@ -226,3 +226,22 @@ def test_an_output_folder_that_is_a_file_is_one_line(grid, tmp_path, capsys, com
     rc = main([command, str(grid), *extra, "--out", str(f)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err == [f"error: --out {f}: is a file, not a folder; give a folder name"], err
+
+
+def test_ctrl_c_while_the_subcommands_are_imported_is_one_line(monkeypatch, capsys):
+    """``main`` imports every subcommand first (rich, NumPy: a few tenths of a second);
+    a Ctrl-C then was a KeyboardInterrupt traceback of the import."""
+    import importlib
+
+    from gpu_sssp.workflows import cli
+
+    real = importlib.import_module
+
+    def interrupted(name, *args, **kwargs):
+        if name == "gpu_sssp.workflows.cmd_study":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(cli.importlib, "import_module", interrupted)
+    assert cli.main(["study", "g.parquet"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["stopped: interrupted"]
