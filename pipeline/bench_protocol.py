@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.pipeline.sources import check_seed
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int =
     else:
         strong = weak
     comp_size = np.bincount(strong)[strong]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed, "--seed"))
     order = rng.permutation(graph.n)
     reach_cache: dict[int, int] = {}
 
@@ -455,6 +456,7 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
     from gpu_sssp import kernels
     from gpu_sssp.kernels import baselines as bl
 
+    check_seed(settings.seed, "--seed")
     if settings.runs < 1:
         raise UsageError(f"--runs must be at least 1, got {settings.runs}")
     if settings.warmup < 0:

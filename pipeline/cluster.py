@@ -17,10 +17,16 @@ The client process never creates a CUDA context (GPU counting goes through NVML)
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
+import json
 import logging
 import os
+import signal
 import socket
+import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
@@ -149,7 +155,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     ------
     ValueError
         Contradictory options, bad device list, a ``host`` or ``dashboard_address`` of
-        no address form or whose host name does not resolve here (``UsageError``; a
+        no address form, whose host name does not resolve here or that is not an
+        address of this machine, a ``scheduler_file`` that is not a Dask scheduler
+        file (``UsageError``; a
         ``SettingError`` naming the key where the value is dask config's:
         :func:`listen_addresses`).
     GPUUnavailableError
@@ -166,9 +174,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         if host is not None or dashboard_address is not None:
             raise UsageError("--host and --dashboard-address apply to a cluster started here, "
                              "not to one attached with --scheduler/--scheduler-file")
-        if scheduler_file is not None and not os.path.exists(scheduler_file):
-            raise FileNotFoundError(f"{scheduler_file}: no such scheduler file")
-        client = Client(address=scheduler, scheduler_file=scheduler_file)
+        if scheduler_file is not None:
+            scheduler = read_scheduler_file(scheduler_file)
+        client = Client(address=scheduler)
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
@@ -198,16 +206,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
             try:
-                with _http_routes(dashboard):
-                    cluster = LocalCUDACluster(**kw)
+                return _start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu",
+                                    {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
                     raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
                                      f"{kernels.device_count()} GPU(s), numbered from 0; "
                                      "`nvidia-smi -L` lists them)") from None
                 raise
-            return ClusterHandle(Client(cluster), cluster, "local-cuda", "gpu",
-                                 {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
     from distributed import LocalCluster
 
     n = setting("cluster.cpu-workers", cpu_workers, default=None)
@@ -222,18 +228,154 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
               preload=["gpu_sssp.pipeline.warmup"])
     kw.update(cluster_options)
-    with _http_routes(dashboard):
-        cluster = LocalCluster(**kw)
-    return ClusterHandle(Client(cluster), cluster, "local-cpu", "cpu",
-                         {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+    return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
+                        {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+
+
+def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:
+    """Start a local cluster of ``cls`` and connect a client to it.
+
+    Two things of Dask's start-up are kept off the terminal:
+
+    - Ctrl-C (or SIGTERM) while it starts: raised in the middle of ``LocalCluster``'s
+      constructor, it left a half-started cluster that Dask's ``atexit`` hook then
+      failed to close, printing some 28 lines ("Exception ignored in atexit callback
+      ... AssertionError: Status.init") after the command's "stopped: interrupted".
+      The signal is held back until the cluster (and its client) are up
+      (:func:`_signals_held`), the cluster is then closed the ordinary way and the
+      signal delivered.  A second Ctrl-C while the first is held is not held (a start-up
+      that hangs can still be left): the half-started cluster is then dropped from
+      Dask's ``atexit`` list, its worker processes end with this one.
+    - Dask's ``UserWarning: Port 8787 is already in use ... Hosting the HTTP server on
+      port N instead``: the study prints the dashboard's real address itself.
+    """
+    from distributed import Client
+    from distributed.deploy.spec import SpecCluster
+
+    before = set(SpecCluster._instances)
+    cluster = client = None
+    with _signals_held() as held:
+        try:
+            with _http_routes(dashboard), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+                cluster = cls(**kw)
+                client = Client(cluster)
+        except BaseException:
+            if cluster is not None:  # the client did not connect
+                _close_quietly(ClusterHandle(client, cluster, mode, backend))
+            else:  # interrupted (a second Ctrl-C) or failed inside the constructor
+                for c in set(SpecCluster._instances) - before:
+                    SpecCluster._instances.discard(c)
+            raise
+        handle = ClusterHandle(client, cluster, mode, backend, info)
+        if held:  # interrupted while starting: close it, then the signal is delivered
+            _close_quietly(handle)
+    return handle
+
+
+def _close_quietly(handle: ClusterHandle) -> None:
+    try:
+        if handle.client is None:
+            handle.cluster.close()
+        else:
+            handle.close()
+    except Exception as exc:  # already stopping: the signal or the error is what matters
+        log.debug("closing the cluster that was starting: %s", exc)
+
+
+#: signals held back while a local cluster starts
+_HELD_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT and SIGTERM back for the block; yields the list of those received.
+
+    When the block ends (also by an error), the previous handlers come back and a held
+    signal is raised again (``signal.raise_signal``), after the block's clean-up, so
+    that it takes its ordinary way: Ctrl-C's ``KeyboardInterrupt``, the command line's
+    ``Terminated``, or the default action.  A second signal while one is held goes to
+    the previous handler at once.  A signal that was ignored stays ignored; outside the
+    main thread (where Python runs no signal handler) nothing is held."""
+    held: list[int] = []
+    previous: dict = {}
+
+    def handler(signum, frame):
+        if not held:
+            held.append(signum)
+            return
+        old = previous.get(signum)
+        if callable(old):
+            old(signum, frame)
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        else:  # the default action (for SIGTERM: the process ends)
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in _HELD_SIGNALS:
+            num = getattr(signal, name, None)
+            try:
+                old = signal.getsignal(num) if num is not None else signal.SIG_IGN
+                if old != signal.SIG_IGN:
+                    previous[num] = signal.signal(num, handler)
+            except (ValueError, OSError):  # not handled from Python here
+                pass
+    try:
+        yield held
+    finally:
+        for num, old in previous.items():
+            signal.signal(num, old if old is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])
+
+
+def read_scheduler_file(path) -> str:
+    """The scheduler address in a Dask scheduler file (``dask scheduler --scheduler-file
+    FILE`` writes it: JSON with an ``"address"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    UsageError
+        A folder, or a file that is not such JSON (``--scheduler-file FILE: ...``, one line).
+    """
+    shown = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{shown}: no such scheduler file")
+    if os.path.isdir(path):
+        raise UsageError(f"--scheduler-file {shown}: is a folder, not a scheduler file")
+    what = ""
+    for attempt in range(2):  # a file being written: once more (Dask's own read retries)
+        if attempt:
+            time.sleep(0.2)
+        try:
+            with open(path, "rb") as fh:
+                cfg = json.loads(fh.read().decode("utf-8"))
+        except UnicodeDecodeError:
+            what = "not JSON text"
+            continue
+        except json.JSONDecodeError as exc:
+            what = f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            continue
+        address = cfg.get("address") if isinstance(cfg, dict) else None
+        if isinstance(address, str) and address.strip():
+            return address.strip()
+        what = 'no "address" in it'
+    raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
+                     "`dask scheduler --scheduler-file FILE` writes one)")
 
 
 def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
-    """``(host, dashboard_address)`` for a local cluster, checked: their forms, and that
-    a host name in them resolves on this machine (``socket.getaddrinfo``; an IP address
-    needs no lookup, so the default 127.0.0.1 costs nothing).  ``sssp.study`` calls this
-    before it loads the graph or makes the study folder, :func:`start_cluster` again
-    before it starts the cluster.
+    """``(host, dashboard_address)`` for a local cluster, checked: their forms, that a
+    host name in them resolves on this machine (``socket.getaddrinfo``; an IP address
+    needs no lookup, so the default 127.0.0.1 costs nothing), and that this machine can
+    listen on the address (a socket bound to it at port 0: :func:`_check_host`; the
+    dashboard's port itself is not tried, Dask takes another when it is busy).
+    ``sssp.study`` calls this before it loads the graph or makes the study folder,
+    :func:`start_cluster` again before it starts the cluster.
 
     Dask's own defaults put the dashboard on every interface (``:8787``) while the
     printed link says 127.0.0.1; here everything listens on ``host`` (localhost unless
@@ -242,9 +384,9 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
     Raises
     ------
     UsageError
-        A bad form, or a host name that does not resolve (Dask's cluster would fail to
-        start with a traceback): the message names the option (``--host``,
-        ``--dashboard-address``) and the host.
+        A bad form, a host name that does not resolve, or an address that is not this
+        machine's (Dask's cluster would fail to start with a traceback): the message
+        names the option (``--host``, ``--dashboard-address``) and the host.
     SettingError
         As above for a value from dask config (``sssp.cluster.host``,
         ``sssp.cluster.dashboard-address``): the message names the key and where its
@@ -255,7 +397,7 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
     if "://" in host or not valid_host(host):
         raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
                          f"got {host!r}")
-    _check_resolves(host, "--host" if host_given else "cluster.host", host)
+    _check_host(host, "--host" if host_given else "cluster.host", host)
     if not dashboard:
         if dashboard_address is not None:
             raise UsageError("--dashboard-address and --no-dashboard contradict each other")
@@ -275,33 +417,66 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
                          "and a port from 0 to 65535) or :PORT")
     dash_host = dash.rsplit(":", 1)[0].strip()
     if dash_host.strip("[]") != host.strip("[]"):  # host's own name is resolved above
-        _check_resolves(dash_host, dash_from, dash)
+        _check_host(dash_host, dash_from, dash)
     return host, dash
 
 
-def _check_resolves(name: str, where: str, value: str) -> None:
-    """Refuse a host name that does not resolve here: ``where`` is the option
-    (``--host``) or the setting's key (``cluster.host``) that gave ``value``.  IP
-    addresses (``[::1]`` too) and the empty host of ``:PORT`` are not looked up."""
+def _check_host(name: str, where: str, value: str) -> None:
+    """Refuse a host that a local cluster could not listen on: ``where`` is the option
+    (``--host``) or the setting's key (``cluster.host``) that gave ``value``.
+
+    A host name must resolve here (``socket.getaddrinfo``, once; IP addresses, ``[::1]``
+    too, are not looked up), and each of its addresses must be one this machine can
+    listen on: a socket is bound to it at port 0 and closed (``--host 1.2.3.4`` on a
+    machine without that address: Dask's cluster failed with "Cannot assign requested
+    address" and a traceback).  The empty host of ``:PORT`` (every interface) passes."""
     h = name.strip()
     if h.startswith("[") and h.endswith("]"):
         h = h[1:-1]
     if not h:
         return
     try:
-        ipaddress.ip_address(h)
-        return
+        ip = ipaddress.ip_address(h)
     except ValueError:
-        pass
-    try:
-        socket.getaddrinfo(h, None)
-        return
-    except socket.gaierror as exc:
-        why = exc.strerror or str(exc)
-    except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
-        why = str(exc) or type(exc).__name__
-    problem = (f"host name {h!r} does not resolve on this machine ({why}); give an IP address such as "
-               "127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        ip = None
+    if ip is not None:
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        addrs = [(family, (h, 0, 0, 0) if family == socket.AF_INET6 else (h, 0))]
+    else:
+        try:
+            infos = socket.getaddrinfo(h, None)
+        except socket.gaierror as exc:
+            why = exc.strerror or str(exc)
+            _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
+                         "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
+            why = str(exc) or type(exc).__name__
+            _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
+                         "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
+        addrs = []
+        for fam, *_rest, sockaddr in infos:
+            if fam in (socket.AF_INET, socket.AF_INET6):
+                a = (fam, (sockaddr[0], 0, *sockaddr[2:]))
+                if a not in addrs:
+                    addrs.append(a)
+    for fam, sockaddr in addrs:
+        try:
+            with socket.socket(fam, socket.SOCK_STREAM) as sock:
+                sock.bind(sockaddr)
+        except OSError as exc:
+            if ip is None and h == "localhost" and fam == socket.AF_INET6:
+                continue  # Dask (tornado) skips localhost's ::1 where IPv6 is off, so may this
+            shown = sockaddr[0]
+            if exc.errno == errno.EADDRNOTAVAIL:
+                why = ("not an address of this machine" if ip is not None
+                       else f"it names {shown}, not an address of this machine")
+            else:
+                why = f"cannot listen on {shown} here ({exc.strerror or exc})"
+            _refuse_host(where, value, f"{why}; give 127.0.0.1 (this machine only), 0.0.0.0 (every interface) "
+                         "or the address of one of this machine's network interfaces")
+
+
+def _refuse_host(where: str, value: str, problem: str):
     if where.startswith("--"):
         raise UsageError(f"{where} {value}: {problem}")
     raise refuse_setting(where, problem)

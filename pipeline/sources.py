@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,68 +148,189 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1, merge: 
                                       for i in range(batch_count(len(sources), batch_size, workers, merge)))]
 
 
-def read_source_file(path, graph) -> np.ndarray:
-    """File ids listed in a DIMACS ``.ss`` file (``s ID`` lines) or one id per line.
+#: comment lines of a sources or targets file (DIMACS ``c``, and ``#`` / ``%``)
+_ID_COMMENTS = (b"c", b"#", b"%")
 
-    Uses ``pipeline.ingest.read_sources`` when it is available.
+
+def read_id_file(path, graph, what: str = "source") -> np.ndarray:
+    """File ids listed in a sources or targets file: the one rule for both
+    (``--sources-file``, ``--targets FILE``, and a path given to ``gpu_sssp.matrix``).
+
+    The forms, each with or without the DIMACS header ``p aux sp ss K`` (whose ``K``,
+    when given, must be the number of ids):
+
+    - a DIMACS ``.ss`` file, ``s ID`` lines;
+    - one vertex id per line;
+    - an ingested ``.ss`` Parquet table (``sssp ingest F.ss``, its ``source`` column).
+
+    Blank lines and lines starting with ``c``, ``#`` or ``%`` are skipped; the text may
+    be compressed (``.gz``, ``.xz``, ``.bz2``, ``.zst``).  A file holds one of the two
+    text forms, not both.  Order and repeats are kept.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The sources file.
     graph : kernels.graph.Graph
-        Gives the vertex count and id base that ``read_sources`` checks ids against.
+        Its ids (``id_base .. id_base + n - 1``) are the ids a file may name.
+    what : {"source", "target"}
+        Names the ids in messages.
 
     Returns
     -------
     ndarray of int64
-        The listed ids as the file writes them (file ids, not internal indices), in
-        file order with repeats kept.
+        The ids as the file writes them (file ids, not internal indices).
 
     Raises
     ------
-    ValueError
-        The file lists no source, or a line is malformed (or, through
-        ``read_sources``, names a vertex that does not exist).
-    FileNotFoundError
-        ``path`` does not exist.
+    InputError
+        A missing or empty file, a malformed line, a header whose count differs, an id
+        that is not a vertex of ``graph`` (``FILE:LINE: message``, one line).
     """
+    from gpu_sssp.pipeline.errors import InputError
+
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such sources file")
-    try:
-        from gpu_sssp.pipeline.ingest import read_sources
-    except ImportError:
-        read_sources = None
-    if read_sources is not None:
-        ids = np.asarray(read_sources(path, vertices=graph.n, id_base=graph.id_base), dtype=np.int64)
+        raise InputError(path, None, f"no such {what}s file")
+    if path.is_dir():
+        raise InputError(path, None, f"is a folder, not a {what}s file")
+    lo, hi = graph.id_base, graph.id_base + graph.n - 1
+
+    def check(ids, line_of, display):
+        bad = (ids < lo) | (ids > hi)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(display, line_of(i), f"{what} {int(ids[i])} is not a vertex of {graph.name} "
+                             f"(its ids run {lo}..{hi})")
+
+    if path.suffix.lower() == ".parquet":  # an ingested .ss file
+        ids = _read_id_table(path, what)
+        check(ids, lambda i: None, str(path))
+        header, display = None, str(path)
     else:
-        ids = _parse_ss(path)
+        ids, header, display = _read_id_text(path, what, check)
+    if header is not None and len(ids) != header[0]:
+        raise InputError(display, None, f"{what} count does not match the header: expected {header[0]:,} "
+                         f"(from '{header[2]}' at line {header[1]}), found {len(ids):,}")
     if len(ids) == 0:
-        raise UsageError(f"{path}: no sources in file (expected 's ID' lines or one id per line)")
+        raise InputError(display, None, f"no {what}s in the file (expected one vertex id per line, or DIMACS "
+                         "'s ID' lines)")
     return ids
 
 
-def _parse_ss(path: Path) -> np.ndarray:
-    out = []
-    with open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            tok = line.split()
-            if not tok or tok[0] in ("c", "p", "#") or tok[0].startswith(("#", "%")):
+def _read_id_table(path: Path, what: str) -> np.ndarray:
+    """The ``source`` column of an ingested ``.ss`` Parquet file."""
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.fsnames import read_metadata, read_table
+
+    try:
+        names = read_metadata(path).schema.names
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    if "source" not in names:
+        raise InputError(path, None, f"a Parquet {what}s file is an ingested .ss file (`sssp ingest F.ss`), "
+                         f"with a 'source' column; this one has {', '.join(names) or 'no columns'}")
+    col = read_table(path, columns=["source"]).column("source")
+    if col.null_count or not pa.types.is_integer(col.type):
+        raise InputError(path, None, f"its 'source' column holds {col.type} values with {col.null_count} "
+                         "missing: expected vertex ids (integers)")
+    return col.to_numpy().astype(np.int64)
+
+
+def _read_id_text(path: Path, what: str, check):
+    """:func:`read_id_file` for a text file: ``(ids, header, display)``, ``header`` the
+    ``p aux sp ss K`` line as ``(K, line number, text)`` (``None`` without one).  Read with the
+    ingest's line reader (compressed files, the fast chunk parser, exact line numbers)."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.ingest._records import RecordSpec, iter_batches
+    from gpu_sssp.pipeline.ingest._source import LineCursor, Source
+
+    with Source(path) as src:
+        display = src.display
+        cursor = LineCursor(src, 1 << 22)
+        header = None  # (count, line, text)
+        first = None
+        while True:  # comments and the optional header, up to the first id line
+            line = cursor.readline()
+            if line is None:
+                break
+            lineno = cursor.lineno - 1
+            text = line.strip()
+            if not text or text.startswith(_ID_COMMENTS):
                 continue
-            if tok[0] == "s" and len(tok) == 2:
-                tok = tok[1:]
-            if len(tok) != 1 or not re.fullmatch(r"-?\d+", tok[0]):
-                raise UsageError(f"{path}:{lineno}: expected 's ID' or an integer id, got {line.strip()[:60]!r}")
-            out.append(int(tok[0]))
-    return np.asarray(out, dtype=np.int64)
+            toks = text.split()
+            if toks[0] != b"p":
+                cursor.unread(line)
+                first = toks
+                break
+            shown = text.decode("utf-8", "replace")
+            if header is not None:
+                raise InputError(display, lineno, f"repeated 'p' line (the first is at line {header[1]}); "
+                                 "expected one 'p aux sp ss K'")
+            if (toks[1:4] != [b"aux", b"sp", b"ss"] or len(toks) != 5 or not toks[4].isdigit()
+                    or len(toks[4]) > 19):
+                raise InputError(display, lineno, f"expected the header 'p aux sp ss K' (K: how many {what}s "
+                                 f"follow), got {shown[:60]!r}")
+            header = (int(toks[4]), lineno, shown)
+        parts = []
+        if first is not None:
+            name = f"{what} id"
+            if first[0] == b"s":
+                spec = RecordSpec(b"s", (name,), (False,), comments=_ID_COMMENTS, comment_is_token=False,
+                                  header=b"p", describe="'s ID' lines")
+            else:
+                spec = RecordSpec(None, (name,), (False,), comments=_ID_COMMENTS, comment_is_token=False,
+                                  describe="one vertex id per line")
+            for batch in iter_batches(cursor, spec, display, header[1] if header else None):
+                col = np.asarray(batch.cols[0], dtype=np.int64)
+                check(col, batch.line_of, display)
+                parts.append(col)
+    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), header, display
 
 
-def draw_vertices(n: int, k: int, seed: int) -> np.ndarray:
+def read_source_file(path, graph) -> np.ndarray:
+    """File ids listed in a sources file (``--sources-file``): :func:`read_id_file`,
+    the rule that targets files follow too.
+
+    Raises
+    ------
+    InputError
+        A missing, empty or malformed file, or an id that is not a vertex of ``graph``
+        (a ``ValueError``).
+    """
+    return read_id_file(path, graph, "source")
+
+
+def check_seed(seed, option: str = "--seed") -> int:
+    """``seed`` as an int, checked: a seed is a whole number from 0 up (what NumPy's
+    ``default_rng`` takes; there is no upper bound).  ``option`` names it in the message
+    (``--seed``, ``--target-seed``): the one rule for every seed of a random draw
+    (``study --seed`` / ``--target-seed``, ``verify --seed``, ``bench --seed``, and the
+    Python functions behind them).
+
+    Raises
+    ------
+    UsageError
+        A negative number, or not a whole number (``True``, ``1.5``, ``"3"``).
+    """
+    import numbers
+
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise UsageError(f"{option} takes a whole number from 0 up, got {seed!r}")
+    seed = int(seed)
+    if seed < 0:
+        raise UsageError(f"{option} must be 0 or more, got {seed}")
+    return seed
+
+
+def draw_vertices(n: int, k: int, seed: int, option: str = "--seed") -> np.ndarray:
     """``k`` distinct vertices of ``0..n-1`` drawn with ``seed``, sorted (int64): the
     draw of ``--random K --seed S``, ``--random-targets K`` and ``sssp verify --random K``
-    (callers check ``1 <= k <= n`` with their own option's words)."""
-    return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
+    (callers check ``1 <= k <= n`` with their own option's words; the seed is checked
+    here, :func:`check_seed`, ``option`` naming it)."""
+    rng = np.random.default_rng(check_seed(seed, option))
+    return np.sort(rng.choice(n, size=k, replace=False)).astype(np.int64)
 
 
 def first_occurrences(idx: np.ndarray) -> tuple[np.ndarray, int]:
@@ -276,7 +396,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
-        seed = 0 if seed is None else int(seed)
+        seed = 0 if seed is None else check_seed(seed, "--seed")
         idx = draw_vertices(graph.n, k, seed)
         how = {"kind": "random", "seed": seed}
     # drop repeats, keeping the first occurrence

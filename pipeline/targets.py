@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.errors import InputError
-from gpu_sssp.pipeline.sources import draw_vertices
+from gpu_sssp.pipeline.sources import check_seed, draw_vertices, read_id_file
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
 #: both options would otherwise draw the same vertices)
 DEFAULT_TARGET_SEED = 1
-
-_INT = re.compile(rb"[+-]?\d+")
-_COMMENT = (b"#", b"%", b"c ", b"c\t")
 
 
 @dataclass
@@ -48,42 +42,18 @@ class TargetPlan:
 
 
 def read_target_file(path, graph) -> np.ndarray:
-    """File ids listed in a targets file, in order (repeats kept).
-
-    The format: one vertex id per line (the input file's ids); blank lines and lines
-    starting with ``#``, ``%`` or ``c `` are skipped, and so are DIMACS ``p`` lines, so a
-    DIMACS ``.ss`` file (``s ID`` lines) serves too.
+    """File ids listed in a targets file, in order (repeats kept): read by the rule of
+    sources files, :func:`pipeline.sources.read_id_file` (one vertex id per line, or a
+    DIMACS ``.ss`` file of ``s ID`` lines, each with or without ``p aux sp ss K``;
+    ``c``/``#``/``%`` comments and blank lines skipped).
 
     Raises
     ------
     InputError
-        The file is missing or empty, or a line holds something other than one integer,
-        or an id that is not a vertex of ``graph`` (``FILE:LINE: message``, one line).
+        The file is missing or empty, a line is malformed, or an id is not a vertex of
+        ``graph`` (``FILE:LINE: message``, one line).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such targets file" if not path.exists() else "not a file")
-    lo, hi = graph.id_base, graph.id_base + graph.n - 1
-    ids = []
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.strip()
-            if not line or line.startswith(_COMMENT) or line == b"c" or line.startswith(b"p ") or line == b"p":
-                continue
-            tok = line.split()
-            if len(tok) == 2 and tok[0] in (b"s", b"t"):
-                tok = tok[1:]
-            if len(tok) != 1 or not _INT.fullmatch(tok[0]):
-                shown = line.decode("utf-8", "replace")[:60]
-                raise InputError(path, lineno, f"expected one vertex id (an integer) per line, got {shown!r}")
-            v = int(tok[0])
-            if not lo <= v <= hi:
-                raise InputError(path, lineno, f"target {v} is not a vertex of {graph.name} "
-                                 f"(its ids run {lo}..{hi})")
-            ids.append(v)
-    if not ids:
-        raise InputError(path, None, "no targets in the file (expected one vertex id per line)")
-    return np.asarray(ids, dtype=np.int64)
+    return read_id_file(path, graph, "target")
 
 
 def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | None = None) -> TargetPlan | None:
@@ -118,8 +88,8 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random-targets K must be between 1 and the {graph.n:,} vertices, got {k}")
-        seed = DEFAULT_TARGET_SEED if seed is None else int(seed)
-        idx = draw_vertices(graph.n, k, seed)
+        seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, "--target-seed")
+        idx = draw_vertices(graph.n, k, seed, "--target-seed")
         how = {"kind": "random", "seed": seed}
     elif isinstance(targets, str) and targets == "all":
         idx = np.arange(graph.n, dtype=np.int64)

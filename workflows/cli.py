@@ -96,8 +96,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted() -> int:
+    """Ctrl-C before the command runs (while the subcommands are imported): the one
+    line and status 130 of a Ctrl-C anywhere else, not a traceback of the import."""
+    try:
+        from gpu_sssp.workflows.common import print_error
+
+        print_error("interrupted", label="stopped")
+    except BaseException:  # (interrupted again, or rich half-imported): plain text
+        sys.stderr.write("stopped: interrupted\n")
+    return 130
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports every subcommand (rich, NumPy, ...): not instant
+    except KeyboardInterrupt:
+        return _interrupted()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     handler = logging.StreamHandler()

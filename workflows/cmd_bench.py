@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import graph_options
+from gpu_sssp.workflows.common import check_output_dir, graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -163,8 +163,10 @@ def run(args) -> int:
     from gpu_sssp.pipeline import bench_report as report
     from gpu_sssp.pipeline.bench_protocol import (BenchSettings, check_gpu_asked, environment, plan_variants,
                                                   run_benchmark)
+    from gpu_sssp.pipeline.sources import check_seed
 
     out = Path(args.out)
+    check_output_dir(out, option="--out")
     if args.from_rows:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
@@ -190,6 +192,7 @@ def run(args) -> int:
                              count_work=not args.no_count_work,
                              baseline_max_arcs=args.baseline_max_arcs, slow_ms=args.slow_ms,
                              slow_sources=args.slow_sources, graph_time_limit_s=args.graph_time_limit)
+    check_seed(settings.seed, "--seed")  # before any graph is read (run_benchmark checks it too)
     for raw in args.graphs:  # fail early on a missing file, before hours of timing
         if not Path(raw).exists():
             raise FileNotFoundError(f"{raw}: no such file")

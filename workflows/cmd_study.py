@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
+from gpu_sssp.workflows.common import add_graph_options, check_output_dir, checked_graph_options, print_error
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -185,6 +185,16 @@ def run(args) -> int:
             raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
+    check_output_dir(args.out, option="--out")
+    if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
+        from gpu_sssp.pipeline.cluster import read_scheduler_file
+
+        read_scheduler_file(args.scheduler_file)
+    from gpu_sssp.pipeline.sources import check_seed
+
+    for option, value in (("--seed", args.seed), ("--target-seed", args.target_seed)):
+        if value is not None:
+            check_seed(value, option)  # before the graph is read (plan_sources / plan_targets check it too)
     ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),

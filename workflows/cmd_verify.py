@@ -77,6 +77,10 @@ def run(args) -> int:
         return 0
     if args.graph is None:
         raise UsageError("verify needs a GRAPH (or --list to show the methods)")
+    if not (args.source or args.sources_file):
+        from gpu_sssp.pipeline.sources import check_seed
+
+        check_seed(args.seed, "--seed")  # before the graph is read
     graph = load_graph_from_args(args)
     if args.source or args.sources_file:
         src = sources_from_args(graph, args.source, args.sources_file)

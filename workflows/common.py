@@ -48,7 +48,34 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
+    refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
+
+
+def check_output_dir(out, *, option: str = "--out") -> None:
+    """Refuse, before any input is read, an output folder that cannot be made: an
+    existing file, or a path below a file (``--out ok.gr/sub``: the OS said only "Not a
+    directory")."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file, not a folder; give a folder name")
+    refuse_file_as_folder(out, option)
+
+
+def refuse_file_as_folder(out, option: str) -> None:
+    """Refuse an output path below an existing file (``-o ok.gr/x.parquet``): its
+    nearest existing parent must be a folder.  Raised as a ``UsageError`` naming the
+    option and that parent (the OS's "File exists" / "Not a directory" named neither)."""
+    out = Path(out)
+    for parent in out.parents:
+        try:
+            if not parent.exists():
+                continue
+        except OSError:  # unreadable: the write says why
+            return
+        if not parent.is_dir():
+            raise UsageError(f"{option} {out}: {parent} is a file, not a folder")
+        return
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:
@@ -96,12 +123,10 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     chunks = []
     if ids:
         chunks.append(graph.to_index(list(ids), what="source"))
-    if sources_file:
-        from gpu_sssp.pipeline.ingest import read_sources
+    if sources_file:  # the rule of every sources file (study's, matrix's and targets files' too)
+        from gpu_sssp.pipeline.sources import read_source_file
 
-        file_ids = read_sources(sources_file, vertices=graph.n, id_base=graph.id_base)
-        if len(file_ids) == 0:
-            raise UsageError(f"{sources_file}: no sources in file")
+        file_ids = read_source_file(sources_file, graph)
         chunks.append(graph.to_index(file_ids, what=f"source in {sources_file}"))
     if not chunks:
         raise UsageError("no sources: give --source ID (repeatable) or --sources-file F.ss")

@@ -166,6 +166,90 @@ def test_study_refuses_a_host_that_does_not_resolve_before_reading_the_graph(tmp
     assert not (tmp_path / "s").exists()
 
 
+#: TEST-NET-1 (RFC 5737): an address no machine of a test run has
+_FOREIGN = "192.0.2.1"
+
+
+def test_an_address_not_on_this_machine_is_a_usage_error_naming_the_option():
+    """Checked before the cluster starts: a socket is bound to the address at port 0.
+    Dask's cluster used to fail with "Cannot assign requested address" and a traceback
+    ("Cluster failed to start")."""
+    with pytest.raises(UsageError, match=rf"^--host {_FOREIGN}: not an address of this machine; give 127\.0\.0\.1"):
+        start_cluster(cpu_workers=1, host=_FOREIGN)
+    with pytest.raises(UsageError, match=rf"^--dashboard-address {_FOREIGN}:0: not an address of this machine"):
+        start_cluster(cpu_workers=1, dashboard_address=f"{_FOREIGN}:0")
+
+
+def test_an_address_not_on_this_machine_in_dask_config_names_the_setting():
+    import dask
+
+    from gpu_sssp.pipeline.errors import SettingError
+
+    with dask.config.set({"sssp.cluster.host": _FOREIGN}):
+        with pytest.raises(SettingError, match=rf"^setting sssp\.cluster\.host: '{_FOREIGN}' .*: not an address of "
+                           "this machine"):
+            start_cluster(cpu_workers=1)
+    with dask.config.set({"sssp.cluster.dashboard-address": f"{_FOREIGN}:8787"}):
+        with pytest.raises(SettingError, match=r"^setting sssp\.cluster\.dashboard-address: .*not an address"):
+            start_cluster(cpu_workers=1)
+
+
+def test_a_host_name_of_another_machine_is_refused_naming_its_address(monkeypatch):
+    import socket
+
+    from gpu_sssp.pipeline.cluster import listen_addresses
+
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda host, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (_FOREIGN, 0))])
+    with pytest.raises(UsageError, match=rf"^--host elsewhere: it names {_FOREIGN}, not an address of this machine"):
+        listen_addresses("elsewhere", None, True)
+
+
+def test_study_refuses_an_address_not_on_this_machine_before_reading_the_graph(tmp_path):
+    from gpu_sssp.pipeline.study.run import study
+
+    with pytest.raises(UsageError, match=f"--host {_FOREIGN}: not an address"):
+        study(tmp_path / "missing.gr", cpu_workers=1, host=_FOREIGN, out=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("content, what", [
+    (b"{bad", "not JSON: Expecting property name"),
+    (b"{}", 'no "address" in it'),
+    (b'["tcp://127.0.0.1:8786"]', 'no "address" in it'),
+    (b'{"address": 8786}', 'no "address" in it'),
+    (b"\xff\xfe\x00", "not JSON text"),
+])
+def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, content, what):
+    """It was an AssertionError traceback (Dask reads the file and asserts on it)."""
+    bad = tmp_path / "sched.json"
+    bad.write_bytes(content)
+    with pytest.raises(UsageError) as err:
+        start_cluster(scheduler_file=str(bad))
+    assert str(err.value).startswith(f"--scheduler-file {bad}: not a Dask scheduler file ({what}")
+    with pytest.raises(UsageError, match="is a folder, not a scheduler file"):
+        start_cluster(scheduler_file=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no such scheduler file"):
+        start_cluster(scheduler_file=str(tmp_path / "missing.json"))
+
+
+def test_a_busy_dashboard_port_gives_no_dask_warning(recwarn):
+    """Dask serves the dashboard on another port and warns "Port N is already in use";
+    the study prints where the dashboard is itself (the link names the real port)."""
+    import socket
+    import warnings
+
+    warnings.simplefilter("always")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with start_cluster(cpu_workers=1, dashboard_address=f"127.0.0.1:{port}") as handle:
+            real = handle.cluster.scheduler.http_server.port
+            assert real != port and handle.dashboard_link == f"http://127.0.0.1:{real}/status"
+    assert not [w for w in recwarn if "already in use" in str(w.message)], [str(w.message) for w in recwarn]
+
+
 def test_zero_cpu_workers_is_refused_not_taken_as_unset():
     with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
         start_cluster(cpu_workers=0)

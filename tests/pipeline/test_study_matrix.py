@@ -214,9 +214,9 @@ def test_matrix_options_without_targets_are_refused(client, rome, tmp_path):
 @pytest.mark.parametrize("content, line, what", [
     ("1\n2\n99999\n", 3, "target 99999 is not a vertex of"),
     ("1\n0\n", 2, "target 0 is not a vertex of"),
-    ("1\n# c\nabc\n", 3, "expected one vertex id (an integer) per line, got 'abc'"),
-    ("1\n2.5\n", 2, "got '2.5'"),
-    ("1 2\n", 1, "got '1 2'"),
+    ("1\n# c\nabc\n", 3, "non-numeric target id 'abc' (expected a decimal integer; one vertex id per line)"),
+    ("1\n2.5\n", 2, "non-numeric target id '2.5'"),
+    ("1 2\n", 1, "found 2: '1 2'"),
     ("# only a comment\n\n", None, "no targets in the file"),
     ("", None, "no targets in the file"),
 ])
@@ -238,6 +238,62 @@ def test_bad_targets_files(rome, tmp_path, capsys, content, line, what):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and where.strip() in err[0] and what in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+_ID_FORMS = {
+    "s lines": "s 5\nc a comment\ns 7\ns 5\n",
+    "s lines and header": "c a comment\np aux sp ss 3\ns 5\ns 7\ns 5\n",
+    "one id per line": "# a comment\n5\n\n7\n% another\n5\n",
+    "one id per line and header": "p aux sp ss 3\n5\n7\n5\n",
+}
+
+
+@pytest.mark.parametrize("form", list(_ID_FORMS))
+def test_sources_and_targets_files_are_read_by_one_rule(rome, tmp_path, capsys, form):
+    """Sources and targets files take the same forms: DIMACS ``s ID`` lines or one id
+    per line, each with or without ``p aux sp ss K``.  ``s`` lines without the header
+    were taken as targets but refused as sources ("expected 1 columns ... found 2")."""
+    from gpu_sssp.pipeline.sources import plan_sources, read_source_file
+    from gpu_sssp.pipeline.targets import plan_targets, read_target_file
+    from gpu_sssp.workflows.cli import main
+
+    path, g, _ = rome
+    f = tmp_path / "ids.ss"
+    f.write_text(_ID_FORMS[form])
+    assert read_source_file(f, g).tolist() == read_target_file(f, g).tolist() == [5, 7, 5]
+    assert plan_targets(g, targets=str(f)).targets.tolist() == [4, 6, 4]
+    assert plan_sources(g, sources_file=f, order="given").sources.tolist() == [4, 6]
+    assert main(["solve", str(path), "--sources-file", str(f)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, line, what", [
+    ("5\n0\n", 2, "{w} 0 is not a vertex of"),
+    ("s 5\ns 99999\n", 2, "{w} 99999 is not a vertex of"),
+    ("5\nabc\n", 2, "non-numeric {w} id 'abc'"),
+    ("s 5\n7\n", 2, "expected 's ID' lines, got '7'"),
+    ("p aux sp ss 3\ns 5\n", None, "{w} count does not match the header: expected 3 (from 'p aux sp ss 3' at "
+     "line 1), found 1"),
+    ("p sp 3 4\ns 5\n", 1, "expected the header 'p aux sp ss K'"),
+    ("p aux sp ss 1\np aux sp ss 1\ns 5\n", 2, "repeated 'p' line (the first is at line 1)"),
+    ("# nothing\n", None, "no {w}s in the file"),
+])
+def test_sources_and_targets_files_give_the_same_errors(rome, tmp_path, capsys, content, line, what):
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_source_file
+    from gpu_sssp.pipeline.targets import read_target_file
+    from gpu_sssp.workflows.cli import main
+
+    path, g, _ = rome
+    f = tmp_path / "ids.ss"
+    f.write_text(content)
+    where = f"{f}:{line}: " if line else f"{f}: "
+    for w, read in (("source", read_source_file), ("target", read_target_file)):
+        with pytest.raises(InputError) as e:
+            read(f, g)
+        assert str(e.value).startswith(where) and what.format(w=w) in str(e.value), str(e.value)
+    assert main(["solve", str(path), "--sources-file", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {where}") and what.format(w="source") in err[0], err
 
 
 def test_targets_options(rome, tmp_path):

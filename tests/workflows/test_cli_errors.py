@@ -152,3 +152,96 @@ def test_weights_too_large_for_exact_distances_are_one_line(tmp_path, capsys):
     assert main(["solve", str(g), "-s", "1"]) == 2
     err = capsys.readouterr().err
     assert "too large for exact distances" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["study", "{g}", "--random", "3", "--seed", "-1", "--out", "{o}"], "--seed"),
+    (["study", "{g}", "--random", "3", "--random-targets", "3", "--target-seed", "-1", "--out", "{o}"],
+     "--target-seed"),
+    (["verify", "{g}", "--random", "3", "--seed", "-1"], "--seed"),
+    (["bench", "{g}", "--algorithms", "dijkstra", "--sources", "3", "--min-component", "10", "--seed", "-1",
+      "--out", "{o}"], "--seed"),
+])
+def test_a_negative_seed_is_one_usage_error_naming_the_option(grid, tmp_path, capsys, argv, option):
+    """It was NumPy's "expected non-negative integer" traceback (exit 1).  Refused before
+    the graph is read (here: a graph file that is not there)."""
+    for graph in (grid, tmp_path / "missing.parquet"):
+        rc = main([a.format(g=graph, o=tmp_path / "o") for a in argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and err == [f"error: {option} must be 0 or more, got -1"], err
+        assert not (tmp_path / "o").exists()
+
+
+def test_one_seed_rule_for_the_python_functions(grid, tmp_path):
+    import gpu_sssp
+    from gpu_sssp.pipeline.bench_protocol import draw_sources
+    from gpu_sssp.pipeline.sources import check_seed, draw_vertices, plan_sources
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    g = gpu_sssp.load_graph(grid)
+    with pytest.raises(UsageError, match=r"^--seed must be 0 or more, got -1$"):
+        gpu_sssp.study(grid, random=3, seed=-1, out=tmp_path / "z", cpu_workers=1)
+    assert not (tmp_path / "z").exists()
+    with pytest.raises(UsageError, match=r"^--seed must be 0 or more"):
+        plan_sources(g, random=3, seed=-5)
+    with pytest.raises(UsageError, match=r"^--target-seed must be 0 or more"):
+        plan_targets(g, random=3, seed=-5)
+    with pytest.raises(UsageError, match=r"^--seed must be 0 or more"):
+        draw_sources(g, 3, min_component=2, seed=-1)
+    for bad in (1.5, True, "3", None):
+        with pytest.raises(UsageError, match=r"takes a whole number from 0 up"):
+            check_seed(bad)
+    # any whole number from 0 up, as NumPy's default_rng takes it
+    assert check_seed(np.int64(7)) == 7 and check_seed(2**70) == 2**70
+    assert len(draw_vertices(g.n, 3, 2**70)) == 3
+    assert plan_sources(g, random=3, seed=0).how["seed"] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "{g}", "-s", "1", "--out", "{f}/x.parquet"],
+    ["solve", "{g}", "-s", "1", "--out", "{f}/a/b/x.parquet"],
+    ["ingest", "{raw}", "-o", "{f}/x.parquet"],
+    ["study", "{g}", "--random", "3", "--cpu-workers", "1", "--out", "{f}/sub"],
+    ["bench", "{g}", "--algorithms", "dijkstra", "--sources", "3", "--min-component", "10", "--out", "{f}/sub"],
+])
+def test_an_output_below_a_file_is_one_line_naming_the_file(grid, tmp_path, capsys, argv):
+    """It was the OS's "[Errno 17] File exists: 'ok.gr'" or "[Errno 20] Not a directory",
+    naming neither the option nor that the parent is a file; refused before any work."""
+    f = tmp_path / "ok.gr"
+    f.write_text("p sp 2 1\na 1 2 3\n")
+    argv = [a.format(g=grid, f=f, raw=f) for a in argv]
+    rc = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    opt = argv[-2]
+    assert rc == 2 and err == [f"error: {opt} {argv[-1]}: {f} is a file, not a folder"], err
+    assert f.read_text() == "p sp 2 1\na 1 2 3\n"
+
+
+@pytest.mark.parametrize("command", ["study", "bench"])
+def test_an_output_folder_that_is_a_file_is_one_line(grid, tmp_path, capsys, command):
+    f = tmp_path / "ok.gr"
+    f.write_text("x")
+    extra = ["--random", "3", "--cpu-workers", "1"] if command == "study" else [
+        "--algorithms", "dijkstra", "--sources", "3", "--min-component", "10"]
+    rc = main([command, str(grid), *extra, "--out", str(f)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: --out {f}: is a file, not a folder; give a folder name"], err
+
+
+def test_ctrl_c_while_the_subcommands_are_imported_is_one_line(monkeypatch, capsys):
+    """``main`` imports every subcommand first (rich, NumPy: a few tenths of a second);
+    a Ctrl-C then was a KeyboardInterrupt traceback of the import."""
+    import importlib
+
+    from gpu_sssp.workflows import cli
+
+    real = importlib.import_module
+
+    def interrupted(name, *args, **kwargs):
+        if name == "gpu_sssp.workflows.cmd_study":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(cli.importlib, "import_module", interrupted)
+    assert cli.main(["study", "g.parquet"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["stopped: interrupted"]

@@ -264,3 +264,28 @@ def test_report_in_a_folder_that_is_not_there_exit_2(grid, tmp_path, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and what in err and len(err.strip().splitlines()) == 1, err
         assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("content, what", [("{bad", "not JSON"), ("{}", 'no "address" in it')])
+def test_a_bad_scheduler_file_is_one_line_before_the_graph_is_read(tmp_path, capsys, content, what):
+    """It was an AssertionError traceback (exit 1), after the graph was read."""
+    bad = tmp_path / "sched.json"
+    bad.write_text(content)
+    rc = main(["study", str(tmp_path / "missing.parquet"), "--random", "3", "--scheduler-file", str(bad),
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: --scheduler-file {bad}: not a Dask scheduler file ({what}"), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_host_not_on_this_machine_is_one_line(grid, tmp_path, capsys):
+    """It was Dask's "Cannot assign requested address" / "Cluster failed to start"
+    traceback (exit 1); 192.0.2.1 is TEST-NET-1 (RFC 5737), no machine's address."""
+    for option, value in (("--host", "192.0.2.1"), ("--dashboard-address", "192.0.2.1:0")):
+        rc = main(["study", str(grid), "--random", "3", "--cpu-workers", "1", option, value,
+                   "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {option} {value}: not an address of "
+                                                                "this machine"), err
+        assert not (tmp_path / "o").exists()

@@ -172,3 +172,34 @@ def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path, rome99):
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     lines = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines() if x.strip()]
     assert sorted(e["batch"] for e in lines) == list(range((3353 + 7) // 8))
+
+
+@pytest.mark.parametrize("sig, signals, code, line", [
+    ("SIGINT", 1, 130, "stopped: interrupted"),
+    ("SIGTERM", 1, 143, "stopped: terminated by SIGTERM"),
+    ("SIGINT", 2, 130, "stopped: interrupted"),  # a second Ctrl-C is not held back
+])
+def test_a_signal_while_the_cluster_starts_is_one_line(tmp_path, rome99, sig, signals, code, line):
+    """Ctrl-C (or SIGTERM) in the middle of the local cluster's start-up: the command
+    ends with its one line, no folder left and no worker left running.  It used to print
+    some 28 more lines after "stopped: interrupted" (Dask's atexit hook failing to close
+    the half-started cluster: "AssertionError: Status.init").  The signal comes from a
+    nanny preload (tests/workflows/_signal_at_startup.py), at a known point of the
+    start-up rather than after a guessed delay."""
+    out = tmp_path / "o"
+    preload = Path(__file__).with_name("_signal_at_startup.py")
+    env = dict(_env(), DASK_DISTRIBUTED__NANNY__PRELOAD=json.dumps([str(preload)]),
+               SSSP_TEST_SIGNAL=sig, SSSP_TEST_SIGNALS=str(signals))
+    proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
+                                    "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert _group_gone(proc.pid), "worker processes outlived the client"
+    finally:
+        _end_group(proc)
+    err = stderr.decode()
+    assert proc.returncode == code, err
+    assert err.splitlines() == [line], err
+    assert "cluster:" not in stdout.decode()  # stopped before the study began
+    assert not out.exists()
