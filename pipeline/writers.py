@@ -53,6 +53,32 @@ def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
             raise UsageError(f"{label} {out}: is the input file {path}; give another output name")
 
 
+def check_output_dir(out, *, option: str = "--out") -> None:
+    """Refuse, before any input is read, an output folder that cannot be made: an
+    existing file, or a path below a file (``--out ok.gr/sub``: the OS said only "Not a
+    directory")."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file, not a folder; give a folder name")
+    refuse_file_as_folder(out, option)
+
+
+def refuse_file_as_folder(out, option: str) -> None:
+    """Refuse an output path below an existing file (``-o ok.gr/x.parquet``): its
+    nearest existing parent must be a folder.  Raised as a ``UsageError`` naming the
+    option and that parent (the OS's "File exists" / "Not a directory" named neither)."""
+    out = Path(out)
+    for parent in out.parents:
+        try:
+            if not parent.exists():
+                continue
+        except OSError:  # unreadable: the write says why
+            return
+        if not parent.is_dir():
+            raise UsageError(f"{option} {out}: {parent} is a file, not a folder")
+        return
+
+
 def batch_name(index: int) -> str:
     """File name of batch ``index``: ``batch-000123.parquet``."""
     return f"batch-{int(index):06d}.parquet"

@@ -43,7 +43,7 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     file) or one of ``inputs`` itself (writing would destroy the input; the rule is
     ``pipeline.writers.refuse_input_as_output``, which ``pipeline.ingest.ingest`` applies
     itself)."""
-    from gpu_sssp.pipeline.writers import refuse_input_as_output
+    from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
 
     out = Path(out)
     if out.is_dir():
@@ -53,29 +53,10 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
 
 
 def check_output_dir(out, *, option: str = "--out") -> None:
-    """Refuse, before any input is read, an output folder that cannot be made: an
-    existing file, or a path below a file (``--out ok.gr/sub``: the OS said only "Not a
-    directory")."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{option} {out}: is a file, not a folder; give a folder name")
-    refuse_file_as_folder(out, option)
+    """``pipeline.writers.check_output_dir`` (an output folder that cannot be made)."""
+    from gpu_sssp.pipeline.writers import check_output_dir as check
 
-
-def refuse_file_as_folder(out, option: str) -> None:
-    """Refuse an output path below an existing file (``-o ok.gr/x.parquet``): its
-    nearest existing parent must be a folder.  Raised as a ``UsageError`` naming the
-    option and that parent (the OS's "File exists" / "Not a directory" named neither)."""
-    out = Path(out)
-    for parent in out.parents:
-        try:
-            if not parent.exists():
-                continue
-        except OSError:  # unreadable: the write says why
-            return
-        if not parent.is_dir():
-            raise UsageError(f"{option} {out}: {parent} is a file, not a folder")
-        return
+    check(out, option=option)
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:

@@ -14,8 +14,8 @@ from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
-from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, remove_temporaries,
-                                       write_json_atomic, write_parquet_atomic)
+from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, refuse_file_as_folder,
+                                       remove_temporaries, write_json_atomic, write_parquet_atomic)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -287,6 +287,7 @@ class Study:
         self.manifest: dict = {}
         if self.out.exists() and not self.out.is_dir():
             raise StudyError(f"{self.out}: exists and is not a folder")
+        refuse_file_as_folder(self.out, "out")  # below a file: the OS's "Not a directory" named neither
         self._created = not self.out.exists()
         # one run per folder: the checks and the journal read below are under the lock
         self.lock = FolderLock(self.out)

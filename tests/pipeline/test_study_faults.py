@@ -367,3 +367,19 @@ def test_stop_records_the_reason_the_exception_carries(tmp_path, exc, status, re
     assert m["status"] == status and m["runs"][-1]["status"] == status
     assert m["failure"]["reason"] == reason and m["failure"]["error"] == type(exc).__name__
     assert m["failure"]["batch"] == 1
+
+
+def test_study_out_below_a_file_is_one_line_before_any_cluster(tmp_path, monkeypatch):
+    """``study(out="ok.gr/sub")`` from Python: a UsageError naming the file in the way, not
+    the OS's bare "Not a directory", and no cluster is started for it."""
+    import gpu_sssp as sssp
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline import cluster
+
+    g = grid_parquet(tmp_path, 6, 6)
+    blocker = tmp_path / "ok.gr"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setattr(cluster, "start_cluster", lambda **kw: pytest.fail("a cluster was started"))
+    with pytest.raises(UsageError, match=r"out .*ok\.gr/sub: .*ok\.gr is a file, not a folder"):
+        sssp.study(g, random=3, out=tmp_path / "ok.gr" / "sub", cpu_workers=1)
+    assert blocker.read_text() == "not a folder\n"
