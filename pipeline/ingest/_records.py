@@ -246,8 +246,9 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                 raise InputError(display, lineno, f"expected {spec.describe}, got {_show(s)}")
             toks = toks[1:]
         if len(toks) != nf and not (spec.allow_extra and len(toks) > nf):
-            raise InputError(display, lineno, f"expected {nf + (kind is not None)} columns "
-                             f"({spec.describe}), found {len(toks) + (kind is not None)}: {_show(s)}")
+            want, got = nf + (kind is not None), len(toks) + (kind is not None)
+            raise InputError(display, lineno, f"expected {want} column{'s' if want != 1 else ''} "
+                             f"({spec.describe}), found {got}: {_show(s)}")
         for j in range(nf):
             t = toks[j]
             if spec.floats[j]:
