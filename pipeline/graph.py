@@ -316,6 +316,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
                 # it keys the copy's CSR cache
                 os.utime(out, ns=(time.time_ns(), out.stat().st_mtime_ns))
                 g = read_parquet(out)
+                _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
                 _remove_entry(out)

@@ -110,6 +110,17 @@ def check_chunk_bytes(chunk_bytes, option: str = "chunk_bytes", scale: int = 1) 
                          "(text parsed per step; memory is a small multiple of it)")
 
 
+def warn_directed_reading(display, meta: dict) -> None:
+    """Log the warning for a file read as directed by a guess about its meaning (a METIS
+    file listing each edge at one end: ``directed_reason`` in the metadata), which changes
+    every path: never silent, whether the file is ingested now or its cached copy
+    (``pipeline.graph.load_graph``) is read."""
+    if meta.get("directed_reason"):
+        log.warning("%s: %s; shortest paths follow the listed direction only: ingest with "
+                    "--undirected (undirected=True) to read each entry as an edge both ways",
+                    display, meta["directed_reason"])
+
+
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
            weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
            max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
@@ -304,11 +315,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             if fmt == "mtx":
                 meta["mtx_entries"] = hdr.expected
             meta = sink.commit(meta)
-            if meta.get("directed_reason"):
-                # a guess about the file's meaning that changes every path: never silent
-                log.warning("%s: %s; shortest paths follow the listed direction only: ingest with "
-                            "--undirected (undirected=True) to read each entry as an edge both ways",
-                            display, meta["directed_reason"])
+            warn_directed_reading(display, meta)
             return meta
         except BaseException:
             sink.abort()

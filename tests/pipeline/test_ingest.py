@@ -356,3 +356,20 @@ def test_graph_loader_reads_ingested(tmp_path):
     ingest(DATA / "rome99.gr", out)
     g = graph.read_parquet(out, cache=False)
     assert g.n == 3353
+
+
+def test_metis_one_end_warning_also_when_the_cached_copy_is_read(tmp_path, caplog):
+    """``load_graph`` on the raw METIS file: the first call ingests (and warns); the second
+    reads the cached copy and must warn again - the user of solve/study never saw an ingest."""
+    from gpu_sssp.pipeline.graph import load_graph
+
+    p = tmp_path / "half.graph"
+    p.write_text("3 2\n2\n3\n\n")
+    for attempt in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline"):
+            g = load_graph(p)
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warned) == 1 and "each edge is listed at one end only" in warned[0], (attempt, warned)
+        assert g.meta["directed_reason"]
+    assert any(x.suffix == ".parquet" for x in (tmp_path / ".sssp-cache").iterdir())
