@@ -14,7 +14,7 @@ import sys
 
 SUBCOMMANDS = ("ingest", "generate", "solve", "study", "bench", "verify")
 
-EXIT_CODES = ("exit status: 0 done; 1 a check failed or a study stopped on a failed batch; "
+EXIT_CODES = ("exit status: 0 done; 1 a check failed, a study stopped on a failed batch, or a bug (with its traceback); "
               "2 bad usage or input; 3 negative cycle; 4 no usable GPU; 130 interrupted (Ctrl-C); "
               "143 terminated (SIGTERM)")
 
