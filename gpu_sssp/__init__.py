@@ -115,7 +115,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         ``"long"``: :data:`MATRIX_LONG_SCHEMA` (a row per pair).
     max_distance_bytes : int, optional
         Refuse a matrix above this many bytes (``len(sources) x len(targets) x 8``, plus
-        8 a source), as ``sssp study --max-distance-bytes``; default the dask config
+        8 a source; for ``as_arrow="long"`` 24 bytes a cell, the table's two id columns
+        included), as ``sssp study --max-distance-bytes``; default the dask config
         ``sssp.study.max-distance-bytes`` (20 GB).
     **options
         Method options (``batch_size``, ...).

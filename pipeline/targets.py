@@ -62,9 +62,9 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
     Parameters
     ----------
     graph : kernels.graph.Graph
-    targets : "all", path or sequence of int, optional
+    targets : "all", path, int or sequence of int, optional
         Every vertex (in id order), a targets file (:func:`read_target_file`), or file
-        ids given directly.
+        ids given directly (one int is one id, as in ``gpu_sssp.matrix``).
     random : int, optional
         K distinct vertices drawn uniformly with ``seed`` (default
         ``DEFAULT_TARGET_SEED``), in id order.
@@ -99,7 +99,10 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         idx = file_ids - graph.id_base
         how = {"kind": "file", "file": os.fspath(targets)}
     else:
-        targets = list(targets)
+        if isinstance(targets, (bool, np.bool_)) or not (isinstance(targets, (int, np.integer))
+                                                         or hasattr(targets, "__iter__")):
+            raise UsageError(f"targets: expected 'all', an id, a sequence of ids or a file of ids, got {targets!r}")
+        targets = [targets] if isinstance(targets, (int, np.integer)) else list(targets)  # one id: a list of one
         if len(targets) == 0:
             raise UsageError("no target ids given")
         idx = graph.to_index(targets, what="target")

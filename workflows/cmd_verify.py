@@ -83,7 +83,12 @@ def run(args) -> int:
         check_seed(args.seed, "--seed")  # before the graph is read
     graph = load_graph_from_args(args)
     if args.source or args.sources_file:
-        src = sources_from_args(graph, args.source, args.sources_file)
+        from gpu_sssp.pipeline.sources import first_occurrences
+
+        src, repeated = first_occurrences(sources_from_args(graph, args.source, args.sources_file))
+        if repeated:  # as solve and study: a source given twice is checked once
+            console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} checked once "
+                          f"({len(src):,} distinct)", highlight=False)
     else:
         src = random_sources(graph, args.random, args.seed)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"

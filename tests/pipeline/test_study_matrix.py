@@ -376,3 +376,18 @@ def test_to_index_keeps_good_ids(rome):
         plan_sources(g, ids=[1, 99999999999999999999999])
     with pytest.raises(ValueError, match="target 99999999999999999999999 does not exist"):
         plan_targets(g, targets=[99999999999999999999999])
+
+
+def test_one_target_id_is_a_list_of_one(rome):
+    """``study(..., targets=7)`` as ``matrix(g, 5, 7)``: one int is one id (it was a bare
+    TypeError 'int object is not iterable'); a bool or an object is refused in one line."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    _, g, _ = rome
+    one = plan_targets(g, targets=7)
+    assert list(one.targets) == [7 - g.id_base] and one.how["kind"] == "list"
+    assert list(plan_targets(g, targets=np.int64(7)).targets) == [7 - g.id_base]
+    for bad in (True, object()):
+        with pytest.raises(UsageError, match="targets: expected 'all', an id"):
+            plan_targets(g, targets=bad)

@@ -239,3 +239,12 @@ def test_verify_random_sources_are_distinct_capped_and_the_seed_is_printed(rome9
     assert not np.array_equal(seen[0], first)  # another seed, other sources
     assert main(["verify", str(rome99), "--random", "0"]) == 2
     assert "--random K must be at least 1" in capsys.readouterr().err
+
+
+def test_verify_checks_a_repeated_source_once(rome99, capsys):
+    """As solve and study: ``-s 1 -s 5 -s 1`` checks two sources, with a note."""
+    assert main(["verify", str(rome99), "--methods", "dijkstra", "--backend", "cpu",
+                 "-s", "1", "-s", "5", "-s", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "note: 1 repeated source checked once (2 distinct)" in out
+    assert "2 sources)" in out
