@@ -12,7 +12,10 @@ aggregates them into the tables the papers print and draws them:
 
 Run context (GPU, driver, versions, sources, notes) travels in the Parquet file's
 ``sssp`` metadata, so :func:`load_rows` can merge several runs' files and
-:func:`write_report` can summarise them together.  Nothing here prints.
+:func:`write_report` can summarise them together.  Runs are never pooled: merged rows
+carry the rows file each came from (:data:`RUN_COLUMN`), every line of the report is
+one (run, graph, method), and ratios are taken within one run only; a graph measured in
+more than one run gets one line per run, named ``graph (run N)``.  Nothing here prints.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import json
 import logging
 import math
 from collections import OrderedDict
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +37,9 @@ from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
 log = logging.getLogger(__name__)
 
 ROWS_FILE = "rows.parquet"
+#: Column added by :func:`load_rows`: the rows file (run) each row came from.  Written
+#: with merged rows, so merging those again keeps the runs apart.
+RUN_COLUMN = "rows_file"
 SUMMARY_FILE = "summary.md"
 PLOT_FILES = {
     "time": "time_per_graph.png",
@@ -51,18 +58,22 @@ def context_of(outcome) -> dict:
 
 
 def write_rows(table: pa.Table, path, context: dict) -> Path:
-    """Write the rows atomically with the run context as ``sssp`` metadata."""
-    write_parquet_atomic(table, path, metadata={"kind": "bench-rows", **context})
+    """Write the rows atomically with the run context as ``sssp`` metadata (and the
+    time written, UTC, shown as the run's date when the rows are merged)."""
+    written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    write_parquet_atomic(table, path, metadata={"kind": "bench-rows", "written": written, **context})
     return Path(path)
 
 
 def load_rows(paths) -> tuple[pa.Table, dict]:
     """Read and concatenate ``rows.parquet`` files (or folders holding one).
 
-    Returns the table and a merged context (graphs, notes and environments of all).  A
-    file given more than once (by the same or another name: ``DIR`` and
-    ``DIR/rows.parquet``) is read once; the context's ``read_notes`` (also among its
-    ``notes``) says so.
+    Returns the table, with :data:`RUN_COLUMN` naming each row's run (its rows file; a
+    file merged earlier keeps the runs it was merged from), and a merged context: graphs
+    (each tagged with its ``run``), notes and environments of all, and ``runs``, one entry
+    per run (``file``, ``settings``, ``graphs``, ``written``).  A file given more than once
+    (by the same or another name: ``DIR`` and ``DIR/rows.parquet``) is read once; the
+    context's ``read_notes`` (also among its ``notes``) says so.
 
     Raises
     ------
@@ -72,6 +83,19 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
     """
     tables, ctx = [], {"env": {}, "graphs": [], "notes": [], "settings": {}, "runs": [], "read_notes": []}
     seen: dict[Path, list] = {}  # resolved file -> [name first given, times given]
+    used: set[str] = set()
+
+    def unique(label: str, via: Path) -> str:
+        new, i = label, 1
+        while new in used:
+            new = f"{label} via {via}" + (f" #{i}" if i > 1 else "")
+            i += 1
+        if new != label:
+            ctx["notes"].append(f"rows file {label} came in again through {via}: its rows are summarised "
+                                "once per time they came in, as separate runs")
+        used.add(new)
+        return new
+
     for p in paths:
         p = Path(p)
         if p.is_dir():
@@ -91,11 +115,31 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         missing = set(ROW_SCHEMA.names) - set(t.schema.names)
         if missing:
             raise UsageError(f"{p}: missing column(s) {sorted(missing)}")
-        tables.append(t.select(ROW_SCHEMA.names).cast(ROW_SCHEMA))
+        inner = meta.get("runs") or []
+        labels = t.column(RUN_COLUMN).to_pylist() if RUN_COLUMN in t.schema.names else None
+        if labels is not None and inner and set(labels) <= {r.get("file") for r in inner}:
+            # rows merged before: keep the runs they were merged from apart
+            rename = {}
+            for run in inner:
+                rename[run["file"]] = new = unique(run["file"], p)
+                ctx["runs"].append({**run, "file": new, "graphs": [{**g, "run": new} for g in run.get("graphs", [])]})
+                ctx["graphs"] += ctx["runs"][-1]["graphs"]
+            labels = [rename[x] for x in labels]
+        else:
+            if len(inner) > 1:
+                ctx["notes"].append(f"{p}: rows merged from {len(inner)} rows files by an older `sssp bench "
+                                    "--from-rows` that did not record which file each row came from: "
+                                    "they are summarised as one run")
+            label = unique(str(p), p)
+            graphs = [{**g, "run": label} for g in meta.get("graphs", [])]
+            ctx["runs"].append({"file": label, "settings": meta.get("settings", {}), "graphs": graphs,
+                                "written": meta.get("written")})
+            ctx["graphs"] += graphs
+            labels = [label] * len(t)
+        t = t.select(ROW_SCHEMA.names).cast(ROW_SCHEMA)
+        tables.append(t.append_column(RUN_COLUMN, pa.array(labels, pa.string())))
         ctx["env"] = ctx["env"] or meta.get("env", {})
-        ctx["graphs"] += meta.get("graphs", [])
         ctx["notes"] += meta.get("notes", [])
-        ctx["runs"].append({"file": str(p), "settings": meta.get("settings", {}), "graphs": meta.get("graphs", [])})
         ctx["settings"] = ctx["settings"] or meta.get("settings", {})
     if not tables:
         raise UsageError("no rows files given")
@@ -103,6 +147,24 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
                          for name, times in seen.values() if times > 1]
     ctx["notes"] += ctx["read_notes"]
     return pa.concat_tables(tables), ctx
+
+
+def run_labels(context: dict) -> list[str]:
+    """The runs of a (merged) context in order: run N of the report is entry N - 1."""
+    return [r["file"] for r in context.get("runs", [])]
+
+
+def _line_names(pairs, runs=None) -> dict:
+    """``{(run, graph): name}``: the graph's name, or ``graph (run N)`` where more than
+    one run holds that graph (N counts ``runs``, then runs met only in ``pairs``)."""
+    pairs = list(OrderedDict.fromkeys(pairs))
+    order = list(runs or [])
+    order += [r for r in OrderedDict.fromkeys(r for r, _ in pairs) if r not in order]
+    number = {r: i + 1 for i, r in enumerate(order)}
+    in_runs: dict[str, set] = {}
+    for r, g in pairs:
+        in_runs.setdefault(g, set()).add(r)
+    return {(r, g): (f"{g} (run {number[r]})" if len(in_runs[g]) > 1 else g) for r, g in pairs}
 
 
 def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) -> dict:
@@ -117,7 +179,7 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
     made: list[Path] = []
     if plots:
         try:
-            made = make_plots(table, outdir)
+            made = make_plots(table, outdir, runs=run_labels(context))
         except ImportError as exc:
             extra_notes.append(f"plots skipped: matplotlib is not installed ({exc}); "
                                "pip install 'gpu-sssp[bench]'")
@@ -146,12 +208,21 @@ def _mean(xs):
     return float(np.mean(xs)) if xs else None
 
 
-def aggregate(table: pa.Table) -> list[dict]:
-    """One dict per (graph, variant): count, mean/min/max time, rates, checks."""
+def aggregate(table: pa.Table, runs=None) -> list[dict]:
+    """One dict per (run, graph, variant): count, mean/min/max time, rates, checks.
+
+    Rows of different runs (:data:`RUN_COLUMN`) are never pooled.  ``graph`` is the
+    line's name: the graph's, or ``graph (run N)`` where more than one run holds it (N
+    counts ``runs``, the context's :func:`run_labels`); ``graph_name`` and ``run`` are
+    kept apart too.  Everything keyed by ``graph`` downstream (speedups, ablation,
+    plots) therefore stays within one run.
+    """
     recs = _records(table)
     groups: "OrderedDict[tuple, list]" = OrderedDict()
     for r in recs:
-        groups.setdefault((r["graph"], r["variant"]), []).append(r)
+        groups.setdefault((r.get(RUN_COLUMN), r["graph"], r["variant"]), []).append(r)
+    names = _line_names([(k[0], k[1]) for k in groups], runs)
+    groups = OrderedDict(((names[k[0], k[1]], k[2]), v) for k, v in groups.items())
     # per graph: GPU methods, CPU methods, then the baselines; ablation configurations last
     kind_rank = {"gpu": 0, "cpu": 1, "baseline": 2}
     role_rank = {"main": 0, "sweep": 0, "ablation": 1}
@@ -166,7 +237,8 @@ def aggregate(table: pa.Table) -> list[dict]:
         arcs = first["arcs"] or 0
         relax = _mean([r["relaxations"] for r in rs])
         out.append({
-            "graph": g, "variant": var, "algorithm": first["algorithm"], "kind": first["kind"],
+            "graph": g, "graph_name": first["graph"], "run": first.get(RUN_COLUMN),
+            "variant": var, "algorithm": first["algorithm"], "kind": first["kind"],
             "role": first["role"], "options": json.loads(first["options"] or "{}"), "arcs": arcs,
             "vertices": first["vertices"], "rows": len(rs),
             "sources": len({r["source"] for r in rs}), "runs": len({r["run"] for r in rs}),
@@ -187,7 +259,8 @@ def aggregate(table: pa.Table) -> list[dict]:
 
 
 def speedups(agg: list[dict]) -> list[dict]:
-    """Per (graph, variant): speedup over ``harish`` and over the SciPy baseline."""
+    """Per line (run and graph) and variant: speedup over ``harish`` and over the SciPy
+    baseline of the same run (``agg`` from :func:`aggregate`, one line per run)."""
     by_graph: "OrderedDict[str, list]" = OrderedDict()
     for a in agg:
         by_graph.setdefault(a["graph"], []).append(a)
@@ -293,7 +366,8 @@ def _lowered(asked, graphs) -> str:
 
 def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()) -> str:
     """The papers' tables as Markdown."""
-    agg = aggregate(table)
+    runs = context.get("runs", [])
+    agg = aggregate(table, runs=run_labels(context))
     env = context.get("env", {})
     settings = context.get("settings", {})
     out = ["# sssp bench summary", ""]
@@ -303,22 +377,30 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     vers = env.get("versions", {})
     if vers:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())))
-    runs = context.get("runs", [])
     if len(runs) > 1:
-        for run in runs:
+        for n, run in enumerate(runs, 1):
             s = run["settings"]
-            out.append(f"- rows from `{run['file']}`: {s.get('sources')} sources, min component "
+            out.append(f"- run {n}: rows from `{run['file']}`"
+                       + (f" (written {run['written']})" if run.get("written") else "")
+                       + f": {s.get('sources')} sources, min component "
                        f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
                        f"seed {s.get('seed')}, "
-                       f"{s.get('runs')} run(s), {s.get('warmup')} warm-up call(s) excluded")
+                       + (f"batch size {s['batch_size']}, " if s.get("batch_size") else "")
+                       + f"{s.get('runs')} timed run(s) per source, {s.get('warmup')} warm-up call(s) excluded")
     else:
         out.append(f"- protocol: {settings.get('sources')} random sources per graph (seed {settings.get('seed')}) "
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
                    f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
                    f", {settings.get('runs')} timed run(s) per source, "
                    f"{settings.get('warmup')} warm-up call(s) per method excluded")
-    out.append("- every method and baseline ran from the same sources in the same process; "
-               "times are milliseconds per source (a batched call's time divided by its batch size)")
+    if len(runs) > 1:
+        out.append("- within each run every method and baseline ran from the same sources in the same process; "
+                   "runs are never pooled: a graph measured in more than one run has one line per run, "
+                   "`graph (run N)`, and ratios are taken within one run only")
+        out.append("- times are milliseconds per source (a batched call's time divided by its batch size)")
+    else:
+        out.append("- every method and baseline ran from the same sources in the same process; "
+                   "times are milliseconds per source (a batched call's time divided by its batch size)")
     out.append("- `time` is end to end (host to host); `kernel` is the method's device time; "
                "MTEPS = arcs / kernel time; edges/s = relax operations / kernel time; "
                "relax/|E| = relax operations per arc (Dijkstra scans each reached arc once)")
@@ -326,9 +408,10 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
 
     graphs = context.get("graphs", [])
     if graphs:
+        gnames = _line_names([(g.get("run"), g["graph"]) for g in graphs], run_labels(context))
         out += ["## Graphs", ""]
         out.append(_table(["graph", "vertices", "arcs", "weights", "sources", "min component", "fingerprint"],
-                          [[g["graph"], f"{g['vertices']:,}", f"{g['arcs']:,}", str(g.get("weights", "")),
+                          [[gnames[g.get("run"), g["graph"]], f"{g['vertices']:,}", f"{g['arcs']:,}", str(g.get("weights", "")),
                             str(g["sources"]), _graph_min_component(g, settings.get("min_component")),
                             f"`{g['fingerprint']}`"]
                            for g in graphs]))
@@ -470,7 +553,7 @@ def _scale(ax, lows, highs) -> None:
         ax.set_xlim(0, hi * 1.25)
 
 
-def make_plots(table: pa.Table, outdir) -> list[Path]:
+def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
     """Draw the PNGs that apply to these rows; returns their paths.
 
     Raises
@@ -484,7 +567,7 @@ def make_plots(table: pa.Table, outdir) -> list[Path]:
     import matplotlib.pyplot as plt
 
     outdir = Path(outdir)
-    agg = aggregate(table)
+    agg = aggregate(table, runs=runs)
     made: list[Path] = []
     graphs = _graph_order(agg)
 

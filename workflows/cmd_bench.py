@@ -176,7 +176,7 @@ def run(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
         report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
         written = report.write_report(table, ctx, out, plots=not args.no_plots)
-        _show(table, written, out)
+        _show(table, written, out, runs=report.run_labels(ctx))
         failures = len(table) - sum(table.column("ok").to_pylist())
         return 1 if failures else 0
     if not args.graphs:
@@ -238,10 +238,11 @@ def run(args) -> int:
     return 1 if failures else 0
 
 
-def _show(table, written, out: Path) -> None:
+def _show(table, written, out: Path, runs=None) -> None:
+    """The summary table on stdout: one line per (run, graph, method), as in summary.md."""
     from gpu_sssp.pipeline import bench_report as report
 
-    agg = report.aggregate(table)
+    agg = report.aggregate(table, runs=runs)
     sp = {(s["graph"], s["variant"]): s for s in report.speedups(agg)}
     t = Table(title="sssp bench (ms per source)")
     for col in ("graph", "method", "mean", "min", "max", "vs SciPy", "relax/|E|", "ok"):

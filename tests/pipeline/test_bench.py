@@ -480,3 +480,61 @@ def test_graph_time_limit_skips_the_remaining_methods(registry_guard):
     variants = {r["variant"] for r in out.table.to_pylist()}
     assert "scipy" in variants and "slow" in variants and "dijkstra" not in variants
     assert any("time limit" in n for n in out.notes)
+
+
+def _timed(table: pa.Table, ms: dict) -> pa.Table:
+    """``table`` with every row's ``time_ms`` set to ``ms[variant]`` (ratios known exactly)."""
+    col = pa.array([ms[v] for v in table.column("variant").to_pylist()], pa.float64())
+    return table.set_column(table.schema.get_field_index("time_ms"), "time_ms", col)
+
+
+def _two_runs_of_one_graph(tmp_path):
+    """Two rows files of the same graph, different protocols: run a has bellman-ford, 3
+    sources, one call for all; run b has no bellman-ford, 4 sources, batches of 2."""
+    a, _ = _run([grid_graph()], ["dijkstra", "bellman-ford"], baselines=["scipy"], settings={"sources": 3})
+    b, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"], settings={"sources": 4, "batch_size": 2})
+    report.write_rows(_timed(a.table, {"dijkstra": 2.0, "bellman-ford": 4.0, "scipy": 1.0}),
+                      tmp_path / "a" / "rows.parquet", report.context_of(a))
+    report.write_rows(_timed(b.table, {"dijkstra": 1.0, "scipy": 4.0}),
+                      tmp_path / "b" / "rows.parquet", report.context_of(b))
+    return [tmp_path / "a", tmp_path / "b"]
+
+
+def test_rows_of_one_graph_from_two_runs_stay_apart_and_ratios_stay_within_a_run(tmp_path):
+    """--from-rows pooled two runs of the same graph into one line (mixing sources and
+    batch sizes) and divided a method's run-a mean by SciPy's mean over both runs."""
+    table, ctx = report.load_rows(_two_runs_of_one_graph(tmp_path))
+    agg = report.aggregate(table, runs=[r["file"] for r in ctx["runs"]])
+    lines = {(a["graph"], a["variant"]): a for a in agg}
+    assert set(lines) == {("grid (run 1)", "dijkstra"), ("grid (run 1)", "bellman-ford"), ("grid (run 1)", "scipy"),
+                          ("grid (run 2)", "dijkstra"), ("grid (run 2)", "scipy")}
+    assert lines["grid (run 1)", "scipy"]["rows"] == 3 and lines["grid (run 2)", "scipy"]["rows"] == 4
+    sp = {(s["graph"], s["variant"]): s["vs_scipy"] for s in report.speedups(agg)}
+    assert sp["grid (run 1)", "bellman-ford"] == pytest.approx(0.25)
+    assert sp["grid (run 1)", "dijkstra"] == pytest.approx(0.5)
+    assert sp["grid (run 2)", "dijkstra"] == pytest.approx(4.0)
+    text = report.summary_markdown(table, ctx)
+    assert "### grid (run 1)" in text and "### grid (run 2)" in text and "### grid\n" not in text
+    assert "| grid (run 1) | bellman-ford | cpu | 4.00 | - | 0.250x |" in text
+    assert "| grid (run 2) | dijkstra | cpu | 1.00 | - | 4.00x |" in text
+    assert f"- run 1: rows from `{tmp_path / 'a' / 'rows.parquet'}`" in text
+    assert f"- run 2: rows from `{tmp_path / 'b' / 'rows.parquet'}`" in text and "batch size 2" in text
+    graphs = text.split("## Graphs")[1].split("## Correctness")[0]
+    assert "| grid (run 1) |" in graphs and "| grid (run 2) |" in graphs
+    # the merged rows keep the runs apart when they are merged again
+    report.write_rows(table, tmp_path / "ab" / "rows.parquet", ctx)
+    again, ctx2 = report.load_rows([tmp_path / "ab"])
+    assert [r["file"] for r in ctx2["runs"]] == [r["file"] for r in ctx["runs"]]
+    sp2 = {(s["graph"], s["variant"]): s["vs_scipy"]
+           for s in report.speedups(report.aggregate(again, runs=[r["file"] for r in ctx2["runs"]]))}
+    assert sp2 == sp
+    assert report.summary_markdown(again, ctx2).split("## Notes")[0] == text.split("## Notes")[0]
+
+
+def test_one_run_keeps_plain_graph_names(tmp_path):
+    a, _ = _run([grid_graph(), directed_graph()], ["dijkstra"], baselines=["scipy"], settings={"sources": 3})
+    report.write_rows(a.table, tmp_path / "a" / "rows.parquet", report.context_of(a))
+    table, ctx = report.load_rows([tmp_path / "a"])
+    assert {x["graph"] for x in report.aggregate(table)} == {"grid", "dir"}
+    text = report.summary_markdown(table, ctx)
+    assert "### grid\n" in text and "(run 1)" not in text

@@ -184,3 +184,20 @@ def test_bench_notes_stay_whole_in_pipes_and_from_rows_twice_is_noted(small_parq
     err = capsys.readouterr().err
     assert "given 2 times: read once" in err
     assert "given 2 times: read once" in (again / "summary.md").read_text()
+
+
+def test_bench_from_rows_keeps_two_runs_of_one_graph_apart(tmp_path, capsys):
+    """Two rows sets of the same graph, different protocols, summarised together: one
+    line per run, and each run's ratios against its own SciPy times."""
+    from tests.pipeline.test_bench import _two_runs_of_one_graph
+
+    a, b = _two_runs_of_one_graph(tmp_path)
+    out = tmp_path / "ab"
+    assert main(["bench", "--from-rows", str(a), str(b), "--out", str(out), "--no-plots"]) == 0
+    text = (out / "summary.md").read_text()
+    assert "| grid (run 1) | bellman-ford | cpu | 4.00 | - | 0.250x |" in text
+    assert "| grid (run 1) | dijkstra | cpu | 2.00 | - | 0.500x |" in text
+    assert "| grid (run 2) | dijkstra | cpu | 1.00 | - | 4.00x |" in text
+    assert text.count("| grid (run") >= 4  # Graphs table and Speedup table
+    shown = capsys.readouterr().out
+    assert "grid (run 1)" in shown and "0.250x" in shown and "4.00x" in shown
