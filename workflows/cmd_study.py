@@ -140,8 +140,10 @@ def summary_table(s: dict, integer: bool) -> Table:
     row("largest eccentricity", s["eccentricity_max"],
         "over the targets each source reaches" if s.get("stats_over") == "targets"
         else "over the vertices each source reaches")
-    row("closeness max", s["closeness_max"], "(reached-1)/sum of distances")
-    row("closeness min", s["closeness_min"], "(reached-1)/sum of distances")
+    close_note = ("targets reached other than the source / sum of distances" if s.get("stats_over") == "targets"
+                  else "(reached-1)/sum of distances")
+    row("closeness max", s["closeness_max"], close_note)
+    row("closeness min", s["closeness_min"], close_note)
     t.add_row("relaxations", f"{s['relaxations_total']:,}", "", "")
     t.add_row("algorithm(s)", ", ".join(s["algorithms"]), "", ", ".join(s["devices"]))
     tm = s["timings"]

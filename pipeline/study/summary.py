@@ -32,12 +32,19 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
       otherwise a ``lower bound``.
     - ``radius``: the smallest eccentricity among sources that reach all vertices;
       exact when every vertex was a source, else an ``upper bound``; infinite when
-      every vertex was a source and none reaches all.
-    - ``closeness``: ``(reached - 1) / sum_distance`` per source; largest and smallest
-      with their sources (sources reaching nothing else are left out).  A source that
-      reaches others, all at distance 0 (zero-weight arcs), has infinite closeness: the
-      largest is then ``{"value": None, "kind": "infinite ...", "source", "sources"
-      (how many), "largest_finite"}``, as the diameter's infinite form (JSON has no inf).
+      every vertex was a source and none reaches all; ``{"value": None, "kind":
+      "unknown: ..."}`` when not every vertex was a source and no solved one reaches
+      all (there is then no bound).
+    - ``closeness``: ``others / sum_distance`` per source, ``others`` the vertices it
+      reaches other than itself (``reached - 1``; with ``stats_over="targets"``, the
+      distinct targets it reaches other than itself); largest and smallest with their
+      sources (sources reaching nothing else are left out).  A source that reaches
+      others, all at distance exactly 0 (zero-weight arcs: eccentricity 0 and sum 0), has
+      infinite closeness: the largest is then ``{"value": None, "kind": "infinite ...",
+      "source", "sources" (how many), "largest_finite"}``, as the diameter's infinite
+      form (JSON has no inf).  On a graph with a negative arc weight closeness is not
+      defined (a sum of distances can be 0 or negative while they are not): both
+      extremes are then ``{"value": None, "kind": "not defined: ..."}``.
 
     Parameters
     ----------
@@ -99,6 +106,10 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     elif every_source and solved:
         # no vertex reaches every other: each eccentricity, so the smallest, is infinite
         rad = {"value": None, "kind": "infinite (no vertex reaches every other)"}
+    elif solved:
+        # a sample (or an unfinished all-sources study) with no source reaching all: an
+        # unsampled vertex may reach every other, so the radius has no bound either way
+        rad = {"value": None, "kind": "unknown: no sampled source reaches every vertex"}
     if solved and not full.all():
         # a solved source that misses a vertex is a pair at infinite distance, whether
         # every vertex was a source or a sample: the diameter is infinite, not unknown
@@ -109,18 +120,28 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     if over_targets:  # the source counts only where it is a target
         others = reached - np.isin(src, tp.targets + g.id_base).astype(np.int64)
         diam = rad = {"value": None, "kind": "not computed: statistics over the targets only (--stats-over all)"}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        close = np.where(sdist > 0, others / sdist, np.nan)
-    ok = np.isfinite(close)
-    close_max, close_min = _pick(close, src, ok, np.argmax), _pick(close, src, ok, np.argmin)
-    at_zero = (others > 0) & (sdist == 0)  # reaches others, all at distance 0: closeness inf
-    if at_zero.any():
-        inf = {"value": None, "source": int(src[np.flatnonzero(at_zero)[0]]), "sources": int(at_zero.sum()),
-               "kind": f"infinite: {int(at_zero.sum()):,} source(s) reach every vertex they reach at distance 0 "
-                       "(zero-weight arcs)", "largest_finite": close_max}
-        close_max = inf
-        if close_min is None:  # every source with a closeness has an infinite one
-            close_min = dict(inf, largest_finite=None)
+    what = "target" if over_targets else "vertex"
+    close_max = close_min = None
+    if getattr(g, "has_negative", False):
+        # (reached-1)/sum means nothing when distances can be negative: a sum of 0 or
+        # below comes from distances that are not all 0, a positive sum can hide negative ones
+        if solved:
+            close_max = close_min = {"value": None, "kind": "not defined: the graph has negative arc weights"}
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            close = np.where((others > 0) & (sdist > 0), others / sdist, np.nan)
+        ok = np.isfinite(close)
+        close_max, close_min = _pick(close, src, ok, np.argmax), _pick(close, src, ok, np.argmin)
+        # reaches others, every one at distance exactly 0 (the largest is 0 and they add up
+        # to 0): closeness inf
+        at_zero = (others > 0) & (sdist == 0) & (np.nan_to_num(ecc, nan=1.0) == 0)
+        if at_zero.any():
+            inf = {"value": None, "source": int(src[np.flatnonzero(at_zero)[0]]), "sources": int(at_zero.sum()),
+                   "kind": f"infinite: {int(at_zero.sum()):,} source(s) reach every {what} they reach at "
+                           "distance 0 (zero-weight arcs)", "largest_finite": close_max}
+            close_max = inf
+            if close_min is None:  # every source with a closeness has an infinite one
+                close_min = dict(inf, largest_finite=None)
     algorithms = sorted(set(stats.column("algorithm").to_pylist())) if solved else []
     devices = sorted(set(stats.column("device").to_pylist())) if solved else []
     kernel_total = float(kernel_ms.sum())

@@ -137,7 +137,7 @@ def test_sampled_sources_that_miss_a_vertex_prove_an_infinite_diameter(client, t
     assert saved["diameter"] == s["diameter"]
     _, _, s = _run(client, path, tmp_path / "b", ids=[4], algorithm="dijkstra")
     assert s["diameter"] == {"value": None, "kind": "infinite (not strongly connected)", "source": 4}
-    assert s["radius"] is None  # no sampled source reaches all: nothing known
+    assert s["radius"] == {"value": None, "kind": "unknown: no sampled source reaches every vertex"}
     console = Console(record=True, width=200)
     console.print(summary_table(s, True))
     line = next(x for x in console.export_text().splitlines() if "diameter" in x)
@@ -178,6 +178,92 @@ def test_summary_of_sampled_and_all_sources_diameter_forms():
     assert s["diameter"] == {"value": None, "kind": "infinite (not strongly connected)", "source": 1}
     assert s["radius"] == {"value": None, "kind": "infinite (no vertex reaches every other)"}
     json.dumps(s, allow_nan=False)
+
+
+def _summary(kind, reached, ecc, sdist, *, n=3, negative=False, targets=None, sources=None):
+    """summarize() on a crafted stats table (sources 1..k unless given), no cluster."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.study.summary import summarize
+
+    k = len(reached)
+    stats = pa.table({"source": np.array(sources if sources is not None else np.arange(1, k + 1)),
+                      "reached": np.array(reached, dtype=np.int64),
+                      "eccentricity": np.array(ecc, dtype=float), "sum_distance": np.array(sdist, dtype=float),
+                      "kernel_ms": np.zeros(k), "relaxations": np.zeros(k, dtype=np.int64),
+                      "algorithm": ["bellman-ford"] * k, "device": ["cpu"] * k})
+    g = SimpleNamespace(n=n, m=3, name="g", id_base=1, has_negative=negative)
+    tp = None if targets is None else SimpleNamespace(targets=np.array(targets), count=len(targets))
+    plan = SimpleNamespace(graph=g, sources=SimpleNamespace(how={"kind": kind}, count=k), study_id="x",
+                           targets=tp, stats_over="targets" if targets is not None else "")
+    s = summarize(stats, plan)
+    json.dumps(s, allow_nan=False)
+    return s
+
+
+def _table_lines(s):
+    from rich.console import Console
+
+    from gpu_sssp.workflows.cmd_study import summary_table
+
+    console = Console(record=True, width=250)
+    console.print(summary_table(s, True))
+    return console.export_text().splitlines()
+
+
+def test_closeness_on_a_graph_with_negative_weights_is_not_defined():
+    """Audit 4, #1: with negative arcs (bellman-ford) a sum of 0 is not 'all at distance
+    0' (distances -5 and +5), and a negative sum (-4) was dropped without a word; the
+    summary now says closeness is not defined, in summary.json and the table."""
+    # negz.gr: 1 -> 2 (-5), 1 -> 3 (5): source 1 reaches 3 with sum 0, eccentricity 5
+    s = _summary("all", [3, 1, 1], [5, 0, 0], [0, 0, 0], negative=True)
+    # negc.gr: source 1 reaches 4, sum -4; source 2 reaches 2 (sum 1) ...
+    c = _summary("all", [4, 2, 1, 2], [5, 1, 0, 1], [-4, 1, 0, 1], n=4, negative=True)
+    for x in (s, c):
+        want = {"value": None, "kind": "not defined: the graph has negative arc weights"}
+        assert x["closeness_max"] == want and x["closeness_min"] == want, x
+        rows = [ln for ln in _table_lines(x) if "closeness" in ln]
+        assert len(rows) == 2 and all("not defined: the graph has negative arc weights" in r for r in rows), rows
+    # the same stats on a graph without negative weights keep their figures
+    c = _summary("all", [4, 2, 1, 2], [5, 1, 0, 1], [4, 1, 0, 1], n=4)
+    assert c["closeness_max"] == {"value": 1, "source": 2} and c["closeness_min"] == {"value": 0.75, "source": 1}
+
+
+def test_infinite_closeness_needs_every_distance_zero():
+    """Sum 0 alone does not make closeness infinite: the eccentricity must be 0 too."""
+    # source 2 (crafted: eccentricity 5 with a sum of 0) is not at distance 0 from all it reaches
+    s = _summary("all", [3, 3, 1], [0, 5, 0], [0, 0, 0])
+    assert s["closeness_max"]["sources"] == 1 and s["closeness_max"]["source"] == 1, s["closeness_max"]
+    assert "reach every vertex they reach at distance 0" in s["closeness_max"]["kind"]
+
+
+def test_matrix_closeness_wording_says_targets():
+    """Audit 4, #7: with --stats-over targets the table's closeness note and the infinite
+    closeness text speak of targets, not vertices."""
+    # targets 2, 3 (file ids; id_base 1 -> internal 1, 2): source 1 not a target reaches
+    # both at 4 + 6; source 2 a target reaches 2 and 3 (others 1) at 0
+    s = _summary("random", [2, 2], [6, 0], [10, 0], n=5, targets=[1, 2], sources=[1, 2])
+    assert s["closeness_max"]["kind"] == ("infinite: 1 source(s) reach every target they reach at "
+                                          "distance 0 (zero-weight arcs)"), s["closeness_max"]
+    assert s["closeness_max"]["largest_finite"] == {"value": 0.2, "source": 1}
+    assert s["closeness_min"] == {"value": 0.2, "source": 1}
+    rows = [ln for ln in _table_lines(s) if "closeness" in ln]
+    assert "target" in rows[0] and "vertex" not in rows[0], rows
+    assert "targets reached other than the source / sum of distances" in rows[1], rows
+    assert "(reached-1)" not in rows[1], rows
+
+
+def test_radius_of_a_sample_with_no_source_reaching_all_is_unknown():
+    """Audit 4, #7: a sample where no source reaches every vertex gives no bound on the
+    radius: summary.json says so (it had "radius": null) and the table's note too."""
+    s = _summary("random", [2, 1], [4, 0], [4, 0])
+    assert s["radius"] == {"value": None, "kind": "unknown: no sampled source reaches every vertex"}
+    line = next(ln for ln in _table_lines(s) if ln.lstrip("│ ").startswith("radius"))
+    assert "unknown: no sampled source reaches every vertex" in line, line
+    s = _summary("all", [2, 1, 1], [4, 0, 0], [4, 0, 0])
+    assert s["radius"] == {"value": None, "kind": "infinite (no vertex reaches every other)"}
 
 
 def test_second_study_keeps_the_loaded_graph(client, data, tmp_path):
