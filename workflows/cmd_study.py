@@ -224,6 +224,8 @@ def run(args) -> int:
             est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
+        if args.resume and study.redone:
+            console.print(f"note: {study.redone_note()}")
         if args.resume and not study.pending:
             console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising")
         # the batches as laid out (a default batch size is spread over the workers)

@@ -296,6 +296,8 @@ class Study:
             self._check_folder(resume)
             if resume:
                 self.journal.repair()  # a line torn by the crash that stopped the last run
+            # journaled batches whose files are missing or incomplete: solved again (why)
+            self.redone: dict[int, str] = {}
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
             # batches whose files a stopped run wrote completely but never journaled
             # (a chunk is journaled once all of its batches are written): kept, not redone
@@ -353,22 +355,74 @@ class Study:
             raise StudyError(f"{out}: folder is not empty and holds no study; choose another --out")
 
     def _finished_batches(self) -> dict[int, dict]:
-        done = {}
+        """The journaled batches whose files are all complete (:meth:`_batch_files`);
+        the others are solved again, each with the reason in :attr:`redone`."""
+        latest = {}  # a batch solved again has several lines: its last
         nb = len(self.plan.batches)
         for e in self.journal.entries():
             i = e.get("batch")
-            if not isinstance(i, int) or not 0 <= i < nb:
-                continue
-            f = self.out / "stats" / batch_name(i)
-            try:
-                # a readable footer with the batch's row count: complete, even after a
-                # power loss that left a renamed but empty file (fsync off)
-                rows = _fs.read_metadata(f).num_rows
-            except (OSError, pa.ArrowInvalid):
-                continue
-            if rows == len(self.plan.batches[i]):
+            if isinstance(i, int) and 0 <= i < nb:
+                latest[i] = e
+        done = {}
+        for i, e in latest.items():
+            problem = self._batch_files(i)[2]
+            if problem is None:
                 done[i] = e
+            else:
+                self.redone[i] = problem
         return done
+
+    def _expected_rows(self, rel: str, i: int, reached=None) -> tuple[int, list | None]:
+        """The rows of batch ``i``'s file ``rel`` (one of ``plan.batch_files(i)``) and its
+        columns when they name the sources; ``reached``: the statistics file's column
+        (the long form's rows are the reachable pairs, Result.to_table)."""
+        import pyarrow.compute as pc
+
+        plan = self.plan
+        batch = np.asarray(plan.batches[i], dtype=np.int64)
+        folder = rel.split("/", 1)[0]
+        if folder == "stats":
+            return len(batch), None
+        if folder == _matrix.MATRIX_DIR:
+            per = 1 if plan.matrix_form == "wide" else int(plan.targets.count)
+            return len(batch) * per, None
+        if plan.distance_form == "long":
+            if reached is None:
+                reached = _fs.read_table(self.out / "stats" / batch_name(i), columns=["reached"]).column("reached")
+            return int(pc.sum(reached).as_py() or 0), None
+        # a row per vertex, a column per distinct source (wide_distance_table)
+        cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
+        return plan.graph.n, cols
+
+    def _batch_files(self, i: int, reached=None) -> tuple[list[str], int, str | None]:
+        """Check every file batch ``i`` writes (``plan.batch_files``: statistics,
+        distances, predecessors or matrix) from its Parquet footer only: there, readable
+        (a file renamed but left empty by a power loss has no footer), the batch's row
+        count, the sources' columns in the wide form (the long form's row count is the
+        statistics file's ``reached`` column summed: that column is read, or given).
+        ``(files, bytes, problem)``: the files in writing order; ``problem`` names the
+        first file wrong (``"distances/batch-000005.parquet missing"``), None when all
+        are complete."""
+        nbytes = 0
+        written = self.plan.batch_files(i)
+        for rel in written[-1:] + written[:-1]:  # stats first: the long form's rows are counted there
+            path = self.out / rel
+            try:
+                meta = _fs.read_metadata(path)
+                rows, cols = self._expected_rows(rel, i, reached)
+            except FileNotFoundError:
+                return written, nbytes, f"{rel} missing"
+            except (OSError, ValueError, KeyError, pa.ArrowException):
+                return written, nbytes, f"{rel} unreadable (no Parquet footer)"
+            if meta.num_rows != rows:
+                return written, nbytes, f"{rel} has {meta.num_rows:,} rows, not {rows:,}"
+            if cols is not None and meta.schema.to_arrow_schema().names != cols:
+                return written, nbytes, f"{rel} has other columns than the batch's sources"
+            try:
+                nbytes += path.stat().st_size
+            except OSError:
+                return written, nbytes, f"{rel} missing"
+        return written, nbytes, None  # in writing order, stats last
 
     def _written_batch(self, i: int) -> dict | None:
         """The journal entry for batch ``i`` if its files in the folder are those of
@@ -386,8 +440,7 @@ class Study:
 
         plan = self.plan
         batch = np.asarray(plan.batches[i], dtype=np.int64)
-        name = batch_name(i)
-        f = self.out / "stats" / name
+        f = self.out / "stats" / batch_name(i)
         try:
             if _fs.read_metadata(f).num_rows != len(batch):
                 return None
@@ -397,27 +450,11 @@ class Study:
             algos = pc.unique(t.column("algorithm").cast(pa.string())).to_pylist()
             if len(algos) != 1 or (plan.algorithm != "auto" and algos[0] != plan.algorithm):
                 return None
-            files, nbytes = [f"stats/{name}"], f.stat().st_size
-            # (file, its rows, its columns when they name the sources)
-            want: list[tuple[str, int, list | None]] = []
-            if plan.targets is not None:
-                per = 1 if plan.matrix_form == "wide" else int(plan.targets.count)
-                want.append((f"{_matrix.MATRIX_DIR}/{name}", len(batch) * per, None))
-            elif {"distances", "predecessors"} & set(plan.outputs):
-                if plan.distance_form == "long":  # the reachable pairs (Result.to_table)
-                    want.append((f"distances/{name}", int(pc.sum(t.column("reached")).as_py() or 0), None))
-                else:  # a row per vertex, a column per distinct source (wide_distance_table)
-                    cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
-                    want.append((f"distances/{name}", plan.graph.n, cols))
-                    if "predecessors" in plan.outputs:
-                        want.append((f"predecessors/{name}", plan.graph.n, cols))
-            for rel, rows, cols in want:
-                meta = _fs.read_metadata(self.out / rel)
-                if meta.num_rows != rows or (cols is not None and meta.schema.to_arrow_schema().names != cols):
-                    return None
-                files.insert(-1, rel)
-                nbytes += (self.out / rel).stat().st_size
         except (OSError, ValueError, KeyError, pa.ArrowException):
+            return None
+        # every file of the batch (distances, predecessors or matrix, then stats again)
+        files, nbytes, problem = self._batch_files(i, reached=t.column("reached"))
+        if problem is not None:
             return None
         return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "adopted": True}
 
@@ -448,6 +485,17 @@ class Study:
         except OSError:
             return []
         return [i for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names]
+
+    def redone_note(self, shown: int = 3) -> str | None:
+        """What a resume says of the journaled batches solved again (:attr:`redone`):
+        ``"2 journaled batch(es) will be solved again, their files missing or incomplete:
+        distances/batch-000005.parquet missing, ..."``; None when there are none."""
+        if not self.redone:
+            return None
+        why = [self.redone[i] for i in sorted(self.redone)]
+        more = f", and {len(why) - shown} more" if len(why) > shown else ""
+        return (f"{len(why)} journaled batch(es) will be solved again, their files missing or incomplete: "
+                f"{', '.join(why[:shown])}{more}")
 
     def unjournaled_files(self) -> int:
         """Statistics files in the folder of batches not journaled (a stopped run's
@@ -511,7 +559,7 @@ class Study:
             The folder or its files cannot be written.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        for sub in ("stats",) + (("distances",) if {"distances", "predecessors"} & set(self.plan.outputs) else ()):
+        for sub in self.plan.batch_folders:  # matrix/ too: made by _matrix.start_folder as well
             (self.out / sub).mkdir(exist_ok=True)
         remove_temporaries(self.out)
         _matrix.start_folder(self.plan, self.out)
@@ -521,6 +569,8 @@ class Study:
             self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out, shared=shared)
         runs = list(self.manifest.get("runs", []))
         runs.append({"start": _now(), "batches_before": len(self.done), "batches_adopted": len(self.adopted),
+                     # journaled, but a file missing or incomplete: solved again
+                     **({"batches_redone": len(self.redone)} if self.redone else {}),
                      "cluster": cluster_info or {}})
         self.manifest = {
             "study_id": self.plan.study_id,

@@ -12,6 +12,7 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.sources import SourcePlan
 from gpu_sssp.pipeline.study import matrix as _matrix
+from gpu_sssp.pipeline.writers import batch_name
 
 OUTPUTS = ("stats", "distances", "predecessors")
 FORMS = ("long", "wide")
@@ -168,15 +169,25 @@ class StudyPlan:
         return self.targets is None and not ({"distances", "predecessors"} & set(self.outputs))
 
     @property
+    def batch_folders(self) -> tuple:
+        """The folders each batch writes a file in, in writing order (:func:`batch_folders`)."""
+        return batch_folders(self.outputs, self.distance_form, self.targets is not None)
+
+    def batch_files(self, index: int) -> list[str]:
+        """The files batch ``index`` writes, relative to the folder, in writing order
+        (statistics last), e.g. ``["distances/batch-000005.parquet",
+        "stats/batch-000005.parquet"]``: what a resume checks before it counts a batch
+        done (``pipeline.study.folder.Study``)."""
+        name = batch_name(index)
+        return [f"{d}/{name}" for d in self.batch_folders]
+
+    @property
     def distance_folders(self) -> tuple:
         """The folders of distance rows a study without targets writes (as
         ``pipeline.study.task._write_batch`` lays them out): ``distances/`` with distances
         or predecessors (the long form keeps the predecessors there), and in the wide form
         ``predecessors/`` too."""
-        if self.targets is not None or not ({"distances", "predecessors"} & set(self.outputs)):
-            return ()
-        wide_preds = "predecessors" in self.outputs and self.distance_form != "long"
-        return ("distances", "predecessors") if wide_preds else ("distances",)
+        return tuple(d for d in self.batch_folders if d in ("distances", "predecessors"))
 
     def resolve_batch_size(self, devices) -> int:
         """Set the default batch size from the workers' devices (one entry per worker,
@@ -219,6 +230,22 @@ class StudyPlan:
         517 batches take 0.6 s) keeps two studies apart."""
         sid = self.study_id
         return [f"{prefix}-batch-{int(c[0]):06d}-{int(c[-1]):06d}-{sid}" for c in chunks]
+
+
+def batch_folders(outputs, distance_form: str, matrix: bool) -> tuple:
+    """The one rule for which files a batch writes: the folders of its files, in writing
+    order, ``stats`` last (its statistics file marks the batch written).  A matrix study
+    (``matrix``): ``matrix/``; else with distances or predecessors ``distances/`` (the long
+    form keeps the predecessors there), in the wide form with predecessors
+    ``predecessors/`` too.  Used by ``pipeline.study.task._write_batch`` (which writes
+    them), the folder's set-up and its resume checks (``pipeline.study.folder.Study``)."""
+    if matrix:
+        return (_matrix.MATRIX_DIR, "stats")
+    if not {"distances", "predecessors"} & set(outputs):
+        return ("stats",)
+    if "predecessors" in outputs and distance_form != "long":
+        return ("distances", "predecessors", "stats")
+    return ("distances", "stats")
 
 
 def parse_outputs(outputs) -> tuple:

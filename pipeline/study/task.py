@@ -108,27 +108,24 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     """Write one batch's files (distances or its travel-time matrix before stats);
     ``(bytes, files, stats_table_ms)``.  ``matrix_form``: a matrix study
     (:mod:`pipeline.study.matrix`) writes the batch's sources x targets matrix there."""
+    from gpu_sssp.pipeline.study.plan import batch_folders
+
     name = batch_name(index)
     nbytes = 0
     files = []
-    if matrix_form is not None:
-        from gpu_sssp.pipeline.study.matrix import MATRIX_DIR, write_batch
+    # the folders as StudyPlan.batch_files names them (one rule), stats last: written below
+    for folder in batch_folders(outputs, distance_form, matrix_form is not None)[:-1]:
+        path = outdir / folder / name
+        if matrix_form is not None:  # matrix/
+            from gpu_sssp.pipeline.study.matrix import write_batch
 
-        nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync)
-        files.append(f"{MATRIX_DIR}/{name}")
-    elif "distances" in outputs or "predecessors" in outputs:
-        if distance_form == "long":
-            table = res.to_table(graph.id_base, reachable_only=True)
-            nbytes += write_parquet_atomic(table, outdir / "distances" / name, fsync=fsync)
-            files.append(f"distances/{name}")
-        else:
-            nbytes += write_parquet_atomic(wide_distance_table(res, graph.id_base), outdir / "distances" / name,
-                                           fsync=fsync)
-            files.append(f"distances/{name}")
-            if "predecessors" in outputs:
-                nbytes += write_parquet_atomic(wide_distance_table(res, graph.id_base, field="predecessors"),
-                                               outdir / "predecessors" / name, fsync=fsync)
-                files.append(f"predecessors/{name}")
+            nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync)
+        elif distance_form == "long":  # distances/: the reachable pairs, predecessors there too
+            nbytes += write_parquet_atomic(res.to_table(graph.id_base, reachable_only=True), path, fsync=fsync)
+        else:  # distances/ or predecessors/: a row per vertex, a column per source
+            field = "predecessors" if folder == "predecessors" else "distances"
+            nbytes += write_parquet_atomic(wide_distance_table(res, graph.id_base, field=field), path, fsync=fsync)
+        files.append(f"{folder}/{name}")
     t = time.perf_counter()
     stats = res.stats_table(graph.id_base, worker=worker, for_file=True)
     t_table = (time.perf_counter() - t) * 1e3

@@ -146,3 +146,79 @@ def test_a_study_stopped_before_any_journal_line_resumes_from_its_files(tmp_path
     assert summary["complete"] and not counter.memory
     assert all(e.get("adopted") for e in _journal(out))
     assert _deterministic(out).equals(_deterministic(ref))
+
+
+@pytest.mark.parametrize("outputs, form", [("stats,distances,predecessors", "wide"), ("stats,distances", "long"),
+                                           ("matrix", "wide")])
+def test_journaled_batches_with_missing_or_empty_files_are_solved_again(tmp_path, cluster, outputs, form):
+    """A journaled batch counts as done on resume only while every file it writes is
+    complete (a readable footer, its row count): a deleted or emptied distance file, a
+    deleted matrix file -> the batch is solved again, and says so; the rest are kept."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import Study, plan_study, run_study
+    from gpu_sssp.pipeline.writers import batch_name
+
+    from tests.pipeline.test_study_support import grid_parquet
+
+    client, counter = cluster
+    path = grid_parquet(tmp_path, 20, 20)
+
+    def plan(out):
+        g = read_parquet(path)
+        kw = {"outputs": outputs, "distance_form": form}
+        if outputs == "matrix":
+            from gpu_sssp.pipeline.targets import plan_targets
+
+            kw = {"targets": plan_targets(g, random=40, seed=1), "matrix_form": form}
+        return plan_study(g, path, plan_sources(g, sources="all"), out=out, batch_size=16, algorithm="dijkstra",
+                          **kw)
+
+    ref = tmp_path / "ref"
+    run_study(client, plan(ref))
+    sub_dirs = plan(ref).distance_folders or ("matrix",)
+    nb = len(_journal(ref))
+    assert nb == 400 // 16 and sorted(f.name for f in (ref / sub_dirs[0]).iterdir()) == [
+        batch_name(i) for i in range(nb)]
+
+    out = tmp_path / "damaged"
+    shutil.copytree(ref, out)
+    (out / sub_dirs[0] / batch_name(5)).unlink()  # deleted
+    (out / sub_dirs[0] / batch_name(7)).write_bytes(b"")  # emptied (renamed, never flushed)
+    doubtful = {5, 7}
+    if len(sub_dirs) > 1:  # the wide form's predecessors too
+        (out / sub_dirs[1] / batch_name(11)).unlink()
+        doubtful.add(11)
+
+    study = Study(plan(out), resume=True)
+    try:
+        assert sorted(study.pending) == sorted(doubtful) and set(study.redone) == doubtful
+        note = study.redone_note()
+        assert note.startswith(f"{len(doubtful)} journaled batch(es) will be solved again")
+        assert f"{sub_dirs[0]}/{batch_name(5)} missing" in note and f"{sub_dirs[0]}/{batch_name(7)} unreadable" in note
+    finally:
+        study.close()
+
+    counter.memory.clear()
+    summary = run_study(client, plan(out), resume=True)
+    assert summary["complete"] and summary["sources_solved"] == 400
+    solved = [b for k in counter.memory for b in range(int(k.split("-")[-3]), int(k.split("-")[-2]) + 1)]
+    assert set(solved) == doubtful and set(counter.memory.values()) == {1}
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["status"] == "complete" and man["runs"][-1]["batches_redone"] == len(doubtful)
+
+    # the outputs equal the uninterrupted run's, file by file
+    assert _deterministic(out).equals(_deterministic(ref))
+    for sub in sub_dirs:
+        names = sorted(f.name for f in (ref / sub).iterdir())
+        assert names == sorted(f.name for f in (out / sub).iterdir()) and len(names) == nb
+        for name in names:
+            assert pq.read_table(out / sub / name).equals(pq.read_table(ref / sub / name)), (sub, name)
+
+    # a second resume finds nothing to do
+    counter.memory.clear()
+    study = Study(plan(out), resume=True)
+    try:
+        assert not study.pending and not study.redone and study.redone_note() is None
+    finally:
+        study.close()
