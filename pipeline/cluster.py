@@ -72,7 +72,13 @@ class ClusterHandle:
         to the scheduler is under way then logs Dask's "Failed to communicate with
         scheduler during heartbeat" with a traceback (seen after a Ctrl-C).  That is
         teardown noise, not a failure of the study: the workers' ``distributed.worker``
-        log is lowered to CRITICAL first (best effort, workers that are gone are skipped)."""
+        log is lowered to CRITICAL first (best effort, workers that are gone are skipped).
+
+        A Ctrl-C (``KeyboardInterrupt``, also SIGTERM's) during the close stops the
+        waiting: it is raised at once, and Dask's own close at the interpreter's exit
+        is called off (it waited 10 s for the close the Ctrl-C had cancelled); the worker
+        processes, daemonic children of this one, end with it."""
+        interrupted = False
         try:
             if self.cluster is not None:
                 try:
@@ -80,15 +86,38 @@ class ClusterHandle:
                 except Exception as exc:  # closing goes on
                     log.debug("workers' teardown log not quieted: %s", exc)
             self.client.close()
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             if self.cluster is not None:
-                self.cluster.close()
+                if interrupted:
+                    _abandon(self.cluster)
+                else:
+                    try:
+                        self.cluster.close()
+                    except KeyboardInterrupt:
+                        _abandon(self.cluster)
+                        raise
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _abandon(cluster) -> None:
+    """A cluster whose close was interrupted: Dask's exit hook
+    (``distributed.deploy.spec.close_clusters``) is not to close it again, which waited
+    its 10 s timeout for the close the interrupt cancelled."""
+    try:
+        cluster.shutdown_on_close = False
+    except Exception as exc:
+        log.debug("cluster not abandoned: %s", exc)
+    # its nannies then log, as the processes end with this one, that a worker's exit
+    # status "was already read": noise of a close called off
+    logging.getLogger("distributed.process").setLevel(logging.ERROR)
 
 
 def _quiet_worker_teardown() -> None:

@@ -168,6 +168,20 @@ def summary_table(s: dict, integer: bool) -> Table:
     return t
 
 
+def _complete(study) -> bool:
+    """Whether ``study``'s folder holds its finished study: the manifest written last by
+    ``Study.finish`` says ``complete`` (best effort: False when it cannot be read)."""
+    import json
+
+    from gpu_sssp.pipeline.study.folder import MANIFEST
+
+    try:
+        m = json.loads((study.out / MANIFEST).read_text())
+        return m.get("status") == "complete" and m.get("study_id") == study.plan.study_id
+    except Exception:
+        return False
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -256,6 +270,12 @@ def run(args) -> int:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:
             progress.stop()
+        if isinstance(exc, KeyboardInterrupt) and "study" in state and _complete(state["study"]):
+            # Ctrl-C once the summary and the final manifest were written (while the
+            # cluster closes): nothing to resume; 128 + the signal all the same
+            print_error(f"the study in {args.out} is complete (summary.json)",
+                        label="stopped while closing the cluster")
+            return 128 + int(getattr(exc, "signum", 2))
         if "study" in state and not isinstance(exc, StudyError):
             fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
             study = state["study"]

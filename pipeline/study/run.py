@@ -189,12 +189,16 @@ def wait_for_workers(client, fingerprint: str) -> dict:
 
 def forget_graph(client, plan: StudyPlan) -> None:
     """Unregister the graph's worker plugin: every worker's teardown frees its host and
-    device copies of the graph.  Best effort (a study's result does not depend on it)."""
+    device copies of the graph.  Best effort (a study's result does not depend on it).
+
+    Only for a plugin that is registered (:func:`study` calls it for the one its run
+    registered): the scheduler logs an ERROR with a traceback for a name it does not
+    have, before the client's call raises."""
     from gpu_sssp.pipeline.plugins import plugin_name
 
     try:
         client.unregister_worker_plugin(plugin_name(plan.graph.fingerprint))
-    except Exception as exc:  # never registered (nothing to solve), or workers gone
+    except Exception as exc:  # workers or scheduler gone
         log.debug("graph plugin not unregistered: %s", exc)
 
 
@@ -212,7 +216,7 @@ def _worker_startup(client, fingerprint: str) -> dict:
 
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
               cluster_info: dict | None = None, on_batch=None, on_start=None,
-              study: "Study | None" = None) -> dict:
+              study: "Study | None" = None, registered: list | None = None) -> dict:
     """Run (or resume) a study on a connected client; return its summary.
 
     The pending batches go out in chunks of shrinking size, a bounded number in flight
@@ -236,6 +240,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         Called on the client after each batch is recorded.
     study : Study, optional
         The folder, already checked (``Study(plan, resume=...)``); made here when absent.
+    registered : list, optional
+        Gets the name of the graph's worker plugin once this run has registered it
+        (a run with nothing to do registers none), also when the run then stops: what
+        :func:`forget_graph` is to unregister.
 
     Returns
     -------
@@ -294,6 +302,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         reported: dict = {}
         try:
             reg = register_graph(client, plan, backend, cluster_info.get("devices"))
+            if registered is not None:
+                from gpu_sssp.pipeline.plugins import plugin_name
+
+                registered.append(plugin_name(plan.graph.fingerprint))
             mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
@@ -561,6 +573,34 @@ def _worker_stream(dask_worker=None, interval=None, restore=None):
     return old
 
 
+def _live_workers(dask_scheduler=None) -> list:
+    """On the scheduler: the addresses of the workers it has now."""
+    return list(dask_scheduler.workers)
+
+
+def _restore_worker_streams(client, old: dict) -> None:
+    """Put back the workers' stream intervals ``old`` (``{address: interval}``), on the
+    workers that are still there only.
+
+    A worker lost during the study (killed, restarted by its nanny under a new address)
+    is skipped: a ``client.run`` naming its address made the scheduler wait the whole
+    connect timeout (30 s) after the study's last batch and then log an ERROR.  The
+    workers there now are asked of the scheduler itself (the client's
+    ``scheduler_info()`` is refreshed only every few seconds)."""
+    try:
+        live = set(client.run_on_scheduler(_live_workers))
+    except Exception as exc:  # a scheduler that cannot run this package's functions
+        log.debug("the scheduler's workers not asked: %s", exc)
+        live = set(client.scheduler_info().get("workers", {}))
+    by_value: dict = {}  # one call per old interval (all workers had Dask's 2 ms)
+    for addr, v in old.items():
+        if v is not None and addr in live:
+            by_value.setdefault(v, []).append(addr)
+    for v, addrs in by_value.items():
+        # a worker lost in between: its error is returned, not raised, and skipped
+        client.run(_worker_stream, restore=v, workers=addrs, on_error="return")
+
+
 def _prompt_streams(client, interval: float | None = None):
     """Let Dask's messages go out within ``interval`` (default: dask config
     ``sssp.study.stream-interval``, :data:`STREAM_INTERVAL`)
@@ -589,12 +629,7 @@ def _prompt_streams(client, interval: float | None = None):
             workers_old = client.run(_worker_stream, interval=interval)
 
             def workers_back():
-                by_value: dict = {}  # one call per old interval (all workers had Dask's 2 ms)
-                for addr, v in workers_old.items():
-                    if v is not None:
-                        by_value.setdefault(v, []).append(addr)
-                for v, addrs in by_value.items():
-                    client.run(_worker_stream, restore=v, workers=addrs)
+                _restore_worker_streams(client, workers_old)
 
             undo.append(workers_back)
         except Exception as exc:
@@ -768,6 +803,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                       targets=tp, stats_over=stats_over, matrix_form=matrix_form)
     folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
     close = False
+    registered: list = []  # the graph's plugin, once this run registered it
     t_cluster = time.perf_counter()
     try:
         if client is not None:
@@ -790,12 +826,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
 
         with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
             return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
-                             on_start=on_start, on_batch=on_batch, study=folder)
+                             on_start=on_start, on_batch=on_batch, study=folder, registered=registered)
     finally:
         folder.close()  # released already unless the run stopped before it began
         # a cluster this call did not start (a client given, or attached with --scheduler
         # or --scheduler-file) outlives the study: free the workers' copies of the graph
-        if handle.cluster is None and not setting("study.keep-graph", keep_graph, default=False):
+        # (only a plugin this run registered: a resume with nothing to do registers none)
+        if registered and handle.cluster is None and not setting("study.keep-graph", keep_graph, default=False):
             forget_graph(handle.client, plan)
         if close:
             handle.close()

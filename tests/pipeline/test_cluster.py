@@ -361,3 +361,53 @@ def test_closing_a_started_cluster_quiets_the_workers_teardown_log():
         assert logger.level == logging.CRITICAL
     finally:
         logger.setLevel(before)
+
+
+class _FakeClient:
+    def __init__(self, close_raises=None):
+        self.close_raises = close_raises
+        self.closed = False
+
+    def run(self, *a, **kw):
+        return {}
+
+    def close(self):
+        self.closed = True
+        if self.close_raises is not None:
+            raise self.close_raises
+
+
+class _FakeCluster:
+    def __init__(self, close_raises=None):
+        self.close_raises = close_raises
+        self.shutdown_on_close = True
+        self.closes = 0
+
+    def close(self):
+        self.closes += 1
+        if self.close_raises is not None:
+            raise self.close_raises
+
+
+def test_a_ctrl_c_during_the_cluster_close_stops_waiting():
+    """Ctrl-C while the cluster closes: raised at once, and Dask's exit hook does not
+    close it again (it waited 10 s for the close the Ctrl-C had cancelled)."""
+    from gpu_sssp.pipeline.cluster import ClusterHandle
+
+    cluster = _FakeCluster(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        ClusterHandle(_FakeClient(), cluster, "local-cpu", "cpu").close()
+    assert cluster.closes == 1 and cluster.shutdown_on_close is False
+    # interrupted while the client closes: the cluster's (waiting) close is not begun
+    cluster = _FakeCluster()
+    with pytest.raises(KeyboardInterrupt):
+        ClusterHandle(_FakeClient(KeyboardInterrupt()), cluster, "local-cpu", "cpu").close()
+    assert cluster.closes == 0 and cluster.shutdown_on_close is False
+    # a plain close, or a failing client close, still closes the cluster
+    cluster = _FakeCluster()
+    ClusterHandle(_FakeClient(), cluster, "local-cpu", "cpu").close()
+    assert cluster.closes == 1 and cluster.shutdown_on_close is True
+    cluster = _FakeCluster()
+    with pytest.raises(OSError):
+        ClusterHandle(_FakeClient(OSError("gone")), cluster, "local-cpu", "cpu").close()
+    assert cluster.closes == 1

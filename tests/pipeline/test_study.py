@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import signal
+import time
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -365,7 +366,10 @@ def test_worker_killed_mid_study(data, tmp_path):
         pids = client.run(os.getpid)
         killed = []
 
+        last = []
+
         def on_batch(meta, study):
+            last[:] = [time.perf_counter()]
             if not killed and len(study.done) >= 3:
                 victim = next(iter(pids.values()))
                 os.kill(victim, signal.SIGKILL)
@@ -373,6 +377,9 @@ def test_worker_killed_mid_study(data, tmp_path):
 
         g, plan, s = _run(client, path, tmp_path / "study", sources="all", batch_size=16, on_batch=on_batch)
         assert killed
+        # the study ends once its last batch is in: not after a 30 s wait on the lost
+        # worker's old address (where the streams' intervals were put back)
+        assert time.perf_counter() - last[0] < 20
         t = _stats(tmp_path / "study")
         src = t.column("source").to_numpy()
         assert (src == np.arange(g.n) + g.id_base).all()
@@ -386,3 +393,62 @@ def test_worker_killed_mid_study(data, tmp_path):
     finally:
         client.close()
         cluster.close()
+
+
+class _StreamsClient:
+    """run_on_scheduler names the workers there now; run records whom it asks."""
+
+    def __init__(self, live):
+        self.live, self.asked = live, []
+
+    def run_on_scheduler(self, fn, **kw):
+        return list(self.live)
+
+    def run(self, fn, *, workers=None, **kw):
+        self.asked.append((sorted(workers), kw))
+        return {}
+
+
+def test_stream_intervals_are_put_back_only_on_the_workers_still_there():
+    """A worker lost during the study (restarted under a new address) is not asked: its
+    old address made the scheduler wait 30 s (the connect timeout) and log an ERROR."""
+    from gpu_sssp.pipeline.study.run import _restore_worker_streams
+
+    c = _StreamsClient(["tcp://a:1", "tcp://c:3"])
+    _restore_worker_streams(c, {"tcp://a:1": 0.002, "tcp://b:2": 0.002, "tcp://c:3": None})
+    assert [w for w, _kw in c.asked] == [["tcp://a:1"]]
+    assert c.asked[0][1]["restore"] == 0.002 and c.asked[0][1]["on_error"] == "return"
+    c = _StreamsClient([])
+    _restore_worker_streams(c, {"tcp://b:2": 0.002})
+    assert c.asked == []
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_resuming_a_finished_study_on_a_given_client_logs_no_scheduler_error(client, data, tmp_path):
+    """Nothing to do: no plugin registered, so none unregistered (the scheduler logged
+    "Exception while handling op unregister_worker_plugin ... does not exist")."""
+    import gpu_sssp
+
+    path = rome_parquet(data)
+    out = tmp_path / "done"
+    gpu_sssp.study(path, client=client, ids=[5, 3], out=out)
+    seen = _Records()
+    loggers = [logging.getLogger(n) for n in ("distributed", "distributed.core", "distributed.scheduler")]
+    for lg in loggers:
+        lg.addHandler(seen)
+    try:
+        s = gpu_sssp.study(path, client=client, ids=[5, 3], out=out, resume=True)
+    finally:
+        for lg in loggers:
+            lg.removeHandler(seen)
+    assert s["complete"]
+    bad = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
+    assert bad == []

@@ -289,3 +289,26 @@ def test_a_host_not_on_this_machine_is_one_line(grid, tmp_path, capsys):
         assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {option} {value}: not an address of "
                                                                 "this machine"), err
         assert not (tmp_path / "o").exists()
+
+
+def test_ctrl_c_while_the_cluster_closes_says_the_study_is_complete(grid, tmp_path, capsys, monkeypatch):
+    """Ctrl-C once summary.json and the final manifest are written: the study is said
+    complete (no "add --resume"), status 130, the manifest stays complete."""
+    from gpu_sssp.pipeline import cluster as cluster_mod
+
+    real_close = cluster_mod.ClusterHandle.close
+
+    def close_then_ctrl_c(self):
+        real_close(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster_mod.ClusterHandle, "close", close_then_ctrl_c)
+    out = tmp_path / "o"
+    rc = main(["study", str(grid), "--random", "20", "--seed", "1", "--cpu-workers", "1", "--no-dashboard",
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 130, err
+    assert "stopped while closing the cluster" in err and "is complete" in err
+    assert "--resume" not in err and "stopped: interrupted" not in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert (out / "summary.json").exists()
