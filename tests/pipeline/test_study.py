@@ -388,6 +388,11 @@ def test_worker_killed_mid_study(data, tmp_path):
         assert s["complete"]
         # the restarted worker got the graph from the plugin, not from a task's fallback
         client.wait_for_workers(2, timeout=30)
+        # the study now ends as soon as its last batch is in, possibly while the restarted
+        # worker's plugin is still loading the graph (in its own thread): wait for that
+        from gpu_sssp.pipeline.plugins import wait_ready
+
+        assert all(client.run(wait_ready, g.fingerprint, 60).values())
         held = client.run(_plugin_holds_graph, g.fingerprint)
         assert len(held) == 2 and all(held.values())
     finally:
