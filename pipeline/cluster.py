@@ -474,12 +474,9 @@ def _check_host(name: str, where: str, value: str) -> None:
     else:
         try:
             infos = socket.getaddrinfo(h, None)
-        except socket.gaierror as exc:
-            why = exc.strerror or str(exc)
-            _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
-                         "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
-        except (OSError, UnicodeError) as exc:  # a label too long for IDNA, ...
-            why = str(exc) or type(exc).__name__
+        except (OSError, UnicodeError) as exc:  # socket.gaierror; a label too long for IDNA, ...
+            why = ((exc.strerror or str(exc)) if isinstance(exc, socket.gaierror)
+                   else str(exc) or type(exc).__name__)
             _refuse_host(where, value, f"host name {h!r} does not resolve on this machine ({why}); give an IP "
                          "address such as 127.0.0.1 or 0.0.0.0, or a name this machine resolves")
         addrs = []

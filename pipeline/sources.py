@@ -207,7 +207,7 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
         check(ids, lambda i: None, str(path))
         header, display = None, str(path)
     else:
-        ids, header, display = _read_id_text(path, what, check)
+        ids, header, display, _ = _read_id_text(path, what, check)
     if header is not None and len(ids) != header[0]:
         raise InputError(display, None, f"{what} count does not match the header: expected {header[0]:,} "
                          f"(from '{header[2]}' at line {header[1]}), found {len(ids):,}")
@@ -239,9 +239,11 @@ def _read_id_table(path: Path, what: str) -> np.ndarray:
 
 
 def _read_id_text(path: Path, what: str, check):
-    """:func:`read_id_file` for a text file: ``(ids, header, display)``, ``header`` the
-    ``p aux sp ss K`` line as ``(K, line number, text)`` (``None`` without one).  Read with the
-    ingest's line reader (compressed files, the fast chunk parser, exact line numbers)."""
+    """:func:`read_id_file` for a text file (and ``pipeline.ingest.read_sources``):
+    ``(ids, header, display, end)``, ``header`` the ``p aux sp ss K`` line as ``(K, line
+    number, text)`` (``None`` without one), ``end`` the line after the file's last.  Read
+    with the ingest's line reader (compressed files, the fast chunk parser, exact line
+    numbers); ``check(ids, line_of, display)`` sees each chunk of ids."""
     from gpu_sssp.pipeline.errors import InputError
     from gpu_sssp.pipeline.ingest._records import RecordSpec, iter_batches
     from gpu_sssp.pipeline.ingest._source import LineCursor, Source
@@ -286,7 +288,8 @@ def _read_id_text(path: Path, what: str, check):
                 col = np.asarray(batch.cols[0], dtype=np.int64)
                 check(col, batch.line_of, display)
                 parts.append(col)
-    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), header, display
+        end = cursor.lineno
+    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), header, display, end
 
 
 def read_source_file(path, graph) -> np.ndarray:

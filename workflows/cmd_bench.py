@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import check_output_dir, graph_options
+from gpu_sssp.workflows.common import graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -164,6 +164,7 @@ def run(args) -> int:
     from gpu_sssp.pipeline.bench_protocol import (BenchSettings, check_gpu_asked, environment, plan_variants,
                                                   run_benchmark)
     from gpu_sssp.pipeline.sources import check_seed
+    from gpu_sssp.pipeline.writers import check_output_dir
 
     out = Path(args.out)
     check_output_dir(out, option="--out")

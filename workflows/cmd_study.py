@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import add_graph_options, check_output_dir, checked_graph_options, print_error
+from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -188,6 +188,7 @@ def run(args) -> int:
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.plan import describe_batches
     from gpu_sssp.pipeline.study.run import study as run_study
+    from gpu_sssp.pipeline.writers import check_output_dir
 
     if args.report:
         import importlib.util

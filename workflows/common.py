@@ -52,13 +52,6 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     refuse_input_as_output(out, inputs, label=option)
 
 
-def check_output_dir(out, *, option: str = "--out") -> None:
-    """``pipeline.writers.check_output_dir`` (an output folder that cannot be made)."""
-    from gpu_sssp.pipeline.writers import check_output_dir as check
-
-    check(out, option=option)
-
-
 def add_graph_options(p, *, optional: bool = False) -> None:
     """GRAPH and the ingest options; ``optional`` for commands that can run without one
     (``sssp verify --list``), which then check ``args.graph`` themselves."""

@@ -395,46 +395,36 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
     InputError
         Malformed file or a vertex that does not exist (file and line named).
     """
+    from ..sources import _read_id_text  # the reader of every sources and targets file
+
     path = Path(path)
     if path.suffix.lower() == ".parquet":
         from ..fsnames import read_table  # any file name
 
         ids = read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)
-    else:
-        head, _ = peek_text(path, 4096)
-        first = next((ln.split() for ln in head.split(b"\n") if ln.strip() and not ln.strip().startswith((b"c", b"#", b"%"))), None)
-        with Source(path) as src:
-            cursor = LineCursor(src, DEFAULT_CHUNK_BYTES)
-            if first is not None and first[0] == b"p":
-                count, hline, htext, spec = read_ss(cursor, src.display)
-            else:
-                from ._records import RecordSpec
-
-                if first is None:
-                    raise InputError(src.display, None, "empty file: expected source ids")
-                count, hline, htext = None, None, ""
-                spec = RecordSpec(None, ("source id",), (False,), comments=(b"c", b"#", b"%"),
-                                  comment_is_token=False, describe="one vertex id per line")
-            ids_l = []
-            for b in iter_batches(cursor, spec, src.display, hline):
-                ids_l.append(b.cols[0])
-                if vertices is not None:
-                    _check_sources(b.cols[0], b, src.display, vertices, id_base)
-            ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.int64)
-            if count is not None and len(ids) != count:
-                raise InputError(src.display, cursor.lineno, f"source count does not match the header: "
-                                 f"expected {count} (from '{htext}' at line {hline}), found {len(ids)}: "
-                                 f"the sources run out at the end of the file (after line {cursor.lineno - 1})")
+        if vertices is not None:
+            _check_sources(ids, None, str(path), vertices, id_base)
         return ids
-    if vertices is not None:
-        _check_sources(ids, None, str(path), vertices, id_base)
+
+    def check(col, line_of, display):
+        if vertices is not None:
+            _check_sources(col, line_of, display, vertices, id_base)
+
+    ids, header, display, end = _read_id_text(path, "source", check)
+    if header is None and len(ids) == 0:
+        raise InputError(display, None, "empty file: expected source ids")
+    if header is not None and len(ids) != header[0]:
+        count, hline, htext = header
+        raise InputError(display, end, f"source count does not match the header: "
+                         f"expected {count} (from '{htext}' at line {hline}), found {len(ids)}: "
+                         f"the sources run out at the end of the file (after line {end - 1})")
     return ids
 
 
-def _check_sources(ids, batch, display, vertices, id_base):
+def _check_sources(ids, line_of, display, vertices, id_base):
     lo, hi = id_base, id_base + int(vertices) - 1
     bad = (ids < lo) | (ids > hi)
     if bad.any():
         i = int(np.argmax(bad))
-        line = batch.line_of(i) if batch is not None else None
+        line = line_of(i) if line_of is not None else None
         raise InputError(display, line, f"source vertex {ids[i]} does not exist: the graph has ids {lo}..{hi}")
