@@ -190,7 +190,32 @@ def parse_fast(buf, spec: RecordSpec, id_type=None) -> list[np.ndarray] | None:
         for arr, fl in zip(out, spec.floats):
             if fl and arr.size and not np.isfinite(arr).all():
                 return None
+            # a real token below float64's range (1e-400) parses to 0.0: a zero with an
+            # exponent or a very long token in the chunk may be one, which the precise
+            # path tells apart (zeros alone, common weights, stay on this path)
+            if fl and arr.size and not arr.all() and _may_underflow(buf):
+                return None
     return out
+
+
+def _may_underflow(buf) -> bool:
+    """Whether a chunk may hold a real token that underflows float64 to 0: one with an
+    exponent, or one long enough (over 300 characters) to need none."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    if ((a | 0x20) == ord("e")).any():  # e or E
+        return True
+    if a.size <= 300:
+        return False
+    gaps = np.diff(np.flatnonzero(a <= ord(" ")), prepend=-1, append=a.size)
+    return bool(gaps.max() > 301)
+
+
+def underflows(tok: bytes, value: float) -> bool:
+    """Whether a real token spells a non-zero number that float64 reads as 0.0."""
+    if value != 0.0:
+        return False
+    mantissa = re.split(rb"[eE]", tok.lstrip(b"+-"), maxsplit=1)[0]
+    return any(c in b"123456789" for c in mantissa)
 
 
 def lone_cr_note(line: bytes) -> str:
@@ -263,6 +288,9 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                 v = float(t)
                 if not np.isfinite(v):
                     raise InputError(display, lineno, f"{spec.fields[j]} {_show(t)} is not a finite number")
+                if underflows(t, v):
+                    raise InputError(display, lineno, f"{spec.fields[j]} {_show(t)} is below the smallest "
+                                     "float64 (about 4.9e-324) and would be read as 0")
             else:
                 if not _DEC_INT.match(t):
                     hint = hex_note(t)

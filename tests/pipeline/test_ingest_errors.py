@@ -152,6 +152,25 @@ def test_real_weights_as_int_rejected(tmp_path):
     assert "real-valued" in e.message
 
 
+@pytest.mark.parametrize("chunk", [None, 64])  # the fast path, and lines split over chunks
+def test_real_weight_underflow_refused(tmp_path, chunk):
+    """A non-zero real token below float64's range would be read as 0.0 (a zero-weight
+    arc that is not in the file): refused at its line, in every text format."""
+    kw = {} if chunk is None else {"chunk_bytes": chunk}
+    e = _fails(tmp_path, "p sp 3 3\na 1 2 0.0\na 2 3 2.5\na 3 1 1e-400\n", **kw)
+    assert e.line == 4 and "'1e-400'" in e.message and "read as 0" in e.message
+    e = _fails(tmp_path, "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 -2.5E-999\n2 3 0.0\n",
+               name="u.mtx", **kw)
+    assert e.line == 3 and "read as 0" in e.message
+    e = _fails(tmp_path, "0 1 0.0\n1 2 0.%s1\n" % ("0" * 400), name="u.wel", **kw)
+    assert e.line == 2 and "read as 0" in e.message
+    # zeros written as zeros, with or without an exponent, and tiny subnormals are weights
+    p = tmp_path / "z.gr"
+    p.write_text("p sp 3 3\na 1 2 0.0\na 2 3 -0.0e7\na 3 1 5e-324\n")
+    meta = ingest(p, tmp_path / "z.parquet", **kw)
+    assert meta["arcs"] == 3 and meta["weight_max"] == 5e-324
+
+
 def test_negative_weights_are_valid(tmp_path):
     p = tmp_path / "n.gr"
     p.write_text("p sp 2 2\na 1 2 -5\na 2 1 3\n")
