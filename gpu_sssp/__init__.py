@@ -18,6 +18,7 @@ Names starting with ``_`` are private to their package.
 from __future__ import annotations
 
 import os as _os
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 # A source checkout keeps kernels/, pipeline/, workflows/ at the repository's top level
 # (installed wheels and editable installs map them under gpu_sssp through package-dir);
@@ -28,18 +29,45 @@ if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
         _os.path.join(_root, "kernels", "__init__.py")):
     __path__.append(_root)  # noqa: F821  (the package's own search path)
 
-from gpu_sssp.kernels import (  # noqa: E402
-    DISTANCE_SCHEMA,
-    MATRIX_LONG_SCHEMA,
-    MATRIX_SCHEMA,
-    STATS_SCHEMA,
-    NegativeCycleError,
-    Result,
-    available_methods,
-    device_count,
-    solve,
-)
-from gpu_sssp.kernels.graph import Graph  # noqa: E402
+# The public names are imported on first use (PEP 562), not here: ``import gpu_sssp`` and
+# the ``sssp`` command start without NumPy and pyarrow, so Ctrl-C in the first moments of
+# ``sssp`` meets ``main``'s handler (one line, status 130) instead of an import traceback.
+_LAZY = {
+    "DISTANCE_SCHEMA": "gpu_sssp.kernels",
+    "MATRIX_LONG_SCHEMA": "gpu_sssp.kernels",
+    "MATRIX_SCHEMA": "gpu_sssp.kernels",
+    "STATS_SCHEMA": "gpu_sssp.kernels",
+    "NegativeCycleError": "gpu_sssp.kernels",
+    "Result": "gpu_sssp.kernels",
+    "available_methods": "gpu_sssp.kernels",
+    "device_count": "gpu_sssp.kernels",
+    "solve": "gpu_sssp.kernels",
+    "Graph": "gpu_sssp.kernels.graph",
+}
+_SUBPACKAGES = ("kernels", "pipeline", "workflows")
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from gpu_sssp.kernels import (DISTANCE_SCHEMA, MATRIX_LONG_SCHEMA, MATRIX_SCHEMA,  # noqa: F401
+                                  STATS_SCHEMA, NegativeCycleError, Result, available_methods,
+                                  device_count, solve)
+    from gpu_sssp.kernels.graph import Graph  # noqa: F401
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # found directly from now on
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | set(_SUBPACKAGES))
+
 
 __version__ = "0.1.0"
 
@@ -179,6 +207,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         from gpu_sssp.pipeline.hierarchy import prepare_study
 
         prepare_study(g, len(src), resolve_backend(method, backend), method)
+    from gpu_sssp.kernels import solve
+
     res = solve(g, src, method=method, backend=backend, targets=tg, stats_over=stats_over, **options)
     if as_arrow is False or as_arrow is None:
         return res.matrix

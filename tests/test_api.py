@@ -30,6 +30,35 @@ def test_import_is_light():
     assert out.strip() == "[]"
 
 
+def test_command_starts_without_numpy():
+    """The ``sssp`` entry point's module and ``import gpu_sssp`` load neither NumPy nor
+    pyarrow (the public names come on first use): Ctrl-C in the first moments of ``sssp``
+    reaches ``main``'s handler (one line, status 130), not an import traceback.  The
+    lazy names are the real objects, each imported once."""
+    code = ("import sys, gpu_sssp, gpu_sssp.workflows.cli; heavy = [m for m in ('numpy', 'pyarrow') "
+            "if m in sys.modules]; from gpu_sssp import solve, Graph, STATS_SCHEMA; "
+            "import gpu_sssp.kernels as k; "
+            "print(heavy, solve is k.solve, Graph is k.graph.Graph, STATS_SCHEMA is k.STATS_SCHEMA, "
+            "'solve' in dir(gpu_sssp), hasattr(gpu_sssp, 'no_such_name'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] True True True True False"
+
+
+def test_interrupt_while_the_command_imports_is_one_line():
+    """SIGINT as ``main`` builds its parser (the subcommands import NumPy, pyarrow, rich):
+    status 130 and one line, no traceback."""
+    code = ("import signal, sys, os, gpu_sssp.workflows.cli as cli\n"
+            "real = cli.build_parser\n"
+            "def build():\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real()\n"
+            "cli.build_parser = build\n"
+            "sys.exit(cli.main(['--help']))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 130, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
 def test_solve_through_the_facade(tmp_path):
     g = sssp.load_graph(ROME, cache_dir=tmp_path)
     res = sssp.solve(g, g.to_index([1, 3353]), method="dijkstra", predecessors=True)
