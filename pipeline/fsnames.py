@@ -50,15 +50,29 @@ def safe_name(name) -> str:
 @contextlib.contextmanager
 def arrow_file(path, mode: str = "rb"):
     """Yield what to hand pyarrow for ``path``: the name (a ``str``) when pyarrow can
-    encode it, else the file opened by Python in ``mode`` (``"rb"`` or ``"wb"``), closed
-    on exit.  Writers flush and rename as before: the file object is closed (its data
-    handed to the OS) when the block ends."""
+    encode it, else a name it can, ``/proc/self/fd/N`` for the file opened here in
+    ``mode`` (``"rb"`` or ``"wb"``; closed on exit).  pyarrow opens that name itself and
+    does its own I/O in C++, as for any other file: no Python file object whose reads
+    and release need the GIL on Arrow's threads (which can abort an exiting
+    interpreter, see ``pipeline.ingest._records.arrow_copy``).  Where ``/proc`` is not
+    mounted, the file object itself is handed over."""
     p = os.fspath(path)
     if is_utf8(p):
         yield os.fsdecode(p)
         return
-    with open(p, mode) as f:
-        yield f
+    if mode not in ("rb", "wb"):
+        raise ValueError(f"mode {mode!r}: 'rb' or 'wb'")
+    flags = os.O_RDONLY if mode == "rb" else os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fd = os.open(p, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        alias = f"/proc/self/fd/{fd}"
+        if os.path.exists(alias):
+            yield alias
+        else:
+            with os.fdopen(fd, mode, closefd=False) as f:
+                yield f
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -41,6 +41,28 @@ def test_safe_name_and_shown():
     assert shown(BAD) == "na\ufffdme.gr" and shown("rome99.gr") == "rome99.gr"
 
 
+def test_arrow_gets_a_name_it_can_open_not_a_python_file(tmp_path):
+    """pyarrow is handed a name it can encode (``/proc/self/fd/N`` for the file opened
+    here), never a Python file object (whose reads on Arrow's threads need the GIL):
+    a Parquet file written and read back under a name that is not UTF-8."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline.fsnames import arrow_file, read_metadata, read_table
+
+    if not _bad_names_allowed(tmp_path) or not os.path.isdir("/proc/self/fd"):
+        pytest.skip("names that are not UTF-8, or /proc, not available here")
+    path = tmp_path / os.fsdecode(b"t\xffable.parquet")
+    table = pa.table({"x": list(range(1000))})
+    with arrow_file(path, "wb") as sink:
+        assert isinstance(sink, str) and sink.startswith("/proc/self/fd/")
+        pq.write_table(table, sink)
+    assert read_table(path).equals(table) and read_metadata(path).num_rows == 1000
+    with arrow_file(path) as src:
+        assert isinstance(src, str)
+    assert os.listdir(tmp_path) == [path.name]
+
+
 def test_solve_on_a_non_utf8_input_name(bad_input, tmp_path, capsys):
     out = tmp_path / os.fsdecode(b"r\xffes.parquet")
     assert main(["solve", str(bad_input), "-s", "1", "--out", str(out)]) == 0
