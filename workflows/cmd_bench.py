@@ -97,7 +97,8 @@ def add_parser(sub) -> None:
                    help="do not run: summarise existing rows.parquet files (or folders) into --out")
     g = p.add_argument_group("raw inputs (apply to every GRAPH that is not Parquet)")
     g.add_argument("--format", help="force the input format")
-    g.add_argument("--weights", help="for unweighted inputs: random:LO:HI:SEED")
+    g.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
+                   "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     g.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
     g.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
     p.set_defaults(func=run)
