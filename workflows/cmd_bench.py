@@ -188,7 +188,8 @@ def run(args) -> int:
                              ablation=_csv(args.ablation), baselines=_csv(args.baselines),
                              locality_k=_ints(args.locality_k), backend=args.backend)
     # a GPU method named explicitly where no GPU can be used: exit 4 (groups skip theirs)
-    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS] + _csv(args.ablation), args.backend)
+    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS], args.backend,
+                    ablation=_csv(args.ablation))
     settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
                              runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
                              count_work=not args.no_count_work,
