@@ -312,3 +312,20 @@ def test_ctrl_c_while_the_cluster_closes_says_the_study_is_complete(grid, tmp_pa
     assert "--resume" not in err and "stopped: interrupted" not in err
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert (out / "summary.json").exists()
+
+
+def test_gpu_algorithm_on_the_local_cpu_cluster_is_refused_up_front(grid, tmp_path, capsys, monkeypatch):
+    """`--algorithm hbf` with no GPU visible started a CPU cluster, made the study folder,
+    logged a failed warm-up per worker and only then exited 4, leaving a `failed` study
+    that a new run had to --resume or delete.  Now one line, exit 4, before the cluster
+    and the folder; --cpu-workers with a GPU method is a usage error (exit 2)."""
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "o"
+    assert main(["study", str(grid), "--random", "3", "--algorithm", "hbf", "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert "--algorithm hbf" in err and "needs a CUDA device" in err and "warm-up" not in err
+    assert not out.exists()
+    assert main(["study", str(grid), "--random", "3", "--algorithm", "batched", "--cpu-workers", "1",
+                 "--out", str(out)]) in (2, 4)
+    assert "--algorithm batched" in capsys.readouterr().err
+    assert not out.exists()
