@@ -224,6 +224,10 @@ def run(args) -> int:
             raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
+    if args.distance_form is not None and not {"distances", "predecessors"} & {
+            o.strip() for o in str(args.outputs or "stats").split(",")}:
+        raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
+                         "statistics only writes no distance files")
     check_output_dir(args.out, option="--out")
     _check_gpu_method(args)
     if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)

@@ -72,6 +72,10 @@ def grid(tmp_path):
     (["--batch-size", "0"], "at least 1"),
     (["--stats-over", "all"], "--stats-over goes with targets (--targets or --random-targets)"),
     (["--matrix-form", "long"], "--matrix-form goes with targets (--targets or --random-targets)"),
+    # a stats-only study wrote no distance file in either form, yet kept the form in its
+    # identity: a resume with the other --distance-form was refused as a different study
+    (["--distance-form", "wide"], "--distance-form goes with --outputs distances or predecessors"),
+    (["--outputs", "stats", "--distance-form", "long"], "--distance-form goes with --outputs"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
