@@ -300,12 +300,12 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
     return out
 
 
-def check_gpu_asked(tokens, backend: str = "auto") -> None:
+def check_gpu_asked(tokens, backend: str = "auto", *, ablation=()) -> None:
     """Refuse a GPU method named explicitly (``hbf``, ``phast@gpu``, a bare ``phast``
     with ``--backend gpu``, an ``--ablation`` of a GPU method) where no CUDA device is
     visible: the command line's exit 4, as ``sssp verify --methods hbf``.  Groups
     (``gpu``, ``cpu``, ``all``) are not passed here: their GPU methods are skipped with
-    a note.
+    a note.  ``ablation``: the ``--ablation`` methods, named with that option.
 
     Raises
     ------
@@ -326,6 +326,11 @@ def check_gpu_asked(tokens, backend: str = "auto") -> None:
             f"{', '.join(gpu)}: {'a GPU method needs' if len(gpu) == 1 else 'GPU methods need'} a CUDA device; "
             "none is visible here (--algorithms cpu times the CPU methods; NAME@cpu the CPU one of a method "
             "on both backends)")
+    gpu = [str(token) for token in ablation if kernels.registry.method_spec(token, backend)[1] == "gpu"]
+    if gpu:
+        raise GPUUnavailableError(
+            f"--ablation {','.join(gpu)}: the ablation of a GPU method needs a CUDA device; none is visible "
+            "here (drop --ablation, or run it on a GPU machine)")
 
 
 # ----------------------------------------------------------------------------- environment

@@ -22,6 +22,13 @@ from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline.errors import InputError
 from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
 
+# CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
+# depth in interpreter-wide state: ast.literal_eval, which np.load uses to parse each .npy header,
+# can raise this SystemError while another thread builds an AST (seen on a study's CPU
+# worker loading its CSR cache while the warm-up thread ran).  The file is fine: the CSR
+# and hierarchy caches are read again (pipeline.hierarchy.read_cache).
+AST_RACE = "AST constructor recursion depth mismatch"
+
 log = logging.getLogger(__name__)
 
 __all__ = ["Graph", "read_parquet", "load_graph"]
@@ -83,7 +90,7 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
         "parallel": parallel,
     }
     cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
-    if cache and cpath.exists():
+    for attempt in range(3) if cache and cpath.exists() else ():
         try:
             with np.load(cpath, allow_pickle=False) as z:
                 if json.loads(str(z["key"])) == key:
@@ -95,8 +102,12 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
                     g.path = str(path.resolve())
                     log.debug("loaded CSR cache %s", cpath)
                     return g
+            break
         except Exception as exc:  # a corrupt cache is rebuilt, never trusted
+            if isinstance(exc, SystemError) and AST_RACE in str(exc) and attempt < 2:
+                continue  # CPython 3.11's AST race (AST_RACE above): read again
             log.warning("ignoring unreadable CSR cache %s: %s", cpath, exc)
+            break
     src, dst, w = _read_arcs(path, pf, n, base)
     g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
                        parallel=parallel, name=shown(path.stem), meta=meta)

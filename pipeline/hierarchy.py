@@ -25,6 +25,7 @@ import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
+from gpu_sssp.pipeline.graph import AST_RACE
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +87,17 @@ def read_cache(graph, path) -> tuple[Hierarchy | None, str]:
 
     Never raises for a bad file: a missing, unreadable, stale (other graph fingerprint,
     library version or format) or corrupt (checksum, dtype, shape, consistency) file
-    gives ``None`` and the reason.
+    gives ``None`` and the reason.  A read that CPython 3.11's AST race spoiled
+    (:data:`AST_RACE`) is tried again, up to three times in all.
     """
+    for _ in range(3):
+        h, why = _read_cache(graph, path)
+        if h is not None or AST_RACE not in why:
+            break
+    return h, why
+
+
+def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
     path = Path(path)
     if not path.exists():
         return None, "no cache file"

@@ -97,7 +97,8 @@ def add_parser(sub) -> None:
                    help="do not run: summarise existing rows.parquet files (or folders) into --out")
     g = p.add_argument_group("raw inputs (apply to every GRAPH that is not Parquet)")
     g.add_argument("--format", help="force the input format")
-    g.add_argument("--weights", help="for unweighted inputs: random:LO:HI:SEED")
+    g.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
+                   "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     g.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
     g.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
     p.set_defaults(func=run)
@@ -187,7 +188,8 @@ def run(args) -> int:
                              ablation=_csv(args.ablation), baselines=_csv(args.baselines),
                              locality_k=_ints(args.locality_k), backend=args.backend)
     # a GPU method named explicitly where no GPU can be used: exit 4 (groups skip theirs)
-    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS] + _csv(args.ablation), args.backend)
+    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS], args.backend,
+                    ablation=_csv(args.ablation))
     settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
                              runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
                              count_work=not args.no_count_work,

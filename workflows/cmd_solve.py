@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto")
     p.add_argument("--predecessors", action="store_true", help="also compute the shortest-path tree")
     p.add_argument("--all-vertices", action="store_true",
-                   help="write unreachable vertices too (distance +inf); default: reached only")
+                   help="with --out: write unreachable vertices too (distance +inf); default: reached only")
     p.add_argument("--out", "-o", help="Parquet file for the distances (columns source, vertex, distance, predecessor)")
     p.set_defaults(func=run)
 
@@ -37,6 +37,11 @@ def run(args) -> int:
     from gpu_sssp import kernels
     from gpu_sssp.pipeline.writers import write_parquet_atomic
 
+    if args.all_vertices and not args.out:
+        from gpu_sssp.kernels.errors import OptionError
+
+        raise OptionError("--all-vertices goes with -o/--out (it adds the unreachable vertices to the "
+                          "distance file); the table printed here is per source")
     if args.out:
         check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
     graph = load_graph_from_args(args)

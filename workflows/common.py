@@ -59,7 +59,8 @@ def add_graph_options(p, *, optional: bool = False) -> None:
                    help="Parquet edge list (from `sssp ingest`) or any input file "
                    "(.gr, .mtx, .graph, .el/.wel, PACE; compressed), ingested once into a cache")
     p.add_argument("--format", help="force the input format when GRAPH is not Parquet")
-    p.add_argument("--weights", help="for unweighted inputs: random:LO:HI:SEED")
+    p.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
+                   "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     p.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
     p.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
 

@@ -304,3 +304,61 @@ def test_parquet_vertex_limit_checked_before_allocation(tmp_path):
     # isolated vertices within the limit are fine
     q = _edge_list(tmp_path / "iso.parquet", [1], [2], [1], meta={"vertices": 1000})
     assert read_parquet(q).n == 1000
+
+
+def _np_load_racing_once(monkeypatch, module):
+    """``module.np.load`` raising CPython 3.11's AST race (cf. gh-106905) on its first call,
+    as seen on a study's CPU worker: "AST constructor recursion depth mismatch"."""
+    real, calls = np.load, []
+
+    class _NP:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def load(*a, **k):
+            calls.append(a)
+            if len(calls) == 1:
+                raise SystemError("AST constructor recursion depth mismatch (before=39, after=283)")
+            return real(*a, **k)
+
+    monkeypatch.setattr(module, "np", _NP())
+    return calls
+
+
+def test_csr_cache_read_again_after_the_ast_race(tmp_path, monkeypatch, caplog):
+    """The race spoiled one read of a good CSR cache: it was called unreadable, rebuilt
+    from the Parquet file and rewritten under the other workers.  Now it is read again."""
+    import logging
+
+    import gpu_sssp.pipeline.graph as pg
+
+    p = tmp_path / "g.parquet"
+    _write_edge_list(p, [1, 2], [2, 3], [4, 5], 3)
+    g1 = read_parquet(p)
+    stamp = (tmp_path / "g.parquet.csr.npz").stat().st_mtime_ns
+    calls = _np_load_racing_once(monkeypatch, pg)
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.graph"):
+        g2 = read_parquet(p)
+    assert len(calls) == 2 and "unreadable" not in caplog.text
+    assert g2.fingerprint == g1.fingerprint
+    assert (tmp_path / "g.parquet.csr.npz").stat().st_mtime_ns == stamp  # not rewritten
+
+
+def test_hierarchy_cache_read_again_after_the_ast_race(tmp_path, monkeypatch):
+    """On a study's worker (load_hierarchy(build=False)) the race made a good hierarchy
+    file "unreadable (SystemError: ...)": FileNotFoundError, the worker's graph failed
+    and the study with it.  Now the file is read again."""
+    from gpu_sssp.kernels import hierarchy as hmod
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    if not hmod.library_available():
+        pytest.skip("no contraction library (ch-router)")
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], [3, 4, 5], 3)
+    cpath = tmp_path / "g.ch.npz"
+    h = ph.load_hierarchy(g, cpath)
+    g2 = Graph.from_edges([0, 1, 2], [1, 2, 0], [3, 4, 5], 3)  # a fresh graph: nothing held
+    calls = _np_load_racing_once(monkeypatch, ph)
+    h2 = ph.load_hierarchy(g2, cpath, build=False)
+    assert len(calls) == 2
+    assert np.array_equal(h2.down_weight, h.down_weight)

@@ -201,3 +201,15 @@ def test_bench_from_rows_keeps_two_runs_of_one_graph_apart(tmp_path, capsys):
     assert text.count("| grid (run") >= 4  # Graphs table and Speedup table
     shown = capsys.readouterr().out
     assert "grid (run 1)" in shown and "0.250x" in shown and "4.00x" in shown
+
+
+def test_bench_ablation_of_a_gpu_method_names_the_option(small_parquet, tmp_path, capsys, monkeypatch):
+    """`--algorithms cpu --ablation hbf` without a GPU said "hbf: a GPU method needs a CUDA
+    device ... (--algorithms cpu times the CPU methods ...)": the hint named what the user
+    had already given, not the option at fault.  Now the error names --ablation."""
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    argv = ["bench", str(small_parquet), "--sources", "2", "--out", str(tmp_path / "b"), "--no-plots",
+            "--algorithms", "cpu", "--ablation", "hbf"]
+    assert main(argv) == 4
+    err = capsys.readouterr().err
+    assert "--ablation hbf" in err and "--algorithms cpu times" not in err

@@ -32,3 +32,13 @@ def test_repeated_sources_are_solved_and_written_once(rome99, tmp_path, capsys):
     # no note when every source is distinct
     assert main(["solve", str(rome99), "-s", "1", "-s", "2"]) == 0
     assert "repeated" not in capsys.readouterr().out
+
+
+def test_all_vertices_without_out_is_refused(rome99, tmp_path, capsys):
+    """--all-vertices shapes the file -o writes; without -o it was silently ignored (the
+    README gives it as `[-o OUT.parquet [--all-vertices]]`).  Now a usage error, exit 2,
+    before the graph is read."""
+    assert main(["solve", str(rome99), "-s", "1", "--all-vertices"]) == 2
+    err = capsys.readouterr().err
+    assert "--all-vertices goes with -o" in err
+    assert main(["solve", str(rome99), "-s", "1", "--all-vertices", "-o", str(tmp_path / "d.parquet")]) == 0

@@ -72,6 +72,10 @@ def grid(tmp_path):
     (["--batch-size", "0"], "at least 1"),
     (["--stats-over", "all"], "--stats-over goes with targets (--targets or --random-targets)"),
     (["--matrix-form", "long"], "--matrix-form goes with targets (--targets or --random-targets)"),
+    # a stats-only study wrote no distance file in either form, yet kept the form in its
+    # identity: a resume with the other --distance-form was refused as a different study
+    (["--distance-form", "wide"], "--distance-form goes with --outputs distances or predecessors"),
+    (["--outputs", "stats", "--distance-form", "long"], "--distance-form goes with --outputs"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
@@ -312,3 +316,20 @@ def test_ctrl_c_while_the_cluster_closes_says_the_study_is_complete(grid, tmp_pa
     assert "--resume" not in err and "stopped: interrupted" not in err
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert (out / "summary.json").exists()
+
+
+def test_gpu_algorithm_on_the_local_cpu_cluster_is_refused_up_front(grid, tmp_path, capsys, monkeypatch):
+    """`--algorithm hbf` with no GPU visible started a CPU cluster, made the study folder,
+    logged a failed warm-up per worker and only then exited 4, leaving a `failed` study
+    that a new run had to --resume or delete.  Now one line, exit 4, before the cluster
+    and the folder; --cpu-workers with a GPU method is a usage error (exit 2)."""
+    monkeypatch.setenv("SSSP_DISABLE_GPU", "1")
+    out = tmp_path / "o"
+    assert main(["study", str(grid), "--random", "3", "--algorithm", "hbf", "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert "--algorithm hbf" in err and "needs a CUDA device" in err and "warm-up" not in err
+    assert not out.exists()
+    assert main(["study", str(grid), "--random", "3", "--algorithm", "batched", "--cpu-workers", "1",
+                 "--out", str(out)]) in (2, 4)
+    assert "--algorithm batched" in capsys.readouterr().err
+    assert not out.exists()
