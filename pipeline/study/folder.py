@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +17,8 @@ from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
 from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, refuse_file_as_folder,
                                        remove_temporaries, write_json_atomic, write_parquet_atomic)
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -532,7 +535,13 @@ class Study:
                 run = self.manifest["runs"][-1]
                 run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done),
                            batch_files_unjournaled=self.unjournaled_files())
-                write_json_atomic(self.manifest, self.out / MANIFEST)
+                try:
+                    write_json_atomic(self.manifest, self.out / MANIFEST)
+                except OSError as wexc:
+                    # the folder cannot be written (read-only, full, ...): the error that
+                    # stopped the run is the one to report, not this one (the manifest
+                    # stays "running", which a resume handles)
+                    log.debug("%s not updated with the stop: %s", self.out / MANIFEST, wexc)
         finally:
             self.close()
 

@@ -383,3 +383,24 @@ def test_study_out_below_a_file_is_one_line_before_any_cluster(tmp_path, monkeyp
     with pytest.raises(UsageError, match=r"out .*ok\.gr/sub: .*ok\.gr is a file, not a folder"):
         sssp.study(g, random=3, out=tmp_path / "ok.gr" / "sub", cpu_workers=1)
     assert blocker.read_text() == "not a folder\n"
+
+
+def test_stop_keeps_the_runs_own_error_when_the_manifest_cannot_be_written(tmp_path, monkeypatch):
+    """A folder made read-only (or full) mid-study: the write of the ``failed`` manifest
+    fails too.  The error that stopped the run must be the one raised (the command line's
+    one line), not the manifest's own ``EROFS`` naming a temporary file; the folder is
+    released all the same."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.study import folder as folder_mod
+
+    plan = _plan(grid_parquet(tmp_path, 4, 4), tmp_path / "out", sources="all", batch_size=4)
+    study = Study(plan)
+    study.start()
+
+    def refuse(obj, path):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(folder_mod, "write_json_atomic", refuse)
+    study.stop(OSError(27, "File too large"), batch=1)  # raises nothing of its own
+    assert not study.lock.held
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["status"] == "running"
