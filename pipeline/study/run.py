@@ -334,7 +334,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                     # finished, so that no running task is released (cancelled)
                     reported[key] = fut
                     if isinstance(got, dict) and "error" in got:  # a product error, see task
-                        error = error or (chunk[0], got["error"])
+                        error = error or (got.get("batch", chunk[0]), got["error"])
                     else:
                         for m in got["batches"]:
                             m["collected"] = arrived

@@ -230,8 +230,16 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         b = a + len(p)
         share = len(p) / total
         tw = time.perf_counter()
-        nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
-                                               outdir, worker, fsync, matrix_form if targets_file else None)
+        try:
+            nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
+                                                   outdir, worker, fsync, matrix_form if targets_file else None)
+        except OSError as exc:
+            # the output folder's trouble (full, read-only, a file size limit, removed):
+            # as a product error, the same on a retry, so it comes back as this chunk's
+            # result - no retries, no worker traceback per try - and the client's one line
+            # names the batch and the folder (pyarrow's message names neither)
+            why = exc.strerror or str(exc) or type(exc).__name__
+            return {"batch": index, "error": OSError(exc.errno, f"writing batch {index} into {outdir}: {why}")}
         metas.append({
             "batch": index, "rows": int(b - a), "bytes": int(nbytes), "files": files, "worker": worker,
             "device": res.device, "algorithm": res.method,

@@ -404,3 +404,40 @@ def test_stop_keeps_the_runs_own_error_when_the_manifest_cannot_be_written(tmp_p
     study.stop(OSError(27, "File too large"), batch=1)  # raises nothing of its own
     assert not study.lock.held
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["status"] == "running"
+
+
+def test_a_batch_file_that_cannot_be_written_stops_the_study_once_naming_the_batch(tmp_path, monkeypatch):
+    """EFBIG (a file size limit), EROFS, ENOSPC while a worker writes a batch's files:
+    the same on every try, so the task is not retried (each retry logged Dask's "Compute
+    Failed" with a traceback on the terminal) and the study stops with the error naming
+    the batch and the folder; the manifest records the batch."""
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study import run_study
+    from gpu_sssp.pipeline.study import task as task_mod
+
+    calls = []
+    real = task_mod._write_batch
+
+    def write(res, graph, index, *args, **kw):
+        calls.append(index)
+        if index == 2:
+            raise OSError(27, "Error writing bytes to file. Detail: [errno 27] File too large")
+        return real(res, graph, index, *args, **kw)
+
+    monkeypatch.setattr(task_mod, "_write_batch", write)
+    path = rome_parquet(tmp_path)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    try:
+        plan = _plan(path, tmp_path / "s", random=4, seed=1, batch_size=1, order="given")
+        with pytest.raises(OSError, match=r"writing batch 2 into .*s: .*File too large") as got:
+            run_study(client, plan, backend="cpu")
+        assert got.value.errno == 27
+        assert calls.count(2) == 1, calls  # not retried
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "failed" and m["failure"]["batch"] == 2 and "File too large" in m["failure"]["reason"]
+    finally:
+        client.close()
+        cluster.close()
