@@ -525,7 +525,8 @@ class Study:
         by SIGTERM") is recorded with it, a bare Ctrl-C as "interrupted by the user", a
         failure without a message by its exception's name."""
         try:
-            if self.manifest.get("status") == "running":
+            # a folder removed during the run is not made again for its manifest
+            if self.manifest.get("status") == "running" and not self.removed():
                 interrupted = isinstance(exc, KeyboardInterrupt)
                 reason = " ".join(str(exc).split()) or ("interrupted by the user" if interrupted
                                                          else type(exc).__name__)
@@ -631,8 +632,24 @@ class Study:
         """
         self.record_many([meta])
 
+    def removed(self) -> bool:
+        """Whether the folder of this started run lost its manifest: removed (or
+        replaced) while the study ran."""
+        return bool(self.manifest) and not (self.out / MANIFEST).exists()
+
+    def removed_error(self) -> StudyError:
+        """The one line for a folder removed during the run (:meth:`removed`)."""
+        return StudyError(f"{self.out}: the study folder was removed during the run ({MANIFEST} is gone); "
+                          "nothing more is recorded there: remove what is left of it and start the study again")
+
     def record_many(self, metas: list[dict]) -> None:
-        """Journal several finished batches with one disk flush (see :meth:`record`)."""
+        """Journal several finished batches with one disk flush (see :meth:`record`).
+
+        Raises :class:`StudyError` when the folder was removed during the run: the
+        journal is not made again alone (a folder holding a journal of batches whose
+        files are gone, and no manifest, which no resume accepts)."""
+        if self.manifest.get("status") == "running" and self.removed():
+            raise self.removed_error()
         now = _now()
         entries = [dict(meta, done=now) for meta in metas]
         self.journal.extend(entries)

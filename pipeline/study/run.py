@@ -13,7 +13,7 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
-from gpu_sssp.pipeline.study.plan import StudyPlan
+from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.task import solve_chunk_task
 
 log = logging.getLogger(__name__)
@@ -361,7 +361,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             client.cancel([f for f, _c in futures.values()])
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
+            gone = not isinstance(exc, (KeyboardInterrupt, StudyError)) and study.removed()
             study.stop(exc, batch=failed_batch)
+            if gone:  # what the workers met (a missing file or folder) says less than this
+                raise study.removed_error() from exc
             raise
         finally:
             if restore_stream is not None:

@@ -111,6 +111,9 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     from gpu_sssp.pipeline.study.plan import batch_folders
 
     name = batch_name(index)
+    if not outdir.is_dir():  # not made again here (the writers make missing folders)
+        raise FileNotFoundError(2, f"no study folder {outdir} on this worker (removed during the study, or "
+                                "not on a file system the worker shares)")
     nbytes = 0
     files = []
     # the folders as StudyPlan.batch_files names them (one rule), stats last: written below

@@ -441,3 +441,27 @@ def test_a_batch_file_that_cannot_be_written_stops_the_study_once_naming_the_bat
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_folder_removed_during_the_run_is_not_made_again(tmp_path):
+    """``rm -rf DIR`` while a study runs: the client's next journal line and the workers'
+    next batch files must not make the folder again (it was left holding a journal of
+    batches whose files were gone and no manifest, after a "add --resume" that every
+    resume then refused), and the stop names what happened."""
+    import shutil
+
+    from gpu_sssp.pipeline.study import Study, StudyError
+    from gpu_sssp.pipeline.study.task import _write_batch
+
+    plan = _plan(grid_parquet(tmp_path, 4, 4), tmp_path / "out", sources="all", batch_size=4)
+    study = Study(plan)
+    study.start()
+    study.record_many([{"batch": 0, "rows": 4}])
+    shutil.rmtree(tmp_path / "out")
+    with pytest.raises(StudyError, match=r"out: the study folder was removed during the run"):
+        study.record_many([{"batch": 1, "rows": 4}])
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(FileNotFoundError, match=r"no study folder .*out on this worker"):
+        _write_batch(None, plan.graph, 1, ("stats",), "long", tmp_path / "out", "0", False)
+    study.stop(RuntimeError("gone"), batch=1)
+    assert not (tmp_path / "out").exists()
