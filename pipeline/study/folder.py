@@ -459,7 +459,8 @@ class Study:
         files, nbytes, problem = self._batch_files(i, reached=t.column("reached"))
         if problem is not None:
             return None
-        return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "adopted": True}
+        return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "algorithm": algos[0],
+                "adopted": True}
 
     def _adopt_written(self) -> list[int]:
         """Journal the batches a stopped run wrote but did not journal (see

@@ -465,3 +465,49 @@ def test_a_folder_removed_during_the_run_is_not_made_again(tmp_path):
         _write_batch(None, plan.graph, 1, ("stats",), "long", tmp_path / "out", "0", False)
     study.stop(RuntimeError("gone"), batch=1)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_auto_study_resumed_goes_on_with_the_method_of_its_finished_batches(tmp_path):
+    """``--algorithm auto`` decides with what it finds: a hierarchy cache file written
+    beside the graph (by another study) between two runs made the rest of a resumed study
+    ``phast`` after ``dijkstra`` batches - the tables of no uninterrupted run (the method's
+    ``iterations``, ``relaxations``, ``algorithm`` differ)."""
+    import pyarrow.parquet as pq
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.hierarchy import load_hierarchy
+    from gpu_sssp.pipeline.study import run_study
+
+    path = grid_parquet(tmp_path, 30, 30)
+    out = tmp_path / "s"
+
+    def cluster():  # each run on a cluster of its own, as each `sssp study` starts one
+        c = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
+                         silence_logs=logging.ERROR)
+        return c, Client(c)
+
+    cl, client = cluster()
+    try:
+        run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu")
+    finally:
+        client.close()
+        cl.close()
+    cl, client = cluster()
+    try:
+        first = set(pq.read_table(out / "stats")["algorithm"].to_pylist())
+        assert first == {"dijkstra"}, first  # no hierarchy at hand: not worth building for 12
+        # the run "stopped" after 2 of its 6 batches; then another study left a cache file
+        lines = (out / "journal.jsonl").read_text().splitlines(keepends=True)
+        keep = {json.loads(x)["batch"] for x in lines[:2]}
+        (out / "journal.jsonl").write_text("".join(lines[:2]))
+        for f in (out / "stats").iterdir():
+            if int(f.stem.split("-")[1]) not in keep:
+                f.unlink()
+        load_hierarchy(read_parquet(path))
+        assert (tmp_path / (path.name + ".ch.npz")).exists()
+        s = run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu", resume=True)
+        assert s["complete"] and s["algorithms"] == ["dijkstra"], s["algorithms"]
+    finally:
+        client.close()
+        cl.close()
