@@ -29,10 +29,17 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
+from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
 from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
 
 log = logging.getLogger(__name__)
+
+
+class ClusterStartError(SsspError, RuntimeError):
+    """A local cluster whose workers did not start (a worker process killed or out of
+    memory while starting): one line, exit status 1."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -289,12 +296,18 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
                 warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
                 cluster = cls(**kw)
                 client = Client(cluster)
-        except BaseException:
+        except BaseException as exc:
             if cluster is not None:  # the client did not connect
                 _close_quietly(ClusterHandle(client, cluster, mode, backend))
             else:  # interrupted (a second Ctrl-C) or failed inside the constructor
                 for c in set(SpecCluster._instances) - before:
                     SpecCluster._instances.discard(c)
+            if isinstance(exc, RuntimeError) and "failed to start" in str(exc):
+                # a worker process that died while starting (killed, out of memory): Dask's
+                # "Nanny failed to start." came out as a bug's traceback
+                why = "; ".join(dict.fromkeys(str(e).strip() for e in (exc, exc.__cause__) if e is not None))
+                raise ClusterStartError(f"the local cluster did not start ({why}): a worker process ended "
+                                        "while starting; run the command again") from exc
             raise
         handle = ClusterHandle(client, cluster, mode, backend, info)
         if held:  # interrupted while starting: close it, then the signal is delivered
