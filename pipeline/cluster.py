@@ -237,7 +237,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # turn only while it enqueues, so kernel times do not overlap
             threads = setting("cluster.threads-per-gpu", None, default=3)  # checked: a whole number >= 1
             kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
-                      scheduler_kwargs={"dashboard": dashboard})
+                      scheduler_kwargs={"dashboard": dashboard}, preload=_worker_preloads())
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
@@ -262,10 +262,34 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
     kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
-              preload=["gpu_sssp.pipeline.warmup"])
+              preload=_worker_preloads("gpu_sssp.pipeline.warmup"))
     kw.update(cluster_options)
     return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
                         {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+
+
+def _worker_preloads(*extra: str) -> list[str]:
+    """The preload modules of a local cluster's workers: dask config's
+    (``distributed.worker.preload``), ``extra``, and this module (:func:`dask_setup`)."""
+    import dask
+
+    got = dask.config.get("distributed.worker.preload", None) or []
+    got = [got] if isinstance(got, str) else list(got)
+    return list(dict.fromkeys([*got, *extra, __name__]))
+
+
+def dask_setup(worker=None) -> None:
+    """Preload hook (:func:`_worker_preloads`): a local cluster's worker ignores SIGINT.
+
+    A Ctrl-C on the terminal reaches every process of the foreground group, the workers
+    too: the client stops the study and closes the cluster, which ends them, while each
+    worker's own ``KeyboardInterrupt`` printed Dask's tracebacks ("Process Dask Worker
+    process (from Nanny): Traceback ...") after the command's one line."""
+    if threading.current_thread() is threading.main_thread():
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except (ValueError, OSError):  # not settable here
+            pass
 
 
 def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:

@@ -431,3 +431,23 @@ def test_a_worker_that_dies_while_the_local_cluster_starts_is_one_line():
                        r"to start worker process\): a worker process ended while starting") as got:
         cl._start_local(Dies, {}, False, "local-cpu", "cpu", {})
     assert got.value.exit_code == 1 and "\n" not in str(got.value)
+
+
+def _sigint_ignored() -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_a_local_clusters_workers_leave_ctrl_c_to_the_client():
+    """A Ctrl-C on the terminal reaches the whole foreground process group: each local
+    worker's own KeyboardInterrupt printed Dask's tracebacks after the study's one line.
+    The workers ignore SIGINT (the client stops the study and closes the cluster)."""
+    from gpu_sssp.pipeline import cluster as cl
+
+    handle = cl.start_cluster(cpu_workers=1, dashboard=False)
+    try:
+        got = handle.client.run(_sigint_ignored)
+        assert got and all(got.values()), got
+    finally:
+        handle.close()
