@@ -579,6 +579,12 @@ class Study:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
             self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out, shared=shared)
         runs = list(self.manifest.get("runs", []))
+        if self.manifest.get("status") == "running" and runs and "end" not in runs[-1]:
+            # the folder's lock is ours: the run that left "running" ended without a word
+            # (SIGKILL, a crash, a power loss); its entry said only when it started
+            runs[-1] = dict(runs[-1], status="killed", end=None,
+                            note="ended without recording its end (killed, crashed, the machine stopped, or the folder "
+                                 "could not be written)")
         runs.append({"start": _now(), "batches_before": len(self.done), "batches_adopted": len(self.adopted),
                      # journaled, but a file missing or incomplete: solved again
                      **({"batches_redone": len(self.redone)} if self.redone else {}),

@@ -511,3 +511,21 @@ def test_an_auto_study_resumed_goes_on_with_the_method_of_its_finished_batches(t
     finally:
         client.close()
         cl.close()
+
+
+def test_a_resume_marks_the_run_that_ended_without_a_word(tmp_path):
+    """A run killed outright (SIGKILL, a crash) leaves the manifest ``running`` and its
+    run entry with a start only; the resume that finds it says so in that entry
+    (``killed``) instead of leaving a run that seems to go on."""
+    from gpu_sssp.pipeline.study import Study
+
+    path = grid_parquet(tmp_path, 4, 4)
+    first = Study(_plan(path, tmp_path / "out", sources="all", batch_size=4))
+    first.start()
+    first.lock.release()  # the process "dies": its lock goes, the manifest stays "running"
+    study = Study(_plan(path, tmp_path / "out", sources="all", batch_size=4), resume=True)
+    study.start()
+    runs = json.loads((tmp_path / "out" / "manifest.json").read_text())["runs"]
+    assert len(runs) == 2 and runs[0]["status"] == "killed" and "end" in runs[0]
+    assert "status" not in runs[1]
+    study.close()
