@@ -269,13 +269,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
 
 
 def _worker_preloads(*extra: str) -> list[str]:
-    """The preload modules of a local cluster's workers: dask config's
-    (``distributed.worker.preload``), ``extra``, and this module (:func:`dask_setup`)."""
-    import dask
-
-    got = dask.config.get("distributed.worker.preload", None) or []
-    got = [got] if isinstance(got, str) else list(got)
-    return list(dict.fromkeys([*got, *extra, __name__]))
+    """The preload modules of a local cluster's workers: ``extra`` and this module
+    (:func:`dask_setup`; ``LocalCUDACluster`` appends its own ``dask_cuda.initialize``)."""
+    return [*extra, __name__]
 
 
 def dask_setup(worker=None) -> None:
