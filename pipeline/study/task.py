@@ -4,6 +4,7 @@ Runs inside Dask worker processes; returns only small metadata to the client.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -112,8 +113,14 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
 
     name = batch_name(index)
     if not outdir.is_dir():  # not made again here (the writers make missing folders)
-        raise FileNotFoundError(2, f"no study folder {outdir} on this worker (removed during the study, or "
-                                "not on a file system the worker shares)")
+        try:  # asked of the file system itself: a stat may answer from a stale cache (NFS)
+            os.mkdir(outdir)
+        except FileExistsError:
+            pass
+        else:
+            os.rmdir(outdir)
+            raise FileNotFoundError(2, f"no study folder {outdir} on this worker (removed during the study, or "
+                                    "not on a file system the worker shares)")
     nbytes = 0
     files = []
     # the folders as StudyPlan.batch_files names them (one rule), stats last: written below
