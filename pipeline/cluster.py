@@ -29,10 +29,17 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import GPUUnavailableError, UsageError
+from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
 from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
 
 log = logging.getLogger(__name__)
+
+
+class ClusterStartError(SsspError, RuntimeError):
+    """A local cluster whose workers did not start (a worker process killed or out of
+    memory while starting): one line, exit status 1."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -230,7 +237,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # turn only while it enqueues, so kernel times do not overlap
             threads = setting("cluster.threads-per-gpu", None, default=3)  # checked: a whole number >= 1
             kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
-                      scheduler_kwargs={"dashboard": dashboard})
+                      scheduler_kwargs={"dashboard": dashboard}, preload=_worker_preloads())
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
@@ -255,10 +262,30 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
     kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
-              preload=["gpu_sssp.pipeline.warmup"])
+              preload=_worker_preloads("gpu_sssp.pipeline.warmup"))
     kw.update(cluster_options)
     return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
                         {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+
+
+def _worker_preloads(*extra: str) -> list[str]:
+    """The preload modules of a local cluster's workers: ``extra`` and this module
+    (:func:`dask_setup`; ``LocalCUDACluster`` appends its own ``dask_cuda.initialize``)."""
+    return [*extra, __name__]
+
+
+def dask_setup(worker=None) -> None:
+    """Preload hook (:func:`_worker_preloads`): a local cluster's worker ignores SIGINT.
+
+    A Ctrl-C on the terminal reaches every process of the foreground group, the workers
+    too: the client stops the study and closes the cluster, which ends them, while each
+    worker's own ``KeyboardInterrupt`` printed Dask's tracebacks ("Process Dask Worker
+    process (from Nanny): Traceback ...") after the command's one line."""
+    if threading.current_thread() is threading.main_thread():
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except (ValueError, OSError):  # not settable here
+            pass
 
 
 def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:
@@ -289,12 +316,18 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
                 warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
                 cluster = cls(**kw)
                 client = Client(cluster)
-        except BaseException:
+        except BaseException as exc:
             if cluster is not None:  # the client did not connect
                 _close_quietly(ClusterHandle(client, cluster, mode, backend))
             else:  # interrupted (a second Ctrl-C) or failed inside the constructor
                 for c in set(SpecCluster._instances) - before:
                     SpecCluster._instances.discard(c)
+            if isinstance(exc, RuntimeError) and "failed to start" in str(exc):
+                # a worker process that died while starting (killed, out of memory): Dask's
+                # "Nanny failed to start." came out as a bug's traceback
+                why = "; ".join(dict.fromkeys(str(e).strip() for e in (exc, exc.__cause__) if e is not None))
+                raise ClusterStartError(f"the local cluster did not start ({why}): a worker process ended "
+                                        "while starting; run the command again") from exc
             raise
         handle = ClusterHandle(client, cluster, mode, backend, info)
         if held:  # interrupted while starting: close it, then the signal is delivered

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +17,8 @@ from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
 from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, refuse_file_as_folder,
                                        remove_temporaries, write_json_atomic, write_parquet_atomic)
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -456,7 +459,8 @@ class Study:
         files, nbytes, problem = self._batch_files(i, reached=t.column("reached"))
         if problem is not None:
             return None
-        return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "adopted": True}
+        return {"batch": i, "rows": len(batch), "bytes": int(nbytes), "files": files, "algorithm": algos[0],
+                "adopted": True}
 
     def _adopt_written(self) -> list[int]:
         """Journal the batches a stopped run wrote but did not journal (see
@@ -522,7 +526,8 @@ class Study:
         by SIGTERM") is recorded with it, a bare Ctrl-C as "interrupted by the user", a
         failure without a message by its exception's name."""
         try:
-            if self.manifest.get("status") == "running":
+            # a folder removed during the run is not made again for its manifest
+            if self.manifest.get("status") == "running" and not self.removed():
                 interrupted = isinstance(exc, KeyboardInterrupt)
                 reason = " ".join(str(exc).split()) or ("interrupted by the user" if interrupted
                                                          else type(exc).__name__)
@@ -532,7 +537,13 @@ class Study:
                 run = self.manifest["runs"][-1]
                 run.update(end=_now(), status=self.manifest["status"], batches_done=len(self.done),
                            batch_files_unjournaled=self.unjournaled_files())
-                write_json_atomic(self.manifest, self.out / MANIFEST)
+                try:
+                    write_json_atomic(self.manifest, self.out / MANIFEST)
+                except OSError as wexc:
+                    # the folder cannot be written (read-only, full, ...): the error that
+                    # stopped the run is the one to report, not this one (the manifest
+                    # stays "running", which a resume handles)
+                    log.debug("%s not updated with the stop: %s", self.out / MANIFEST, wexc)
         finally:
             self.close()
 
@@ -568,6 +579,12 @@ class Study:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
             self.plan.graph_path = graph_parquet_path(g, self.plan.input_path, self.out, shared=shared)
         runs = list(self.manifest.get("runs", []))
+        if self.manifest.get("status") == "running" and runs and "end" not in runs[-1]:
+            # the folder's lock is ours: the run that left "running" ended without a word
+            # (SIGKILL, a crash, a power loss); its entry said only when it started
+            runs[-1] = dict(runs[-1], status="killed", end=None,
+                            note="ended without recording its end (killed, crashed, the machine stopped, or the folder "
+                                 "could not be written)")
         runs.append({"start": _now(), "batches_before": len(self.done), "batches_adopted": len(self.adopted),
                      # journaled, but a file missing or incomplete: solved again
                      **({"batches_redone": len(self.redone)} if self.redone else {}),
@@ -622,8 +639,24 @@ class Study:
         """
         self.record_many([meta])
 
+    def removed(self) -> bool:
+        """Whether the folder of this started run lost its manifest: removed (or
+        replaced) while the study ran."""
+        return bool(self.manifest) and not (self.out / MANIFEST).exists()
+
+    def removed_error(self) -> StudyError:
+        """The one line for a folder removed during the run (:meth:`removed`)."""
+        return StudyError(f"{self.out}: the study folder was removed during the run ({MANIFEST} is gone); "
+                          "nothing more is recorded there: remove what is left of it and start the study again")
+
     def record_many(self, metas: list[dict]) -> None:
-        """Journal several finished batches with one disk flush (see :meth:`record`)."""
+        """Journal several finished batches with one disk flush (see :meth:`record`).
+
+        Raises :class:`StudyError` when the folder was removed during the run: the
+        journal is not made again alone (a folder holding a journal of batches whose
+        files are gone, and no manifest, which no resume accepts)."""
+        if self.manifest.get("status") == "running" and self.removed():
+            raise self.removed_error()
         now = _now()
         entries = [dict(meta, done=now) for meta in metas]
         self.journal.extend(entries)

@@ -13,7 +13,7 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
-from gpu_sssp.pipeline.study.plan import StudyPlan
+from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
 from gpu_sssp.pipeline.study.task import solve_chunk_task
 
 log = logging.getLogger(__name__)
@@ -301,7 +301,9 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         restore_stream = reports = None
         reported: dict = {}
         try:
-            reg = register_graph(client, plan, backend, cluster_info.get("devices"))
+            # an "auto" study resumed goes on with the method its finished batches used
+            work = _resumed_method(plan, study, backend, cluster_info)
+            reg = register_graph(client, work, backend, cluster_info.get("devices"))
             if registered is not None:
                 from gpu_sssp.pipeline.plugins import plugin_name
 
@@ -317,7 +319,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             # worker the next one as soon as one of its threads is free, with no round trip
             # to this client between a worker's tasks (when this loop ran the queue, a
             # client busy journaling left GPUs idle for 8-15 ms at a 4-GPU study's tail)
-            got = submit_chunks(client, plan, chunks, prefix=reg["prefix"], backend=backend,
+            got = submit_chunks(client, work, chunks, prefix=reg["prefix"], backend=backend,
                                 report=reports.topic)
             futures = {f.key: (f, c) for f, c in got.items()}
             # each task reports its batches itself (a Dask event, pushed to this client
@@ -334,7 +336,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                     # finished, so that no running task is released (cancelled)
                     reported[key] = fut
                     if isinstance(got, dict) and "error" in got:  # a product error, see task
-                        error = error or (chunk[0], got["error"])
+                        error = error or (got.get("batch", chunk[0]), got["error"])
                     else:
                         for m in got["batches"]:
                             m["collected"] = arrived
@@ -361,7 +363,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             client.cancel([f for f, _c in futures.values()])
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
+            gone = not isinstance(exc, (KeyboardInterrupt, StudyError)) and study.removed()
             study.stop(exc, batch=failed_batch)
+            if gone:  # what the workers met (a missing file or folder) says less than this
+                raise study.removed_error() from exc
             raise
         finally:
             if restore_stream is not None:
@@ -404,6 +409,36 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: dict | None) -> StudyPlan:
+    """The plan a resumed ``auto`` study solves its remaining batches with: the method
+    every finished batch used, where it runs on the workers' backend.
+
+    ``auto`` decides with what it finds then (a hierarchy cache file beside the graph
+    makes ``phast`` free, the devices): a cache written by another study between two runs
+    made the rest of a study ``phast`` after ``dijkstra`` batches, and its tables (the
+    method's ``iterations``, ``relaxations``, ``algorithm``) were those of no uninterrupted
+    run.  ``plan`` itself (its identity: ``auto``) is left as it is."""
+    import dataclasses
+
+    if plan.algorithm != "auto" or not study.done:
+        return plan
+    used = {e.get("algorithm") for e in study.done.values()}
+    if len(used) != 1 or not isinstance(method := used.pop(), str):
+        return plan  # several (a mixed cluster's workers), or unknown
+    if backend == "auto":
+        devices = list((cluster_info or {}).get("devices") or [])
+        backend = ("cpu" if devices and all(d == "cpu" for d in devices)
+                   else "gpu" if devices and all(d != "cpu" for d in devices) else "auto")
+    try:
+        from gpu_sssp.kernels.registry import backends_of
+
+        if backend not in backends_of(method):
+            return plan
+    except Exception:  # a method this version does not know
+        return plan
+    return dataclasses.replace(plan, algorithm=method)
 
 
 def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) -> list[list[int]]:

@@ -4,6 +4,7 @@ Runs inside Dask worker processes; returns only small metadata to the client.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -111,6 +112,15 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     from gpu_sssp.pipeline.study.plan import batch_folders
 
     name = batch_name(index)
+    if not outdir.is_dir():  # not made again here (the writers make missing folders)
+        try:  # asked of the file system itself: a stat may answer from a stale cache (NFS)
+            os.mkdir(outdir)
+        except FileExistsError:
+            pass
+        else:
+            os.rmdir(outdir)
+            raise FileNotFoundError(2, f"no study folder {outdir} on this worker (removed during the study, or "
+                                    "not on a file system the worker shares)")
     nbytes = 0
     files = []
     # the folders as StudyPlan.batch_files names them (one rule), stats last: written below
@@ -230,8 +240,16 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         b = a + len(p)
         share = len(p) / total
         tw = time.perf_counter()
-        nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
-                                               outdir, worker, fsync, matrix_form if targets_file else None)
+        try:
+            nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
+                                                   outdir, worker, fsync, matrix_form if targets_file else None)
+        except OSError as exc:
+            # the output folder's trouble (full, read-only, a file size limit, removed):
+            # as a product error, the same on a retry, so it comes back as this chunk's
+            # result - no retries, no worker traceback per try - and the client's one line
+            # names the batch and the folder (pyarrow's message names neither)
+            why = exc.strerror or str(exc) or type(exc).__name__
+            return {"batch": index, "error": OSError(exc.errno, f"writing batch {index} into {outdir}: {why}")}
         metas.append({
             "batch": index, "rows": int(b - a), "bytes": int(nbytes), "files": files, "worker": worker,
             "device": res.device, "algorithm": res.method,

@@ -411,3 +411,43 @@ def test_a_ctrl_c_during_the_cluster_close_stops_waiting():
     with pytest.raises(OSError):
         ClusterHandle(_FakeClient(OSError("gone")), cluster, "local-cpu", "cpu").close()
     assert cluster.closes == 1
+
+
+def test_a_worker_that_dies_while_the_local_cluster_starts_is_one_line():
+    """A worker process killed (or out of memory) while a local cluster starts: Dask
+    raises ``RuntimeError("Nanny failed to start.")``, which the command line printed as a
+    bug's traceback (exit 1).  It is one product error naming Dask's reason."""
+    from gpu_sssp.kernels.errors import SsspError
+    from gpu_sssp.pipeline import cluster as cl
+
+    class Dies:
+        def __init__(self, **kw):
+            try:
+                raise RuntimeError("Nanny failed to start worker process")
+            except RuntimeError as exc:
+                raise RuntimeError("Nanny failed to start.") from exc
+
+    with pytest.raises(SsspError, match=r"^the local cluster did not start \(Nanny failed to start\.; Nanny failed "
+                       r"to start worker process\): a worker process ended while starting") as got:
+        cl._start_local(Dies, {}, False, "local-cpu", "cpu", {})
+    assert got.value.exit_code == 1 and "\n" not in str(got.value)
+
+
+def _sigint_ignored() -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_a_local_clusters_workers_leave_ctrl_c_to_the_client():
+    """A Ctrl-C on the terminal reaches the whole foreground process group: each local
+    worker's own KeyboardInterrupt printed Dask's tracebacks after the study's one line.
+    The workers ignore SIGINT (the client stops the study and closes the cluster)."""
+    from gpu_sssp.pipeline import cluster as cl
+
+    handle = cl.start_cluster(cpu_workers=1, dashboard=False)
+    try:
+        got = handle.client.run(_sigint_ignored)
+        assert got and all(got.values()), got
+    finally:
+        handle.close()

@@ -383,3 +383,149 @@ def test_study_out_below_a_file_is_one_line_before_any_cluster(tmp_path, monkeyp
     with pytest.raises(UsageError, match=r"out .*ok\.gr/sub: .*ok\.gr is a file, not a folder"):
         sssp.study(g, random=3, out=tmp_path / "ok.gr" / "sub", cpu_workers=1)
     assert blocker.read_text() == "not a folder\n"
+
+
+def test_stop_keeps_the_runs_own_error_when_the_manifest_cannot_be_written(tmp_path, monkeypatch):
+    """A folder made read-only (or full) mid-study: the write of the ``failed`` manifest
+    fails too.  The error that stopped the run must be the one raised (the command line's
+    one line), not the manifest's own ``EROFS`` naming a temporary file; the folder is
+    released all the same."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.study import folder as folder_mod
+
+    plan = _plan(grid_parquet(tmp_path, 4, 4), tmp_path / "out", sources="all", batch_size=4)
+    study = Study(plan)
+    study.start()
+
+    def refuse(obj, path):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(folder_mod, "write_json_atomic", refuse)
+    study.stop(OSError(27, "File too large"), batch=1)  # raises nothing of its own
+    assert not study.lock.held
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["status"] == "running"
+
+
+def test_a_batch_file_that_cannot_be_written_stops_the_study_once_naming_the_batch(tmp_path, monkeypatch):
+    """EFBIG (a file size limit), EROFS, ENOSPC while a worker writes a batch's files:
+    the same on every try, so the task is not retried (each retry logged Dask's "Compute
+    Failed" with a traceback on the terminal) and the study stops with the error naming
+    the batch and the folder; the manifest records the batch."""
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study import run_study
+    from gpu_sssp.pipeline.study import task as task_mod
+
+    calls = []
+    real = task_mod._write_batch
+
+    def write(res, graph, index, *args, **kw):
+        calls.append(index)
+        if index == 2:
+            raise OSError(27, "Error writing bytes to file. Detail: [errno 27] File too large")
+        return real(res, graph, index, *args, **kw)
+
+    monkeypatch.setattr(task_mod, "_write_batch", write)
+    path = rome_parquet(tmp_path)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    try:
+        plan = _plan(path, tmp_path / "s", random=4, seed=1, batch_size=1, order="given")
+        with pytest.raises(OSError, match=r"writing batch 2 into .*s: .*File too large") as got:
+            run_study(client, plan, backend="cpu")
+        assert got.value.errno == 27
+        assert calls.count(2) == 1, calls  # not retried
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "failed" and m["failure"]["batch"] == 2 and "File too large" in m["failure"]["reason"]
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_a_folder_removed_during_the_run_is_not_made_again(tmp_path):
+    """``rm -rf DIR`` while a study runs: the client's next journal line and the workers'
+    next batch files must not make the folder again (it was left holding a journal of
+    batches whose files were gone and no manifest, after a "add --resume" that every
+    resume then refused), and the stop names what happened."""
+    import shutil
+
+    from gpu_sssp.pipeline.study import Study, StudyError
+    from gpu_sssp.pipeline.study.task import _write_batch
+
+    plan = _plan(grid_parquet(tmp_path, 4, 4), tmp_path / "out", sources="all", batch_size=4)
+    study = Study(plan)
+    study.start()
+    study.record_many([{"batch": 0, "rows": 4}])
+    shutil.rmtree(tmp_path / "out")
+    with pytest.raises(StudyError, match=r"out: the study folder was removed during the run"):
+        study.record_many([{"batch": 1, "rows": 4}])
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(FileNotFoundError, match=r"no study folder .*out on this worker"):
+        _write_batch(None, plan.graph, 1, ("stats",), "long", tmp_path / "out", "0", False)
+    study.stop(RuntimeError("gone"), batch=1)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_auto_study_resumed_goes_on_with_the_method_of_its_finished_batches(tmp_path):
+    """``--algorithm auto`` decides with what it finds: a hierarchy cache file written
+    beside the graph (by another study) between two runs made the rest of a resumed study
+    ``phast`` after ``dijkstra`` batches - the tables of no uninterrupted run (the method's
+    ``iterations``, ``relaxations``, ``algorithm`` differ)."""
+    import pyarrow.parquet as pq
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.hierarchy import load_hierarchy
+    from gpu_sssp.pipeline.study import run_study
+
+    path = grid_parquet(tmp_path, 30, 30)
+    out = tmp_path / "s"
+
+    def cluster():  # each run on a cluster of its own, as each `sssp study` starts one
+        c = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
+                         silence_logs=logging.ERROR)
+        return c, Client(c)
+
+    cl, client = cluster()
+    try:
+        run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu")
+    finally:
+        client.close()
+        cl.close()
+    cl, client = cluster()
+    try:
+        first = set(pq.read_table(out / "stats")["algorithm"].to_pylist())
+        assert first == {"dijkstra"}, first  # no hierarchy at hand: not worth building for 12
+        # the run "stopped" after 2 of its 6 batches; then another study left a cache file
+        lines = (out / "journal.jsonl").read_text().splitlines(keepends=True)
+        keep = {json.loads(x)["batch"] for x in lines[:2]}
+        (out / "journal.jsonl").write_text("".join(lines[:2]))
+        for f in (out / "stats").iterdir():
+            if int(f.stem.split("-")[1]) not in keep:
+                f.unlink()
+        load_hierarchy(read_parquet(path))
+        assert (tmp_path / (path.name + ".ch.npz")).exists()
+        s = run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu", resume=True)
+        assert s["complete"] and s["algorithms"] == ["dijkstra"], s["algorithms"]
+    finally:
+        client.close()
+        cl.close()
+
+
+def test_a_resume_marks_the_run_that_ended_without_a_word(tmp_path):
+    """A run killed outright (SIGKILL, a crash) leaves the manifest ``running`` and its
+    run entry with a start only; the resume that finds it says so in that entry
+    (``killed``) instead of leaving a run that seems to go on."""
+    from gpu_sssp.pipeline.study import Study
+
+    path = grid_parquet(tmp_path, 4, 4)
+    first = Study(_plan(path, tmp_path / "out", sources="all", batch_size=4))
+    first.start()
+    first.lock.release()  # the process "dies": its lock goes, the manifest stays "running"
+    study = Study(_plan(path, tmp_path / "out", sources="all", batch_size=4), resume=True)
+    study.start()
+    runs = json.loads((tmp_path / "out" / "manifest.json").read_text())["runs"]
+    assert len(runs) == 2 and runs[0]["status"] == "killed" and "end" in runs[0]
+    assert "status" not in runs[1]
+    study.close()
