@@ -177,7 +177,18 @@ def identity_difference(theirs: dict, mine: dict) -> list[str]:
     difference (a matrix study's targets, or a key this version does not know), unless
     its absence means the other side's value (:data:`_ABSENT_MEANS`)."""
     keys = list(mine) + [k for k in theirs if k not in mine]
+    if not (_uses_distance_form(theirs) or _uses_distance_form(mine)):
+        keys = [k for k in keys if k != "distance_form"]
     return [k for k in keys if _key(theirs, k) != _key(mine, k)]
+
+
+def _uses_distance_form(identity: dict) -> bool:
+    """Whether a study's files depend on its ``distance_form``: distance outputs of a
+    study without targets (``pipeline.study.plan.batch_folders``).  A statistics-only
+    or matrix study writes the same files in either form, so a resume that names
+    another form is the same study."""
+    return (not any(k in identity for k in _MATRIX_KEYS)
+            and bool({"distances", "predecessors"} & set(identity.get("outputs") or ())))
 
 
 def _shown(identity: dict, k: str) -> str:

@@ -358,6 +358,29 @@ def test_resume_and_refusals(client, data, tmp_path):
         _run(client, path, other, random=5, seed=1)
 
 
+def test_distance_form_only_matters_where_distances_are_written(client, data, tmp_path):
+    """A statistics-only study writes the same files in either distance form: a resume
+    that names the other form is the same study (it was refused as "a different study"
+    although no distance file existed).  With distances the form still differs."""
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.folder import identity_difference
+
+    path = grid_parquet(data, 20, 20)
+    out = tmp_path / "stats-only"
+    _run(client, path, out, random=30, seed=3, batch_size=10, distance_form="wide")
+    _, _, s = _run(client, path, out, random=30, seed=3, batch_size=10, distance_form="long", resume=True)
+    assert s["complete"]
+    out2 = tmp_path / "with-distances"
+    _run(client, path, out2, random=6, seed=3, batch_size=3, outputs="distances", distance_form="wide")
+    with pytest.raises(StudyError, match="different study"):
+        _run(client, path, out2, random=6, seed=3, batch_size=3, outputs="distances", distance_form="long",
+             resume=True)
+    stats_only = {"outputs": ["stats"], "distance_form": "wide"}
+    assert identity_difference(stats_only, dict(stats_only, distance_form="long")) == []
+    assert identity_difference(stats_only, {"outputs": ["stats", "distances"], "distance_form": "long"}) \
+        == ["outputs", "distance_form"]
+
+
 def test_worker_killed_mid_study(data, tmp_path):
     """A worker process dies mid-study: its batches run elsewhere, nothing is lost or doubled."""
     path = rome_parquet(data)
