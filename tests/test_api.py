@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,24 @@ def test_study_from_python(tmp_path):
     manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["identity"]["batch_size"] == 64  # CPU workers get the CPU default
+
+
+def test_study_refuses_a_gpu_method_for_a_cpu_cluster_before_starting_it(tmp_path):
+    """``study(algorithm="hbf")`` where the local cluster would be CPU workers: refused
+    before any cluster starts or folder is made (it warned once per worker and left a
+    'failed' study); with ``cpu_workers`` too, wherever a GPU is visible."""
+    from gpu_sssp.kernels.errors import GPUUnavailableError, OptionError
+
+    out = tmp_path / "s"
+    t = time.perf_counter()
+    err = GPUUnavailableError if sssp.device_count() == 0 else OptionError
+    with pytest.raises(err, match="--algorithm hbf"):
+        sssp.study(ROME, random=3, algorithm="hbf", out=out, cpu_workers=1)
+    assert not out.exists() and time.perf_counter() - t < 10
+    if sssp.device_count() == 0:
+        with pytest.raises(GPUUnavailableError, match="needs a CUDA device"):
+            sssp.study(ROME, random=3, algorithm="hbf", out=out)
+        assert not out.exists()
 
 
 def test_default_batch_size_comes_from_the_workers():

@@ -182,28 +182,6 @@ def _complete(study) -> bool:
         return False
 
 
-def _check_gpu_method(args) -> None:
-    """A GPU-only ``--algorithm`` for a local CPU cluster (no GPU visible, or
-    ``--cpu-workers``) is refused before the cluster starts and the folder is made; an
-    attached cluster (``--scheduler``/``--scheduler-file``) decides on its own devices."""
-    if args.algorithm in (None, "auto") or args.scheduler or args.scheduler_file or args.gpus:
-        return
-    from gpu_sssp import kernels
-    from gpu_sssp.kernels.errors import GPUUnavailableError, OptionError
-    from gpu_sssp.kernels.registry import backends_of
-
-    if args.algorithm not in kernels.available_methods() or "cpu" in backends_of(args.algorithm):
-        return  # unknown names get the study's own message
-    cpu = ", ".join(m for m in kernels.available_methods("cpu") if m != "auto")
-    if kernels.device_count() == 0:
-        raise GPUUnavailableError(f"--algorithm {args.algorithm}: a GPU method needs a CUDA device; none is "
-                                  f"visible here, and the local cluster would be CPU workers (use auto or "
-                                  f"a CPU method: {cpu})")
-    if args.cpu_workers is not None:
-        raise OptionError(f"--algorithm {args.algorithm} runs on GPUs, and --cpu-workers starts a CPU "
-                          f"cluster (drop --cpu-workers, or use auto or a CPU method: {cpu})")
-
-
 def run(args) -> int:
     from pathlib import Path
 
@@ -229,7 +207,10 @@ def run(args) -> int:
         raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
                          "statistics only writes no distance files")
     check_output_dir(args.out, option="--out")
-    _check_gpu_method(args)
+    if not (args.scheduler or args.scheduler_file):  # a local cluster: its workers' kind is known here
+        from gpu_sssp.pipeline.study.run import check_local_method
+
+        check_local_method(args.algorithm, gpus=args.gpus, cpu_workers=args.cpu_workers)
     if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
         from gpu_sssp.pipeline.cluster import read_scheduler_file
 

@@ -722,6 +722,30 @@ def _board_end(client, board, status: str, summary: dict | None = None) -> None:
         log.debug("dashboard not updated: %s", exc)
 
 
+def check_local_method(algorithm, *, gpus=None, cpu_workers=None) -> None:
+    """Refuse a GPU-only ``algorithm`` for a local cluster of CPU workers (no GPU visible,
+    or ``cpu_workers``) before the cluster starts and the folder is made (it used to fail
+    the warm-up on every worker and leave a 'failed' study).  ``gpus``: a GPU cluster is
+    asked for, which ``start_cluster`` refuses on its own where there is none.  An
+    attached cluster decides on its own devices: not checked here."""
+    if algorithm in (None, "auto") or gpus:
+        return
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import GPUUnavailableError, OptionError
+    from gpu_sssp.kernels.registry import backends_of
+
+    if algorithm not in kernels.available_methods() or "cpu" in backends_of(algorithm):
+        return  # unknown names get the study's own message
+    cpu = ", ".join(m for m in kernels.available_methods("cpu") if m != "auto")
+    if kernels.device_count() == 0:
+        raise GPUUnavailableError(f"--algorithm {algorithm}: a GPU method needs a CUDA device; none is "
+                                  f"visible here, and the local cluster would be CPU workers (use auto or "
+                                  f"a CPU method: {cpu})")
+    if cpu_workers is not None:
+        raise OptionError(f"--algorithm {algorithm} runs on GPUs, and --cpu-workers starts a CPU "
+                          f"cluster (drop --cpu-workers, or use auto or a CPU method: {cpu})")
+
+
 def study(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
           seed: int | None = None, order: str | None = None, algorithm: str = "auto",
           batch_size: int | None = None, outputs="stats", distance_form: str | None = None,
@@ -810,6 +834,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # a cluster started here: where it listens (forms, and that a host name resolves)
         # is refused now, not by Dask's traceback once the folder exists
         listen_addresses(host, dashboard_address, dashboard)
+        check_local_method(algorithm, gpus=gpus, cpu_workers=cpu_workers)
     # on a resume, what is not given again is the folder's study's (the batch size is
     # adopted by Study); a matrix study's targets too, when no target option is given
     kept = resumed_settings(out) if resume else {}
