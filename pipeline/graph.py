@@ -313,7 +313,10 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     resolved = path.resolve()
     ikey = _short_hash([str(resolved)])
     okey = _short_hash(sorted(ingest_options.items()))
-    skey = _short_hash([st.st_size, st.st_mtime_ns])
+    # the state of the input: an edit that keeps the size and puts the old mtime back
+    # (touch -r, rsync -t, a tool that restores times) still changes the ctime, which
+    # no user call can set; a file replaced by another has another inode
+    skey = _short_hash([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
     base, created = _cache_folder(resolved, cache_dir)
     name = safe_name(path.name)  # pyarrow cannot take a name that is not UTF-8
     prefix = f"{name}.{ikey}."

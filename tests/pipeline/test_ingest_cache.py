@@ -75,6 +75,36 @@ def test_changed_input_replaces_its_copy(tmp_path):
     assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz"]
 
 
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_input_edited_with_its_old_size_and_mtime_is_read_again(tmp_path, how):
+    """An edit that keeps the file's size and puts its mtime back (``touch -r``, a tool
+    that restores times) was served the old copy: a study resumed on the old graph.
+    The ctime, which no user call can set, and the inode key the copy too."""
+    p = _input(tmp_path)
+    g1 = load_graph(p)
+    st = p.stat()
+    text = p.read_text()
+    i = text.index("\na ") + 1
+    line = text[i:text.index("\n", i)]
+    head, w = line.rsplit(" ", 1)
+    new_w = str(int(w) + 1) if len(str(int(w) + 1)) == len(w) else str(int(w) - 1)
+    edited = text[:i] + head + " " + new_w + text[i + len(line):]
+    assert len(edited) == len(text) and edited != text
+    if how == "in place":
+        with open(p, "r+") as f:
+            f.write(edited)
+    else:
+        tmp = tmp_path / "new.gr"
+        tmp.write_text(edited)
+        os.replace(tmp, p)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+    g2 = load_graph(p)
+    assert g2.fingerprint != g1.fingerprint
+    assert int(new_w) in set(g2.to_scipy().data.astype(int).tolist())
+    assert len(_copies(tmp_path / ".sssp-cache")) == 1  # the old copy went
+
+
 def test_another_input_in_the_same_folder_is_kept(tmp_path):
     a = _input(tmp_path, "a.gr")
     b = _input(tmp_path, "b.gr")
