@@ -36,3 +36,21 @@ def test_result_checks_integer_sums_only(dtype):
     Result(reached=np.array([4095]), eccentricity=np.array([2.0**51]), sum_distance=np.zeros(1, dtype), **common)
     Result(reached=np.array([4097]), eccentricity=np.array([2.0**51]), sum_distance=np.zeros(1), **common)  # float
     Result(reached=np.array([0]), eccentricity=np.array([np.nan]), sum_distance=np.zeros(1, dtype), **common)
+
+
+@pytest.mark.parametrize("method", ["bellman-ford", "auto"])
+def test_negative_distances_summing_past_minus_2_63_are_not_wrapped(method):
+    """A chain of negative arcs: every distance is within 2**53 and the largest is 0 (the
+    source), but their sum is about -1.46 * 2**63.  The int64 sum wrapped to a large
+    positive number (4.9e18) because the switch to the two-halves sum looked at the
+    eccentricity only.  Found by tests/fuzz_methods.py."""
+    n = 3000
+    w = -((2**53 - 1) // (n - 1))
+    g = _chain(n, w)
+    g.check_exact()
+    res = kernels.solve(g, [0, n - 10], method=method, backend="cpu")
+    exact = w * (n - 1) * n // 2
+    assert exact < -2**63 and res.eccentricity[0] == 0
+    assert res.sum_distance.dtype == np.float64 and res.sum_distance[0] == float(exact)
+    assert int(res.sum_distance[1]) == w * 45  # 0 + w + ... + 9w, exact
+    assert res.mean_distance()[0] == pytest.approx(exact / (n - 1))
