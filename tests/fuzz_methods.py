@@ -241,8 +241,8 @@ def _weights(rng, s, d, n, mode):
 
 WEIGHT_MODES = ["int-small", "int", "zero", "equal", "int32", "int32-big", "uint", "near-exact", "huge",
                 "near-hier", "float", "float32", "float-int", "negative", "negative-float", "negative-big",
-                "negcycle", "narrow", "negcycle-float", "long-chain"]
-WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5], dtype=float)
+                "negcycle", "narrow", "negcycle-float", "long-chain", "long-negative-chain"]
+WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5], dtype=float)
 
 
 def make_case(rng, max_n, modes=None):
@@ -251,7 +251,7 @@ def make_case(rng, max_n, modes=None):
         mode = str(rng.choice(modes))
     else:
         mode = str(rng.choice(WEIGHT_MODES, p=WEIGHT_P / WEIGHT_P.sum()))
-    undirected = not mode.startswith("neg") and mode != "long-chain" and rng.random() < 0.3
+    undirected = not mode.startswith("neg") and not mode.startswith("long") and rng.random() < 0.3
     if mode in ("negcycle", "negcycle-float"):
         real = mode == "negcycle-float"
         w = _weights(rng, s, d, n, "negative-float" if real else "negative")
@@ -263,12 +263,15 @@ def make_case(rng, max_n, modes=None):
         cw[0] -= cw.sum() + (rng.uniform(0.5, 3) if real else int(rng.integers(1, 4)))  # total < 0
         s, d = np.concatenate([s, cs]), np.concatenate([d, cd])
         w = np.concatenate([w, cw]).astype(np.float64 if real else np.int64)
-    elif mode == "long-chain":  # a long path of heavy arcs: distances near 2**53, sums past 2**62
+    elif mode in ("long-chain", "long-negative-chain"):
+        # a long path of heavy arcs: distances near +-2**53, sums past +-2**62 (and -2**63)
         n = int(rng.integers(1000, 3000))
         kind = "chain"
         s, d = np.arange(n - 1), np.arange(1, n)
         top = (EXACT - 1) // (n - 1)
         w = rng.integers(top - top // 8, top + 1, n - 1).astype(np.int64)
+        if mode == "long-negative-chain":
+            w = -w
     else:
         if undirected:
             w = _weights(rng, s, d, n, mode)
@@ -278,7 +281,7 @@ def make_case(rng, max_n, modes=None):
     parallel = "keep" if rng.random() < 0.25 else "min"
     case = Case(f"{kind}/{mode}{'/undirected' if undirected else ''}{'/keep' if parallel == 'keep' else ''}",
                 s, d, w, n, directed=not undirected, parallel=parallel, id_base=int(rng.choice([0, 0, 1, 7])))
-    case.sources = make_sources(rng, n) if mode != "long-chain" else rng.integers(0, 3, 2).astype(np.int64)
+    case.sources = make_sources(rng, n) if not mode.startswith("long") else rng.integers(0, 3, 2).astype(np.int64)
     return case
 
 
