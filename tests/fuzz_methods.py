@@ -732,10 +732,12 @@ def run_one(case: Case, g: Graph, ref: Reference, name, backend, opts, rng, args
         key = _refusal_key(e)
         if expect and any(f in str(e) for f in expect):
             return f"refused:{key}", []
-        if "2**63" in str(e) and want is not None:  # SumOverflowError: the sum may pass 2**63
+        if "2**63" in str(e) and want is not None:  # SumOverflowError: a sum may pass +-2**63
             fin = np.isfinite(want)
-            top = max((int(fin[i].sum()) - 1) * float(want[i][fin[i]].max()) for i in range(len(want)))
-            if top >= 2.0**63:
+            reached = fin.sum(axis=1) - 1
+            top = max(float(reached[i]) * float(np.abs(want[i][fin[i]]).max()) for i in range(len(want)))
+            bound = float(reached.max()) * float(g.path_bound())  # the documented, conservative rule
+            if top >= 2.0**63 or (ref.negative and bound >= 2.0**62):
                 return f"refused:{key}", []
         return "fail", [f"undocumented refusal {type(e).__name__}: {_short(e, 300)}"]
     except Exception as e:  # a crash (not a product error)

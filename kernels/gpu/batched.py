@@ -511,13 +511,17 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             "edges": shared_edges if shared_edges is not None else hist_edges.get(stream=side),
             "counts": hist_counts.get(stream=side).astype(np.int64),
         }
+    sum_distance = sum_h.astype(np.int64) if integer else sum_h.astype(np.float64)
+    if integer and graph.has_negative:
+        sum_distance = _negative_sums(graph, sources, reached_h, sum_distance, out_dist, targets,
+                                      extra.get("stats_over"))
     return Result(
         sources=sources,
         distances=out_dist,
         predecessors=out_pred,
         reached=reached_h,
         eccentricity=ecc_h,
-        sum_distance=sum_h.astype(np.int64) if integer else sum_h.astype(np.float64),
+        sum_distance=sum_distance,
         iterations=iters,
         relaxations=relax_h,
         method="batched",
@@ -526,6 +530,33 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         counters=counters,
         **extra,
     )
+
+
+def _negative_sums(graph, sources, reached, sums, out_dist, targets, stats_over):
+    """Integer sums with negative weights: the kernel's int64 sums (and the int64 sums over
+    targets) wrap when a source's negative distances add up past -2**63, which
+    ``Result``'s check (on the eccentricity, the largest distance) cannot see.  Where the
+    bound ``(reached - 1) x graph.path_bound()`` allows it, sum again on the host from the
+    distances (``reduce_distances``: float64 beyond 2**62, never wrapped); without them,
+    refuse (``SumOverflowError``)."""
+    risky = (np.asarray(reached, dtype=np.float64) - 1) * float(graph.path_bound()) >= 2.0 ** 62
+    if not risky.any():
+        return sums
+    from gpu_sssp.kernels.result import reduce_distances
+
+    if out_dist is not None and targets is None:
+        return reduce_distances(out_dist, integer=True)[2]
+    if out_dist is not None and stats_over == "targets":
+        from gpu_sssp.kernels.registry import target_stats
+
+        return target_stats(out_dist, targets, integer=True)[2]
+    from gpu_sssp.kernels.errors import SumOverflowError
+
+    i = int(np.argmax(risky))
+    raise SumOverflowError(
+        f"the sum of distances from source index {int(sources[i])} may pass -2**63 ({int(reached[i]):,} vertices "
+        f"reached, |distances| up to {graph.path_bound()}): batched sums them in int64, so without the distances "
+        "no statistics are reported (solve with distances=True, or scale the weights down)")
 
 
 def _raise_negative_cycle(graph, pend, W, src_slots, k):

@@ -339,9 +339,10 @@ class SourceLoop:
         tot_exact = self.read(cp.stack(self.stats_int)) if b else np.zeros(0)
         reached = st[:, 0].astype(np.int64)
         ecc = st[:, 1]
-        if self.graph.integer_weights:
+        if self.graph.integer_weights and tot_exact.dtype.kind in "iu":
             sums = tot_exact.astype(np.int64)
-        else:
+        else:  # real weights, or integer sums reduce_distances gave as float64 (beyond +-2**62):
+            # a cast back to int64 would wrap those past +-2**63 (negative ones unnoticed)
             sums = tot_exact.astype(np.float64)
         arcs = float(st[:, 3].sum())
         dist = self.read(cp.stack(self.rows)) if self.want_dist and b else None
