@@ -216,6 +216,9 @@ def _weights(rng, s, d, n, mode):
     if mode == "near-hier":  # path bound near the hierarchy's 2**30
         top = max(1, HIER_BOUND // max(n - 1, 1) + int(rng.integers(-2, 3)))
         return rng.integers(max(0, top - 5), top + 1, m).astype(np.int64)
+    if mode == "near-16bit":  # path bound near 0xFFFF: the GPU phast's 16-bit labels
+        top = max(1, 0xFFFF // max(n - 1, 1) + int(rng.integers(-1, 2)))
+        return rng.integers(max(0, top - 3), top + 1, m).astype(np.int64)
     if mode == "float":
         w = rng.random(m) * rng.choice([1.0, 1e-3, 1e6])
         if rng.random() < 0.3:
@@ -241,8 +244,9 @@ def _weights(rng, s, d, n, mode):
 
 WEIGHT_MODES = ["int-small", "int", "zero", "equal", "int32", "int32-big", "uint", "near-exact", "huge",
                 "near-hier", "float", "float32", "float-int", "negative", "negative-float", "negative-big",
-                "negcycle", "narrow", "negcycle-float", "long-chain", "long-negative-chain"]
-WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5], dtype=float)
+                "negcycle", "narrow", "negcycle-float", "long-chain", "long-negative-chain",
+                "near-16bit"]
+WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5, 5], dtype=float)
 
 
 def make_case(rng, max_n, modes=None):
@@ -662,6 +666,8 @@ def check_cycle_error(ref: Reference, e: NegativeCycleError, sources):
                         "cycle (its strongly connected component holds none)")
     if e.source is not None and (e.source not in set(int(x) for x in sources)):
         problems.append(f"NegativeCycleError.source {e.source} is not a source")
+    elif e.source is not None and 0 <= e.vertex < n and not ref.reach(e.source)[e.vertex]:
+        problems.append(f"NegativeCycleError.source {e.source} does not reach its vertex {e.vertex}")
     return problems
 
 
