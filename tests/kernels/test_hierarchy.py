@@ -142,6 +142,25 @@ def test_path_bound_uses_largest_weights():
     check(g, [0, 500])
 
 
+def test_path_bound_never_wraps():
+    """4,096 arcs of 2**52 into one vertex: every distance is exact (check_exact passes,
+    each path has one arc), but the int64 sum of the n - 1 largest weights wrapped to 0, so
+    the graph looked eligible and phast(force=True) built a hierarchy of the weights cast
+    to uint32 (all 0): distances 0 instead of 2**52.  Found by tests/fuzz_methods.py."""
+    from gpu_sssp import kernels
+
+    n = 4097
+    g = Graph.from_edges(np.arange(1, n), np.zeros(n - 1, dtype=np.int64), np.full(n - 1, 2**52, dtype=np.int64), n)
+    g.check_exact()
+    assert hmod.path_length_bound(g) == 4096 * 2**52
+    assert "path lengths may reach" in hmod.eligible(g)
+    with pytest.raises(ValueError, match="path lengths may reach"):
+        kernels.solve(g, [1, 2], method="phast", backend="cpu", force=True)
+    with pytest.raises(ValueError, match="path lengths may reach"):
+        hmod.build_hierarchy(g)
+    assert kernels.solve(g, [1], method="auto", backend="cpu").distances[0, 0] == 2**52
+
+
 @pytest.mark.parametrize("name", ["4.gr", "4.wel", "4w.mtx", "4.graph"])
 @pytest.mark.parametrize("parallel", ["min", "keep"])
 def test_gapbs_graphs(name, parallel):
