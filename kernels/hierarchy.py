@@ -317,9 +317,13 @@ def build_hierarchy(graph) -> Hierarchy:
     heads = graph.indices.astype(np.uint32)
     # parallel arcs and self-loops are handled by RoutingKit (the lightest parallel arc is
     # kept, loops are dropped; checked against SciPy in the tests)
-    if graph.m and int(graph.max_weight) > WEIGHT_BOUND:  # eligible() bounds paths; never wrap a weight
-        raise ValueError(f"{graph.name}: weight {graph.max_weight} beyond the hierarchy's uint32 weights")
-    weights = graph.weights.astype(np.uint32)
+    # eligible() bounds the paths, so every arc but a self-loop (which RoutingKit drops, and
+    # a 1-vertex graph may carry at any weight) fits; never wrap a weight into uint32
+    loop = heads == tails
+    w = np.where(loop, 0, graph.weights)
+    if graph.m and int(w.max()) > WEIGHT_BOUND:
+        raise ValueError(f"{graph.name}: weight {int(w.max())} beyond the hierarchy's uint32 weights")
+    weights = w.astype(np.uint32)
     long = graph.m >= 200_000
     if long:
         log.info("building the contraction hierarchy of %s (%d vertices, %d arcs) with %s; "

@@ -342,3 +342,16 @@ def test_without_the_library(monkeypatch):
     from gpu_sssp.kernels import auto
 
     assert auto.choose(g, 10**7, "cpu") == "dijkstra"
+
+
+def test_one_vertex_with_heavy_self_loops():
+    """A 1-vertex graph's self-loops may weigh anything (no path uses them; check_exact and
+    eligible accept it): the hierarchy is built without them, as RoutingKit drops loops."""
+    from gpu_sssp import kernels
+
+    g = Graph.from_edges([0, 0], [0, 0], np.array([3 * 2**60, 5], dtype=np.int64), 1, parallel="keep")
+    assert hmod.eligible(g) is None
+    h = hmod.build_hierarchy(g)
+    assert h.n == 1 and h.m_up == 0 and h.m_down == 0
+    res = kernels.solve(g, [0, 0], method="phast", backend="cpu")
+    assert res.distances.tolist() == [[0.0], [0.0]]
