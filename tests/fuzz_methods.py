@@ -245,8 +245,8 @@ def _weights(rng, s, d, n, mode):
 WEIGHT_MODES = ["int-small", "int", "zero", "equal", "int32", "int32-big", "uint", "near-exact", "huge",
                 "near-hier", "float", "float32", "float-int", "negative", "negative-float", "negative-big",
                 "negcycle", "narrow", "negcycle-float", "long-chain", "long-negative-chain",
-                "near-16bit"]
-WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5, 5], dtype=float)
+                "near-16bit", "hier-wrap"]
+WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5, 5, 0.3], dtype=float)
 
 
 def make_case(rng, max_n, modes=None):
@@ -255,7 +255,7 @@ def make_case(rng, max_n, modes=None):
         mode = str(rng.choice(modes))
     else:
         mode = str(rng.choice(WEIGHT_MODES, p=WEIGHT_P / WEIGHT_P.sum()))
-    undirected = not mode.startswith("neg") and not mode.startswith("long") and rng.random() < 0.3
+    undirected = not mode.startswith("neg") and not mode.startswith(("long", "hier-wrap")) and rng.random() < 0.3
     if mode in ("negcycle", "negcycle-float"):
         real = mode == "negcycle-float"
         w = _weights(rng, s, d, n, "negative-float" if real else "negative")
@@ -267,6 +267,11 @@ def make_case(rng, max_n, modes=None):
         cw[0] -= cw.sum() + (rng.uniform(0.5, 3) if real else int(rng.integers(1, 4)))  # total < 0
         s, d = np.concatenate([s, cs]), np.concatenate([d, cd])
         w = np.concatenate([w, cw]).astype(np.float64 if real else np.int64)
+    elif mode == "hier-wrap":  # k arcs of 2**52 into one vertex: their int64 sum wraps to 0
+        n = 4097
+        kind = "in-star"
+        s, d = np.arange(1, n), np.zeros(n - 1, dtype=np.int64)
+        w = np.full(n - 1, 2**52, dtype=np.int64)
     elif mode in ("long-chain", "long-negative-chain"):
         # a long path of heavy arcs: distances near +-2**53, sums past +-2**62 (and -2**63)
         n = int(rng.integers(1000, 3000))
@@ -285,7 +290,7 @@ def make_case(rng, max_n, modes=None):
     parallel = "keep" if rng.random() < 0.25 else "min"
     case = Case(f"{kind}/{mode}{'/undirected' if undirected else ''}{'/keep' if parallel == 'keep' else ''}",
                 s, d, w, n, directed=not undirected, parallel=parallel, id_base=int(rng.choice([0, 0, 1, 7])))
-    case.sources = make_sources(rng, n) if not mode.startswith("long") else rng.integers(0, 3, 2).astype(np.int64)
+    case.sources = make_sources(rng, n) if not mode.startswith(("long", "hier-wrap")) else rng.integers(0, 3, 2).astype(np.int64)
     return case
 
 
@@ -346,8 +351,8 @@ class Reference:
         elif self.negative:
             self.hier_refusal = "negative weights"
         elif n >= 2 and len(w):
-            ww = np.sort(np.asarray(g.weights).astype(np.int64))[::-1]
-            bound = min((n - 1) * int(ww[0]), int(ww[:n - 1].sum()))
+            ww = sorted((int(x) for x in np.asarray(g.weights).tolist()), reverse=True)  # Python ints: no wrap
+            bound = min((n - 1) * ww[0], sum(ww[:n - 1]))
             if bound > HIER_BOUND:
                 self.hier_refusal = f"hierarchy bound {bound} > 2**30"
         self.mat = sp.csr_array((self.wmin.astype(np.float64), (self.tails, self.heads)), shape=(n, n))
@@ -715,7 +720,7 @@ def run_one(case: Case, g: Graph, ref: Reference, name, backend, opts, rng, args
     predecessors = bool(rng.random() < 0.6)
     if ref.exact_refusal:
         expect = expect or ["2**53"]
-    kw = dict(opts)
+    kw = {k: v for k, v in opts.items() if not k.startswith("_")}
     given = sources  # the API takes any integer container: vary it
     form = rng.integers(0, 5)
     if form == 1:
@@ -824,6 +829,26 @@ def load_case(path):
     return case, json.loads(str(z["options"])), str(z["method"]), str(z["problems"])
 
 
+def via_hierarchy_cache(case: Case, g: Graph, out: Path) -> Graph:
+    """A fresh copy of ``case``'s graph holding the hierarchy of ``g`` written to a cache
+    file and read back by ``pipeline.hierarchy`` (checksums, fingerprint, layout checks)."""
+    import tempfile
+
+    from gpu_sssp.kernels import hierarchy as hmod
+    from gpu_sssp.pipeline import hierarchy as phier
+
+    if hmod.structure(g) is not None and not hmod.has_hierarchy(g):
+        raise ValueError("not road-like: no hierarchy built for the round trip")
+    h = hmod.get_hierarchy(g)
+    with tempfile.TemporaryDirectory(prefix="fuzz-ch-") as tmp:
+        path = Path(tmp) / "g.ch.npz"
+        phier.write_cache(h, g, path)
+        fresh = case.graph()
+        phier.load_hierarchy(fresh, path, build=False)
+    assert hmod.has_hierarchy(fresh)
+    return fresh
+
+
 class Watchdog:
     """Saves the case in flight and ends the process when one call runs longer than
     ``limit`` seconds (a kernel that never terminates: negative cycles, a lost flag).
@@ -919,9 +944,28 @@ def main(argv=None):
             opts = dict(variants[int(rng.integers(0, len(variants)))]) if rng.random() < 0.5 else {}
             if name == "phast" and rng.random() < 0.7:
                 opts["force"] = True
+            g_use = g
             t0 = time.perf_counter()
             dog.start(label, case, opts, cases)
-            status, problems = run_one(case, g, ref, name, be, opts, rng, args)
+            if name == "phast" and ref.hier_refusal is None and rng.random() < 0.15:
+                # the hierarchy through pipeline.hierarchy's cache file, into a fresh copy of the graph
+                try:
+                    g_use = via_hierarchy_cache(case, g, out)
+                    opts["_via_cache"] = True
+                except Exception as e:  # building refused (not road-like, library missing): phast's own answer
+                    if args.verbose:
+                        print(f"note: no hierarchy cache round trip: {type(e).__name__}: {_short(e)}")
+                    if ref.exact_refusal is None and not isinstance(e, (ImportError, ModuleNotFoundError)) \
+                            and "road-like" not in str(e):
+                        # an eligible graph whose hierarchy cannot be built or cached: a failure
+                        path = save_case(out, label, case, {"_via_cache": True}, [f"{type(e).__name__}: {e}"],
+                                         args.seed, cases)
+                        saved.append(path)
+                        tally.failures += 1
+                        print(f"FAIL {label} hierarchy build / cache round trip on {case.kind} n={case.n} "
+                              f"m={len(case.src)}: {type(e).__name__}: {_short(e, 200)}\n     repro: {path}",
+                              flush=True)
+            status, problems = run_one(case, g_use, ref, name, be, opts, rng, args)
             dog.stop()
             tally.seconds += time.perf_counter() - t0
             tally.tried += 1
