@@ -226,6 +226,8 @@ def _weights(rng, s, d, n, mode):
         return w.astype(np.float64)
     if mode == "float32":
         return (rng.random(m) * 100).astype(np.float32)
+    if mode == "float32-huge":  # float32 weights whose path lengths pass float32's range (not float64's)
+        return (rng.uniform(0.05, 1.0, m) * float(np.finfo(np.float32).max)).astype(np.float32)
     if mode == "float-int":  # float type, whole values
         return rng.integers(0, 20, m).astype(np.float64)
     if mode == "negative-big":  # |w| up to (2**53 - 1) / (n - 1): exact int64 arithmetic needed
@@ -245,8 +247,8 @@ def _weights(rng, s, d, n, mode):
 WEIGHT_MODES = ["int-small", "int", "zero", "equal", "int32", "int32-big", "uint", "near-exact", "huge",
                 "near-hier", "float", "float32", "float-int", "negative", "negative-float", "negative-big",
                 "negcycle", "narrow", "negcycle-float", "long-chain", "long-negative-chain",
-                "near-16bit", "hier-wrap"]
-WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5, 5, 0.3], dtype=float)
+                "near-16bit", "hier-wrap", "float32-huge"]
+WEIGHT_P = np.array([12, 12, 3, 8, 5, 4, 3, 6, 2, 5, 8, 4, 3, 10, 4, 5, 8, 3, 3, 0.5, 0.5, 5, 0.3, 2], dtype=float)
 
 
 def make_case(rng, max_n, modes=None):
