@@ -193,3 +193,35 @@ def test_longdouble_weight_beyond_float64_refused():
         pytest.skip("longdouble is float64 here")
     with pytest.raises(ValueError, match="beyond float64"):
         Graph.from_edges([0, 1], [1, 0], big, 2)
+
+
+def test_float32_paths_beyond_float32_get_float64_gpu_distances():
+    """float32 weights are bounded in float64 by check_exact, but the single-source GPU
+    kernels added them in float32: two arcs of 2e38 made a distance of inf (read as
+    unreachable).  Their distance type is float64 where a path may pass float32's range
+    (kernels.gpu.common.dist_dtype, no GPU needed).  Found reading dist_dtype for
+    tests/fuzz_methods.py's float32-huge graphs; the <float, double> kernels compile
+    (nvcc, sm_90; checked by hand, not in test_nvcc's lists)."""
+    from gpu_sssp.kernels.gpu.common import dist_dtype
+
+    big = np.float32(2e38)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([big, big], dtype=np.float32), 3)
+    g.check_exact()  # accepted: 4e38 is finite in float64
+    assert dist_dtype(g) == np.float64
+    ref = kernels.solve(g, [0], method="dijkstra", backend="cpu")
+    assert ref.distances[0, 2] == 2 * float(big)
+    small = Graph.from_edges([0, 1], [1, 2], np.array([1.5, 2.5], dtype=np.float32), 3)
+    assert dist_dtype(small) == np.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["harish", "hbf", "edgelist", "locality", "spmv-csr-scalar", "queue-bf",
+                                    "delta", "dijkstra-gpu", "batched"])
+def test_gpu_float32_paths_beyond_float32(method):
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+    big = np.float32(2e38)
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3], np.array([big, big, 1.0], dtype=np.float32), 4)
+    want = kernels.solve(g, [0, 1], method="dijkstra", backend="cpu")
+    got = kernels.solve(g, [0, 1], method=method, backend="gpu", predecessors=True)
+    assert compare(g, want, got, rtol=1e-6) == []
