@@ -4,16 +4,21 @@
 Not collected by pytest (no ``test_`` prefix).  Run from the checkout::
 
     python tests/fuzz_methods.py --seconds 120 --backend cpu|gpu|all --seed S [--out DIR]
-                                 [--methods a,b] [--max-n N] [-v]
+                                 [--methods a,b] [--weights MODE,...] [--max-n N]
+                                 [--call-timeout S] [-v]
+    python tests/fuzz_methods.py --replay DIR/FILE.npz
 
 For ``--seconds`` it builds fresh random graphs of many shapes (tiny graphs of 1..5
 vertices, self-loops, parallel arcs of different weights with either parallel policy,
 zero-weight arcs and zero-weight cycles, disconnected parts, directed and undirected,
-int32 / int64 / unsigned / float32 / float64 weights, integer weights near the limits
-the product accepts (path lengths near 2**53, int32 weights near 2**31, hierarchy path
-bounds near 2**30) and beyond them, grids and road-like graphs with long chains, stars
-and hubs, negative weights without negative cycles, and negative cycles reachable or
-not from the sources) and sources (one, many, repeated, all).  It runs every method of
+id bases 0/1/7, int8 / int16 / int32 / int64 / unsigned / float16 / float32 / float64
+weights, integer weights near the limits the product accepts (path lengths near 2**53,
+int32 weights near 2**31, hierarchy path bounds near 2**30 and 0xFFFF, long chains whose
+distance sums pass +-2**62) and beyond them, float32 weights whose paths pass float32's
+range, grids and road-like graphs with long chains, stars and hubs, negative weights
+without negative cycles (small and near 2**53 / n), and integer or real negative cycles
+reachable or not from the sources) and sources (one, many, repeated, all; as arrays,
+lists, int32 / uint32 arrays or a plain int).  It runs every method of
 ``available_methods(backend)`` (``auto`` included, with a few option variants each) on
 each graph and checks:
 
@@ -38,7 +43,13 @@ each graph and checks:
 Prints one summary line per method (graphs tried, solved, refused, failures) and saves
 each failing case as ``<out>/<method>-<n>.npz`` (src, dst, weights, n, sources, the
 options and the failure); rerun one with ``--replay FILE``.  Exit status 1 on any
-failure.  Imports neither Dask nor the pipeline.
+failure (3 when a call hangs past ``--call-timeout``: the case is saved first).
+
+``phast`` (GPU and CPU) is run with ``force=True`` most of the time (its hierarchy is
+built by RoutingKit, ``kernels.hierarchy``); 15% of its eligible graphs instead get their
+hierarchy through ``pipeline.hierarchy``'s cache file (written, read back into a fresh
+copy of the graph).  Without ``routingkit_ch`` installed phast's refusal is expected.
+Imports no Dask (``kernels`` and ``pipeline.hierarchy`` only).
 """
 from __future__ import annotations
 
@@ -466,10 +477,9 @@ def _variants(name, backend):
 
 
 def _option_applies(name, opts, ref: Reference):
+    """Option sets that a method documents as not for this graph are not tried."""
     if name == "batched" and opts.get("mode") in ("push", "pairs") and not ref.integer:
-        return False
-    if name == "batched" and "delta" in opts and ref.negative:
-        return True
+        return False  # "needs integer weights (atomicMin on integers)"
     return True
 
 
