@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy
 from gpu_sssp.kernels._gpu import device_name
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.kernels.gpu.clock import anchor, span
 from gpu_sssp.kernels.gpu.common import pred_names, predecessor_tree
 from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
@@ -207,9 +208,9 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if mode in ("push", "pairs") and tname == "float64":
-        raise TypeError(f"mode={mode!r} needs integer weights (atomicMin on integers)")
+        raise OptionError(f"mode={mode!r} needs integer weights (atomicMin on integers)")
     if mode == "pairs" and n * 32 * W >= 2**32:
-        raise ValueError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
+        raise UsageError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
     while True:
         Bcap = 32 * W
         # predecessors: int32 predecessor and rank per (vertex, slot)
