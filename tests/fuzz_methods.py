@@ -1023,7 +1023,7 @@ def main(argv=None):
     total = sum(t.failures for t in tallies.values()) + sum(1 for p in saved if "from_edges" in p.name)
     if total:
         print(f"\n{total} failure(s); repros under {out}/ (rerun one: python {Path(__file__).name} --replay FILE)")
-    if "distributed" in sys.modules or "dask" in sys.modules:
+    if any(sys.modules.get(m) is not None for m in ("dask", "distributed")):
         print("note: dask/distributed was imported", file=sys.stderr)
     return 1 if total else 0
 
