@@ -43,7 +43,7 @@ def test_negative_distances_summing_past_minus_2_63_are_not_wrapped(method):
     """A chain of negative arcs: every distance is within 2**53 and the largest is 0 (the
     source), but their sum is about -1.46 * 2**63.  The int64 sum wrapped to a large
     positive number (4.9e18) because the switch to the two-halves sum looked at the
-    eccentricity only.  Found by tests/fuzz_methods.py."""
+    eccentricity only.  Found reading reduce_distances during the fuzzing audit."""
     n = 3000
     w = -((2**53 - 1) // (n - 1))
     g = _chain(n, w)

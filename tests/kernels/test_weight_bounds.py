@@ -174,8 +174,9 @@ def test_real_weights_whose_distances_sum_beyond_float64_refused():
 def test_narrow_and_wide_weight_types_become_solver_types(given, kept):
     """Graph.from_edges accepted int8 / int16 / float16 / longdouble weights and kept
     them: the CPU solved such a graph but every GPU method refused it with a TypeError
-    (``kernels.gpu.common.ctype`` takes int32, int64, float32, float64 only).  Found by
-    tests/fuzz_methods.py.  They are widened (or longdouble narrowed) exactly."""
+    (``kernels.gpu.common.ctype`` takes int32, int64, float32, float64 only).  Found reading
+    the dtype paths for tests/fuzz_methods.py.  They are widened (or longdouble narrowed)
+    exactly."""
     from gpu_sssp.kernels.gpu.common import CTYPES
 
     w = np.array([3, -2, 5], dtype=given) if np.dtype(given).kind == "i" else np.array([3, 0.5, 5], dtype=given)
