@@ -208,6 +208,29 @@ def _refuse_python_ints_beyond_int64(given, as_array: np.ndarray, src, dst) -> N
             raise UsageError(_beyond_int64(i, v, src, dst))
 
 
+def _kernel_weight_type(weights: np.ndarray) -> np.ndarray:
+    """Signed integer or real weights in one of the types every solver takes (int32,
+    int64, float32, float64): int8 / int16 widen to int32 and float16 to float32, exactly;
+    a real type wider than float64 (longdouble) becomes float64, whose range a finite
+    weight must fit (refused otherwise, never made infinite).  Without this a graph of
+    int16 weights solved on the CPU but every GPU method refused it with a TypeError."""
+    kind, size = weights.dtype.kind, weights.dtype.itemsize
+    if kind == "i" and size < 4:
+        return weights.astype(np.int32)
+    if kind == "f" and size < 4:
+        return weights.astype(np.float32)
+    if kind == "f" and size > 8:
+        with np.errstate(over="ignore"):
+            wide = weights.astype(np.float64)
+        lost = np.isfinite(weights) & ~np.isfinite(wide)
+        if lost.any():
+            i = int(np.argmax(lost))
+            raise UsageError(f"weight of arc {i} is {weights[i]!r}, beyond float64's range: real weights are "
+                             "solved in float64 at most")
+        return wide
+    return weights
+
+
 def _index_dtype(limit: int):
     return np.int32 if limit < np.iinfo(np.int32).max else np.int64
 
@@ -268,7 +291,9 @@ class Graph:
         weights : array_like, optional
             Arc weights (default: int64 ones).  Unsigned integers become int64; one
             that does not fit (above 2**63 - 1) is refused, never wrapped, and so is a
-            Python int beyond int64.
+            Python int beyond int64.  int8 / int16 become int32 and float16 float32
+            (exactly); longdouble becomes float64 (a finite weight beyond its range is
+            refused): the solvers take int32, int64, float32 and float64.
         n : int, optional
             Number of vertices (default: largest id + 1).
         parallel : {"min", "keep"}
@@ -304,6 +329,7 @@ class Graph:
                     i = int(np.argmax(too_big))
                     raise UsageError(_beyond_int64(i, int(weights[i]), src, dst))
             weights = weights.astype(np.int64)
+        weights = _kernel_weight_type(weights)
         if weights.dtype.kind == "f" and len(weights):
             finite = np.isfinite(weights)
             if not finite.all():

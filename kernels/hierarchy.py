@@ -173,7 +173,14 @@ def path_length_bound(graph) -> int:
         top = np.partition(w, len(w) - k)[len(w) - k:]
     else:
         top = w
-    return int(min(int(graph.max_path_bound()), int(top.astype(np.int64).sum(dtype=np.int64))))
+    top = top.astype(np.int64)
+    # an int64 sum of k weights each below 2**63 can wrap (4,096 arcs of 2**52 sum to 0):
+    # exact while the float64 estimate is far from 2**63, else the estimate itself (far
+    # beyond MAX_PATH_BOUND either way)
+    approx = float(top.sum(dtype=np.float64))
+    total = int(top.sum(dtype=np.int64)) if approx < 2.0**62 else int(approx)
+    crude = (int(graph.n) - 1) * int(graph.max_abs_weight)
+    return int(min(crude, total))
 
 
 def eligible(graph) -> str | None:
@@ -310,7 +317,13 @@ def build_hierarchy(graph) -> Hierarchy:
     heads = graph.indices.astype(np.uint32)
     # parallel arcs and self-loops are handled by RoutingKit (the lightest parallel arc is
     # kept, loops are dropped; checked against SciPy in the tests)
-    weights = graph.weights.astype(np.uint32)
+    # eligible() bounds the paths, so every arc but a self-loop (which RoutingKit drops, and
+    # a 1-vertex graph may carry at any weight) fits; never wrap a weight into uint32
+    loop = heads == tails
+    w = np.where(loop, 0, graph.weights)
+    if graph.m and int(w.max()) > WEIGHT_BOUND:
+        raise ValueError(f"{graph.name}: weight {int(w.max())} beyond the hierarchy's uint32 weights")
+    weights = w.astype(np.uint32)
     long = graph.m >= 200_000
     if long:
         log.info("building the contraction hierarchy of %s (%d vertices, %d arcs) with %s; "

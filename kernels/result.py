@@ -346,8 +346,11 @@ def reduce_distances(dist, *, integer: bool, xp=np):
         # each distance is below 2**53, but thousands of them can pass 2**63 and wrap:
         # there the sum is taken in two 32-bit halves (each sum exact in int64) and given
         # as float64, the type the statistics files hold it in (rounded above 2**53,
-        # never wrapped)
-        if bool((sum_ceiling(reached, ecc, xp) >= 2.0 ** 62).any()):
+        # never wrapped).  The ceiling takes the largest |distance|, not the
+        # eccentricity: with negative weights the distances below 0 can sum past -2**63
+        # while the largest one is 0
+        magnitude = xp.abs(d).max(axis=1) if d.shape[1] else xp.zeros(d.shape[0], dtype=xp.int64)
+        if bool((sum_ceiling(reached, magnitude, xp) >= 2.0 ** 62).any()):
             hi = (d >> 32).sum(axis=1).astype(xp.float64)
             lo = (d & 0xFFFFFFFF).sum(axis=1).astype(xp.float64)
             s = hi * 4294967296.0 + lo

@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy
 from gpu_sssp.kernels._gpu import device_name
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.kernels.gpu.clock import anchor, span
 from gpu_sssp.kernels.gpu.common import pred_names, predecessor_tree
 from gpu_sssp.kernels.gpu.loader import check_fits, coop_blocks, device_graph, launch_cooperative, load_module
@@ -207,9 +208,9 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if mode in ("push", "pairs") and tname == "float64":
-        raise TypeError(f"mode={mode!r} needs integer weights (atomicMin on integers)")
+        raise OptionError(f"mode={mode!r} needs integer weights (atomicMin on integers)")
     if mode == "pairs" and n * 32 * W >= 2**32:
-        raise ValueError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
+        raise UsageError(f"mode='pairs' needs n x B below 2**32 (n = {n}, B = {32 * W})")
     while True:
         Bcap = 32 * W
         # predecessors: int32 predecessor and rank per (vertex, slot)
@@ -511,13 +512,17 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
             "edges": shared_edges if shared_edges is not None else hist_edges.get(stream=side),
             "counts": hist_counts.get(stream=side).astype(np.int64),
         }
+    sum_distance = sum_h.astype(np.int64) if integer else sum_h.astype(np.float64)
+    if integer and graph.has_negative:
+        sum_distance = _negative_sums(graph, sources, reached_h, sum_distance, out_dist, targets,
+                                      extra.get("stats_over"))
     return Result(
         sources=sources,
         distances=out_dist,
         predecessors=out_pred,
         reached=reached_h,
         eccentricity=ecc_h,
-        sum_distance=sum_h.astype(np.int64) if integer else sum_h.astype(np.float64),
+        sum_distance=sum_distance,
         iterations=iters,
         relaxations=relax_h,
         method="batched",
@@ -526,6 +531,33 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         counters=counters,
         **extra,
     )
+
+
+def _negative_sums(graph, sources, reached, sums, out_dist, targets, stats_over):
+    """Integer sums with negative weights: the kernel's int64 sums (and the int64 sums over
+    targets) wrap when a source's negative distances add up past -2**63, which
+    ``Result``'s check (on the eccentricity, the largest distance) cannot see.  Where the
+    bound ``(reached - 1) x graph.path_bound()`` allows it, sum again on the host from the
+    distances (``reduce_distances``: float64 beyond 2**62, never wrapped); without them,
+    refuse (``SumOverflowError``)."""
+    risky = (np.asarray(reached, dtype=np.float64) - 1) * float(graph.path_bound()) >= 2.0 ** 62
+    if not risky.any():
+        return sums
+    from gpu_sssp.kernels.result import reduce_distances
+
+    if out_dist is not None and targets is None:
+        return reduce_distances(out_dist, integer=True)[2]
+    if out_dist is not None and stats_over == "targets":
+        from gpu_sssp.kernels.registry import target_stats
+
+        return target_stats(out_dist, targets, integer=True)[2]
+    from gpu_sssp.kernels.errors import SumOverflowError
+
+    i = int(np.argmax(risky))
+    raise SumOverflowError(
+        f"the sum of distances from source index {int(sources[i])} may pass -2**63 ({int(reached[i]):,} vertices "
+        f"reached, |distances| up to {graph.path_bound()}): batched sums them in int64, so without the distances "
+        "no statistics are reported (solve with distances=True, or scale the weights down)")
 
 
 def _raise_negative_cycle(graph, pend, W, src_slots, k):

@@ -54,7 +54,8 @@ def dist_dtype(graph) -> np.dtype:
 
     Integer weights (int32 or int64): int32 distances when ``n * max|w|`` (a bound on
     any path and any candidate d[u] + w) fits in int32 and no weight is negative,
-    otherwise int64 (int32 weights widen).  Float weights: their own type."""
+    otherwise int64 (int32 weights widen).  Float weights: their own type, except float32
+    weights whose path lengths may pass float32's range: float64."""
     w = np.dtype(graph.weights.dtype)
     if w in (np.int32, np.int64):
         if graph.has_negative:  # a negative cycle must not wrap a distance before detection
@@ -64,6 +65,12 @@ def dist_dtype(graph) -> np.dtype:
     if w.kind == "u":
         raise TypeError(f"unsigned weights ({w}) are not supported; convert to int64")
     ctype(w)
+    if w == np.float32 and graph.m and \
+            float(graph.path_bound()) + float(graph.max_abs_weight) >= float(np.finfo(np.float32).max):
+        # float32 weights whose paths (or a candidate d[u] + w) may pass float32's range
+        # (kernels.solve only bounds them in float64): float64 distances, or they would
+        # overflow to inf and read as unreachable
+        return np.dtype(np.float64)
     return w
 
 
@@ -339,9 +346,10 @@ class SourceLoop:
         tot_exact = self.read(cp.stack(self.stats_int)) if b else np.zeros(0)
         reached = st[:, 0].astype(np.int64)
         ecc = st[:, 1]
-        if self.graph.integer_weights:
+        if self.graph.integer_weights and tot_exact.dtype.kind in "iu":
             sums = tot_exact.astype(np.int64)
-        else:
+        else:  # real weights, or integer sums reduce_distances gave as float64 (beyond +-2**62):
+            # a cast back to int64 would wrap those past +-2**63 (negative ones unnoticed)
             sums = tot_exact.astype(np.float64)
         arcs = float(st[:, 3].sum())
         dist = self.read(cp.stack(self.rows)) if self.want_dist and b else None

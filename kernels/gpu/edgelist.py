@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"restrict": True, "segment": "auto", "directed": "auto", "check_every": 4}
@@ -110,7 +111,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     else:
         undirected = not bool(opts["directed"])
         if undirected and (graph.has_negative or not dg.cached("edgelist-symmetric", lambda: symmetric(graph))):
-            raise ValueError("edgelist: directed=False needs a symmetric graph without negative weights")
+            raise UsageError("edgelist: directed=False needs a symmetric graph without negative weights")
 
     def build():
         u, v, w = edge_list(graph, undirected, segment)

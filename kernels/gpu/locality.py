@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"k": None, "vertices_per_thread": 1, "blind": None, "persistent": True, "blocks_per_sm": 4,
@@ -192,7 +193,7 @@ def _persistent(loop, graph, sources, d, flags, k, vpt, blocks_per_sm, ab, resid
     if resident is True and plan is None:
         why = ("k=1 or 2, vertices_per_thread=1 and arc_batch=8" if not eligible
                else f"a block's CSR slice within {_RESIDENT_SMEM:,} bytes of shared memory")
-        raise ValueError(f"locality: resident=True needs {why} on {graph.name}")
+        raise UsageError(f"locality: resident=True needs {why} on {graph.name}")
     if plan is not None:
         kern, blocks, span, cap, smem = plan
     else:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.result import Result
 
 log = logging.getLogger(__name__)
@@ -545,7 +546,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     prep = prepare(graph, hierarchy)
     if targets is not None:
         if not search:
-            raise ValueError("phast with targets runs the upward phase as searches (upward='search')")
+            raise UsageError("phast with targets runs the upward phase as searches (upward='search')")
         from gpu_sssp.kernels.gpu.rphast import solve_targets
 
         with (turn if turn is not None else contextlib.nullcontext()):

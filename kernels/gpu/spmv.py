@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 _KERNEL = {"spmv-csr-scalar": "spmv_scalar", "spmv-csr-vector": "spmv_vector", "spmv-ell": "spmv_ell"}
@@ -28,7 +29,7 @@ def _ell(loop, max_fill):
     K = int(indeg.max(initial=0))
     padded = K * g.n
     if g.m and padded > max_fill * g.m:
-        raise ValueError(
+        raise UsageError(
             f"spmv-ell refuses {g.name}: ELL padding to the largest in-degree ({K}) needs "
             f"{padded:,} slots, more than max_fill={max_fill} x {g.m:,} arcs; use spmv-csr-vector "
             "or raise max_fill")

@@ -142,6 +142,25 @@ def test_path_bound_uses_largest_weights():
     check(g, [0, 500])
 
 
+def test_path_bound_never_wraps():
+    """4,096 arcs of 2**52 into one vertex: every distance is exact (check_exact passes,
+    each path has one arc), but the int64 sum of the n - 1 largest weights wrapped to 0, so
+    the graph looked eligible and phast(force=True) built a hierarchy of the weights cast
+    to uint32 (all 0): distances 0 instead of 2**52.  Found by tests/fuzz_methods.py."""
+    from gpu_sssp import kernels
+
+    n = 4097
+    g = Graph.from_edges(np.arange(1, n), np.zeros(n - 1, dtype=np.int64), np.full(n - 1, 2**52, dtype=np.int64), n)
+    g.check_exact()
+    assert hmod.path_length_bound(g) == 4096 * 2**52
+    assert "path lengths may reach" in hmod.eligible(g)
+    with pytest.raises(ValueError, match="path lengths may reach"):
+        kernels.solve(g, [1, 2], method="phast", backend="cpu", force=True)
+    with pytest.raises(ValueError, match="path lengths may reach"):
+        hmod.build_hierarchy(g)
+    assert kernels.solve(g, [1], method="auto", backend="cpu").distances[0, 0] == 2**52
+
+
 @pytest.mark.parametrize("name", ["4.gr", "4.wel", "4w.mtx", "4.graph"])
 @pytest.mark.parametrize("parallel", ["min", "keep"])
 def test_gapbs_graphs(name, parallel):
@@ -323,3 +342,16 @@ def test_without_the_library(monkeypatch):
     from gpu_sssp.kernels import auto
 
     assert auto.choose(g, 10**7, "cpu") == "dijkstra"
+
+
+def test_one_vertex_with_heavy_self_loops():
+    """A 1-vertex graph's self-loops may weigh anything (no path uses them; check_exact and
+    eligible accept it): the hierarchy is built without them, as RoutingKit drops loops."""
+    from gpu_sssp import kernels
+
+    g = Graph.from_edges([0, 0], [0, 0], np.array([3 * 2**60, 5], dtype=np.int64), 1, parallel="keep")
+    assert hmod.eligible(g) is None
+    h = hmod.build_hierarchy(g)
+    assert h.n == 1 and h.m_up == 0 and h.m_down == 0
+    res = kernels.solve(g, [0, 0], method="phast", backend="cpu")
+    assert res.distances.tolist() == [[0.0], [0.0]]

@@ -167,3 +167,62 @@ def test_real_weights_whose_distances_sum_beyond_float64_refused():
     assert path_bound_ok(path_bound_of(3, 4e307, False), False)  # what ingest asks first: (n - 1) x max|w|
     assert not path_bound_ok(path_bound_of(3, 1e308, False), False)
     assert sum_bound_of(3, 1e308) == float("inf") and sum_bound_of(1, 1e308) == 0.0
+
+
+@pytest.mark.parametrize("given, kept", [(np.int8, np.int32), (np.int16, np.int32), (np.float16, np.float32),
+                                         (np.longdouble, np.float64)])
+def test_narrow_and_wide_weight_types_become_solver_types(given, kept):
+    """Graph.from_edges accepted int8 / int16 / float16 / longdouble weights and kept
+    them: the CPU solved such a graph but every GPU method refused it with a TypeError
+    (``kernels.gpu.common.ctype`` takes int32, int64, float32, float64 only).  Found reading
+    the dtype paths for tests/fuzz_methods.py.  They are widened (or longdouble narrowed)
+    exactly."""
+    from gpu_sssp.kernels.gpu.common import CTYPES
+
+    w = np.array([3, -2, 5], dtype=given) if np.dtype(given).kind == "i" else np.array([3, 0.5, 5], dtype=given)
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], w, 3)
+    assert g.weights.dtype == np.dtype(kept) and np.dtype(g.weights.dtype) in CTYPES
+    assert sorted(g.weights.astype(np.float64).tolist()) == sorted(w.astype(np.float64).tolist())
+    method = "bellman-ford" if (w < 0).any() else "dijkstra"
+    res = kernels.solve(g, [0], method=method, backend="cpu")
+    assert res.distances[0, 1] == float(w[0])
+
+
+def test_longdouble_weight_beyond_float64_refused():
+    big = np.array([1, np.longdouble(np.finfo(np.float64).max) * 4], dtype=np.longdouble)
+    if not np.isfinite(big[1]):  # a platform whose longdouble is float64
+        pytest.skip("longdouble is float64 here")
+    with pytest.raises(ValueError, match="beyond float64"):
+        Graph.from_edges([0, 1], [1, 0], big, 2)
+
+
+def test_float32_paths_beyond_float32_get_float64_gpu_distances():
+    """float32 weights are bounded in float64 by check_exact, but the single-source GPU
+    kernels added them in float32: two arcs of 2e38 made a distance of inf (read as
+    unreachable).  Their distance type is float64 where a path may pass float32's range
+    (kernels.gpu.common.dist_dtype, no GPU needed).  Found reading dist_dtype for
+    tests/fuzz_methods.py's float32-huge graphs; the <float, double> kernels compile
+    (nvcc, sm_90; checked by hand, not in test_nvcc's lists)."""
+    from gpu_sssp.kernels.gpu.common import dist_dtype
+
+    big = np.float32(2e38)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([big, big], dtype=np.float32), 3)
+    g.check_exact()  # accepted: 4e38 is finite in float64
+    assert dist_dtype(g) == np.float64
+    ref = kernels.solve(g, [0], method="dijkstra", backend="cpu")
+    assert ref.distances[0, 2] == 2 * float(big)
+    small = Graph.from_edges([0, 1], [1, 2], np.array([1.5, 2.5], dtype=np.float32), 3)
+    assert dist_dtype(small) == np.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["harish", "hbf", "edgelist", "locality", "spmv-csr-scalar", "queue-bf",
+                                    "delta", "dijkstra-gpu", "batched"])
+def test_gpu_float32_paths_beyond_float32(method):
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+    big = np.float32(2e38)
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3], np.array([big, big, 1.0], dtype=np.float32), 4)
+    want = kernels.solve(g, [0, 1], method="dijkstra", backend="cpu")
+    got = kernels.solve(g, [0, 1], method=method, backend="gpu", predecessors=True)
+    assert compare(g, want, got, rtol=1e-6) == []
