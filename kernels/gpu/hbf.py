@@ -3,7 +3,8 @@
 Each optimisation is an option, so the ablation table is one loop over options:
 
 ``edge_classes`` (True)
-    Arc classes in the two high bits of each head id: self-loops and arcs into
+    Arc classes in the two high bits of each head id: self-loops (non-negative ones:
+    a negative self-loop is a negative cycle, relaxed to be found) and arcs into
     vertices that cannot pass anything on (out-degree 0; with non-negative weights
     also a leaf whose only out-arc returns to the tail) are skipped and those heads
     get their distance from one fix-up kernel at the end; arcs into an in-degree-1
@@ -104,7 +105,10 @@ def _classes(graph):
         skip_arc = (tails == heads) | sink[heads] | (leaf[heads] & (only[heads] == tails))
         fix = sink | leaf
     else:
-        skip_arc = (tails == heads) | sink[heads]
+        # a negative self-loop is a negative cycle: relaxed like any arc, it keeps its
+        # tail in the frontier until the round limit reports the cycle (skipped, it
+        # went unseen: the fuzzer's find); non-negative ones never help
+        skip_arc = ((tails == heads) & (np.asarray(graph.weights) >= 0)) | sink[heads]
         fix = sink
     indeg1 = (idg[heads] == 1) & ~skip_arc
     cls = np.where(skip_arc, SKIP, np.where(indeg1, INDEG1, 0)).astype(np.uint32)

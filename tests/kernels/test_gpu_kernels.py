@@ -194,6 +194,30 @@ def test_negative_cycle(method, opts):
     assert res.reached.tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("method,opts", ALL + [("auto", {})], ids=ALL_IDS + ["auto"])
+@pytest.mark.parametrize("weights", ["int", "float"])
+def test_negative_self_loop_is_a_negative_cycle(method, opts, weights):
+    """A negative self-loop reachable from a source is a negative cycle (hbf's arc
+    classes skipped every self-loop, so it solved such graphs: found by
+    tests/fuzz_methods.py); one on a vertex no source reaches is not."""
+    from gpu_sssp.kernels.graph import Graph
+
+    w = np.array([4, -2, 3, 5, -1], dtype=np.int64 if weights == "int" else np.float64)
+    if weights == "float":
+        w = w + 0.25
+    # 0 -> 1 -> 2, a self-loop at 1 (negative) and at 0 (positive); 3 -> 3 negative, unreached
+    g = Graph.from_edges(np.array([0, 1, 1, 0, 3]), np.array([1, 1, 2, 0, 3]), w, 4)
+    for s in (0, 1):
+        with pytest.raises(NegativeCycleError) as err:
+            kernels.solve(g, [s], method=method, backend="gpu", **opts)
+        assert err.value.vertex == 1
+    one = Graph.from_edges(np.array([0, 0]), np.array([0, 0]), w[:2], 1, parallel="keep")
+    with pytest.raises(NegativeCycleError):
+        kernels.solve(one, [0], method=method, backend="gpu", **opts)
+    res = kernels.solve(g, [2], method=method, backend="gpu", **opts)
+    assert res.reached.tolist() == [1]
+
+
 def test_negative_cycle_large():
     seed = G.fresh_seed()
     g = G.with_potentials(G.grid(30, 30, seed=seed), seed=seed)
