@@ -235,6 +235,12 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         dlt = float(delta)
         if not dlt > 0:
             raise ValueError(f"delta must be positive, got {delta}")
+    if not math.isinf(dlt) and tname == "float64" and graph.m:
+        # thr = (least far distance) + delta must pass that distance in float64: a delta
+        # below its ulp leaves thr where it was and the far pairs wait for ever (a hang
+        # tests/fuzz_methods.py found: delta=0.5 with weights near 1e38); 2**-50 of the
+        # path bound always passes, whatever the distance
+        dlt = max(dlt, graph.max_path_bound() * 2.0**-50)
     inf_t = _INF[tname]
     npT = _NPTYPE[tname]
     if math.isinf(dlt):

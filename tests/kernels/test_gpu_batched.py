@@ -157,6 +157,17 @@ def test_unreachable_isolated_source():
     assert res.reached[0] == 1 and res.sum_distance[0] == 0 and res.eccentricity[0] == 0
 
 
+def test_a_delta_below_the_distances_ulp_ends():
+    """delta=0.5 with float weights near 1e38: thr = least far distance + delta stayed at
+    that distance in float64 and the far pairs waited for ever (a hang found by
+    tests/fuzz_methods.py on an H200).  The width is raised to 2**-50 of the path bound."""
+    w = np.array([3.36e37, 1.37e38, 5.62e37, 1.91e38, 1.35e38, 2.74e38, 1.29e38, 2.33e38], dtype=np.float32)
+    g = Graph.from_edges(np.array([1, 4, 0, 0, 2, 0, 4, 0]), np.array([2, 4, 4, 3, 1, 3, 0, 0]), w, 5)
+    res = kernels.solve(g, [4, 3, 2, 0, 1], method="batched", delta=0.5)
+    ref = kernels.solve(g, [4, 3, 2, 0, 1], method="dijkstra", backend="cpu")
+    assert np.allclose(res.distances, ref.distances, rtol=1e-12) and res.counters["delta"] > 0.5
+
+
 def test_negative_weights_without_cycle():
     seed = _fresh_seed()
     base = bg.load("dimacs9/rome99.gr")
