@@ -105,6 +105,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     info = cp.zeros(2, dtype=cp.int32)
     if loop.D.kind in "iu":
         delta = min(int(delta), int(np.iinfo(loop.D).max))
+    else:  # a width past float32's range: one bucket, as the largest finite width gives
+        delta = min(float(delta), float(np.finfo(loop.D).max))
     dval = loop.D.type(delta)
     init = loop.fn(f"delta_init<{loop.dt}>")
     infos = []
