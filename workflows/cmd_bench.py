@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import graph_options
+from gpu_sssp.workflows.common import INPUT_FORMATS, graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -96,7 +96,7 @@ def add_parser(sub) -> None:
     p.add_argument("--from-rows", nargs="+", metavar="ROWS",
                    help="do not run: summarise existing rows.parquet files (or folders) into --out")
     g = p.add_argument_group("raw inputs (apply to every GRAPH that is not Parquet)")
-    g.add_argument("--format", help="force the input format")
+    g.add_argument("--format", choices=INPUT_FORMATS, help="force the input format")
     g.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
                    "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     g.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")

@@ -10,6 +10,10 @@ import numpy as np
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 
+# `sssp ingest --format`'s choices (pipeline.ingest._formats.FORMATS): the commands that
+# take a raw input refuse any other name as a usage error, before anything is read
+INPUT_FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
+
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
@@ -58,7 +62,7 @@ def add_graph_options(p, *, optional: bool = False) -> None:
     p.add_argument("graph", nargs="?" if optional else None,
                    help="Parquet edge list (from `sssp ingest`) or any input file "
                    "(.gr, .mtx, .graph, .el/.wel, PACE; compressed), ingested once into a cache")
-    p.add_argument("--format", help="force the input format when GRAPH is not Parquet")
+    p.add_argument("--format", choices=INPUT_FORMATS, help="force the input format when GRAPH is not Parquet")
     p.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
                    "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     p.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
