@@ -26,7 +26,7 @@ def parse_bytes(text: str) -> int:
     which the byte-size settings read too)."""
     try:
         return _parse_bytes(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # (1e400: float infinity, which int() refuses)
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
 
 

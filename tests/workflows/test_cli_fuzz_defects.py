@@ -29,3 +29,44 @@ def test_input_formats_are_ingests():
     from gpu_sssp.workflows.common import INPUT_FORMATS
 
     assert tuple(INPUT_FORMATS) == tuple(FORMATS)
+
+
+@pytest.mark.parametrize("size", ["1e400", "1e309GB"])
+def test_max_distance_bytes_past_float_range_is_a_usage_error(rome99, tmp_path, size, capsys):
+    """`--max-distance-bytes 1e400` used to end in an OverflowError traceback (float
+    infinity to int) from the option's type, which argparse does not catch."""
+    with pytest.raises(SystemExit) as exc:
+        main(["study", str(rome99), "--random", "1", "--out", str(tmp_path / "s"), "--max-distance-bytes", size])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--max-distance-bytes" in err and "not a size" in err
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"s 0\n", b"PAR1garbagePAR1"])
+def test_bench_from_rows_not_rows_is_one_line(tmp_path, content, capsys):
+    """`sssp bench --from-rows FILE` with a file that is not a Parquet file of bench rows
+    used to end in a traceback (pyarrow's ArrowInvalid, exit 1); now one line naming the
+    file, exit 2, and no --out folder."""
+    rows = tmp_path / "rows.parquet"
+    rows.write_bytes(content)
+    out = tmp_path / "b"
+    rc = main(["bench", "--from-rows", str(rows), "--out", str(out), "--no-plots"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(rows) in lines[0], err
+    assert not out.exists()
+
+
+def test_bench_from_rows_a_table_that_is_not_rows(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), rows)
+    rc = main(["bench", "--from-rows", str(rows), "--out", str(tmp_path / "b"), "--no-plots"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
