@@ -172,7 +172,10 @@ def run(args) -> int:
     if args.from_rows:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
-        table, ctx = report.load_rows(args.from_rows)
+        try:
+            table, ctx = report.load_rows(args.from_rows)
+        except ValueError as exc:  # not bench rows, or (pyarrow's ArrowInvalid) not Parquet at all
+            raise UsageError(f"--from-rows: {exc}") from None
         for text in ctx.pop("read_notes", []):
             console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)
         out.mkdir(parents=True, exist_ok=True)
