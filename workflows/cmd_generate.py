@@ -77,7 +77,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     from gpu_sssp.pipeline.generate import generate
     from gpu_sssp.workflows.cmd_ingest import summary_table
-    from gpu_sssp.workflows.common import check_output_file
+    from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
     check_output_file(args.output)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
@@ -91,7 +91,8 @@ def run(args) -> int:
     else:
         kw = dict(n=args.vertices, m=args.edges, undirected=args.undirected, **common)
     t0 = time.perf_counter()
-    meta = generate(args.family, Path(args.output), **kw)
+    with no_new_folders_on_failure(args.output):  # (the writer makes its folders when it opens)
+        meta = generate(args.family, Path(args.output), **kw)
     if not args.quiet:
         Console().print(summary_table(meta, args.output, time.perf_counter() - t0))
     return 0

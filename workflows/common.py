@@ -2,6 +2,7 @@
 and printing an error as one line."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -54,6 +55,29 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
+
+
+@contextlib.contextmanager
+def no_new_folders_on_failure(out):
+    """Around a command that writes the file ``out``: the folders above it that did not
+    exist before and were made for it (the Parquet writers make them when they open)
+    are removed again, deepest first and only while empty, when the block raises (the
+    exception goes on).  A refused command leaves nothing."""
+    out = Path(out)
+    missing = []
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    try:
+        yield
+    except BaseException:
+        for folder in missing:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or gone: leave it
+                break
+        raise
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:

@@ -70,3 +70,18 @@ def test_bench_from_rows_a_table_that_is_not_rows(tmp_path, capsys):
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "b").exists()
+
+
+def test_failed_ingest_leaves_no_output_folder(tmp_path, capsys):
+    """`sssp ingest bad.gr -o new/sub/out.parquet` with an error past the header used to
+    leave the folders `new/sub` it had made for the output (the Parquet sink makes them
+    when it opens): a refused command leaves nothing behind."""
+    bad = tmp_path / "bad.gr"
+    bad.write_text("p sp 3 2\na 1 2 1\na x 3 1\n")
+    rc = main(["ingest", str(bad), "-o", str(tmp_path / "new" / "sub" / "out.parquet")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "bad.gr:3" in err, err
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()  # a folder that was there stays
+    rc = main(["ingest", str(bad), "-o", str(tmp_path / "old" / "out.parquet")])
+    assert rc == 2 and (tmp_path / "old").is_dir() and not list((tmp_path / "old").iterdir())
