@@ -224,7 +224,50 @@ def _value(rng: random.Random, sb: Sandbox, cmd: str, action, case: Path, graph:
     return rng.choice(["x", "1", "a,b"] if not hostile else HOSTILE_TEXT)
 
 
+def _coherent_study(rng: random.Random, sb: Sandbox, parser, case: Path) -> list[str]:
+    """A study that should run: one way of choosing sources, targets or not, outputs and
+    their form together, a one-worker local CPU cluster; then 0-2 options of any kind."""
+    graph = rng.choice(sb.graphs()[:4])
+    argv = ["study", str(graph), "--cpu-workers", "1", "--no-dashboard", "--out", str(case / "study-out")]
+    way = rng.choice(["random", "random", "source", "file", "all-small"])
+    if way == "random" or (way == "all-small" and "grid" not in graph.name):
+        argv += ["--random", rng.choice(["1", "2", "3", "5"])] + (["--seed", rng.choice(["0", "7"])]
+                                                                 if rng.random() < 0.5 else [])
+    elif way == "source":
+        for _ in range(rng.choice([1, 2, 3])):
+            argv += ["-s", rng.choice(["1", "2", "3", "4"])]
+    elif way == "file":
+        argv += ["--sources-file", str(sb.inputs / "ids.txt")]
+    else:
+        argv += ["--sources", "all"]
+    if rng.random() < 0.3:
+        argv += rng.choice([["--targets", "all"], ["--random-targets", rng.choice(["1", "3"])],
+                            ["--targets", str(sb.inputs / "ids.txt")]])
+        if rng.random() < 0.5:
+            argv += ["--stats-over", rng.choice(["targets", "all"])]
+        if rng.random() < 0.5:
+            argv += ["--matrix-form", rng.choice(["wide", "long"])]
+    elif rng.random() < 0.4:
+        argv += ["--outputs", rng.choice(["stats,distances", "distances", "stats,predecessors"])]
+        if rng.random() < 0.5:
+            argv += ["--distance-form", rng.choice(["long", "wide"])]
+    if rng.random() < 0.4:
+        argv += ["--algorithm", rng.choice(["auto", "dijkstra", "phast", "bellman-ford", "batched", "bfs"])]
+    if rng.random() < 0.4:
+        argv += ["--batch-size", rng.choice(["1", "2", "3"])]
+    if rng.random() < 0.3:
+        argv += ["--order", rng.choice(["given", "locality"])]
+    options = [a for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        a = rng.choice(options)
+        flag = rng.choice(a.option_strings)
+        argv += [flag] if a.nargs == 0 else [flag, _value(rng, sb, "study", a, case, graph, 0.3)]
+    return argv
+
+
 def _build(rng: random.Random, sb: Sandbox, cmd: str, parser, case: Path) -> list[str]:
+    if cmd == "study" and rng.random() < 0.6:
+        return _coherent_study(rng, sb, parser, case)
     head = cmd.split()
     argv: list[str] = []
     positionals = [a for a in parser._actions if not a.option_strings]
@@ -396,10 +439,25 @@ def main(argv=None) -> int:
         rc, so, se, hung, left, wall = run_case(sb, argv_, case, timeout)
         stats[(cmd, rc)] += 1
         reasons = _judge(argv_, rc, so, se, hung, left)
+        if cmd == "study" and not reasons and rc in (0, 1) and (case / "study-out").is_dir() and rng.random() < 0.4:
+            # the same folder again: --resume (sometimes with a changed option), or without it
+            again = list(argv_) + (["--resume"] if rng.random() < 0.8 else [])
+            if rng.random() < 0.4:
+                again += rng.choice([["--batch-size", "1"], ["--algorithm", "dijkstra"], ["--random", "4"],
+                                     ["--order", "given"], ["--outputs", "stats,distances"], ["--seed", "9"]])
+            before_files = _snapshot([case / "study-out"])
+            rc2, so2, se2, hung2, left2, wall2 = run_case(sb, again, case, timeout)
+            # a refused resume must leave the folder as it was
+            left2 = sorted(_snapshot([case / "study-out"]) - before_files) if rc2 not in (0, 1) else []
+            r2 = _judge(again, rc2, so2, se2, hung2, left2)
+            if r2 or args.verbose:
+                print(f"[{n}r] {wall2:5.1f}s rc={rc2} resume" + (f"  FLAG {r2}" if r2 else ""), flush=True)
+            if r2:
+                argv_, rc, so, se, hung, left, wall, reasons = again, rc2, so2, se2, hung2, left2, wall2, r2
         if args.verbose or reasons:
             print(f"[{n}] {wall:5.1f}s rc={rc} {' '.join(map(repr, argv_))}" + (f"  FLAG {reasons}" if reasons else ""),
                   flush=True)
-            if reasons:
+            if reasons or (args.verbose and rc):
                 print("    " + (se.strip().splitlines() or ["(no stderr)"])[-1][:300], flush=True)
         if reasons:
             for r in reasons:
