@@ -85,3 +85,29 @@ def test_failed_ingest_leaves_no_output_folder(tmp_path, capsys):
     (tmp_path / "old").mkdir()  # a folder that was there stays
     rc = main(["ingest", str(bad), "-o", str(tmp_path / "old" / "out.parquet")])
     assert rc == 2 and (tmp_path / "old").is_dir() and not list((tmp_path / "old").iterdir())
+
+
+def test_sigterm_while_the_subcommands_load_is_one_line(tmp_path):
+    """SIGTERM while `main` imports the subcommands (half a second of NumPy, rich, ...
+    before any command runs) used to kill the process by the signal, silently: no line,
+    where Ctrl-C at the same point gives "stopped: interrupted".  Now "stopped: terminated
+    by SIGTERM" and status 143.  (Before `main` is entered Python's default still applies.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    code = ("import os, signal, sys\n"
+            "from gpu_sssp.workflows import cli\n"
+            "real = cli.build_parser\n"
+            "def build():\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    return real()\n"
+            "cli.build_parser = build\n"
+            "sys.exit(cli.main(['verify', '--list']))\n")
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert err.splitlines() == ["stopped: terminated by SIGTERM"], err
