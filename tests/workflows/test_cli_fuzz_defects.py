@@ -111,3 +111,28 @@ def test_sigterm_while_the_subcommands_load_is_one_line(tmp_path):
     err = proc.stderr.decode()
     assert proc.returncode == 143, (proc.returncode, err)
     assert err.splitlines() == ["stopped: terminated by SIGTERM"], err
+
+
+@pytest.mark.parametrize("methods", [",", " , ,"])
+def test_verify_with_no_method_named_is_refused(rome99, methods, capsys):
+    """`sssp verify GRAPH --methods ,` used to check nothing and exit 0 (an empty
+    table): a check that checks nothing must not pass."""
+    rc = main(["verify", str(rome99), "--methods", methods])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.strip().startswith("error: --methods") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option, value", [("-a", "nan"), ("-b", "nan"), ("-d", "nan"), ("-c", "inf"),
+                                           ("--negative-fraction", "nan")])
+def test_generate_refuses_non_finite_numbers(tmp_path, option, value, capsys):
+    """`sssp generate rmat --scale 4 -a nan` used to write a graph (every arc a self-loop
+    0 -> 0, and NaN in the Parquet metadata, which is not JSON): NaN passed the
+    probability checks, whose comparisons are false for it."""
+    out = tmp_path / "g.parquet"
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", "rmat", "--scale", "4", option, value, "-o", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and option in err and "finite" in err
+    assert not out.exists()
