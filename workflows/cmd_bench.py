@@ -42,6 +42,21 @@ def _csv(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+def _guard(text: str) -> float:
+    """A time guard (``--slow-ms``, ``--graph-time-limit``): a finite number >= 0 (NaN
+    would pass no comparison: a guard never applied)."""
+    import argparse
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number >= 0")
+    return v
+
+
 def _ints(text: str) -> list[int]:
     try:
         return [int(t) for t in _csv(text)]
@@ -82,11 +97,11 @@ def add_parser(sub) -> None:
                    help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
                    "slow); SciPy always runs (default 5000000)")
     p.add_argument("--exclude", default="", help="methods to leave out of 'gpu'/'cpu'/'all' (comma-separated)")
-    p.add_argument("--slow-ms", type=float, default=None,
+    p.add_argument("--slow-ms", type=_guard, default=None,
                    help="a method whose warm-up call takes longer than this is timed on --slow-sources "
                    "sources only (noted); default: no limit")
     p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
-    p.add_argument("--graph-time-limit", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
                    help="start no further method on a graph once this much time went into it (noted)")
     p.add_argument("--no-count-work", action="store_true",
                    help="do not make an extra untimed call to count relax operations for methods "

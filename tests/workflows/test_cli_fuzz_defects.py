@@ -136,3 +136,19 @@ def test_generate_refuses_non_finite_numbers(tmp_path, option, value, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err and option in err and "finite" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--slow-ms", "--graph-time-limit"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_bench_time_guards_take_a_finite_number(rome99, tmp_path, option, value, capsys):
+    """`sssp bench --slow-ms nan` / `--graph-time-limit nan` were taken and silently never
+    applied (every comparison with NaN is false), -1 likewise taken; a guard is a finite
+    number >= 0."""
+    out = tmp_path / "b"
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", str(rome99), "--algorithms", "dijkstra", "--baselines", "scipy", "--sources", "1",
+              "--min-component", "1", "--no-plots", "--out", str(out), option, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and "finite number >= 0" in err and "Traceback" not in err
+    assert not out.exists()
