@@ -152,3 +152,18 @@ def test_bench_time_guards_take_a_finite_number(rome99, tmp_path, option, value,
     err = capsys.readouterr().err
     assert option in err and "finite number >= 0" in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("address", ["", "nonsense::", "inproc://x", "tcp://:8786", "tcp://host", "tcp://h:x"])
+def test_study_malformed_scheduler_address_is_one_line(rome99, tmp_path, address, capsys):
+    """`sssp study G --scheduler nonsense::` (or '', inproc://x) used to end in a
+    ValueError traceback from Dask's address parsing (exit 1), after the graph was read;
+    now one line naming --scheduler, exit 2, before the graph is read."""
+    out = tmp_path / "s"
+    rc = main(["study", str(rome99), "--random", "1", "--out", str(out), "--scheduler", address])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --scheduler"), err
+    assert not out.exists()
+    assert not (rome99.parent / ".sssp-cache").exists()  # the graph was not read
