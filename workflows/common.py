@@ -50,9 +50,21 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     itself)."""
     from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
 
+    import os
+    import stat
+
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:  # missing (the usual case), or below a file: refused next
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # the output is renamed over its name when complete: that would replace a device
+        # (as root, -o /dev/null replaced /dev/null by a regular file), a FIFO or a socket
+        raise UsageError(f"{option} {out}: not a regular file (a device, FIFO or socket); the output is "
+                         "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
 

@@ -167,3 +167,25 @@ def test_study_malformed_scheduler_address_is_one_line(rome99, tmp_path, address
     assert len(lines) == 1 and lines[0].startswith("error: --scheduler"), err
     assert not out.exists()
     assert not (rome99.parent / ".sssp-cache").exists()  # the graph was not read
+
+
+@pytest.mark.parametrize("command", ["solve", "ingest", "generate"])
+def test_output_that_is_not_a_regular_file_is_refused(rome99, tmp_path, command, capsys):
+    """`-o /dev/null` (or a FIFO) was taken: the output is written to a temporary file and
+    renamed over it, which replaced the device node by a regular file when run as root
+    (`sssp solve G -s 1 -o /dev/null` broke /dev/null).  The test uses a FIFO, which the
+    rename replaced the same way."""
+    import os
+    import stat
+
+    fifo = tmp_path / "out.parquet"
+    os.mkfifo(fifo)
+    argv = {"solve": ["solve", str(rome99), "-s", "1", "-o", str(fifo)],
+            "ingest": ["ingest", str(rome99), "-o", str(fifo)],
+            "generate": ["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(fifo)]}[command]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "not a regular file" in lines[0], err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
