@@ -44,6 +44,7 @@ import random
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -103,6 +104,8 @@ class Sandbox:
         (self.inputs / "empty.ss").write_text("")
         (self.inputs / "zero.ss").write_text("s 0\n")
         (self.inputs / "adir").mkdir(exist_ok=True)
+        if not (self.inputs / "fifo").exists():  # an output that is not a regular file (never /dev/null:
+            os.mkfifo(self.inputs / "fifo")     # as root, a rename over it replaced the device)
         (self.inputs / "notjson.json").write_text("{not json")
         (self.inputs / "sched.json").write_text('{"address": "tcp://127.0.0.1:1"}')
         (self.inputs / "neg.gr").write_text("p sp 3 3\na 1 2 1\na 2 3 -5\na 3 1 1\n")
@@ -155,7 +158,7 @@ def _value(rng: random.Random, sb: Sandbox, cmd: str, action, case: Path, graph:
             good = [case / "study-out", case / "deep" / "x"]
         bad = [sb.inputs / "adir", sb.inputs / "rome99.gr" / "x", sb.inputs / "rome99.gr", case, Path(""),
                (graph or sb.inputs / "rome99.gr"), case / "ü☃.parquet", sb.inputs / "grid.parquet",
-               Path("/proc/x.parquet")]
+               Path("/proc/x.parquet"), sb.inputs / "fifo"]
         return str(rng.choice(bad if hostile else good))
     if dest in ("sources_file", "targets", "from_rows"):
         if dest == "targets" and rng.random() < 0.4:
@@ -328,6 +331,8 @@ _USAGE = re.compile(r"^usage: ", re.M)
 
 
 def _snapshot(paths) -> set:
+    """Every path under ``paths`` (with its kind: a FIFO replaced by a file is a change),
+    caches left out."""
     seen = set()
     for root in paths:
         root = Path(root)
@@ -339,7 +344,11 @@ def _snapshot(paths) -> set:
                 s = str(p)
                 if any(part in p.parts for part in CACHE_PARTS) or s.endswith(CACHE_SUFFIXES):
                     continue
-                seen.add(s)
+                try:
+                    kind = "fifo" if stat.S_ISFIFO(os.lstat(p).st_mode) else ""
+                except OSError:
+                    kind = ""
+                seen.add(s + (" (fifo)" if kind else ""))
     return seen
 
 
