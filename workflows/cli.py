@@ -96,21 +96,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted() -> int:
-    """Ctrl-C before the command runs (while the subcommands are imported): the one
-    line and status 130 of a Ctrl-C anywhere else, not a traceback of the import."""
+def _interrupted(why: str = "interrupted", status: int = 130) -> int:
+    """Ctrl-C (or SIGTERM) before the command runs (while the subcommands are imported):
+    the one line and status 130 (143) of a Ctrl-C (SIGTERM) anywhere else, not a
+    traceback of the import."""
     try:
         from gpu_sssp.workflows.common import print_error
 
-        print_error("interrupted", label="stopped")
+        print_error(why, label="stopped")
     except BaseException:  # (interrupted again, or rich half-imported): plain text
-        sys.stderr.write("stopped: interrupted\n")
-    return 130
+        sys.stderr.write(f"stopped: {why}\n")
+    return status
 
 
 def main(argv=None) -> int:
     try:
-        parser = build_parser()  # imports every subcommand (rich, NumPy, ...): not instant
+        with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
+            parser = build_parser()  # imports every subcommand (rich, NumPy, ...): not instant
+    except Terminated as exc:
+        return _interrupted(str(exc), 128 + exc.signum)
     except KeyboardInterrupt:
         return _interrupted()
     args = parser.parse_args(argv)

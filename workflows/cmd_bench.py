@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import graph_options
+from gpu_sssp.workflows.common import INPUT_FORMATS, graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -40,6 +40,21 @@ examples:
 
 def _csv(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def _guard(text: str) -> float:
+    """A time guard (``--slow-ms``, ``--graph-time-limit``): a finite number >= 0 (NaN
+    would pass no comparison: a guard never applied)."""
+    import argparse
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number >= 0")
+    return v
 
 
 def _ints(text: str) -> list[int]:
@@ -82,11 +97,11 @@ def add_parser(sub) -> None:
                    help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
                    "slow); SciPy always runs (default 5000000)")
     p.add_argument("--exclude", default="", help="methods to leave out of 'gpu'/'cpu'/'all' (comma-separated)")
-    p.add_argument("--slow-ms", type=float, default=None,
+    p.add_argument("--slow-ms", type=_guard, default=None,
                    help="a method whose warm-up call takes longer than this is timed on --slow-sources "
                    "sources only (noted); default: no limit")
     p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
-    p.add_argument("--graph-time-limit", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
                    help="start no further method on a graph once this much time went into it (noted)")
     p.add_argument("--no-count-work", action="store_true",
                    help="do not make an extra untimed call to count relax operations for methods "
@@ -96,7 +111,7 @@ def add_parser(sub) -> None:
     p.add_argument("--from-rows", nargs="+", metavar="ROWS",
                    help="do not run: summarise existing rows.parquet files (or folders) into --out")
     g = p.add_argument_group("raw inputs (apply to every GRAPH that is not Parquet)")
-    g.add_argument("--format", help="force the input format")
+    g.add_argument("--format", choices=INPUT_FORMATS, help="force the input format")
     g.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
                    "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     g.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
@@ -172,7 +187,10 @@ def run(args) -> int:
     if args.from_rows:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
-        table, ctx = report.load_rows(args.from_rows)
+        try:
+            table, ctx = report.load_rows(args.from_rows)
+        except ValueError as exc:  # not bench rows, or (pyarrow's ArrowInvalid) not Parquet at all
+            raise UsageError(f"--from-rows: {exc}") from None
         for text in ctx.pop("read_notes", []):
             console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)
         out.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
@@ -23,6 +24,18 @@ def _range(text: str):
     return lo, hi
 
 
+def _finite(text: str) -> float:
+    """A float option that must be a finite number: NaN passes every ``<``/``>=`` check
+    later on (false both ways), so it is refused here, with inf."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number")
+    return v
+
+
 def _common(p, undirected_default=False, undirected=True):
     p.add_argument("-o", "--output", required=True, help="output Parquet file")
     p.add_argument("--seed", type=int, default=0, help="random seed, a whole number >= 0 (default 0)")
@@ -30,7 +43,7 @@ def _common(p, undirected_default=False, undirected=True):
                    help="uniform weights in [LO, HI] (whole-number bounds and weights for the integer types, "
                    "reals for float types; default 1:100)")
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"), default="int64")
-    p.add_argument("--negative-fraction", type=float, default=0.0, metavar="F",
+    p.add_argument("--negative-fraction", type=_finite, default=0.0, metavar="F",
                    help="make about F of the arcs negative by vertex potentials, with no negative cycle; "
                    "directed graphs only (a negative undirected edge is a negative cycle)")
     if undirected:
@@ -52,10 +65,10 @@ def add_parser(subparsers):
     r = fam.add_parser("rmat", help="R-MAT (GTGraph defaults a=0.45 b=0.15 c=0.15 d=0.25)")
     r.add_argument("--scale", type=int, required=True, help="2**SCALE vertices")
     r.add_argument("--edge-factor", type=int, default=16, help="edges per vertex (default 16)")
-    r.add_argument("-a", type=float, default=0.45)
-    r.add_argument("-b", type=float, default=0.15)
-    r.add_argument("-c", type=float, default=0.15)
-    r.add_argument("-d", type=float, default=None, help="default 1 - a - b - c (0.25)")
+    r.add_argument("-a", type=_finite, default=0.45)
+    r.add_argument("-b", type=_finite, default=0.15)
+    r.add_argument("-c", type=_finite, default=0.15)
+    r.add_argument("-d", type=_finite, default=None, help="default 1 - a - b - c (0.25)")
     _common(r)
     g = fam.add_parser("grid", help="2-D rows x cols 4-neighbour grid, both directions (road-like)")
     g.add_argument("--rows", type=int, required=True)
@@ -77,7 +90,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     from gpu_sssp.pipeline.generate import generate
     from gpu_sssp.workflows.cmd_ingest import summary_table
-    from gpu_sssp.workflows.common import check_output_file
+    from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
     check_output_file(args.output)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
@@ -91,7 +104,8 @@ def run(args) -> int:
     else:
         kw = dict(n=args.vertices, m=args.edges, undirected=args.undirected, **common)
     t0 = time.perf_counter()
-    meta = generate(args.family, Path(args.output), **kw)
+    with no_new_folders_on_failure(args.output):  # (the writer makes its folders when it opens)
+        meta = generate(args.family, Path(args.output), **kw)
     if not args.quiet:
         Console().print(summary_table(meta, args.output, time.perf_counter() - t0))
     return 0

@@ -130,7 +130,7 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
     from gpu_sssp.pipeline.ingest import check_chunk_bytes, ingest
-    from gpu_sssp.workflows.common import check_output_file
+    from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
     console = Console()
     err = Console(stderr=True)
@@ -141,10 +141,11 @@ def run(args) -> int:
     check_output_file(out, option="-o" if args.output else "output", example=default_output(path).name)
     t0 = time.perf_counter()
     try:
-        meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
-                      zero_based=args.zero_based, weight_type=args.weight_type,
-                      chunk_bytes=args.chunk_mb << 20, max_vertices=args.max_vertices,
-                      max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
+        with no_new_folders_on_failure(out):  # the sink makes out's folders when it opens
+            meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
+                          zero_based=args.zero_based, weight_type=args.weight_type,
+                          chunk_bytes=args.chunk_mb << 20, max_vertices=args.max_vertices,
+                          max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {escape(shown(exc))}", highlight=False, soft_wrap=True)
         return 2

@@ -26,8 +26,30 @@ def parse_bytes(text: str) -> int:
     which the byte-size settings read too)."""
     try:
         return _parse_bytes(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # (1e400: float infinity, which int() refuses)
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
+
+
+def check_scheduler_address(address: str) -> None:
+    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
+    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
+    was read): ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``:
+    a host and a port; ``inproc`` is of one process only)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    from gpu_sssp.kernels.errors import UsageError
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme == "inproc":
+            raise ValueError("an inproc address belongs to one process")
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            host, _port = parse_host_port(loc)
+            if not host:
+                raise ValueError("no host")
+    except ValueError as exc:
+        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({exc}); "
+                         "expected e.g. tcp://HOST:8786") from None
 
 
 def add_parser(sub) -> None:
@@ -211,6 +233,8 @@ def run(args) -> int:
         from gpu_sssp.pipeline.study.run import check_local_method
 
         check_local_method(args.algorithm, gpus=args.gpus, cpu_workers=args.cpu_workers)
+    if args.scheduler is not None:  # before the graph is read
+        check_scheduler_address(args.scheduler)
     if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
         from gpu_sssp.pipeline.cluster import read_scheduler_file
 

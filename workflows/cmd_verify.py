@@ -104,6 +104,8 @@ def run(args) -> int:
                                       "is visible here")
     else:
         tokens = [m.strip() for m in args.methods.split(",") if m.strip()]
+        if not tokens:  # (",": a check of nothing would pass)
+            raise UsageError(f"--methods {args.methods!r}: no method named; give NAME[,NAME...] or all")
         unknown = [t for t in tokens if t.partition("@")[0] == "auto"
                    or t.partition("@")[0] not in kernels.available_methods()]
         if unknown:

@@ -2,6 +2,7 @@
 and printing an error as one line."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -9,6 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
+
+# `sssp ingest --format`'s choices (pipeline.ingest._formats.FORMATS): the commands that
+# take a raw input refuse any other name as a usage error, before anything is read
+INPUT_FORMATS = ("gr", "ss", "co", "mtx", "metis", "edgelist", "pace")
 
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
@@ -45,11 +50,46 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     itself)."""
     from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
 
+    import os
+    import stat
+
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:  # missing (the usual case), or below a file: refused next
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # the output is renamed over its name when complete: that would replace a device
+        # (as root, -o /dev/null replaced /dev/null by a regular file), a FIFO or a socket
+        raise UsageError(f"{option} {out}: not a regular file (a device, FIFO or socket); the output is "
+                         "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
+
+
+@contextlib.contextmanager
+def no_new_folders_on_failure(out):
+    """Around a command that writes the file ``out``: the folders above it that did not
+    exist before and were made for it (the Parquet writers make them when they open)
+    are removed again, deepest first and only while empty, when the block raises (the
+    exception goes on).  A refused command leaves nothing."""
+    out = Path(out)
+    missing = []
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    try:
+        yield
+    except BaseException:
+        for folder in missing:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or gone: leave it
+                break
+        raise
 
 
 def add_graph_options(p, *, optional: bool = False) -> None:
@@ -58,7 +98,7 @@ def add_graph_options(p, *, optional: bool = False) -> None:
     p.add_argument("graph", nargs="?" if optional else None,
                    help="Parquet edge list (from `sssp ingest`) or any input file "
                    "(.gr, .mtx, .graph, .el/.wel, PACE; compressed), ingested once into a cache")
-    p.add_argument("--format", help="force the input format when GRAPH is not Parquet")
+    p.add_argument("--format", choices=INPUT_FORMATS, help="force the input format when GRAPH is not Parquet")
     p.add_argument("--weights", metavar="SPEC", help="as sssp ingest: file (default), unit, random:LO:HI:SEED "
                    "or random-float:LO:HI:SEED (replacing the file's weights, if any)")
     p.add_argument("--undirected", action="store_true", help="add both arcs for every input edge")
