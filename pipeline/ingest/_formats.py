@@ -211,7 +211,8 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None
         raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
     if len(toks) != 5 or toks[1] != b"matrix":
         raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
-    layout, fld, sym = toks[2].decode(), toks[3].decode(), toks[4].decode()
+    # (a byte that is not UTF-8 is shown as the replacement character, never decoded strictly)
+    layout, fld, sym = (t.decode(errors="replace") for t in toks[2:5])
     if layout != "coordinate":
         raise InputError(display, cursor.lineno - 1, f"MatrixMarket '{layout}' layout is a dense matrix, expected 'coordinate'")
     if fld not in ("pattern", "integer", "real", "double"):

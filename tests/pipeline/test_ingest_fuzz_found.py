@@ -1,0 +1,31 @@
+"""Inputs found by tests/fuzz_ingest.py: each is one InputError naming the file and the
+line, never a traceback; nothing left behind."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.ingest import ingest
+
+
+def _fails(tmp_path, name, data, **kw):
+    p = tmp_path / name
+    p.write_bytes(data)
+    out = tmp_path / "out" / "g.parquet"
+    with pytest.raises(InputError) as ei:
+        ingest(p, out, **kw)
+    assert not out.exists() and not (out.parent.exists() and any(out.parent.iterdir()))
+    e = ei.value
+    assert str(e).startswith(f"{p}:{e.line}: ") and "\n" not in str(e)
+    return e
+
+
+@pytest.mark.parametrize("banner", [
+    b"%%MatrixMarket matrix coordin\xe9ate pattern symmetric",
+    b"%%MatrixMarket matrix coordinate int\xffeger general",
+    b"%%MatrixMarket matrix coordinate real gen\xc3\x28eral",
+])
+def test_mtx_banner_not_utf8(tmp_path, banner):
+    # a non-UTF-8 byte in the banner's layout/field/symmetry was a UnicodeDecodeError traceback
+    e = _fails(tmp_path, "g.mtx", banner + b"\n2 2 1\n1 2 3\n")
+    assert e.line == 1 and "MatrixMarket" in e.message
