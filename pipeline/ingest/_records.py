@@ -265,9 +265,11 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
         if kind is not None:
             if toks[0] != kind:
                 if spec.header is not None and toks[0] == spec.header:
-                    where = f" (the first is at line {header_line})" if header_line else ""
-                    raise InputError(display, lineno, f"repeated '{spec.header.decode()}' line{where}; "
-                                     f"expected {spec.describe}")
+                    if not header_line:  # (a sources file: its header is optional)
+                        raise InputError(display, lineno, f"'{spec.header.decode()}' line after the first "
+                                         f"record: a header comes before the records; expected {spec.describe}")
+                    raise InputError(display, lineno, f"repeated '{spec.header.decode()}' line (the first is "
+                                     f"at line {header_line}); expected {spec.describe}")
                 raise InputError(display, lineno, f"expected {spec.describe}, got {_show(s)}")
             toks = toks[1:]
         if len(toks) != nf and not (spec.allow_extra and len(toks) > nf):

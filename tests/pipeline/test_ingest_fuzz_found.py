@@ -29,3 +29,16 @@ def test_mtx_banner_not_utf8(tmp_path, banner):
     # a non-UTF-8 byte in the banner's layout/field/symmetry was a UnicodeDecodeError traceback
     e = _fails(tmp_path, "g.mtx", banner + b"\n2 2 1\n1 2 3\n")
     assert e.line == 1 and "MatrixMarket" in e.message
+
+
+def test_sources_header_after_first_record(tmp_path):
+    # a sources file with no header before its ids and a 'p' line among them was
+    # "repeated 'p' line" although no 'p' line came before
+    from gpu_sssp.pipeline.ingest import read_sources
+
+    p = tmp_path / "s.ss"
+    p.write_bytes(b"c sources\ns 1\np aux sp ss 1\n")
+    with pytest.raises(InputError) as ei:
+        read_sources(p, vertices=5)
+    e = ei.value
+    assert e.line == 3 and "repeated" not in e.message and "after the first record" in e.message
