@@ -371,7 +371,11 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         ws.extend(wv)
         lines.extend([lineno] * len(nb))
     if u < n:
-        raise InputError(display, None, f"header (line {hline}) says {n} vertices but the file has {u} adjacency lines")
+        # the line after the file's last, where vertex u + 1's line is missing (as the
+        # DIMACS readers name where the arcs run out)
+        raise InputError(display, cursor.lineno, f"header (line {hline}) says {n} vertices but the file has {u} "
+                         f"adjacency lines: the adjacency lines run out at the end of the file "
+                         f"(after line {cursor.lineno - 1})")
     src = np.array(src, dtype=np.int64)
     dst = np.array(dst, dtype=np.int64)
     w = np.array(ws, dtype=np.int64) if eweights else None
@@ -381,7 +385,7 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     elif entries == m:
         one_end = True
     else:
-        raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
+        raise InputError(display, hline, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
                          f"(each edge at both ends) or {m} (directed variant), found {entries}")
     if not one_end:
         _check_symmetric(src, dst, w, np.array(lines, dtype=np.int64), display)

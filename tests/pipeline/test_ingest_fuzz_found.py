@@ -42,3 +42,12 @@ def test_sources_header_after_first_record(tmp_path):
         read_sources(p, vertices=5)
     e = ei.value
     assert e.line == 3 and "repeated" not in e.message and "after the first record" in e.message
+
+
+def test_metis_counts_name_a_line(tmp_path):
+    # the METIS count checks at the end of the file had no line number (the DIMACS ones
+    # name the line after the last, where the records run out)
+    e = _fails(tmp_path, "short.graph", b"% c\n3 2\n2\n1 3\n")
+    assert e.line == 5 and "3 vertices" in e.message and "after line 4" in e.message
+    e = _fails(tmp_path, "entries.graph", b"3 5\n2\n1 3\n2\n")
+    assert e.line == 1 and "5 edges" in e.message and "found 4" in e.message
