@@ -351,6 +351,10 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         t = s.split()
         if len(t) < skip:
             raise InputError(display, lineno, f"expected {skip} vertex size/weight value(s) before the neighbours of vertex {u}")
+        for x in t[:skip]:  # vertex size / weights: not used, but numbers like the rest
+            if _int_or_none(x) is None:
+                raise InputError(display, lineno, f"non-numeric vertex size/weight {_show(x)} of vertex {u} "
+                                 f"(expected decimal integers){hex_note(x)}")
         t = t[skip:]
         vals = [_int_or_none(x) for x in t]
         if None in vals:

@@ -51,3 +51,18 @@ def test_metis_counts_name_a_line(tmp_path):
     assert e.line == 5 and "3 vertices" in e.message and "after line 4" in e.message
     e = _fails(tmp_path, "entries.graph", b"3 5\n2\n1 3\n2\n")
     assert e.line == 1 and "5 edges" in e.message and "found 4" in e.message
+
+
+@pytest.mark.parametrize("text,line", [
+    (b"2 1 10\nx 2\n7 1\n", 2),          # fmt 10: one vertex weight per line
+    (b"2 1 11 2\n1 0x3 2 5\n7 1 1 5\n", 2),  # fmt 11, NCON 2
+    (b"2 1 100\n\n1\n", None),           # gapbs fmt 100 has no vertex values: not refused
+])
+def test_metis_vertex_values_are_numbers(tmp_path, text, line):
+    # the vertex sizes/weights before the neighbours were skipped unread: 'x' was accepted
+    if line is None:
+        (tmp_path / "ok.graph").write_bytes(text)
+        assert ingest(tmp_path / "ok.graph", tmp_path / "ok.parquet")["arcs"] == 1
+        return
+    e = _fails(tmp_path, "v.graph", text)
+    assert e.line == line and "vertex size/weight" in e.message
