@@ -66,3 +66,10 @@ def test_metis_vertex_values_are_numbers(tmp_path, text, line):
         return
     e = _fails(tmp_path, "v.graph", text)
     assert e.line == line and "vertex size/weight" in e.message
+
+
+@pytest.mark.parametrize("w", [b"9223372036854775808", b"-9223372036854775809", b"9999999999999999999"])
+def test_metis_weight_beyond_int64(tmp_path, w):
+    # a 19-digit METIS edge weight past int64 was an OverflowError traceback (np.array)
+    e = _fails(tmp_path, "w.graph", b"% c\n2 1 1\n2 " + w + b"\n1 " + w + b"\n")
+    assert e.line == 3 and "does not fit in 64 bits" in e.message
