@@ -73,3 +73,21 @@ def test_metis_weight_beyond_int64(tmp_path, w):
     # a 19-digit METIS edge weight past int64 was an OverflowError traceback (np.array)
     e = _fails(tmp_path, "w.graph", b"% c\n2 1 1\n2 " + w + b"\n1 " + w + b"\n")
     assert e.line == 3 and "does not fit in 64 bits" in e.message
+
+
+@pytest.mark.parametrize("name,text", [
+    ("g.gr", b"p sp 9223372036854775807 1\na 1 2 3\n"),
+    ("m.mtx", b"%%MatrixMarket matrix coordinate integer general\n9223372036854775807 1 1\n1 1 5\n"),
+])
+def test_huge_vertex_count_with_limits_raised(tmp_path, name, text):
+    # with the limits raised, the path-bound check allocated n values for the in-arc
+    # sums: a ValueError traceback ('array is too big') for n near 2**63, 8 n bytes below
+    p = tmp_path / name
+    p.write_bytes(text)
+    big = 2 ** 63 - 1
+    try:
+        meta = ingest(p, tmp_path / "o.parquet", max_vertices=big, max_isolated_vertices=big)
+    except InputError as e:  # refused cleanly is fine too
+        assert "\n" not in str(e)
+    else:
+        assert meta["vertices"] == big and meta["arcs"] == 1
