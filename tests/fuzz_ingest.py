@@ -14,7 +14,8 @@ Not collected by pytest (the name does not start with ``test_``). Run::
    generator wrote: the exact multiset of (src, dst, weight), vertex count, directedness.
 2. MUTATIONS of valid files (bytes flipped/inserted/deleted, truncation, duplicated
    lines, huge numbers, negative ids, NUL and non-UTF-8 bytes, very long lines, headers
-   whose counts lie). Each ingest runs in a forked child under ``RLIMIT_AS`` (2 GiB) and a
+   whose counts lie; one in ten with ``max_vertices`` and ``max_isolated_vertices``
+   raised to 2**63 - 1, so that only the file itself bounds what is allocated). Each ingest runs in a forked child under ``RLIMIT_AS`` (2 GiB) and a
    30 s timeout. The outcome must be either a success that an independent reference
    parser (below; DIMACS ``.gr``, edge lists, MatrixMarket) agrees with, or one
    ``InputError``/``SsspError`` whose text is one line naming the file (and a line
@@ -618,6 +619,8 @@ def reference(name, data, opts):
     ext = "." + base.rsplit(".", 1)[-1]
     if ext not in REF:
         raise Unsure("no reference for " + ext)
+    if "max_vertices" in opts:
+        raise Unsure("limits raised")
     try:
         text = decompress(name, data)
     except Exception:
@@ -733,6 +736,9 @@ def run_cli(path, out, opts):
         cmd.append("--zero-based")
     if opts.get("weight_type"):
         cmd += ["--weight-type", opts["weight_type"]]
+    for k in ("max_vertices", "max_isolated_vertices"):
+        if k in opts:
+            cmd += ["--" + k.replace("_", "-"), str(opts[k])]
 
     def lim():
         resource.setrlimit(resource.RLIMIT_AS, (MEM, MEM))
@@ -904,6 +910,8 @@ def main(argv=None):
             else:  # damage the compressed bytes themselves
                 data, ops = mutate(rng, data)
                 ops = ["compressed:" + o for o in ops]
+        if mutated and rng.random() < 0.1:  # the limits raised: nothing may be sized by a lying header
+            opts = dict(opts, max_vertices=2 ** 63 - 1, max_isolated_vertices=2 ** 63 - 1)
         path = work / f"in-{case}{name}"
         path.write_bytes(data)
         out = work / f"out-{case}.parquet"
