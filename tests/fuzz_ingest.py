@@ -306,7 +306,7 @@ class Unsure(Exception):
 
 
 _INT = re.compile(rb"[+-]?[0-9]+\Z")
-_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_REAL = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
 def ref_lines(data):

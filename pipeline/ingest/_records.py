@@ -26,7 +26,10 @@ _I64_MIN = np.iinfo(np.int64).min
 # sign, digits, and for reals a fraction and an exponent. Python's int()/float() would
 # also take '1_000', and pyarrow's CSV parser takes '0x10' as 16.
 _DEC_INT = re.compile(rb"[+-]?[0-9]+\Z")
-_DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+# The digits before a point are matched one way only: '[0-9]+\.?[0-9]*' could split a run
+# of digits anywhere, quadratic on a long token that then fails (300,000 digits and one
+# stray byte took minutes).
+_DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _HEX = re.compile(rb"[+-]?0[xX]")
 
 

@@ -91,3 +91,17 @@ def test_huge_vertex_count_with_limits_raised(tmp_path, name, text):
         assert "\n" not in str(e)
     else:
         assert meta["vertices"] == big and meta["arcs"] == 1
+
+
+@pytest.mark.parametrize("name,text", [
+    ("w.wel", b"0 1 5\n1 0 6" + b"1" * 300_000 + b"\xff\n"),       # integer weights
+    ("r.wel", b"0 1 5.5\n1 0 6" + b"1" * 300_000 + b"x\n"),        # real weights
+])
+def test_long_bad_number_is_refused_fast(tmp_path, name, text):
+    # the decimal-real pattern backtracked quadratically on a long token that fails it:
+    # 300,000 digits and a stray byte took minutes (a hang found by tests/fuzz_ingest.py)
+    import time
+
+    t0 = time.perf_counter()
+    e = _fails(tmp_path, name, text)
+    assert e.line == 2 and time.perf_counter() - t0 < 10
