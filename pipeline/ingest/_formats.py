@@ -211,7 +211,8 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None
         raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
     if len(toks) != 5 or toks[1] != b"matrix":
         raise InputError(display, cursor.lineno - 1, f"expected '%%MatrixMarket matrix coordinate FIELD SYMMETRY', got {_show(line)}")
-    layout, fld, sym = toks[2].decode(), toks[3].decode(), toks[4].decode()
+    # (a byte that is not UTF-8 is shown as the replacement character, never decoded strictly)
+    layout, fld, sym = (t.decode(errors="replace") for t in toks[2:5])
     if layout != "coordinate":
         raise InputError(display, cursor.lineno - 1, f"MatrixMarket '{layout}' layout is a dense matrix, expected 'coordinate'")
     if fld not in ("pattern", "integer", "real", "double"):
@@ -350,6 +351,10 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         t = s.split()
         if len(t) < skip:
             raise InputError(display, lineno, f"expected {skip} vertex size/weight value(s) before the neighbours of vertex {u}")
+        for x in t[:skip]:  # vertex size / weights: not used, but numbers like the rest
+            if _int_or_none(x) is None:
+                raise InputError(display, lineno, f"non-numeric vertex size/weight {_show(x)} of vertex {u} "
+                                 f"(expected decimal integers){hex_note(x)}")
         t = t[skip:]
         vals = [_int_or_none(x) for x in t]
         if None in vals:
@@ -360,6 +365,9 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
             if len(vals) % 2:
                 raise InputError(display, lineno, f"expected 'NEIGHBOUR WEIGHT' pairs for vertex {u} (fmt {fmt}), found an odd count {len(vals)}")
             nb, wv = vals[0::2], vals[1::2]
+            for x in wv:  # 19 digits can still pass int64 (2**63 is 9223372036854775808)
+                if not -(1 << 63) <= x < (1 << 63):
+                    raise InputError(display, lineno, f"edge weight {x} of vertex {u} does not fit in 64 bits")
         else:
             nb, wv = vals, []
         for x in nb:
@@ -370,7 +378,11 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
         ws.extend(wv)
         lines.extend([lineno] * len(nb))
     if u < n:
-        raise InputError(display, None, f"header (line {hline}) says {n} vertices but the file has {u} adjacency lines")
+        # the line after the file's last, where vertex u + 1's line is missing (as the
+        # DIMACS readers name where the arcs run out)
+        raise InputError(display, cursor.lineno, f"header (line {hline}) says {n} vertices but the file has {u} "
+                         f"adjacency lines: the adjacency lines run out at the end of the file "
+                         f"(after line {cursor.lineno - 1})")
     src = np.array(src, dtype=np.int64)
     dst = np.array(dst, dtype=np.int64)
     w = np.array(ws, dtype=np.int64) if eweights else None
@@ -380,7 +392,7 @@ def read_metis(cursor, display, *, zero_based=False, undirected=False, limits=No
     elif entries == m:
         one_end = True
     else:
-        raise InputError(display, None, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
+        raise InputError(display, hline, f"header (line {hline}) says {m} edges: expected {2 * m} adjacency entries "
                          f"(each edge at both ends) or {m} (directed variant), found {entries}")
     if not one_end:
         _check_symmetric(src, dst, w, np.array(lines, dtype=np.int64), display)

@@ -26,7 +26,10 @@ _I64_MIN = np.iinfo(np.int64).min
 # sign, digits, and for reals a fraction and an exponent. Python's int()/float() would
 # also take '1_000', and pyarrow's CSV parser takes '0x10' as 16.
 _DEC_INT = re.compile(rb"[+-]?[0-9]+\Z")
-_DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+# The digits before a point are matched one way only: '[0-9]+\.?[0-9]*' could split a run
+# of digits anywhere, quadratic on a long token that then fails (300,000 digits and one
+# stray byte took minutes).
+_DEC_REAL = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _HEX = re.compile(rb"[+-]?0[xX]")
 
 
@@ -265,9 +268,11 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
         if kind is not None:
             if toks[0] != kind:
                 if spec.header is not None and toks[0] == spec.header:
-                    where = f" (the first is at line {header_line})" if header_line else ""
-                    raise InputError(display, lineno, f"repeated '{spec.header.decode()}' line{where}; "
-                                     f"expected {spec.describe}")
+                    if not header_line:  # (a sources file: its header is optional)
+                        raise InputError(display, lineno, f"'{spec.header.decode()}' line after the first "
+                                         f"record: a header comes before the records; expected {spec.describe}")
+                    raise InputError(display, lineno, f"repeated '{spec.header.decode()}' line (the first is "
+                                     f"at line {header_line}); expected {spec.describe}")
                 raise InputError(display, lineno, f"expected {spec.describe}, got {_show(s)}")
             toks = toks[1:]
         if len(toks) != nf and not (spec.allow_extra and len(toks) > nf):

@@ -456,11 +456,23 @@ class EdgeSink:
     def _in_arc_sum(self, n: int):
         """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
         temporary file (only when the crude bound failed: n values of 8 bytes)."""
-        acc = in_arc_maxima(n, integer=self._integer)
+        # vertices without an in-arc add 0: where n is larger than the arcs (a header's
+        # vertex count raised past the limits, up to 2**63 - 1), count over the heads
+        # that occur instead of allocating n values (that was a ValueError traceback
+        # or an allocation of 8 n bytes)
+        uniq = None
+        if n > 2 * max(int(self.arcs), 1):
+            with open_parquet(self.writer.tmp) as pf:
+                uniq = np.unique(np.concatenate(
+                    [np.zeros(0, np.int64)] + [rb.column(0).to_numpy().astype(np.int64)
+                                               for rb in pf.iter_batches(columns=["dst"], batch_size=1 << 22)]))
+        acc = in_arc_maxima(n if uniq is None else max(len(uniq), 1), integer=self._integer)
         with open_parquet(self.writer.tmp) as pf:
             for rb in pf.iter_batches(columns=["dst", "weight"], batch_size=1 << 22):
                 heads = rb.column(0).to_numpy().astype(np.int64)
-                if self.id_base:
+                if uniq is not None:
+                    heads = np.searchsorted(uniq, heads)
+                elif self.id_base:
                     heads -= self.id_base
                 acc.add(heads, rb.column(1).to_numpy())
         return acc.sum_bound()
