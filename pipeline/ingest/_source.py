@@ -379,6 +379,9 @@ class Source:
             raise InputError(self.display, None, "no such file")
         if self.path.is_dir():
             raise InputError(self.display, None, "is a directory, expected a graph file")
+        if self.path.is_char_device() or self.path.is_block_device():
+            # /dev/zero, /dev/urandom, a disk: endless or not a file of text (it read for ever)
+            raise InputError(self.display, None, "is a device, expected a graph file")
         with open(self.path, "rb") as f:
             magic = f.read(8)
         self.compression = compression_of(self.path, magic)

@@ -105,3 +105,19 @@ def test_long_bad_number_is_refused_fast(tmp_path, name, text):
     t0 = time.perf_counter()
     e = _fails(tmp_path, name, text)
     assert e.line == 2 and time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_is_refused_not_read_for_ever(tmp_path, device):
+    """``sssp ingest /dev/zero`` read for ever (found by tests/fuzz_cli.py): a character
+    or block device is refused before anything is read."""
+    import os
+
+    if not os.path.exists(device):
+        pytest.skip(f"no {device} here")
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.ingest import ingest
+
+    with pytest.raises(InputError, match="is a device"):
+        ingest(device, tmp_path / "x.parquet", format="edgelist")
+    assert not (tmp_path / "x.parquet").exists()
