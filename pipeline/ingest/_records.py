@@ -69,13 +69,16 @@ def decimal_int(tok: bytes) -> int | None:
     Raises
     ------
     NumberTooLarge
-        More significant digits than any 64-bit integer has.
+        More significant digits than any 64-bit integer has, or a value past int64.
     """
     if not _DEC_INT.match(tok):
         return None
     if too_many_digits(tok):
         raise NumberTooLarge(None, None, f"integer {show_number(tok)} does not fit in 64 bits")
-    return int(tok)
+    v = int(tok)
+    if not _I64_MIN <= v <= _I64_MAX:  # 19 digits can still pass int64 (2**63 = 9223372036854775808)
+        raise NumberTooLarge(None, None, f"integer {v} does not fit in 64 bits")
+    return v
 
 
 def hex_note(tok: bytes) -> str:
