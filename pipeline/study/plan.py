@@ -21,6 +21,17 @@ FORMAT_VERSION = 1
 
 
 
+def workers_backend(devices) -> str | None:
+    """The backend a cluster's workers share: ``"cpu"`` when every device is ``cpu``,
+    ``"gpu"`` when none is, ``None`` when there are none or both kinds (decided per task)."""
+    devices = list(devices or [])
+    if devices and all(d == "cpu" for d in devices):
+        return "cpu"
+    if devices and all(d != "cpu" for d in devices):
+        return "gpu"
+    return None
+
+
 def describe_batches(batches) -> str:
     """The batches' count and sizes in words: ``1 batch of 20``, ``2 batches of 50``,
     ``4 batches of 31-64`` (the smallest and the largest)."""
@@ -207,12 +218,9 @@ class StudyPlan:
         would not fit the device and the chunk beside the labels)."""
         from gpu_sssp.pipeline.hierarchy import study_uses_phast
 
-        devices = list(devices)
-        gpu = bool(devices) and all(d != "cpu" for d in devices)
-        cpu = bool(devices) and all(d == "cpu" for d in devices)
-        if gpu and {"distances", "predecessors"} & set(self.outputs):
+        backend = workers_backend(devices) or "auto"
+        if backend == "gpu" and {"distances", "predecessors"} & set(self.outputs):
             return False
-        backend = "gpu" if gpu else "cpu" if cpu else "auto"
         try:
             return study_uses_phast(self.graph, self.sources.count, backend, self.algorithm)
         except Exception:  # the solve names what is wrong with the graph
@@ -395,7 +403,7 @@ def default_batch_size(algorithm: str, devices, *, phast: bool = False, sources:
         gpu = kernels.get(algorithm).backend == "gpu"
     else:  # auto, or a method on both backends (phast): the workers' devices decide
         devices = list(devices)
-        gpu = bool(devices) and all(d != "cpu" for d in devices)
+        gpu = workers_backend(devices) == "gpu"
     if phast and gpu:
         size = PHAST_GPU_BATCH_SIZE
         if sources:

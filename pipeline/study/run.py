@@ -13,7 +13,7 @@ from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.folder import Study
-from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan
+from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, workers_backend
 from gpu_sssp.pipeline.study.task import solve_chunk_task
 
 log = logging.getLogger(__name__)
@@ -85,10 +85,7 @@ def task_prefix(plan: StudyPlan, devices=None) -> str:
     ``auto`` picks for one batch on the workers' devices (``sssp`` when unsure)."""
     if plan.algorithm != "auto":
         return plan.algorithm
-    devices = list(devices or [])
-    if not devices:
-        return "sssp"
-    backend = "cpu" if all(d == "cpu" for d in devices) else "gpu" if all(d != "cpu" for d in devices) else None
+    backend = workers_backend(devices)
     if backend is None:
         return "sssp"
     try:
@@ -145,11 +142,8 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     t0 = time.perf_counter()
     devices = list(devices or [])
     decide = backend
-    if backend == "auto" and devices:  # an attached cluster: what its workers are decides
-        if all(d == "cpu" for d in devices):
-            decide = "cpu"
-        elif all(d != "cpu" for d in devices):
-            decide = "gpu"
+    if backend == "auto":  # an attached cluster: what its workers are decides
+        decide = workers_backend(devices) or "auto"
     h = prepare_study(plan.graph, plan.sources.count, decide, plan.algorithm)
     hfile = os.fspath(place_for_workers(h, plan.graph, plan.graph_path)) if h is not None else None
     t1 = time.perf_counter()
@@ -428,9 +422,7 @@ def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: d
     if len(used) != 1 or not isinstance(method := used.pop(), str):
         return plan  # several (a mixed cluster's workers), or unknown
     if backend == "auto":
-        devices = list((cluster_info or {}).get("devices") or [])
-        backend = ("cpu" if devices and all(d == "cpu" for d in devices)
-                   else "gpu" if devices and all(d != "cpu" for d in devices) else "auto")
+        backend = workers_backend((cluster_info or {}).get("devices")) or "auto"
     try:
         from gpu_sssp.kernels.registry import backends_of
 
