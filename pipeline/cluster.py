@@ -155,6 +155,26 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
+def check_scheduler_address(address: str) -> None:
+    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
+    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
+    was read): ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``:
+    a host and a port; ``inproc`` is of one process only)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme == "inproc":
+            raise ValueError("an inproc address belongs to one process")
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            host, _port = parse_host_port(loc)
+            if not host:
+                raise ValueError("no host")
+    except ValueError as exc:
+        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({exc}); "
+                         "expected e.g. tcp://HOST:8786") from None
+
+
 def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = None,
                   gpus=None, cpu_workers: int | None = None, dashboard: bool = True,
                   host: str | None = None, dashboard_address: str | None = None,
@@ -212,6 +232,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                              "not to one attached with --scheduler/--scheduler-file")
         if scheduler_file is not None:
             scheduler = read_scheduler_file(scheduler_file)
+        else:
+            check_scheduler_address(scheduler)
         client = Client(address=scheduler)
         return ClusterHandle(client, None, "attached", "auto")
 

@@ -30,28 +30,6 @@ def parse_bytes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
 
 
-def check_scheduler_address(address: str) -> None:
-    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
-    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
-    was read): ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``:
-    a host and a port; ``inproc`` is of one process only)."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
-    from gpu_sssp.kernels.errors import UsageError
-
-    try:
-        scheme, loc = parse_address(address)
-        if scheme == "inproc":
-            raise ValueError("an inproc address belongs to one process")
-        if scheme in ("tcp", "tls", "ws", "wss"):
-            host, _port = parse_host_port(loc)
-            if not host:
-                raise ValueError("no host")
-    except ValueError as exc:
-        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({exc}); "
-                         "expected e.g. tcp://HOST:8786") from None
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "study", help="shortest paths from many sources on a Dask cluster (stats, distances)",
@@ -208,7 +186,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
-    from gpu_sssp.pipeline.study.plan import describe_batches
+    from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs
     from gpu_sssp.pipeline.study.run import study as run_study
     from gpu_sssp.pipeline.writers import check_output_dir
 
@@ -224,8 +202,7 @@ def run(args) -> int:
             raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
-    if args.distance_form is not None and not {"distances", "predecessors"} & {
-            o.strip() for o in str(args.outputs or "stats").split(",")}:
+    if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):
         raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
                          "statistics only writes no distance files")
     check_output_dir(args.out, option="--out")
@@ -233,7 +210,9 @@ def run(args) -> int:
         from gpu_sssp.pipeline.study.run import check_local_method
 
         check_local_method(args.algorithm, gpus=args.gpus, cpu_workers=args.cpu_workers)
-    if args.scheduler is not None:  # before the graph is read
+    if args.scheduler is not None:  # before the graph is read (start_cluster checks it again)
+        from gpu_sssp.pipeline.cluster import check_scheduler_address
+
         check_scheduler_address(args.scheduler)
     if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
         from gpu_sssp.pipeline.cluster import read_scheduler_file

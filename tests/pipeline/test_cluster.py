@@ -451,3 +451,11 @@ def test_a_local_clusters_workers_leave_ctrl_c_to_the_client():
         assert got and all(got.values()), got
     finally:
         handle.close()
+
+
+@pytest.mark.parametrize("address", ["", "nonsense::", "inproc://x"])
+def test_start_cluster_refuses_a_malformed_scheduler_address(address):
+    """The check the CLI makes before the graph is read is start_cluster's own, so the
+    Python API gets the same one line (it was Dask's ValueError traceback)."""
+    with pytest.raises(UsageError, match="not a scheduler address"):
+        start_cluster(scheduler=address)
