@@ -437,6 +437,32 @@ class BenchSettings:
     slow_sources: int = 2  # ... is timed on this many sources only (noted)
     graph_time_limit_s: float | None = None  # start no further variant on a graph after this
 
+    def check(self) -> "BenchSettings":
+        """Refuse a nonsense value, naming its option, before any graph is read (a
+        ``--slow-sources -1`` timed all sources but the last, a ``--baseline-max-arcs
+        -5`` skipped every anchor but SciPy, a ``--min-component -4`` passed unnoticed).
+
+        Raises
+        ------
+        UsageError
+        """
+        check_seed(self.seed, "--seed")
+        for option, value, low in (("--sources", self.sources, 1), ("--min-component", self.min_component, 0),
+                                   ("--runs", self.runs, 1), ("--warmup", self.warmup, 0),
+                                   ("--batch-size", self.batch_size, 1), ("--slow-sources", self.slow_sources, 1),
+                                   ("--baseline-max-arcs", self.baseline_max_arcs, 0)):
+            if value is None and option in ("--batch-size", "--baseline-max-arcs"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise UsageError(f"{option} takes a whole number, got {value!r}")
+            if value < low:
+                word = "at least 1" if low == 1 else "0 or more"
+                raise UsageError(f"{option} must be {word}, got {value}")
+        for option, value in (("--slow-ms", self.slow_ms), ("--graph-time-limit", self.graph_time_limit_s)):
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise UsageError(f"{option} must be a finite number >= 0, got {value!r}")
+        return self
+
 
 def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: ProgressFn | None = None,
                   env: dict | None = None) -> BenchOutcome:
@@ -461,13 +487,7 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
     from gpu_sssp import kernels
     from gpu_sssp.kernels import baselines as bl
 
-    check_seed(settings.seed, "--seed")
-    if settings.runs < 1:
-        raise UsageError(f"--runs must be at least 1, got {settings.runs}")
-    if settings.warmup < 0:
-        raise UsageError(f"--warmup must be 0 or more, got {settings.warmup}")
-    if settings.batch_size is not None and settings.batch_size < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {settings.batch_size}")
+    settings.check()
     progress = progress or (lambda event, **info: None)
     env = env if env is not None else environment()
     notes: list[str] = []

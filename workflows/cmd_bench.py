@@ -179,7 +179,6 @@ def run(args) -> int:
     from gpu_sssp.pipeline import bench_report as report
     from gpu_sssp.pipeline.bench_protocol import (BenchSettings, check_gpu_asked, environment, plan_variants,
                                                   run_benchmark)
-    from gpu_sssp.pipeline.sources import check_seed
     from gpu_sssp.pipeline.writers import check_output_dir
 
     out = Path(args.out)
@@ -213,7 +212,7 @@ def run(args) -> int:
                              count_work=not args.no_count_work,
                              baseline_max_arcs=args.baseline_max_arcs, slow_ms=args.slow_ms,
                              slow_sources=args.slow_sources, graph_time_limit_s=args.graph_time_limit)
-    check_seed(settings.seed, "--seed")  # before any graph is read (run_benchmark checks it too)
+    settings.check()  # before any graph is read (run_benchmark checks them too)
     for raw in args.graphs:  # fail early on a missing file, before hours of timing
         if not Path(raw).exists():
             raise FileNotFoundError(f"{raw}: no such file")

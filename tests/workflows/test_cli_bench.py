@@ -213,3 +213,29 @@ def test_bench_ablation_of_a_gpu_method_names_the_option(small_parquet, tmp_path
     assert main(argv) == 4
     err = capsys.readouterr().err
     assert "--ablation hbf" in err and "--algorithms cpu times" not in err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--slow-sources", "-1", "--slow-ms", "0"], "--slow-sources must be at least 1"),
+    (["--slow-sources", "0"], "--slow-sources must be at least 1"),
+    (["--baseline-max-arcs", "-5"], "--baseline-max-arcs must be 0 or more"),
+    (["--min-component", "-4"], "--min-component must be 0 or more"),
+    (["--sources", "0"], "--sources must be at least 1"),
+    (["--runs", "0"], "--runs must be at least 1"),
+    (["--warmup", "-1"], "--warmup must be 0 or more"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_bench_nonsense_numbers_are_refused_before_any_graph_is_read(small_parquet, tmp_path, capsys, argv, match):
+    """A negative --slow-sources timed every source but the last, a negative
+    --baseline-max-arcs skipped the anchors, a negative --min-component passed unnoticed
+    (exit 0); --runs 0 / --warmup -1 / --batch-size 0 were refused only after the graph
+    was read (an ingest of a large file first).  Now: one line, exit 2, nothing read."""
+    out = tmp_path / "o"
+    rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--baselines", "scipy",
+               "--out", str(out), "--no-plots", *argv])
+    assert rc == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and match in errors[0], err
+    assert "loaded" not in err
+    assert not (out / "rows.parquet").exists()
