@@ -27,7 +27,9 @@ Definitions used in every row:
   ``edges_per_s``: relax operations / kernel time (the edge-list paper's rate).
 - ``checksum``: sum of the finite distances + number of vertices reached (computed in
   int64 for integer weights, so exact); ``ok`` says whether the answer (vertices
-  reached, distance sum, eccentricity) equals the SciPy reference's.
+  reached, distance sum, eccentricity) equals the SciPy reference's, and whether the
+  variant's whole distance vectors from the first :data:`VERIFY_SOURCES` sources (one
+  untimed call) equal SciPy's: a variant that fails that check has every row not ok.
 """
 from __future__ import annotations
 
@@ -72,6 +74,12 @@ ABLATIONS = {"hbf": HBF_ABLATION, "locality": LOCALITY_ABLATION}
 
 #: Methods that solve many sources per call (timed per batch, divided by its size).
 BATCHED_METHODS = {"batched", "phast"}
+
+#: Sources (the first ones drawn) whose whole distance vectors are compared with SciPy's
+#: for every variant, in one untimed call after its timed runs: the statistics compared
+#: for every row (vertices reached, distance sum, eccentricity) cannot see distances
+#: put at the wrong vertices.
+VERIFY_SOURCES = 2
 
 ROW_SCHEMA = pa.schema(
     [
@@ -547,14 +555,17 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         refs: list[Answer] = []
         ref_ms: list[float] = []
         ref_relax: list[int] = []
-        for s in srcs:
+        full_refs: dict[int, np.ndarray] = {}
+        for i, s in enumerate(srcs):
             dist, ms = ref_solve(int(s))
+            if i < VERIFY_SOURCES:
+                full_refs[i] = np.array(dist, dtype=np.float64)
             refs.append(answer_from_distances(dist, graph.integer_weights))
             ref_ms.append(ms)
             ref_relax.append(int(od[np.isfinite(dist)].sum()))
             progress("step", advance=1)
         del dist
-        ctx = _Ctx(graph, srcs, refs, ref_relax, base, settings)
+        ctx = _Ctx(graph, srcs, refs, ref_relax, base, settings, full_refs)
 
         t_graph = time.perf_counter()
         # baselines first (the reference pass warmed SciPy up), then the methods
@@ -591,6 +602,7 @@ class _Ctx:
     ref_relax: list
     base: dict
     settings: BenchSettings
+    full_refs: dict = field(default_factory=dict)  # source position -> SciPy's distances
 
 
 def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str | None:
@@ -628,6 +640,55 @@ def _row(ctx: _Ctx, v: Variant, i: int, run: int, **vals) -> dict:
     return row
 
 
+def distance_mismatch(got, ref: np.ndarray, graph) -> str | None:
+    """Where a distance vector differs from the reference (exact for integer weights,
+    the answers' relative tolerance for real ones), or None when it equals it."""
+    got = np.asarray(got, dtype=np.float64).reshape(-1)
+    if got.shape != ref.shape:
+        return f"{got.size} distances for {ref.size} vertices"
+    fin = np.isfinite(ref)
+    same = np.isfinite(got) == fin
+    if graph.integer_weights:
+        same[fin] &= got[fin] == ref[fin]
+    else:
+        rtol = 1e-5 if graph.weights.dtype == np.float32 else 1e-9
+        same[fin] &= np.abs(got[fin] - ref[fin]) <= rtol * np.maximum(1.0, np.abs(ref[fin]))
+    bad = np.flatnonzero(~same)
+    if not len(bad):
+        return None
+    v = int(bad[0])
+    return (f"{len(bad):,} wrong distance(s), e.g. vertex {v + graph.id_base}: {got[v]:g} "
+            f"(reference {ref[v]:g})")
+
+
+def _verify(rows: list[dict], ctx: "_Ctx", v: "Variant", solve_full, note) -> None:
+    """Compare the variant's whole distance vectors from the first sources with SciPy's
+    (``solve_full(positions) -> (B, n)`` distances, untimed); on a mismatch, every row
+    of the variant is failed with the reason (its statistics passed or not)."""
+    if not ctx.full_refs or not any(r["ok"] for r in rows):  # nothing left to clear
+        return
+    done = {r["source"] - ctx.graph.id_base for r in rows}
+    pos = [i for i in sorted(ctx.full_refs) if int(ctx.srcs[i]) in done]
+    if not pos:
+        return
+    why = None
+    try:
+        got = solve_full(pos)
+        for j, i in enumerate(pos):
+            bad = distance_mismatch(got[j], ctx.full_refs[i], ctx.graph)
+            if bad:
+                why = f"wrong distances from source {int(ctx.srcs[i]) + ctx.graph.id_base}: {bad}"
+                break
+    except Exception as exc:
+        why = f"distance check failed: {type(exc).__name__}: {exc}"
+    if why is None:
+        return
+    note(f"{ctx.graph.name}: {v.label}: {why}")
+    for r in rows:
+        r["ok"] = False
+        r["error"] = why if not r.get("error") else f"{r['error']}; {why}"
+
+
 def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
     return _row(ctx, v, i, run, ok=False, error=err, batch_size=batch_size, device="")
 
@@ -661,6 +722,8 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
                              checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
                              device="cpu"))
             progress("step", advance=1)
+    if v.algorithm != "scipy":  # (scipy's run 0 is the reference itself)
+        _verify(rows, ctx, v, lambda pos: [solve_one(int(srcs[i]))[0] for i in pos], note)
     return rows
 
 
@@ -684,9 +747,9 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
     else:
         groups = [np.array([i]) for i in range(len(srcs))]
 
-    def call(idx, **extra):
-        return kernels.solve(graph, srcs[idx], method=v.algorithm, backend=v.kind, distances=False, **opts,
-                             **extra)
+    def call(idx, distances=False, **extra):
+        return kernels.solve(graph, srcs[idx], method=v.algorithm, backend=v.kind, distances=distances,
+                             **opts, **extra)
 
     rows: list[dict] = []
     warm_ms = 0.0
@@ -764,6 +827,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                                            f"(reference {ctx.refs[i].total})"),
                     device=res.device))
             progress("step", advance=b)
+    _verify(rows, ctx, v, lambda pos: call(np.asarray(pos), distances=True).distances, note)
     return rows
 
 

@@ -65,6 +65,22 @@ def wrong_solver(graph, sources, *, predecessors=False, distances=True, count_wo
     return res
 
 
+def swapping_solver(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
+    """Plants a wrong answer its statistics cannot show: two reached vertices' distances
+    swapped (vertices reached, distance sum and eccentricity all stay the reference's),
+    as a kernel that writes its distances in a reordered vertex numbering would."""
+    res = kernels_cpu.dijkstra(graph, sources, distances=True)
+    dist = res.distances.copy()
+    for row in dist:
+        fin = np.flatnonzero(np.isfinite(row))
+        other = fin[row[fin] != row[fin[0]]]
+        if len(other):
+            row[fin[0]], row[other[0]] = row[other[0]], row[fin[0]]
+    res.reached, res.eccentricity, res.sum_distance = reduce_distances(dist, integer=graph.integer_weights)
+    res.distances = dist if distances else None
+    return res
+
+
 def crashing_solver(graph, sources, **kw):
     raise RuntimeError("kernel exploded")
 
@@ -325,6 +341,28 @@ def test_planted_wrong_answer_marks_rows_and_the_outcome(registry_guard):
     assert out.failures == len(bad)
     text = report.summary_markdown(out.table, report.context_of(out))
     assert "FAILED" in text and "wrong" in text
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_wrong_distances_with_the_right_statistics_are_caught(registry_guard, batched):
+    """The check compared only vertices reached, distance sum and eccentricity: a method
+    whose distances sit at the wrong vertices passed every row (ok=True, its speedup in
+    the tables).  Its distance vectors are now checked against SciPy's too."""
+    name = "batched" if batched else "swapper"
+    if batched:
+        registry_guard._VARIANTS.pop(name, None)
+    registry_guard.register(name, "cpu", "tests.pipeline.test_bench:swapping_solver")
+    out, _ = _run([grid_graph()], [name, "dijkstra"], baselines=["scipy"])
+    rows = out.table.to_pylist()
+    bad = [r for r in rows if r["algorithm"] == name]
+    assert len(bad) == 6
+    assert all(r["checksum"] == r["ref_checksum"] for r in bad)  # the statistics agree
+    assert not any(r["ok"] for r in bad)
+    assert all("wrong distance" in r["error"] for r in bad)
+    assert all(r["ok"] for r in rows if r["algorithm"] != name)
+    assert out.failures == len(bad)
+    text = report.summary_markdown(out.table, report.context_of(out))
+    assert "FAILED" in text and "wrong distance" in text
 
 
 def test_a_crashing_method_fails_its_rows_but_not_the_bench(registry_guard):
