@@ -233,6 +233,10 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
     out = []
     for _, ((g, var), rs) in order:
         times = [r["time_ms"] for r in rs if r["time_ms"] is not None]
+        per_source: "OrderedDict[int, list]" = OrderedDict()
+        for r in rs:
+            if r["time_ms"] is not None:
+                per_source.setdefault(r["source"], []).append(r["time_ms"])
         first = rs[0]
         arcs = first["arcs"] or 0
         relax = _mean([r["relaxations"] for r in rs])
@@ -254,8 +258,24 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
             "launches": _mean([r["launches"] for r in rs]),
             "host_syncs": _mean([r["host_syncs"] for r in rs]),
             "failures": sum(1 for r in rs if not r["ok"]),
+            "source_ms": {s: float(np.mean(ts)) for s, ts in per_source.items()},
         })
     return out
+
+
+def _anchor_ms(anchor: dict | None, a: dict):
+    """The anchor's mean time over the sources ``a`` was timed on, and whether that is
+    fewer than the anchor's own (a method cut to --slow-sources sources is compared with
+    the anchor on those sources, not on all); ``(None, False)`` without an anchor that
+    ran them all correctly."""
+    if anchor is None or not anchor["mean_ms"] or anchor["failures"]:
+        return None, False
+    mine, theirs = a.get("source_ms") or {}, anchor.get("source_ms") or {}
+    if not mine or not theirs or set(mine) == set(theirs):
+        return anchor["mean_ms"], False
+    if not set(mine) <= set(theirs):
+        return None, False
+    return float(np.mean([theirs[s] for s in mine])), True
 
 
 def speedups(agg: list[dict]) -> list[dict]:
@@ -266,18 +286,30 @@ def speedups(agg: list[dict]) -> list[dict]:
         by_graph.setdefault(a["graph"], []).append(a)
     out = []
     for g, items in by_graph.items():
-        ref = {a["variant"]: a["mean_ms"] for a in items}
-        harish = ref.get("harish")
-        scipy = next((a["mean_ms"] for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
+        harish = next((a for a in items if a["variant"] == "harish"), None)
+        scipy = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
         for a in items:
             if a["role"] == "ablation" or not a["mean_ms"]:
                 continue
+            h_ms, h_sub = _anchor_ms(harish, a)
+            s_ms, s_sub = _anchor_ms(scipy, a)
+            ok = not a["failures"]  # a wrong (or failed) method gets no ratio
             out.append({
                 "graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"],
-                "vs_harish": (harish / a["mean_ms"]) if harish else None,
-                "vs_scipy": (scipy / a["mean_ms"]) if scipy else None,
+                "vs_harish": (h_ms / a["mean_ms"]) if h_ms and ok else None,
+                "vs_scipy": (s_ms / a["mean_ms"]) if s_ms and ok else None,
+                "failures": a["failures"], "sources": len(a.get("source_ms") or {}),
+                "subset": (h_sub and bool(h_ms)) or (s_sub and bool(s_ms)),
             })
     return out
+
+
+def _ratio_cell(s: dict, key: str) -> str:
+    if s["failures"]:
+        return f"- ({s['failures']} row(s) failed)"
+    if not s[key]:
+        return "-"
+    return fmt_number(s[key]) + "x"
 
 
 def ablation(agg: list[dict]) -> list[dict]:
@@ -451,11 +483,14 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     if sp:
         out += ["## Speedup", "",
                 "Mean time of the reference divided by the method's mean time, same run, same sources "
-                "(> 1: the method is faster).", ""]
+                "(> 1: the method is faster); a method with failed rows gets no ratio.", ""]
         out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"],
-                          [[s["graph"], s["variant"], s["kind"], fmt_number(s["mean_ms"]),
-                            fmt_number(s["vs_harish"]) + ("x" if s["vs_harish"] else ""),
-                            fmt_number(s["vs_scipy"]) + ("x" if s["vs_scipy"] else "")] for s in sp]))
+                          [[s["graph"], s["variant"] + (f" ({s['sources']} sources)" if s["subset"] else ""),
+                            s["kind"], fmt_number(s["mean_ms"]), _ratio_cell(s, "vs_harish"),
+                            _ratio_cell(s, "vs_scipy")] for s in sp]))
+        if any(s["subset"] for s in sp):
+            out += ["", "A method marked (N sources) was timed on fewer sources than the others "
+                    "(--slow-ms); its ratios use the references' mean times over those N sources."]
         out.append("")
 
     ab = ablation(agg)

@@ -365,6 +365,21 @@ def test_wrong_distances_with_the_right_statistics_are_caught(registry_guard, ba
     assert "FAILED" in text and "wrong distance" in text
 
 
+def test_a_wrong_method_gets_no_speedup(registry_guard):
+    """A fast wrong answer must not become a ratio: the Speedup table (and the stdout
+    table and speedup.png, which read report.speedups) printed the wrong method's
+    ratio like any other."""
+    registry_guard.register("wrong", "cpu", "tests.pipeline.test_bench:wrong_solver")
+    out, _ = _run([grid_graph()], ["dijkstra", "wrong"], baselines=["scipy"])
+    agg = report.aggregate(out.table)
+    sp = {s["variant"]: s for s in report.speedups(agg)}
+    assert sp["dijkstra"]["vs_scipy"] is not None
+    assert sp["wrong"]["vs_scipy"] is None and sp["wrong"]["failures"] == 6
+    text = report.summary_markdown(out.table, report.context_of(out))
+    line = next(ln for ln in text.splitlines() if ln.startswith("| grid | wrong |"))
+    assert "x" not in line.split("|")[5] + line.split("|")[6] and "failed" in line
+
+
 def test_a_crashing_method_fails_its_rows_but_not_the_bench(registry_guard):
     registry_guard.register("boom", "cpu", "tests.pipeline.test_bench:crashing_solver")
     out, _ = _run([grid_graph()], ["boom", "dijkstra"], baselines=[])
@@ -509,6 +524,26 @@ def test_slow_methods_are_timed_on_fewer_sources(registry_guard):
     assert any("timed on its first 2 source(s) only" in n for n in out.notes)
     total = [i["total"] for e, i in events if e == "graph"][0]
     assert sum(i["advance"] for e, i in events if e == "step") == total
+
+
+def test_a_method_timed_on_fewer_sources_is_compared_on_those_sources(registry_guard):
+    """--slow-ms cut a method to its first sources, but its speedup divided SciPy's mean
+    over all sources by the method's mean over two: not the same sources."""
+    registry_guard.register("slow", "cpu", "tests.pipeline.test_bench:slow_solver")
+    out, _ = _run([grid_graph()], ["slow", "dijkstra"], baselines=["scipy"],
+                  settings={"slow_ms": 10.0, "slow_sources": 2})
+    rows = out.table.to_pylist()
+    slow_src = {r["source"] for r in rows if r["algorithm"] == "slow"}
+    scipy_ms = [r["time_ms"] for r in rows if r["algorithm"] == "scipy" and r["source"] in slow_src]
+    slow_ms = [r["time_ms"] for r in rows if r["algorithm"] == "slow"]
+    sp = {s["variant"]: s for s in report.speedups(report.aggregate(out.table))}
+    assert sp["slow"]["vs_scipy"] == pytest.approx(np.mean(scipy_ms) / np.mean(slow_ms))
+    assert sp["slow"]["subset"] and not sp["dijkstra"]["subset"]
+    all_scipy = np.mean([r["time_ms"] for r in rows if r["algorithm"] == "scipy"])
+    dij = np.mean([r["time_ms"] for r in rows if r["algorithm"] == "dijkstra"])
+    assert sp["dijkstra"]["vs_scipy"] == pytest.approx(all_scipy / dij)
+    text = report.summary_markdown(out.table, report.context_of(out))
+    assert "| grid | slow (2 sources) | cpu |" in text
 
 
 def test_graph_time_limit_skips_the_remaining_methods(registry_guard):
