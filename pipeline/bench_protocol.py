@@ -112,8 +112,12 @@ ROW_SCHEMA = pa.schema(
         ("gpu", pa.string()),
         ("driver", pa.string()),
         ("versions", pa.string()),  # JSON
+        ("cpu", pa.string()),  # the host CPU's model (the anchors and CPU methods ran on it)
     ]
 )
+#: Columns added after rows were first written: a rows file without them is read with
+#: the value from its run's context (``env``) instead.
+LATER_COLUMNS = {"cpu": "cpu"}
 
 
 # ----------------------------------------------------------------------------- sources
@@ -342,6 +346,20 @@ def check_gpu_asked(tokens, backend: str = "auto", *, ablation=()) -> None:
 
 
 # ----------------------------------------------------------------------------- environment
+def cpu_model() -> str:
+    """The host CPU's model name (``/proc/cpuinfo``'s ``model name`` on Linux, where
+    ``platform.processor()`` says only ``x86_64``), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict:
     """GPU name, driver and library versions (empty GPU fields without a device)."""
     import importlib.metadata as md
@@ -359,8 +377,14 @@ def environment() -> dict:
         v = bl.version(name)
         if v:
             versions[name] = v
+    import os
+
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
     env = {"gpu": "", "driver": "", "versions": versions, "host": platform.node(),
-           "cpu": platform.processor() or platform.machine()}
+           "cpu": cpu_model(), "cpu_cores": usable}
     if kernels.device_count() > 0:
         try:
             info = kernels.device_info()
@@ -516,10 +540,15 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
             notes.append(text)
             progress("note", text=text)
         srcs = draw.sources
+        meta = getattr(graph, "meta", None) or {}
+        spec = meta.get("weights")  # ingest's --weights: file, unit, random:LO:HI:SEED, ...
+        weights = f"{graph.weight_type} {graph.min_weight}..{graph.max_weight}" if graph.m else graph.weight_type
+        if spec and spec != "file":  # weights made by ingest, not read: say how (and the seed)
+            weights += f" ({spec})"
         graph_info.append({
             "graph": graph.name, "fingerprint": graph.fingerprint, "vertices": graph.n,
-            "arcs": graph.m, "weights": f"{graph.weight_type} {graph.min_weight}..{graph.max_weight}"
-            if graph.m else graph.weight_type,
+            "arcs": graph.m, "weights": weights, "weight_spec": spec,
+            "source_file": meta.get("source_file"), "source_sha256": meta.get("source_sha256"),
             "directed": bool(graph.directed), "sources": int(len(srcs)),
             "min_component": draw.min_component, "asked_min_component": draw.asked_min_component,
             "source_ids": graph.to_ids(srcs).tolist(),
@@ -538,7 +567,8 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         steps = len(srcs) * (1 + settings.runs * len(runnable))
         progress("graph", name=graph.name, total=steps)
         base = dict(graph=graph.name, fingerprint=graph.fingerprint, vertices=graph.n, arcs=graph.m,
-                    gpu=env.get("gpu", ""), driver=env.get("driver", ""), versions=versions)
+                    gpu=env.get("gpu", ""), driver=env.get("driver", ""), versions=versions,
+                    cpu=env.get("cpu", ""))
 
         # the reference: SciPy, one source at a time; timed as the scipy baseline's run 0.
         # With negative arcs it is prepared for these sources: a negative cycle reachable

@@ -32,7 +32,7 @@ import pyarrow as pa
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.fsnames import read_table
 from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
-from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
+from gpu_sssp.pipeline.bench_protocol import LATER_COLUMNS, ROW_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,11 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         meta = json.loads(raw) if raw else {}
         if meta.get("kind") != "bench-rows":
             raise UsageError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
+        for col, key in LATER_COLUMNS.items():  # rows written before the column existed
+            if col not in t.schema.names:
+                value = (meta.get("env") or {}).get(key)
+                t = t.append_column(col, pa.array([None if value is None else str(value)] * len(t),
+                                                  ROW_SCHEMA.field(col).type))
         missing = set(ROW_SCHEMA.names) - set(t.schema.names)
         if missing:
             raise UsageError(f"{p}: missing column(s) {sorted(missing)}")
@@ -405,7 +410,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     out = ["# sssp bench summary", ""]
     gpu = env.get("gpu") or "none (CPU only)"
     out.append(f"- GPU: {gpu}" + (f", driver {env['driver']}" if env.get("driver") else ""))
-    out.append(f"- host: {env.get('host', '?')} ({env.get('cpu', '?')})")
+    cores = f", {env['cpu_cores']} cores usable" if env.get("cpu_cores") else ""
+    out.append(f"- host: {env.get('host', '?')} ({env.get('cpu', '?')}{cores})")
     vers = env.get("versions", {})
     if vers:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())))

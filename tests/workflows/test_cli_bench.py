@@ -239,3 +239,58 @@ def test_bench_nonsense_numbers_are_refused_before_any_graph_is_read(small_parqu
     assert len(errors) == 1 and match in errors[0], err
     assert "loaded" not in err
     assert not (out / "rows.parquet").exists()
+
+
+def test_bench_names_the_cpu_model_and_the_seeded_weights(tmp_path):
+    """The rows named the GPU but the CPU only as platform.processor(), 'x86_64' on
+    Linux (BENCHMARKS.md's 'host: vm (x86_64)'), although the anchors' times are that
+    CPU's; and a graph given weights by --weights random:LO:HI:SEED was described as
+    'int64 1..1000' with no word that the weights were drawn, nor the seed."""
+    import shutil
+
+    from gpu_sssp.pipeline import bench_protocol as bm
+    from tests.conftest import DATA
+
+    gr = tmp_path / "rome99.gr"
+    shutil.copy(DATA / "rome99.gr", gr)
+    out = tmp_path / "b"
+    assert main(["bench", str(gr), "--weights", "random:1:1000:7", "--algorithms", "dijkstra",
+                 "--baselines", "scipy", "--sources", "2", "--out", str(out), "--no-plots"]) == 0
+    t = pq.read_table(out / "rows.parquet")
+    meta = json.loads(t.schema.metadata[b"sssp"])
+    cpu = bm.cpu_model()
+    assert meta["env"]["cpu"] == cpu and meta["env"]["cpu_cores"] >= 1
+    assert set(t.column("cpu").to_pylist()) == {cpu}
+    info = meta["graphs"][0]
+    assert info["weight_spec"] == "random:1:1000:7" and info["source_file"] == "rome99.gr"
+    assert info["weights"] == "int64 1..1000 (random:1:1000:7)"
+    text = (out / "summary.md").read_text()
+    assert f"({cpu}, " in text and "int64 1..1000 (random:1:1000:7)" in text
+
+
+def test_cpu_model_reads_proc_cpuinfo_on_linux():
+    import platform
+    from pathlib import Path
+
+    from gpu_sssp.pipeline import bench_protocol as bm
+
+    if not Path("/proc/cpuinfo").exists() or "model name" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("no model name in /proc/cpuinfo here")
+    assert bm.cpu_model() not in ("", platform.machine())
+    assert bm.environment()["cpu"] == bm.cpu_model()
+
+
+def test_from_rows_reads_rows_written_before_the_cpu_column(small_parquet, tmp_path):
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--baselines", "scipy",
+                 "--sources", "2", "--out", str(out), "--no-plots"]) == 0
+    t = pq.read_table(out / "rows.parquet")
+    old = t.drop(["cpu"])
+    meta = json.loads(t.schema.metadata[b"sssp"])
+    meta["env"]["cpu"] = "x86_64"
+    old = old.replace_schema_metadata({b"sssp": json.dumps(meta).encode()})
+    (tmp_path / "old").mkdir()
+    pq.write_table(old, tmp_path / "old" / "rows.parquet")
+    again = tmp_path / "again"
+    assert main(["bench", "--from-rows", str(tmp_path / "old"), "--out", str(again), "--no-plots"]) == 0
+    assert set(pq.read_table(again / "rows.parquet").column("cpu").to_pylist()) == {"x86_64"}
