@@ -102,6 +102,8 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             p = p / ROWS_FILE
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such bench rows file")
+        if not p.is_file():  # a device or a pipe: pyarrow said only the path (or waited)
+            raise UsageError(f"{p}: not a regular file; expected a `sssp bench` rows file or a folder holding one")
         key = p.resolve()
         if key in seen:
             seen[key][1] += 1
@@ -109,8 +111,12 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
         seen[key] = [p, 1]
         t = read_table(p)
         raw = (t.schema.metadata or {}).get(b"sssp")
-        meta = json.loads(raw) if raw else {}
-        if meta.get("kind") != "bench-rows":
+        try:
+            meta = json.loads(raw) if raw else {}
+        except ValueError:
+            raise UsageError(f"{p}: its 'sssp' metadata is not valid JSON; not a `sssp bench` rows file "
+                             "(or a damaged one)") from None
+        if not isinstance(meta, dict) or meta.get("kind") != "bench-rows":
             raise UsageError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
         for col, key in LATER_COLUMNS.items():  # rows written before the column existed
             if col not in t.schema.names:

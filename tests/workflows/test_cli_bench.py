@@ -294,3 +294,32 @@ def test_from_rows_reads_rows_written_before_the_cpu_column(small_parquet, tmp_p
     again = tmp_path / "again"
     assert main(["bench", "--from-rows", str(tmp_path / "old"), "--out", str(again), "--no-plots"]) == 0
     assert set(pq.read_table(again / "rows.parquet").column("cpu").to_pylist()) == {"x86_64"}
+
+
+def _parquet_with_meta(path, meta_bytes):
+    import pyarrow as pa
+
+    t = pa.table({"graph": ["g"]}).replace_schema_metadata({b"sssp": meta_bytes})
+    pq.write_table(t, path)
+    return path
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda d: "/dev/zero", "not a regular file"),
+    (lambda d: _parquet_with_meta(d / "badjson.parquet", b"{not json"), "metadata is not valid JSON"),
+    (lambda d: _parquet_with_meta(d / "list.parquet", b"[1, 2]"), "not a `sssp bench` rows file"),
+    (lambda d: _parquet_with_meta(d / "cols.parquet", json.dumps({"kind": "bench-rows"}).encode()),
+     "missing column"),
+])
+def test_bench_from_rows_on_a_wrong_file_is_one_line_naming_it(tmp_path, capsys, make, match):
+    """--from-rows /dev/zero said only 'error: /dev/zero'; a Parquet file whose 'sssp'
+    metadata was not JSON said only the JSON parser's words (no file), and one whose
+    metadata was a JSON list ended in a traceback (exit 1)."""
+    path = make(tmp_path)
+    out = tmp_path / "o"
+    assert main(["bench", "--from-rows", str(path), "--out", str(out), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and match in errors[0] and str(path) in errors[0], err
+    assert "Traceback" not in err
+    assert not out.exists()
