@@ -509,7 +509,9 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
     settings : BenchSettings
     progress : callable, optional
         Called as ``progress(event, **info)`` with events ``graph`` (``name``,
-        ``total`` steps), ``step`` (``advance``) and ``note`` (``text``).
+        ``total`` steps), ``step`` (``advance``), ``note`` (``text``) and, after each
+        variant, ``rows`` (``table``: every row of this call so far, ``graphs``,
+        ``notes``, ``settings``: the outcome's fields so far).
 
     Returns
     -------
@@ -610,6 +612,9 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
                 rows.extend(_time_baseline(v, ctx, ref_ms, progress, note))
             else:
                 rows.extend(_time_method(v, ctx, progress, note))
+            # what is measured so far, for a caller that keeps it (a run cut short)
+            progress("rows", table=pa.Table.from_pylist(rows, schema=ROW_SCHEMA), graphs=list(graph_info),
+                     notes=list(notes), settings=dict(settings.__dict__))
         if have_gpu:
             _release_device()
     table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)

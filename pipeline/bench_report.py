@@ -182,7 +182,9 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
     """Write ``summary.md`` and the PNG plots into ``outdir``.
 
     Returns ``{"summary": path, "plots": [paths], "notes": [...]}``; plots are skipped
-    (with a note) when matplotlib is not installed.
+    (with a note) when matplotlib is not installed.  A plot file of ours that these rows
+    do not make (``plots=False``, or a section they lack) is removed: a PNG of an earlier
+    run in the same folder would stand beside rows it does not show.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -194,6 +196,11 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
         except ImportError as exc:
             extra_notes.append(f"plots skipped: matplotlib is not installed ({exc}); "
                                "pip install 'gpu-sssp[bench]'")
+    for name in set(PLOT_FILES.values()) - {p.name for p in made}:
+        try:
+            (outdir / name).unlink()
+        except FileNotFoundError:
+            pass
     text = summary_markdown(table, context, plots=[p.name for p in made], extra_notes=extra_notes)
     spath = outdir / SUMMARY_FILE
     with atomic_path(spath) as tmp:

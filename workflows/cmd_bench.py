@@ -119,6 +119,10 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: Noted in the rows and summary written while a run goes on (gone from the final ones)
+_PARTIAL = ("written while the run was still going: if it was cut short, the methods and graphs after "
+            "the last ones here were not measured")
+
 #: ``--algorithms`` words that stand for every method of a backend
 _GROUPS = ("all", "gpu", "cpu")
 
@@ -221,7 +225,7 @@ def run(args) -> int:
                   + ", ".join(v.label for v in variants), highlight=False, markup=False)
 
     # one graph at a time: only one graph in memory, and the rows so far are on disk
-    # after each graph (a run cut short keeps what it measured)
+    # after each method (a run cut short keeps what it measured)
     import pyarrow as pa
 
     tables, notes, infos, names = [], [], [], set()
@@ -231,15 +235,25 @@ def run(args) -> int:
                   TimeElapsedColumn(), console=console, transient=False) as bar:
         state = {"task": None}
 
+        def keep(table, graphs, notes_now, settings_now):
+            """Rows so far (earlier graphs' and this one's), rows file and summary together."""
+            kept = {"env": env, "graphs": infos + graphs, "notes": notes + notes_now + [_PARTIAL],
+                    "settings": settings_now}
+            so_far = pa.concat_tables([*tables, table])
+            report.write_rows(so_far, out / report.ROWS_FILE, kept)
+            report.write_report(so_far, kept, out, plots=False)
+
         def progress(event, **info):
-            if event == "graph":
+            if event == "rows":  # after each method: a run cut short keeps what it measured
+                keep(info["table"], info["graphs"], info["notes"], info["settings"])
+            elif event == "graph":
                 state["task"] = bar.add_task(info["name"], total=info["total"])
             elif event == "step" and state["task"] is not None:
                 bar.advance(state["task"], info.get("advance", 1))
             elif event == "note":
                 bar.console.print(f"[yellow]note:[/] {escape(info['text'])}", highlight=False)
 
-        for raw in args.graphs:
+        for k, raw in enumerate(args.graphs):
             graph = _load_graph(raw, opts, names)
             outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
             del graph
@@ -248,8 +262,10 @@ def run(args) -> int:
             infos += outcome.graphs
             ctx = {"env": env, "graphs": infos, "notes": notes, "settings": outcome.settings}
             table = pa.concat_tables(tables)
-            report.write_rows(table, out / report.ROWS_FILE, ctx)
-            report.write_report(table, ctx, out, plots=False)
+            last = k == len(args.graphs) - 1
+            kept = ctx if last else {**ctx, "notes": notes + [_PARTIAL]}
+            report.write_rows(table, out / report.ROWS_FILE, kept)
+            report.write_report(table, kept, out, plots=False)
 
     table = pa.concat_tables(tables)
     written = report.write_report(table, ctx, out, plots=not args.no_plots)

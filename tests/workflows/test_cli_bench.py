@@ -323,3 +323,46 @@ def test_bench_from_rows_on_a_wrong_file_is_one_line_naming_it(tmp_path, capsys,
     assert len(errors) == 1 and match in errors[0] and str(path) in errors[0], err
     assert "Traceback" not in err
     assert not out.exists()
+
+
+_CALLS = {"n": 0}
+
+
+def interrupting_solver(graph, sources, **kw):
+    """Ctrl-C on the first timed call (after its warm-up call)."""
+    from gpu_sssp.kernels import cpu
+
+    _CALLS["n"] += 1
+    if _CALLS["n"] > 1:
+        raise KeyboardInterrupt
+    return cpu.dijkstra(graph, sources, distances=kw.get("distances", True))
+
+
+def test_bench_cut_short_keeps_the_methods_it_measured(small_parquet, tmp_path, capsys):
+    """The rows were written after each graph only: Ctrl-C while the first (or only)
+    graph was being timed left no rows at all, however many methods were done."""
+    saved = dict(registry._METHODS)
+    _CALLS["n"] = 0
+    out = tmp_path / "b"
+    (out).mkdir()
+    (out / "ablation.png").write_bytes(b"\x89PNG old run")  # a previous run's plot
+    try:
+        registry.register("stopper", "cpu", "tests.workflows.test_cli_bench:interrupting_solver")
+        rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,stopper", "--sources", "3",
+                   "--baselines", "scipy", "--out", str(out), "--no-plots"])
+    finally:
+        registry._METHODS.clear()
+        registry._METHODS.update(saved)
+    assert rc == 130
+    rows = pq.read_table(out / "rows.parquet").to_pylist()
+    assert {r["algorithm"] for r in rows} == {"scipy", "dijkstra"}
+    assert len(rows) == 6 and all(r["ok"] for r in rows)
+    text = (out / "summary.md").read_text()
+    assert "### rand300" in text and "| dijkstra |" in text and "still going" in text
+    assert "stopper" not in text
+    assert not (out / "ablation.png").exists()  # no plot of another run beside these rows
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left
+    # a run that finishes has no such note
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
+                 "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
+    assert "still going" not in (out / "summary.md").read_text()
