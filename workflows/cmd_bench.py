@@ -57,11 +57,16 @@ def _guard(text: str) -> float:
     return v
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, option: str = "--locality-k") -> list[int]:
+    """Comma-separated whole numbers >= 1 (``--locality-k``: hops relaxed per step)."""
     try:
-        return [int(t) for t in _csv(text)]
+        values = [int(t) for t in _csv(text)]
     except ValueError:
-        raise UsageError(f"expected comma-separated integers, got {text!r}") from None
+        raise UsageError(f"{option}: expected comma-separated integers, got {text!r}") from None
+    bad = [v for v in values if v < 1]
+    if bad:
+        raise UsageError(f"{option}: values must be at least 1, got {bad[0]}")
+    return values
 
 
 def add_parser(sub) -> None:
@@ -135,6 +140,12 @@ def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str
     from gpu_sssp.kernels.registry import backends_of, registrations
 
     exclude = set(exclude)
+    known = {m.name for m in registrations(None)}
+    for tok in sorted(exclude):  # a misspelt name would leave the method in, unnoticed
+        name, _, on = tok.partition("@")
+        if name not in known or (on and on not in backends_of(name)):
+            raise UsageError(f"--exclude {tok}: no such method" + (f" on the {on} backend" if name in known else "")
+                             + f"; registered: {', '.join(sorted(known - {'auto'}))}")
     names: list[str] = []
     for tok in _csv(spec):
         if tok in _GROUPS:

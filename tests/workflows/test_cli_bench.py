@@ -106,6 +106,12 @@ def test_bench_catches_a_planted_wrong_answer(small_parquet, tmp_path):
     (["--ablation", "dijkstra"], "no ablation"),
     (["--baselines", "boost"], "unknown baseline"),
     (["--locality-k", "one"], "integers"),
+    # a misspelt --exclude left the method in, unnoticed; k=0 or a negative k was timed
+    # as a configuration the method then refused
+    (["--algorithms", "cpu", "--exclude", "dijsktra"], "--exclude dijsktra: no such method"),
+    (["--algorithms", "cpu", "--exclude", "dijkstra@gpu"], "no such method on the gpu backend"),
+    (["--locality-k", "0"], "--locality-k: values must be at least 1"),
+    (["--locality-k", "2,-1"], "--locality-k: values must be at least 1"),
 ])
 def test_bench_bad_arguments_are_errors(small_parquet, tmp_path, argv, match, capsys):
     rc = main(["bench", str(small_parquet), "--out", str(tmp_path / "o"), *argv])
