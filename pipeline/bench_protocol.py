@@ -23,6 +23,9 @@ Definitions used in every row:
   batched methods solve a batch per call and the call's time is divided by its size.
 - ``kernel_ms``: the method's own device time (``Result.counters["kernel_ms"]``);
   for CPU solvers the same as ``time_ms``.
+- ``warmup_ms``: wall time of the variant's first warm-up call (untimed: the graph's
+  upload, kernel compilation, a hierarchy's build or load happen there), the same on
+  each of its rows; None without warm-up and for the SciPy reference.
 - ``mteps``: arcs of the graph / kernel time (H-BF's traversed-edges rate);
   ``edges_per_s``: relax operations / kernel time (the edge-list paper's rate).
 - ``checksum``: sum of the finite distances + number of vertices reached (computed in
@@ -113,11 +116,12 @@ ROW_SCHEMA = pa.schema(
         ("driver", pa.string()),
         ("versions", pa.string()),  # JSON
         ("cpu", pa.string()),  # the host CPU's model (the anchors and CPU methods ran on it)
+        ("warmup_ms", pa.float64()),  # the variant's first untimed call (upload, compile, preprocess)
     ]
 )
 #: Columns added after rows were first written: a rows file without them is read with
-#: the value from its run's context (``env``) instead.
-LATER_COLUMNS = {"cpu": "cpu"}
+#: the value from its run's context (``env``; None for a key it does not have) instead.
+LATER_COLUMNS = {"cpu": "cpu", "warmup_ms": None}
 
 
 # ----------------------------------------------------------------------------- sources
@@ -733,10 +737,13 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     rows = []
+    first_ms = None
     try:
         solve_one = bl.prepare(v.algorithm, graph, srcs)
         for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
+            t0 = time.perf_counter()
             solve_one(int(srcs[0]))
+            first_ms = (time.perf_counter() - t0) * 1e3 if first_ms is None else first_ms
     except Exception as exc:
         for run in range(st.runs):
             rows += [_error_row(ctx, v, i, run, f"{type(exc).__name__}: {exc}") for i in range(len(srcs))]
@@ -755,7 +762,7 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
                              iterations=got.reached, launches=0.0, host_syncs=0.0,
                              relaxations=ctx.ref_relax[i], reached=got.reached,
                              checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
-                             device="cpu"))
+                             device="cpu", warmup_ms=first_ms))
             progress("step", advance=1)
     if v.algorithm != "scipy":  # (scipy's run 0 is the reference itself)
         _verify(rows, ctx, v, lambda pos: [solve_one(int(srcs[i]))[0] for i in pos], note)
@@ -788,11 +795,14 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
 
     rows: list[dict] = []
     warm_ms = 0.0
+    first_ms = None
     try:
         for _ in range(st.warmup):
             t0 = time.perf_counter()
             call(groups[0])
-            warm_ms = max(warm_ms, (time.perf_counter() - t0) * 1e3)
+            ms = (time.perf_counter() - t0) * 1e3
+            first_ms = ms if first_ms is None else first_ms
+            warm_ms = max(warm_ms, ms)
     except (TypeError, ValueError, MemoryError) as exc:
         # the method refuses this graph or option (unknown switch, weights it does not
         # take, a graph that does not fit): nothing to time, not a wrong answer
@@ -856,7 +866,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                     kernel_ms=(kms / b) if kms > 0 else (ms / b if v.kind == "cpu" else None),
                     iterations=int(its[j]), launches=float(c.get("launches", 0)) / b,
                     host_syncs=float(c.get("host_syncs", 0)) / b, relaxations=int(relax[j]) or None,
-                    reached=got.reached, checksum=got.checksum, ok=ok,
+                    reached=got.reached, checksum=got.checksum, ok=ok, warmup_ms=first_ms,
                     error=None if ok else (f"wrong answer: reached {got.reached} (reference "
                                            f"{ctx.refs[i].reached}), sum {got.total} "
                                            f"(reference {ctx.refs[i].total})"),

@@ -120,7 +120,7 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             raise UsageError(f"{p}: not a `sssp bench` rows file (no bench metadata)")
         for col, key in LATER_COLUMNS.items():  # rows written before the column existed
             if col not in t.schema.names:
-                value = (meta.get("env") or {}).get(key)
+                value = (meta.get("env") or {}).get(key) if key else None
                 t = t.append_column(col, pa.array([None if value is None else str(value)] * len(t),
                                                   ROW_SCHEMA.field(col).type))
         missing = set(ROW_SCHEMA.names) - set(t.schema.names)
@@ -269,6 +269,7 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
             "min_ms": float(np.min(times)) if times else None,
             "max_ms": float(np.max(times)) if times else None,
             "kernel_ms": _mean([r["kernel_ms"] for r in rs]),
+            "warmup_ms": _mean([r["warmup_ms"] for r in rs]),
             "mteps": _mean([r["mteps"] for r in rs]),
             "edges_per_s": _mean([r["edges_per_s"] for r in rs]),
             "relax_per_arc": (relax / arcs) if (relax is not None and arcs) else None,
@@ -452,7 +453,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     else:
         out.append("- every method and baseline ran from the same sources in the same process; "
                    "times are milliseconds per source (a batched call's time divided by its batch size)")
-    out.append("- `time` is end to end (host to host); `kernel` is the method's device time; "
+    out.append("- `time` is end to end (host to host, the graph already on the device); `kernel` is the "
+               "method's device time; `first call` is the first warm-up call (not in `time`: the graph's "
+               "upload, compilation, a hierarchy's build or load); "
                "MTEPS = arcs / kernel time; edges/s = relax operations / kernel time; "
                "relax/|E| = relax operations per arc (Dijkstra scans each reached arc once)")
     out.append("")
@@ -491,11 +494,12 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out += [f"### {g}", ""]
         out.append(_table(
             ["method", "kind", "mean ms", "min ms", "max ms", "kernel ms", "MTEPS", "edges/s",
-             "relax/\\|E\\|", "iterations", "launches", "host syncs", "n", "ok"],
+             "relax/\\|E\\|", "iterations", "launches", "host syncs", "n", "ok", "first call ms"],
             [[a["variant"], a["kind"], fmt_number(a["mean_ms"]), fmt_number(a["min_ms"]), fmt_number(a["max_ms"]),
               fmt_number(a["kernel_ms"]), fmt_number(a["mteps"]), _rate(a["edges_per_s"]), fmt_number(a["relax_per_arc"]),
               fmt_number(a["iterations"]), fmt_number(a["launches"]), fmt_number(a["host_syncs"]), str(a["rows"]),
-              "yes" if not a["failures"] else f"**{a['failures']} failed**"] for a in items]))
+              "yes" if not a["failures"] else f"**{a['failures']} failed**", fmt_number(a["warmup_ms"])]
+             for a in items]))
         out.append("")
 
     sp = speedups(agg)

@@ -291,7 +291,7 @@ def test_from_rows_reads_rows_written_before_the_cpu_column(small_parquet, tmp_p
     assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--baselines", "scipy",
                  "--sources", "2", "--out", str(out), "--no-plots"]) == 0
     t = pq.read_table(out / "rows.parquet")
-    old = t.drop(["cpu"])
+    old = t.drop(["cpu", "warmup_ms"])
     meta = json.loads(t.schema.metadata[b"sssp"])
     meta["env"]["cpu"] = "x86_64"
     old = old.replace_schema_metadata({b"sssp": json.dumps(meta).encode()})
@@ -299,7 +299,9 @@ def test_from_rows_reads_rows_written_before_the_cpu_column(small_parquet, tmp_p
     pq.write_table(old, tmp_path / "old" / "rows.parquet")
     again = tmp_path / "again"
     assert main(["bench", "--from-rows", str(tmp_path / "old"), "--out", str(again), "--no-plots"]) == 0
-    assert set(pq.read_table(again / "rows.parquet").column("cpu").to_pylist()) == {"x86_64"}
+    merged = pq.read_table(again / "rows.parquet")
+    assert set(merged.column("cpu").to_pylist()) == {"x86_64"}
+    assert set(merged.column("warmup_ms").to_pylist()) == {None}
 
 
 def _parquet_with_meta(path, meta_bytes):
