@@ -702,12 +702,14 @@ def distance_mismatch(got, ref: np.ndarray, graph) -> str | None:
 
 def _verify(rows: list[dict], ctx: "_Ctx", v: "Variant", solve_full, note) -> None:
     """Compare the variant's whole distance vectors from the first sources with SciPy's
-    (``solve_full(positions) -> (B, n)`` distances, untimed); on a mismatch, every row
-    of the variant is failed with the reason (its statistics passed or not)."""
+    (``solve_full(positions) -> (B, n)`` distances, untimed: the first
+    :data:`VERIFY_SOURCES` for a batched method, in one call, the first one for the
+    others, which pay a whole solve per source); on a mismatch, every row of the
+    variant is failed with the reason (its statistics passed or not)."""
     if not ctx.full_refs or not any(r["ok"] for r in rows):  # nothing left to clear
         return
     done = {r["source"] - ctx.graph.id_base for r in rows}
-    pos = [i for i in sorted(ctx.full_refs) if int(ctx.srcs[i]) in done]
+    pos = [i for i in sorted(ctx.full_refs) if int(ctx.srcs[i]) in done][: VERIFY_SOURCES if v.batched else 1]
     if not pos:
         return
     why = None
