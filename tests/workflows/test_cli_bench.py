@@ -374,3 +374,20 @@ def test_bench_cut_short_keeps_the_methods_it_measured(small_parquet, tmp_path, 
     assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
                  "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
     assert "still going" not in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("bad", ["bad.gr", "bad.parquet"])
+def test_bench_a_later_graph_that_fails_ingest_stops_it_before_any_timing(small_parquet, tmp_path, capsys, bad):
+    """The graphs were read one by one as they were timed: a malformed second file
+    stopped the bench only after the first graph's methods had all been timed."""
+    path = tmp_path / bad
+    path.write_text("p sp 3 2\na 1 2 x\n" if bad.endswith(".gr") else "not parquet\n")
+    out = tmp_path / "b"
+    rc = main(["bench", str(small_parquet), str(path), "--algorithms", "dijkstra", "--baselines", "scipy",
+               "--sources", "2", "--out", str(out), "--no-plots"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and bad in errors[0], err
+    assert "Traceback" not in err and "loaded rand300" not in err
+    assert not (out / "rows.parquet").exists()
