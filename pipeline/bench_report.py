@@ -347,10 +347,13 @@ def ablation(agg: list[dict]) -> list[dict]:
         base = next((b for b in agg if b["graph"] == a["graph"] and b["algorithm"] == a["algorithm"]
                      and not b["options"]), None)
         off = ", ".join(_switch_name(k, v) for k, v in a["options"].items())
+        # all on over the same sources; no slowdown where either side gave wrong answers
+        base_ms, _ = _anchor_ms(base, a)
         out.append({
             "graph": a["graph"], "algorithm": a["algorithm"], "off": off, "variant": a["variant"],
-            "mean_ms": a["mean_ms"], "all_on_ms": base["mean_ms"] if base else None,
-            "slowdown": (a["mean_ms"] / base["mean_ms"]) if base and base["mean_ms"] else None,
+            "mean_ms": a["mean_ms"], "all_on_ms": base_ms if base_ms else (base["mean_ms"] if base else None),
+            "slowdown": (a["mean_ms"] / base_ms) if base_ms and not a["failures"] else None,
+            "failures": a["failures"] + (base["failures"] if base else 0),
             "relax_per_arc": a["relax_per_arc"],
             "all_on_relax_per_arc": base["relax_per_arc"] if base else None,
         })
@@ -531,7 +534,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out.append(_table(["graph", "method", "switched off", "mean ms", "all on ms", "slowdown",
                            "relax/\\|E\\| off", "relax/\\|E\\| all on"],
                           [[a["graph"], a["algorithm"], a["off"], fmt_number(a["mean_ms"]), fmt_number(a["all_on_ms"]),
-                            fmt_number(a["slowdown"]) + ("x" if a["slowdown"] else ""), fmt_number(a["relax_per_arc"]),
+                            (fmt_number(a["slowdown"]) + "x") if a["slowdown"] else
+                            (f"- ({a['failures']} row(s) failed)" if a["failures"] else "-"),
+                            fmt_number(a["relax_per_arc"]),
                             fmt_number(a["all_on_relax_per_arc"])] for a in ab]))
         out.append("")
 
@@ -542,8 +547,12 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         rows = []
         for g in _graph_order(loc):
             byk = {a["options"]["k"]: a["mean_ms"] for a in loc if a["graph"] == g}
-            best = min(byk, key=byk.get)
-            rows.append([g] + [(f"**{fmt_number(byk[k])}**" if k == best else fmt_number(byk.get(k))) for k in ks])
+            failed = {a["options"]["k"] for a in loc if a["graph"] == g and a["failures"]}
+            good = [k for k in byk if k not in failed]  # a wrong configuration is never the best
+            best = min(good, key=byk.get) if good else None
+            rows.append([g] + [(f"**{fmt_number(byk[k])}**" if k == best else
+                                f"{fmt_number(byk.get(k))} (failed)" if k in failed else fmt_number(byk.get(k)))
+                               for k in ks])
         out.append(_table(["graph"] + [f"k={k}" for k in ks], rows))
         out.append("")
 
@@ -701,7 +710,7 @@ def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
             ax.set_title(g, fontsize=10)
         save(fig, "ablation")
 
-    loc = locality_sweep(agg)
+    loc = [a for a in locality_sweep(agg) if not a["failures"]]  # wrong configurations not drawn
     if loc:
         fig, ax = plt.subplots(figsize=(6, 4))
         for g in _graph_order(loc):

@@ -81,6 +81,15 @@ def swapping_solver(graph, sources, *, predecessors=False, distances=True, count
     return res
 
 
+def wrong_when_solver(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
+    """Right, except with k=2 (locality) or dedup64 off (hbf): then one distance too large."""
+    if options.get("k") == 2 or options.get("dedup64") is False:
+        return wrong_solver(graph, sources, distances=distances)
+    if set(options) - HBF_SWITCHES - {"k"}:
+        raise TypeError(f"unknown option(s) {sorted(options)}")
+    return kernels_cpu.dijkstra(graph, sources, distances=distances)
+
+
 def crashing_solver(graph, sources, **kw):
     raise RuntimeError("kernel exploded")
 
@@ -647,3 +656,24 @@ def test_summary_rates_are_arcs_over_the_mean_time():
     assert a["mteps"] == pytest.approx(g.m / (np.mean(k) * 1e3), rel=1e-12)
     relax = [r["relaxations"] for r in rows]
     assert a["edges_per_s"] == pytest.approx(np.mean(relax) / (np.mean(k) * 1e-3), rel=1e-12)
+
+
+def test_a_wrong_configuration_is_no_best_k_and_has_no_slowdown(registry_guard):
+    """The locality k table set the fastest k in bold and the ablation table printed a
+    slowdown whether or not that configuration's answers were right."""
+    for name in ("locality", "hbf"):
+        registry_guard._VARIANTS.pop(name, None)
+        registry_guard.register(name, "cpu", "tests.pipeline.test_bench:wrong_when_solver")
+    out, _ = _run([grid_graph()], ["locality"], ablation=["hbf"], baselines=["scipy"], locality_k=(1, 2, 3))
+    agg = report.aggregate(out.table)
+    ab = {a["variant"]: a for a in report.ablation(agg)}
+    assert ab["hbf[dedup64=off]"]["slowdown"] is None and ab["hbf[dedup64=off]"]["failures"] == 6
+    assert ab["hbf[edge_classes=off]"]["slowdown"] is not None
+    text = report.summary_markdown(out.table, report.context_of(out))
+    line = next(ln for ln in text.splitlines() if ln.startswith("| grid | hbf | dedup64 |"))
+    assert "x |" not in line and "failed" in line
+    kline = next(ln for ln in text.splitlines() if ln.startswith("| grid |") and "k=" not in ln
+                 and ln.count("|") == 5)
+    cells = [c.strip() for c in kline.split("|")[2:5]]
+    assert cells[1].endswith("(failed)") and "**" not in cells[1]
+    assert sum("**" in c for c in cells) == 1
