@@ -314,18 +314,21 @@ def speedups(agg: list[dict]) -> list[dict]:
     for g, items in by_graph.items():
         harish = next((a for a in items if a["variant"] == "harish"), None)
         scipy = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
+        nk = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "networkit"), None)
         for a in items:
             if a["role"] == "ablation" or not a["mean_ms"]:
                 continue
             h_ms, h_sub = _anchor_ms(harish, a)
             s_ms, s_sub = _anchor_ms(scipy, a)
+            n_ms, n_sub = _anchor_ms(nk, a)
             ok = not a["failures"]  # a wrong (or failed) method gets no ratio
             out.append({
                 "graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"],
                 "vs_harish": (h_ms / a["mean_ms"]) if h_ms and ok else None,
                 "vs_scipy": (s_ms / a["mean_ms"]) if s_ms and ok else None,
+                "vs_networkit": (n_ms / a["mean_ms"]) if n_ms and ok else None,
                 "failures": a["failures"], "sources": len(a.get("source_ms") or {}),
-                "subset": (h_sub and bool(h_ms)) or (s_sub and bool(s_ms)),
+                "subset": (h_sub and bool(h_ms)) or (s_sub and bool(s_ms)) or (n_sub and bool(n_ms)),
             })
     return out
 
@@ -517,13 +520,17 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out += ["## Speedup", "",
                 "Mean time of the reference divided by the method's mean time, same run, same sources "
                 "(> 1: the method is faster); a method with failed rows gets no ratio.", ""]
-        out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"],
+        # NetworKit's column where a line has NetworKit rows (its Dijkstra, one source per call)
+        with_nk = any(a["kind"] == "baseline" and a["algorithm"] == "networkit" for a in agg)
+        out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"]
+                          + (["vs NetworKit Dijkstra"] if with_nk else []),
                           [[s["graph"], s["variant"] + (f" ({s['sources']} sources)" if s["subset"] else ""),
                             s["kind"], fmt_number(s["mean_ms"]), _ratio_cell(s, "vs_harish"),
-                            _ratio_cell(s, "vs_scipy")] for s in sp]))
+                            _ratio_cell(s, "vs_scipy")] + ([_ratio_cell(s, "vs_networkit")] if with_nk else [])
+                           for s in sp]))
         if any(s["subset"] for s in sp):
             out += ["", "A method marked (N sources) was timed on fewer sources than the others "
-                    "(--slow-ms); its ratios use the references' mean times over those N sources."]
+                    "(--slow-ms); its ratios use the anchors' mean times over those N sources."]
         out.append("")
 
     ab = ablation(agg)

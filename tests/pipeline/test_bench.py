@@ -677,3 +677,21 @@ def test_a_wrong_configuration_is_no_best_k_and_has_no_slowdown(registry_guard):
     cells = [c.strip() for c in kline.split("|")[2:5]]
     assert cells[1].endswith("(failed)") and "**" not in cells[1]
     assert sum("**" in c for c in cells) == 1
+
+
+def test_speedup_over_networkit_is_in_the_table_when_it_ran():
+    """NetworKit ran as an anchor in the same run but the Speedup table had only
+    'vs harish' and 'vs SciPy': BENCHMARKS.md's 'vs NetworKit Dijkstra' column was
+    worked out by hand from the rows."""
+    out, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"])
+    t = out.table
+    sc = t.filter(pa.compute.equal(t.column("algorithm"), "scipy"))
+    nk = sc.set_column(t.schema.get_field_index("algorithm"), "algorithm", pa.array(["networkit"] * len(sc)))
+    nk = nk.set_column(t.schema.get_field_index("variant"), "variant", pa.array(["networkit"] * len(sc)))
+    table = _timed(pa.concat_tables([t, nk]), {"dijkstra": 2.0, "scipy": 4.0, "networkit": 6.0})
+    sp = {s["variant"]: s for s in report.speedups(report.aggregate(table))}
+    assert sp["dijkstra"]["vs_scipy"] == pytest.approx(2.0) and sp["dijkstra"]["vs_networkit"] == pytest.approx(3.0)
+    text = report.summary_markdown(table, report.context_of(out))
+    assert "| vs SciPy Dijkstra | vs NetworKit Dijkstra |" in text
+    assert "| grid | dijkstra | cpu | 2.00 | - | 2.00x | 3.00x |" in text
+    assert "vs NetworKit" not in report.summary_markdown(t, report.context_of(out))
