@@ -555,6 +555,7 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
             "graph": graph.name, "fingerprint": graph.fingerprint, "vertices": graph.n,
             "arcs": graph.m, "weights": weights, "weight_spec": spec,
             "source_file": meta.get("source_file"), "source_sha256": meta.get("source_sha256"),
+            "generator": meta.get("generator"),  # sssp generate's family, size and seed
             "directed": bool(graph.directed), "sources": int(len(srcs)),
             "min_component": draw.min_component, "asked_min_component": draw.asked_min_component,
             "source_ids": graph.to_ids(srcs).tolist(),

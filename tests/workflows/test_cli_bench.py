@@ -391,3 +391,15 @@ def test_bench_a_later_graph_that_fails_ingest_stops_it_before_any_timing(small_
     assert len(errors) == 1 and bad in errors[0], err
     assert "Traceback" not in err and "loaded rand300" not in err
     assert not (out / "rows.parquet").exists()
+
+
+def test_bench_of_a_generated_graph_names_its_generator_and_weight_seed(tmp_path):
+    g = tmp_path / "rmat8.parquet"
+    assert main(["generate", "rmat", "--scale", "8", "--edge-factor", "4", "--seed", "7", "--weights", "1:1000",
+                 "-o", str(g), "-q"]) == 0
+    out = tmp_path / "b"
+    assert main(["bench", str(g), "--algorithms", "dijkstra", "--baselines", "scipy", "--sources", "2",
+                 "--out", str(out), "--no-plots"]) == 0
+    info = json.loads(pq.read_table(out / "rows.parquet").schema.metadata[b"sssp"])["graphs"][0]
+    assert info["generator"]["family"] == "rmat" and info["generator"]["seed"] == 7
+    assert info["weights"] == "int64 1..1000 (uniform:1:1000:7)"
