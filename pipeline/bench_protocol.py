@@ -364,6 +364,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def source_commit() -> str | None:
+    """The git commit of the code that runs (``+dirty`` with uncommitted changes), when
+    it runs from a git checkout (the package version does not change between commits,
+    and BENCHMARKS.md names runs by commit); None otherwise."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0 or not head.stdout.strip():
+            return None
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
 def environment() -> dict:
     """GPU name, driver and library versions (empty GPU fields without a device)."""
     import importlib.metadata as md
@@ -381,6 +401,9 @@ def environment() -> dict:
         v = bl.version(name)
         if v:
             versions[name] = v
+    commit = source_commit()
+    if commit:
+        versions["gpu-sssp-commit"] = commit
     import os
 
     try:

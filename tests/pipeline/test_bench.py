@@ -695,3 +695,17 @@ def test_speedup_over_networkit_is_in_the_table_when_it_ran():
     assert "| vs SciPy Dijkstra | vs NetworKit Dijkstra |" in text
     assert "| grid | dijkstra | cpu | 2.00 | - | 2.00x | 3.00x |" in text
     assert "vs NetworKit" not in report.summary_markdown(t, report.context_of(out))
+
+
+def test_the_environment_names_the_code_commit():
+    """Rows named the package version (0.1.0 at every commit) but not the code's commit,
+    which BENCHMARKS.md uses to tell runs apart."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(bm.__file__).resolve().parent
+    head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    got = bm.environment()["versions"]["gpu-sssp-commit"]
+    assert got.split("+")[0] == head.stdout.strip()
