@@ -642,11 +642,11 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
                 rows.extend(_time_method(v, ctx, progress, note))
             # what is measured so far, for a caller that keeps it (a run cut short)
             progress("rows", table=pa.Table.from_pylist(rows, schema=ROW_SCHEMA), graphs=list(graph_info),
-                     notes=list(notes), settings=dict(settings.__dict__))
+                     notes=list(notes), settings=dict(settings.__dict__, verify_sources=VERIFY_SOURCES))
         if have_gpu:
             _release_device()
     table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
-    settings_d = dict(settings.__dict__)
+    settings_d = dict(settings.__dict__, verify_sources=VERIFY_SOURCES)
     return BenchOutcome(table, notes, env, graph_info, settings_d)
 
 

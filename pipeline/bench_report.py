@@ -497,8 +497,12 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
             seen.add(key)
             out.append(f"- {r['graph']} / {r['variant']} (source {r['source']}): {r['error']}")
     else:
+        checked = all(r.get("settings", {}).get("verify_sources") for r in runs) if runs \
+            else bool(settings.get("verify_sources"))
         out.append(f"All {len(table)} rows match the SciPy reference (vertices reached, distance sum "
-                   "and eccentricity per source; exact for integer weights).")
+                   "and eccentricity per source; exact for integer weights)"
+                   + (", and every method's whole distance vectors from the first source (the first "
+                      f"{settings.get('verify_sources') or 2} for batched methods) equal SciPy's." if checked else "."))
     out.append("")
 
     out += ["## Time per algorithm and graph", ""]

@@ -372,6 +372,8 @@ def test_wrong_distances_with_the_right_statistics_are_caught(registry_guard, ba
     assert out.failures == len(bad)
     text = report.summary_markdown(out.table, report.context_of(out))
     assert "FAILED" in text and "wrong distance" in text
+    good, _ = _run([grid_graph()], ["dijkstra"], baselines=["scipy"])
+    assert "whole distance vectors" in report.summary_markdown(good.table, report.context_of(good))
 
 
 def test_a_wrong_method_gets_no_speedup(registry_guard):
