@@ -194,6 +194,7 @@ def _check_later_graphs(graphs, opts: dict) -> None:
             with _open_parquet_checked(path) as pf:
                 _open_edge_list(path, pf)
         else:
+            console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)", highlight=False)
             load_graph(path, **opts)  # dropped at once: one graph in memory at a time
 
 
