@@ -4,7 +4,11 @@ Each baseline is prepared once per graph (building its own graph structure, not
 timed) and then solves one source at a time, returning the full distance vector
 (float64, ``+inf`` where unreachable) and the milliseconds spent inside the
 library's own call, so the bench checks the baselines' answers exactly like the
-GPU methods'.
+GPU methods'.  ``networkit-spsp`` is the many-core anchor: NetworKit's SPSP runs
+Dijkstra from every source of a call in parallel on all the host cores this process
+may use (:func:`host_threads`); it solves many sources per call
+(:data:`BATCHED_BASELINES`, :func:`prepare_many`), timed per call like the batched
+methods.
 
 SciPy is always there (it is the project's reference).  NetworKit and rustworkx
 come with the optional ``bench`` extra; :func:`unavailable_reason` says why one
@@ -18,15 +22,45 @@ from typing import Callable
 import numpy as np
 
 #: Baselines in the order the bench runs them.
-BASELINES = ("scipy", "networkit", "rustworkx")
+BASELINES = ("scipy", "networkit", "networkit-spsp", "rustworkx")
+#: Baselines that solve many sources per call (:func:`prepare_many`).
+BATCHED_BASELINES = frozenset({"networkit-spsp"})
+#: Distances (sources x vertices) one ``networkit-spsp`` call may hand back: NetworKit
+#: returns them as Python lists of floats (about 32 bytes each), so 16M is about 0.5 GB.
+SPSP_CELLS = 16_000_000
 
 _DESCRIPTIONS = {
     "scipy": "scipy.sparse.csgraph.dijkstra (binary heap), one source per call",
     "networkit": "networkit.distance.Dijkstra, one source per call",
+    "networkit-spsp": ("networkit.distance.SPSP (Dijkstra from every source of a call in parallel) on all "
+                       "usable host cores; timed: its run(), not the conversion of the distances to Python"),
     "rustworkx": "rustworkx.digraph_dijkstra_shortest_path_lengths, one source per call",
 }
 
 SolveOne = Callable[[int], "tuple[np.ndarray, float]"]
+SolveMany = Callable[["np.ndarray"], "tuple[np.ndarray, float]"]
+
+
+def host_threads() -> int:
+    """The host cores this process may run on (its CPU affinity; ``os.cpu_count()``
+    where that is unknown): the threads ``networkit-spsp`` uses."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def sources_per_call(name: str, graph, n_sources: int) -> int:
+    """How many sources one call of a batched baseline takes: every one of them, unless
+    their distances would pass :data:`SPSP_CELLS`; never fewer than two per thread (so
+    that every core has work), nor more than ``n_sources``."""
+    _check_name(name)
+    if name not in BATCHED_BASELINES:
+        return 1
+    per = max(2 * host_threads(), SPSP_CELLS // max(1, graph.n))
+    return max(1, min(int(n_sources), per))
 
 
 def describe(name: str) -> str:
@@ -46,7 +80,7 @@ def version(name: str) -> str | None:
     try:
         if name == "scipy":
             import scipy as mod
-        elif name == "networkit":
+        elif name in ("networkit", "networkit-spsp"):
             import networkit as mod
         else:
             import rustworkx as mod
@@ -97,7 +131,29 @@ def prepare(name: str, graph, sources=None) -> SolveOne:
         raise ValueError(reason)
     if name == "scipy":
         return _scipy(graph, sources)
+    if name in BATCHED_BASELINES:
+        many = prepare_many(name, graph)
+        return lambda source: (lambda d, ms: (d[0], ms))(*many(np.array([int(source)])))
     return {"networkit": _networkit, "rustworkx": _rustworkx}[name](graph)
+
+
+def prepare_many(name: str, graph) -> SolveMany:
+    """A batched baseline (:data:`BATCHED_BASELINES`): build its graph once; return
+    ``solve_many(sources) -> (dist, ms)``, ``dist`` of shape ``(len(sources), n)``
+    (float64, ``+inf`` where unreachable), ``ms`` the library's own call for all of them.
+
+    Raises
+    ------
+    ValueError
+        Not a batched baseline, or one that cannot run on this graph.
+    """
+    _check_name(name)
+    if name not in BATCHED_BASELINES:
+        raise ValueError(f"{name} solves one source per call: use prepare()")
+    reason = unavailable_reason(name, graph)
+    if reason:
+        raise ValueError(reason)
+    return _networkit_spsp(graph)
 
 
 def _scipy(graph, sources=None) -> SolveOne:
@@ -131,13 +187,41 @@ def _scipy(graph, sources=None) -> SolveOne:
     return solve_one
 
 
-def _networkit(graph) -> SolveOne:
+def _networkit_graph(graph):
     import networkit as nk
 
     g = nk.Graph(graph.n, weighted=True, directed=True)
     if graph.m:
         g.addEdges((graph.weights.astype(np.float64),
                     (graph.tails().astype(np.uint64), graph.indices.astype(np.uint64))))
+    return g
+
+
+def _networkit_spsp(graph) -> SolveMany:
+    import networkit as nk
+
+    g = _networkit_graph(graph)
+    big = np.finfo(np.float64).max / 2
+    threads = host_threads()
+
+    def solve_many(sources):
+        sources = [int(s) for s in np.asarray(sources).reshape(-1)]
+        nk.setNumberOfThreads(threads)  # every usable core (NetworKit's default may differ)
+        algo = nk.distance.SPSP(g, sources)
+        t0 = time.perf_counter()
+        algo.run()
+        ms = (time.perf_counter() - t0) * 1e3
+        dist = np.asarray(algo.getDistances(), dtype=np.float64).reshape(len(sources), graph.n)
+        dist[dist >= big] = np.inf  # NetworKit marks unreachable with the largest double
+        return dist, ms
+
+    return solve_many
+
+
+def _networkit(graph) -> SolveOne:
+    import networkit as nk
+
+    g = _networkit_graph(graph)
     big = np.finfo(np.float64).max / 2
 
     def solve_one(source: int):

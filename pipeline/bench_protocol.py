@@ -253,7 +253,12 @@ class Variant:
 
     @property
     def batched(self) -> bool:
-        return self.kind != "baseline" and self.algorithm in BATCHED_METHODS
+        """Many sources per call (timed per call, divided by its size)."""
+        if self.kind == "baseline":
+            from gpu_sssp.kernels.baselines import BATCHED_BASELINES
+
+            return self.algorithm in BATCHED_BASELINES
+        return self.algorithm in BATCHED_METHODS
 
 
 def _opts(d: dict) -> tuple:
@@ -762,6 +767,8 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
     from gpu_sssp.kernels import baselines as bl
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
+    if v.batched:
+        return _time_batched_baseline(v, ctx, progress, note)
     rows = []
     first_ms = None
     try:
@@ -792,6 +799,47 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
             progress("step", advance=1)
     if v.algorithm != "scipy":  # (scipy's run 0 is the reference itself)
         _verify(rows, ctx, v, lambda pos: [solve_one(int(srcs[i]))[0] for i in pos], note)
+    return rows
+
+
+def _time_batched_baseline(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
+    """A baseline that solves many sources per call (``networkit-spsp``): the sources in
+    calls of ``--batch-size`` (default :func:`kernels.baselines.sources_per_call`), each
+    call's time divided over its sources, as for the batched methods."""
+    from gpu_sssp.kernels import baselines as bl
+
+    graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
+    size = st.batch_size or bl.sources_per_call(v.algorithm, graph, len(srcs))
+    groups = [np.arange(a, min(a + size, len(srcs))) for a in range(0, len(srcs), size)]
+    rows = []
+    first_ms = None
+    try:
+        solve_many = bl.prepare_many(v.algorithm, graph)
+        for _ in range(st.warmup):
+            t0 = time.perf_counter()
+            solve_many(srcs[groups[0]])
+            first_ms = (time.perf_counter() - t0) * 1e3 if first_ms is None else first_ms
+    except Exception as exc:
+        for run in range(st.runs):
+            rows += [_error_row(ctx, v, i, run, f"{type(exc).__name__}: {exc}") for i in range(len(srcs))]
+        progress("step", advance=st.runs * len(srcs))
+        note(f"{graph.name}: baseline {v.algorithm} failed to start: {exc}")
+        return rows
+    for run in range(st.runs):
+        for idx in groups:
+            dist, ms = solve_many(srcs[idx])
+            b = len(idx)
+            for j, i in enumerate(idx):
+                got = answer_from_distances(dist[j], graph.integer_weights)
+                ok = same_answer(got, ctx.refs[i], graph)
+                rows.append(_row(ctx, v, int(i), run, batch_size=b, time_ms=ms / b, kernel_ms=ms / b,
+                                 iterations=got.reached, launches=0.0, host_syncs=0.0,
+                                 relaxations=ctx.ref_relax[i], reached=got.reached,
+                                 checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
+                                 device="cpu", warmup_ms=first_ms))
+            del dist
+            progress("step", advance=b)
+    _verify(rows, ctx, v, lambda pos: solve_many(srcs[np.asarray(pos)])[0], note)
     return rows
 
 

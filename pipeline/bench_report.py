@@ -315,20 +315,24 @@ def speedups(agg: list[dict]) -> list[dict]:
         harish = next((a for a in items if a["variant"] == "harish"), None)
         scipy = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
         nk = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "networkit"), None)
+        nk_all = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "networkit-spsp"), None)
         for a in items:
             if a["role"] == "ablation" or not a["mean_ms"]:
                 continue
             h_ms, h_sub = _anchor_ms(harish, a)
             s_ms, s_sub = _anchor_ms(scipy, a)
             n_ms, n_sub = _anchor_ms(nk, a)
+            m_ms, m_sub = _anchor_ms(nk_all, a)
             ok = not a["failures"]  # a wrong (or failed) method gets no ratio
             out.append({
                 "graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"],
                 "vs_harish": (h_ms / a["mean_ms"]) if h_ms and ok else None,
                 "vs_scipy": (s_ms / a["mean_ms"]) if s_ms and ok else None,
                 "vs_networkit": (n_ms / a["mean_ms"]) if n_ms and ok else None,
+                "vs_networkit_spsp": (m_ms / a["mean_ms"]) if m_ms and ok else None,
                 "failures": a["failures"], "sources": len(a.get("source_ms") or {}),
-                "subset": (h_sub and bool(h_ms)) or (s_sub and bool(s_ms)) or (n_sub and bool(n_ms)),
+                "subset": ((h_sub and bool(h_ms)) or (s_sub and bool(s_ms)) or (n_sub and bool(n_ms))
+                           or (m_sub and bool(m_ms))),
             })
     return out
 
@@ -471,6 +475,13 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                "upload, compilation, a hierarchy's build or load); "
                "MTEPS = arcs / kernel time; edges/s = relax operations / kernel time; "
                "relax/|E| = relax operations per arc (Dijkstra scans each reached arc once)")
+    anchors = sorted({a["algorithm"] for a in agg if a["kind"] == "baseline"})
+    if anchors:
+        from gpu_sssp.kernels import baselines as bl
+
+        described = [f"`{a}`: {bl.describe(a)}" for a in anchors if a in bl.BASELINES]
+        if described:
+            out.append("- anchors (CPU baselines): " + "; ".join(described))
     out.append("")
 
     graphs = context.get("graphs", [])
@@ -524,13 +535,17 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out += ["## Speedup", "",
                 "Mean time of the reference divided by the method's mean time, same run, same sources "
                 "(> 1: the method is faster); a method with failed rows gets no ratio.", ""]
-        # NetworKit's column where a line has NetworKit rows (its Dijkstra, one source per call)
+        # NetworKit's columns where a line has its rows: its Dijkstra, one source per call,
+        # and its SPSP on every host core (networkit-spsp, the many-core anchor)
         with_nk = any(a["kind"] == "baseline" and a["algorithm"] == "networkit" for a in agg)
+        with_all = any(a["kind"] == "baseline" and a["algorithm"] == "networkit-spsp" for a in agg)
         out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"]
-                          + (["vs NetworKit Dijkstra"] if with_nk else []),
+                          + (["vs NetworKit Dijkstra"] if with_nk else [])
+                          + (["vs NetworKit SPSP, all cores"] if with_all else []),
                           [[s["graph"], s["variant"] + (f" ({s['sources']} sources)" if s["subset"] else ""),
                             s["kind"], fmt_number(s["mean_ms"]), _ratio_cell(s, "vs_harish"),
                             _ratio_cell(s, "vs_scipy")] + ([_ratio_cell(s, "vs_networkit")] if with_nk else [])
+                           + ([_ratio_cell(s, "vs_networkit_spsp")] if with_all else [])
                            for s in sp]))
         if any(s["subset"] for s in sp):
             out += ["", "A method marked (N sources) was timed on fewer sources than the others "

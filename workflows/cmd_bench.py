@@ -92,12 +92,14 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup", type=int, default=1, help="untimed calls per method first (default 1)")
     p.add_argument("--ablation", default="", help="methods whose optimisations are switched off in "
                    "turn: 'hbf'")
-    p.add_argument("--baselines", default="scipy,networkit,rustworkx",
-                   help="CPU baselines (scipy always works; networkit/rustworkx come with the "
-                   "'bench' extra and are skipped with a note when absent); '' for none")
+    p.add_argument("--baselines", default="scipy,networkit,networkit-spsp,rustworkx",
+                   help="CPU baselines (scipy always works; networkit, networkit-spsp (NetworKit's "
+                   "parallel SPSP on every usable host core) and rustworkx come with the 'bench' "
+                   "extra and are skipped with a note when absent); '' for none")
     p.add_argument("--locality-k", default="1,2,3,4,5", help="k values timed for 'locality' (default 1..5)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="sources per call for batched methods (default: all sources in one call)")
+                   help="sources per call for batched methods and networkit-spsp (default: all sources in one "
+                   "call; networkit-spsp: at most about 16M distances per call)")
     p.add_argument("--baseline-max-arcs", type=int, default=5_000_000,
                    help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
                    "slow); SciPy always runs (default 5000000)")

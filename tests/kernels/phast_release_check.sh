@@ -32,7 +32,7 @@ for g in NY FLA; do
 done
 log "bench"
 timeout ${BENCH_LIMIT:-200} $SSSP bench $W/NY.parquet $W/FLA.parquet --algorithms phast,batched \
-  --baselines scipy,networkit --sources ${BENCH_SOURCES:-256} --out $R/bench --no-plots > "$R/bench.log" 2>&1
+  --baselines scipy,networkit,networkit-spsp --sources ${BENCH_SOURCES:-256} --out $R/bench --no-plots > "$R/bench.log" 2>&1
 log "bench exit $?"
 
 for algo in auto batched; do

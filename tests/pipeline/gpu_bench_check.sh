@@ -118,7 +118,7 @@ for phase in $PHASES; do
     done
     log "rmat graphs ready"
     bench rmat "$RMAT_TIMEOUT" "${args[@]}" --ablation hbf --sources "$BIG_SOURCES" --min-component 100000 \
-      --baselines scipy,networkit,rustworkx --baseline-max-arcs 5000000 --graph-time-limit "$BIG_LIMIT"
+      --baselines scipy,networkit,networkit-spsp,rustworkx --baseline-max-arcs 5000000 --graph-time-limit "$BIG_LIMIT"
     ;;
   grid)
     [ -e "$WORK/grid22.parquet" ] || $SSSP generate grid --rows "$GRID_SIDE" --cols "$GRID_SIDE" --seed 7 \

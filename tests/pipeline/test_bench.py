@@ -711,3 +711,79 @@ def test_the_environment_names_the_code_commit():
         pytest.skip("not a git checkout")
     got = bm.environment()["versions"]["gpu-sssp-commit"]
     assert got.split("+")[0] == head.stdout.strip()
+
+
+# ----------------------------------------------------------------------------- the many-core anchor
+def test_networkit_spsp_solves_many_sources_as_scipy():
+    """``networkit-spsp`` (NetworKit's SPSP on every usable core) hands back one row per
+    source, equal to SciPy's, unreachable vertices as +inf, zero-weight arcs kept."""
+    g = directed_graph()
+    why = bl.unavailable_reason("networkit-spsp", g)
+    if why:
+        pytest.skip(why)
+    z = Graph.from_edges(g.tails(), g.indices, np.where(np.arange(g.m) % 3 == 0, 0, g.weights), g.n, name="zero")
+    for graph in (g, z):
+        srcs = np.array([0, 45, 52, 41, 45])  # 52 is isolated; a repeated source kept
+        dist, ms = bl.prepare_many("networkit-spsp", graph)(srcs)
+        ref, _ = bl.prepare("scipy", graph)(0)
+        assert dist.shape == (len(srcs), graph.n) and ms >= 0
+        for j, s in enumerate(srcs):
+            np.testing.assert_array_equal(dist[j], bl.prepare("scipy", graph)(int(s))[0])
+        assert np.isinf(dist[2]).sum() == graph.n - 1
+    assert bl.sources_per_call("networkit", g, 100) == 1
+    assert bl.BATCHED_BASELINES == {"networkit-spsp"}
+    with pytest.raises(ValueError, match="one source per call"):
+        bl.prepare_many("networkit", g)
+
+
+def test_sources_per_call_bounds_the_distances_and_feeds_every_core(monkeypatch):
+    monkeypatch.setattr(bl, "host_threads", lambda: 8)
+    small, big = directed_graph(), Graph.from_edges([0], [1], [1], 4_000_000, name="big")
+    assert bl.sources_per_call("networkit-spsp", small, 100) == 100  # all of them
+    assert bl.sources_per_call("networkit-spsp", small, 3) == 3
+    assert bl.sources_per_call("networkit-spsp", big, 100) == 16  # 2 per thread, not 4 (16M cells)
+    monkeypatch.setattr(bl, "host_threads", lambda: 1)
+    assert bl.sources_per_call("networkit-spsp", big, 100) == 4  # 16M cells / 4M vertices
+
+
+def test_the_many_core_anchor_is_timed_per_call_and_ratioed(tmp_path):
+    """Its rows carry the call's size and the call's time per source; the Speedup table
+    has its column; its description names the cores."""
+    g = grid_graph()
+    if bl.unavailable_reason("networkit-spsp", g):
+        pytest.skip(bl.unavailable_reason("networkit-spsp", g))
+    out, _ = _run([g], ["dijkstra"], baselines=["scipy", "networkit-spsp"], settings={"batch_size": 4})
+    rows = out.table.to_pylist()
+    nk = [r for r in rows if r["algorithm"] == "networkit-spsp"]
+    assert nk and all(r["ok"] for r in nk) and all(r["kind"] == "baseline" for r in nk)
+    assert sorted({r["batch_size"] for r in nk}) == [2, 4]  # 6 sources in calls of 4 and 2
+    sp = {s["variant"]: s for s in report.speedups(report.aggregate(out.table))}
+    mean = {a["variant"]: a["mean_ms"] for a in report.aggregate(out.table)}
+    assert sp["dijkstra"]["vs_networkit_spsp"] == pytest.approx(mean["networkit-spsp"] / mean["dijkstra"])
+    text = report.summary_markdown(out.table, report.context_of(out))
+    assert "vs NetworKit SPSP, all cores" in text and "all usable host cores" in text
+
+
+def test_a_wrong_many_core_anchor_fails_its_rows(monkeypatch):
+    """The batched anchor's answers are checked like a method's: distances at the wrong
+    vertices (statistics intact) fail every row, and it gets no ratio."""
+    g = grid_graph()
+    if bl.unavailable_reason("networkit-spsp", g):
+        pytest.skip(bl.unavailable_reason("networkit-spsp", g))
+    real = bl.prepare_many
+
+    def swapped(name, graph):
+        many = real(name, graph)
+
+        def solve(sources):
+            d, ms = many(sources)
+            d = d.copy()
+            d[:, [1, 2]] = d[:, [2, 1]]
+            return d, ms
+        return solve
+
+    monkeypatch.setattr(bl, "prepare_many", swapped)
+    out, _ = _run([g], ["dijkstra"], baselines=["scipy", "networkit-spsp"])
+    bad = [r for r in out.table.to_pylist() if r["algorithm"] == "networkit-spsp"]
+    assert bad and not any(r["ok"] for r in bad)
+    assert all("wrong distance" in r["error"] for r in bad)
