@@ -1,0 +1,65 @@
+"""Travel-time matrix studies: cases found by an audit (kills at start-up, ...).
+
+No cluster: the study folder (``pipeline.study.folder.Study``) is driven directly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.pipeline.test_study_support import rome_parquet
+
+
+@pytest.fixture(scope="module")
+def rome(tmp_path_factory):
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    path = rome_parquet(tmp_path_factory.mktemp("audit-data"))
+    return path, read_parquet(path)
+
+
+def _plan(rome, out, targets=True):
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    path, g = rome
+    tp = plan_targets(g, targets=[5, 1, 5, g.n]) if targets else None
+    return plan_study(g, str(path), plan_sources(g, random=20, seed=2), out=out, batch_size=8,
+                      algorithm="dijkstra", targets=tp)
+
+
+@pytest.mark.parametrize("targets", [True, False])
+def test_start_killed_before_its_manifest_resumes(rome, tmp_path, monkeypatch, targets):
+    """A run stopped while its folder is being started (kill -9 or Ctrl-C while
+    targets.parquet is written) must leave a folder that ``--resume`` continues: the
+    manifest comes first, the batch folders and targets.parquet after it (a study
+    without targets stopped as it wrote its manifest left an empty stats/ behind, with
+    the same refusals).  Before, the
+    folder held matrix/, stats/ and targets.parquet without a manifest, and both
+    ``--resume`` ("no study to resume here") and a fresh run ("folder is not empty and
+    holds no study") refused it."""
+    from gpu_sssp.pipeline.study import folder as fmod
+    from gpu_sssp.pipeline.study.folder import Study
+
+    out = tmp_path / "m"
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt
+
+    # the last step of a start that creates anything in the folder, interrupted
+    monkeypatch.setattr(fmod._matrix, "start_folder", killed)
+    if not targets:  # a study without targets: stopped as it writes its manifest
+        monkeypatch.setattr(fmod, "write_json_atomic", killed)
+    st = Study(_plan(rome, out, targets))
+    with pytest.raises(KeyboardInterrupt):
+        st.start({})
+    st.close()
+    monkeypatch.undo()
+    st = Study(_plan(rome, out, targets), resume=True)  # refused before the fix
+    st.start({})
+    st.close()
+    assert (out / "manifest.json").exists() and (out / "stats").is_dir()
+    if targets:
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(out / "targets.parquet").column("target").to_pylist() == [5, 1, 5, rome[1].n]
