@@ -63,3 +63,21 @@ def test_start_killed_before_its_manifest_resumes(rome, tmp_path, monkeypatch, t
         import pyarrow.parquet as pq
 
         assert pq.read_table(out / "targets.parquet").column("target").to_pylist() == [5, 1, 5, rome[1].n]
+
+
+@pytest.mark.parametrize("k", [2.7, 1.0, True, "5", np.float64(3.0)])
+def test_random_targets_k_must_be_a_whole_number(rome, k):
+    """``study(random_targets=2.7)`` drew 2 targets (``int(K)``), ``True`` 1, ``"5"`` 5:
+    a count that is not a whole number is refused, never truncated."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    with pytest.raises(UsageError, match="--random-targets K takes a whole number"):
+        plan_targets(rome[1], random=k)
+
+
+def test_random_targets_k_numpy_integer(rome):
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    tp = plan_targets(rome[1], random=np.int64(5))
+    assert tp.count == 5 and tp.how["kind"] == "random" and tp.how["seed"] == 1
