@@ -81,3 +81,27 @@ def test_random_targets_k_numpy_integer(rome):
 
     tp = plan_targets(rome[1], random=np.int64(5))
     assert tp.count == 5 and tp.how["kind"] == "random" and tp.how["seed"] == 1
+
+
+def test_default_batch_of_a_matrix_study_fits_chunk_bytes(rome, tmp_path):
+    """A default batch's matrix stays within ``sssp.study.chunk-bytes``: 64 sources (the
+    CPU default) x 20,000,000 targets made 10 GB batches and workers restarted for memory
+    again and again; a batch size the user gives is kept."""
+    import dask
+
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import plan_study
+    from gpu_sssp.pipeline.targets import TargetPlan
+
+    path, g = rome
+    many = TargetPlan(np.zeros(200_000, dtype=np.int64), {"kind": "list"})  # 1.6 MB a source
+    sp_ = plan_sources(g, random=300, seed=2)
+    with dask.config.set({"sssp.study.chunk-bytes": 16_000_000}):  # 10 sources' rows
+        p = plan_study(g, str(path), sp_, out=tmp_path / "a", algorithm="dijkstra", targets=many)
+        assert p.resolve_batch_size(["cpu"]) == 10
+        assert max(len(b) for b in p.batches) == 10 and sum(len(b) for b in p.batches) == 300
+        given = plan_study(g, str(path), sp_, out=tmp_path / "b", algorithm="dijkstra", targets=many, batch_size=64)
+        assert given.resolve_batch_size(["cpu"]) == 64
+    few = TargetPlan(np.arange(50, dtype=np.int64), {"kind": "list"})
+    p = plan_study(g, str(path), sp_, out=tmp_path / "c", algorithm="dijkstra", targets=few)
+    assert p.resolve_batch_size(["cpu"]) == 64  # the CPU default, far below the cap
