@@ -395,14 +395,10 @@ def _solve_targets(spec: Method, fn, graph, src, targets, stats_over, turn, opti
             res = fn(graph, src, **kw, **options)
         parts = [res]
     else:  # CPU: rows of at most GENERIC_CHUNK_BYTES, each gathered at once
-        step = max(1, GENERIC_CHUNK_BYTES // max(8 * graph.n, 1))
-        parts = []
-        with hold:
-            for i in range(0, len(src), step):
-                r = fn(graph, src[i:i + step], **kw, **options)
-                r.distances = np.ascontiguousarray(r.distances[:, targets])
-                r.counters["targets_gathered"] = "host"
-                parts.append(r)
+        res = _gather_cpu(fn, graph, src, targets, stats_over, hold, kw, options)
+        res.targets = targets
+        res.stats_over = "targets" if stats_over == "targets" else "vertices"
+        return res
     res = _concat(parts)
     if res.distances.shape[1] != len(targets) or not res.counters.get("targets_gathered"):
         # an engine that does not gather (none registered today): gather its rows here
@@ -412,6 +408,42 @@ def _solve_targets(spec: Method, fn, graph, src, targets, stats_over, turn, opti
     if stats_over == "targets":
         res.reached, res.eccentricity, res.sum_distance = target_stats(res.distances, targets, integer=integer)
         res.stats_over = "targets"
+    return res
+
+
+def _gather_cpu(fn, graph, src, targets, stats_over, hold, kw, options) -> Result:
+    """The CPU engines' ``targets=``: rows of at most ``GENERIC_CHUNK_BYTES`` solved in
+    turn, each chunk's target columns copied into one C-ordered ``(B, T)`` matrix
+    allocated once, and, with ``stats_over="targets"``, each chunk's statistics taken
+    over the distinct targets from its full rows.  The matrix is the only array of its
+    size: a fancy index over the columns (``rows[:, targets]``) comes out F-ordered,
+    and making it C-ordered, then concatenating the chunks, each copied it again (a
+    matrix study's worker needed three times its batch's matrix, and was killed for
+    memory where the study's size check had let the batch through); the statistics of
+    the gathered matrix took several temporaries of its size as well."""
+    step = max(1, GENERIC_CHUNK_BYTES // max(8 * graph.n, 1))
+    mat = np.empty((len(src), len(targets)), dtype=np.float64)
+    distinct = None
+    if stats_over == "targets":
+        _, first = np.unique(targets, return_index=True)
+        distinct = targets[np.sort(first)]  # each target once, in the order first asked
+    parts = []
+    with hold:
+        for i in range(0, len(src), step):
+            r = fn(graph, src[i:i + step], **kw, **options)
+            rows, block = r.distances, mat[i:i + len(r.sources)]
+            for j in range(len(block)):  # row by row: C order, no temporary of the matrix's size
+                np.take(rows[j], targets, out=block[j])
+            if distinct is not None:
+                from gpu_sssp.kernels.result import reduce_distances
+
+                r.reached, r.eccentricity, r.sum_distance = reduce_distances(
+                    rows[:, distinct], integer=graph.integer_weights)
+            r.distances = None  # the chunk's full rows are freed before the next chunk
+            parts.append(r)
+    res = _concat(parts)
+    res.distances = mat
+    res.counters["targets_gathered"] = "host"
     return res
 
 
@@ -425,7 +457,8 @@ def _concat(parts: list) -> Result:
     for key in ("kernel_ms", "relaxations", "launches", "host_syncs"):
         if key in counters:
             counters[key] = sum(p.counters.get(key, 0) for p in parts)
-    return Result(sources=cat("sources"), distances=cat("distances"), predecessors=None,
+    return Result(sources=cat("sources"), distances=None if first.distances is None else cat("distances"),
+                  predecessors=None,
                   reached=cat("reached"), eccentricity=cat("eccentricity"), sum_distance=cat("sum_distance"),
                   iterations=cat("iterations"), relaxations=cat("relaxations"), method=first.method,
                   backend=first.backend, device=first.device, counters=counters)

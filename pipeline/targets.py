@@ -73,8 +73,8 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
     Raises
     ------
     UsageError
-        Both ``targets`` and ``random``, ``seed`` without ``random``, K out of range, no
-        ids given.
+        Both ``targets`` and ``random``, ``seed`` without ``random``, K not a whole number
+        or out of range, no ids given.
     InputError
         A bad targets file (see :func:`read_target_file`).
     """
@@ -85,6 +85,11 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
     if targets is None and random is None:
         return None
     if random is not None:
+        import numbers
+
+        # a whole number: int(2.7) would draw 2 targets, int(True) 1, int("5") 5
+        if isinstance(random, (bool, np.bool_)) or not isinstance(random, numbers.Integral):
+            raise UsageError(f"--random-targets K takes a whole number from 1 up, got {random!r}")
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random-targets K must be between 1 and the {graph.n:,} vertices, got {k}")

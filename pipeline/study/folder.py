@@ -581,10 +581,7 @@ class Study:
             The folder or its files cannot be written.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        for sub in self.plan.batch_folders:  # matrix/ too: made by _matrix.start_folder as well
-            (self.out / sub).mkdir(exist_ok=True)
         remove_temporaries(self.out)
-        _matrix.start_folder(self.plan, self.out)
         g = self.plan.graph
         if not self.plan.graph_path:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
@@ -625,6 +622,12 @@ class Study:
                                        "stats_over": self.plan.stats_over, "form": self.plan.matrix_form,
                                        "files": f"{_matrix.MATRIX_DIR}/", "columns": _matrix.TARGETS_FILE}
         write_json_atomic(self.manifest, self.out / MANIFEST)
+        # the folders and targets.parquet after the manifest: a run stopped before it
+        # (kill -9, Ctrl-C) leaves nothing but files a fresh start or --resume accepts
+        # (a folder with stats/ or targets.parquet and no manifest was refused by both)
+        for sub in self.plan.batch_folders:  # matrix/ too: made by _matrix.start_folder as well
+            (self.out / sub).mkdir(exist_ok=True)
+        _matrix.start_folder(self.plan, self.out)
 
     def record(self, meta: dict) -> None:
         """Journal a finished batch (after its files exist).

@@ -36,6 +36,18 @@ def matrix_bytes(n_sources: int, n_targets: int, form: str) -> int:
     return cells * 24 if form == "long" else cells * 8 + int(n_sources) * 8
 
 
+def batch_cap(n_targets: int) -> int:
+    """The most sources a default batch of a matrix study holds: its ``(batch, T)``
+    float64 matrix within ``sssp.study.chunk-bytes`` (2 GB; at least one source).  A
+    worker holds a batch's matrix whole (solved, then written: the writer needs about as
+    much again), so without this cap a long targets file (millions of columns) made
+    batches that no worker could hold, and the workers were restarted for memory over
+    and over (100 sources x 20,000,000 targets: 10 GB batches of 64 sources).  A batch
+    size given by the user (``--batch-size``) is kept as it is."""
+    limit = float(setting("study.chunk-bytes", None, default=2e9))
+    return max(1, int(limit // (8 * max(1, int(n_targets)))))
+
+
 def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max_distance_bytes):
     """Validate a matrix study's options; return ``(stats_over, matrix_form, estimate)``.
 

@@ -207,8 +207,11 @@ class StudyPlan:
         out for that many workers; a batch size given by the user keeps the plain split."""
         if self.batch_size is None:
             devices = list(devices)
-            self.set_batch_size(default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),
-                                                   sources=self.sources.count), workers=len(devices))
+            size = default_batch_size(self.algorithm, devices, phast=self.sweeps_hierarchy(devices),
+                                      sources=self.sources.count)
+            if self.targets is not None:  # a batch's matrix within sssp.study.chunk-bytes
+                size = min(size, _matrix.batch_cap(self.targets.count))
+            self.set_batch_size(size, workers=len(devices))
         return self.batch_size
 
     def sweeps_hierarchy(self, devices) -> bool:
