@@ -396,6 +396,11 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = graph.to_index(file_ids, what=f"source in {sources_file}")
         how = {"kind": "file", "file": str(sources_file)}
     else:
+        import numbers
+
+        # a whole number: int(2.7) would draw 2 sources, int(True) 1, int("5") 5
+        if isinstance(random, (bool, np.bool_)) or not isinstance(random, numbers.Integral):
+            raise UsageError(f"--random K takes a whole number from 1 up, got {random!r}")
         k = int(random)
         if k < 1 or k > graph.n:
             raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")

@@ -105,3 +105,14 @@ def test_default_batch_of_a_matrix_study_fits_chunk_bytes(rome, tmp_path):
     few = TargetPlan(np.arange(50, dtype=np.int64), {"kind": "list"})
     p = plan_study(g, str(path), sp_, out=tmp_path / "c", algorithm="dijkstra", targets=few)
     assert p.resolve_batch_size(["cpu"]) == 64  # the CPU default, far below the cap
+
+
+@pytest.mark.parametrize("k", [2.7, 1.0, True, "5", np.float64(3.0)])
+def test_random_sources_k_must_be_a_whole_number(rome, k):
+    """The same for the sources: ``study(random=2.7)`` drew 2 sources, ``True`` 1."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.sources import plan_sources
+
+    with pytest.raises(UsageError, match="--random K takes a whole number"):
+        plan_sources(rome[1], random=k)
+    assert plan_sources(rome[1], random=np.int64(4), seed=1).how["count"] == 4
