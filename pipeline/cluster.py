@@ -374,9 +374,9 @@ def _stop_starting(cluster) -> None:
     threads where they are) left the new process reading an empty pipe, and it printed
     ``EOFError: Ran out of input`` with its traceback (and the resource tracker a
     "leaked semaphore" warning) after the command's one line.  So: the cluster's event
-    loop is parked (no further worker is begun), then every process creation already
-    asked for is let finish; those processes are daemonic children, ended at exit by
-    ``multiprocessing``.  Best effort and bounded (:data:`_SPAWN_DRAIN_S`): a start-up
+    loop is parked (no further worker is begun, no nanny restarts a worker that ends),
+    then every process creation already asked for is let finish, and those processes
+    are ended (SIGTERM).  Best effort and bounded (:data:`_SPAWN_DRAIN_S`): a start-up
     that hangs can still be left."""
     deadline = time.monotonic() + _SPAWN_DRAIN_S
     try:
@@ -390,6 +390,7 @@ def _stop_starting(cluster) -> None:
         if not parked.wait(_SPAWN_DRAIN_S):
             log.debug("the starting cluster's loop did not answer; its workers are left")
             return
+        started = []
         for nanny in list(getattr(cluster, "_created", ())):
             proc = getattr(getattr(nanny, "process", None), "process", None)  # AsyncProcess
             thread = getattr(proc, "_watch_message_thread", None)
@@ -397,9 +398,14 @@ def _stop_starting(cluster) -> None:
                 continue
             proc._watch_q.put_nowait({"op": "stop"})  # after any start already queued
             thread.join(max(0.0, deadline - time.monotonic()))
+            started.append(getattr(proc, "_process", None))
+        for p in started:  # ended now, not at this process's exit (a Python session goes on)
+            if p is not None and getattr(p, "_popen", None) is not None and p.is_alive():
+                p.terminate()
     except Exception as exc:  # Dask's internals moved: the old behaviour
         log.debug("worker processes being created not waited for: %s", exc)
-    logging.getLogger("distributed.process").setLevel(logging.ERROR)
+    finally:  # "exit status was already read": noise of a start called off
+        logging.getLogger("distributed.process").setLevel(logging.ERROR)
 
 
 def _close_quietly(handle: ClusterHandle) -> None:
