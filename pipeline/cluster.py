@@ -344,6 +344,8 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
             else:  # interrupted (a second Ctrl-C) or failed inside the constructor
                 for c in set(SpecCluster._instances) - before:
                     SpecCluster._instances.discard(c)
+                    if isinstance(exc, KeyboardInterrupt):
+                        _stop_starting(c)
             if isinstance(exc, RuntimeError) and "failed to start" in str(exc):
                 # a worker process that died while starting (killed, out of memory): Dask's
                 # "Nanny failed to start." came out as a bug's traceback
@@ -355,6 +357,55 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
         if held:  # interrupted while starting: close it, then the signal is delivered
             _close_quietly(handle)
     return handle
+
+
+#: how long a second Ctrl-C waits for worker processes being created (a spawn writes its
+#: start-up data to the new process: milliseconds) before the command ends anyway
+_SPAWN_DRAIN_S = 10.0
+
+
+def _stop_starting(cluster) -> None:
+    """A local cluster whose start a second Ctrl-C left: no worker process is left half
+    created when this process ends.
+
+    Dask creates each worker process from a thread of its own (``AsyncProcess``'s
+    message thread): the new process is spawned, then sent its start-up data through
+    a pipe.  This process ending between the two (the interpreter's exit stops daemon
+    threads where they are) left the new process reading an empty pipe, and it printed
+    ``EOFError: Ran out of input`` with its traceback (and the resource tracker a
+    "leaked semaphore" warning) after the command's one line.  So: the cluster's event
+    loop is parked (no further worker is begun, no nanny restarts a worker that ends),
+    then every process creation already asked for is let finish, and those processes
+    are ended (SIGTERM).  Best effort and bounded (:data:`_SPAWN_DRAIN_S`): a start-up
+    that hangs can still be left."""
+    deadline = time.monotonic() + _SPAWN_DRAIN_S
+    try:
+        parked = threading.Event()
+
+        def park() -> None:  # runs on the cluster's loop thread, which then stays here
+            parked.set()
+            threading.Event().wait()
+
+        cluster.loop.add_callback(park)
+        if not parked.wait(_SPAWN_DRAIN_S):
+            log.debug("the starting cluster's loop did not answer; its workers are left")
+            return
+        started = []
+        for nanny in list(getattr(cluster, "_created", ())):
+            proc = getattr(getattr(nanny, "process", None), "process", None)  # AsyncProcess
+            thread = getattr(proc, "_watch_message_thread", None)
+            if thread is None:
+                continue
+            proc._watch_q.put_nowait({"op": "stop"})  # after any start already queued
+            thread.join(max(0.0, deadline - time.monotonic()))
+            started.append(getattr(proc, "_process", None))
+        for p in started:  # ended now, not at this process's exit (a Python session goes on)
+            if p is not None and getattr(p, "_popen", None) is not None and p.is_alive():
+                p.terminate()
+    except Exception as exc:  # Dask's internals moved: the old behaviour
+        log.debug("worker processes being created not waited for: %s", exc)
+    finally:  # "exit status was already read": noise of a start called off
+        logging.getLogger("distributed.process").setLevel(logging.ERROR)
 
 
 def _close_quietly(handle: ClusterHandle) -> None:

@@ -31,6 +31,10 @@ def load(rel: str, weights: str | None = None, undirected: bool = False) -> Grap
     """Ingest ``shared/data/<rel>`` once per process and return its Graph."""
     _CACHE.mkdir(parents=True, exist_ok=True)
     src = shared_data() / rel
+    if not src.exists():  # a fresh clone without ../shared/data: skipped, as graphs.load does
+        import pytest
+
+        pytest.skip(f"{src} is not present")
     out = _CACHE / (rel.replace("/", "_") + f".{weights or 'file'}.{int(undirected)}.parquet")
     if not out.exists():
         ingest(src, out, weights=weights, undirected=undirected)

@@ -78,6 +78,21 @@ def test_every_package_folder_is_listed_in_pyproject():
     assert listed == found
 
 
+def test_pyproject_uses_no_setuptools_deprecation():
+    """``license = { text = ... }`` is deprecated since setuptools 77: every build printed
+    a warning that builds stop being supported after 2027-02-18 (``pip install .`` takes
+    the newest setuptools).  The licence is an SPDX string, which needs setuptools >= 77."""
+    import re
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(conf["project"]["license"], str), conf["project"]["license"]
+    req = [r for r in conf["build-system"]["requires"] if re.match(r"setuptools\b", r)]
+    assert len(req) == 1, conf["build-system"]["requires"]
+    m = re.fullmatch(r"setuptools\s*>=\s*(\d+)(\.\d+)*", req[0])
+    assert m and int(m.group(1)) >= 77, req[0]
+
+
 def _run(installed: Path, tmp_path: Path, *args, **kw):
     env = dict(os.environ, PYTHONPATH=str(installed))
     return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -17,6 +17,23 @@ REPO = Path(__file__).resolve().parents[2]
 SSSP = [sys.executable, "-m", "gpu_sssp.workflows.cli"]
 
 
+@pytest.fixture(autouse=True)
+def _sigint_reaches_the_commands():
+    """The commands these tests start get Ctrl-C's default disposition.  A test run
+    started with SIGINT ignored (a background job of a non-interactive shell: ``(pytest
+    &)``, ``nohup pytest &``) passes SIG_IGN on to every command, which then rightly keeps
+    ignoring it, and the Ctrl-C tests failed with status 0.  A handler set here (any
+    handler: a caught signal is reset to the default at exec) gives them the default."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _env():
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
@@ -174,6 +191,17 @@ def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path, rome99):
     assert sorted(e["batch"] for e in lines) == list(range((3353 + 7) // 8))
 
 
+def _startup_signal_env(tmp_path, **variables) -> dict:
+    """The environment of a study whose nannies load tests/workflows/_signal_at_startup.py.
+    Dask copies a preload file into the nanny's local folder, by default the machine's
+    shared ``/tmp/dask-scratch-space``, where another test run (another checkout, an
+    edited copy) may be writing the same name: Dask then logs "File name collision" at
+    ERROR, or imports a half-written copy.  Each test gets a folder of its own."""
+    preload = Path(__file__).with_name("_signal_at_startup.py")
+    return dict(_env(), DASK_DISTRIBUTED__NANNY__PRELOAD=json.dumps([str(preload)]),
+                DASK_TEMPORARY_DIRECTORY=str(tmp_path / "dask-tmp"), **variables)
+
+
 @pytest.mark.parametrize("sig, signals, code, line", [
     ("SIGINT", 1, 130, "stopped: interrupted"),
     ("SIGTERM", 1, 143, "stopped: terminated by SIGTERM"),
@@ -187,9 +215,7 @@ def test_a_signal_while_the_cluster_starts_is_one_line(tmp_path, rome99, sig, si
     nanny preload (tests/workflows/_signal_at_startup.py), at a known point of the
     start-up rather than after a guessed delay."""
     out = tmp_path / "o"
-    preload = Path(__file__).with_name("_signal_at_startup.py")
-    env = dict(_env(), DASK_DISTRIBUTED__NANNY__PRELOAD=json.dumps([str(preload)]),
-               SSSP_TEST_SIGNAL=sig, SSSP_TEST_SIGNALS=str(signals))
+    env = _startup_signal_env(tmp_path, SSSP_TEST_SIGNAL=sig, SSSP_TEST_SIGNALS=str(signals))
     proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
                                     "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -202,4 +228,29 @@ def test_a_signal_while_the_cluster_starts_is_one_line(tmp_path, rome99, sig, si
     assert proc.returncode == code, err
     assert err.splitlines() == [line], err
     assert "cluster:" not in stdout.decode()  # stopped before the study began
+    assert not out.exists()
+
+
+def test_a_second_ctrl_c_while_a_worker_process_is_created_is_one_line(tmp_path, rome99):
+    """The second Ctrl-C of a start-up (not held back) lands between the spawn of a worker
+    process and Dask's sending it its start-up data: the command still ends with its one
+    line.  The client used to end at once, and the new process, reading an empty pipe,
+    printed ``EOFError: Ran out of input`` with its traceback after it (and the resource
+    tracker a "leaked semaphore" warning): the rare failure of the SIGINT-2 case above
+    on a loaded machine.  Both Ctrl-Cs come from tests/workflows/_signal_at_startup.py."""
+    out = tmp_path / "o"
+    env = _startup_signal_env(tmp_path, SSSP_TEST_SIGNAL="SIGINT", SSSP_TEST_SIGNALS="0",
+                              SSSP_TEST_SIGNAL_AT_SPAWN="1")
+    proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
+                                    "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert _group_gone(proc.pid), "worker processes outlived the client"
+    finally:
+        _end_group(proc)
+    err = stderr.decode()
+    assert proc.returncode == 130, err
+    assert err.splitlines() == ["stopped: interrupted"], err
+    assert "cluster:" not in stdout.decode()
     assert not out.exists()
