@@ -1,6 +1,7 @@
 """Shared test configuration: GPU tests skip without a device; paths to real data."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,21 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _sigint_reaches_the_commands():
+    """The commands tests start get Ctrl-C's default disposition.  A test run
+    started with SIGINT ignored (a background job of a non-interactive shell: ``(pytest
+    &)``, ``nohup pytest &``) passes SIG_IGN on to every command, which then rightly keeps
+    ignoring it, and the Ctrl-C tests (the study faults', the API's import-time
+    interrupt) failed with status 0.  A handler set here (any
+    handler: a caught signal is reset to the default at exec) gives them the default."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

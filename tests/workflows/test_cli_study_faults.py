@@ -17,23 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 SSSP = [sys.executable, "-m", "gpu_sssp.workflows.cli"]
 
 
-@pytest.fixture(autouse=True)
-def _sigint_reaches_the_commands():
-    """The commands these tests start get Ctrl-C's default disposition.  A test run
-    started with SIGINT ignored (a background job of a non-interactive shell: ``(pytest
-    &)``, ``nohup pytest &``) passes SIG_IGN on to every command, which then rightly keeps
-    ignoring it, and the Ctrl-C tests failed with status 0.  A handler set here (any
-    handler: a caught signal is reset to the default at exec) gives them the default."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _env():
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
