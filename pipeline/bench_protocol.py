@@ -764,60 +764,38 @@ def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
 
 
 def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
+    """Time a CPU baseline on every source.  One that solves many sources per call
+    (``networkit-spsp``, :data:`kernels.baselines.BATCHED_BASELINES`) takes them in calls of
+    ``--batch-size`` (default :func:`kernels.baselines.sources_per_call`), each call's time
+    divided over its sources, as for the batched methods; the others one per call."""
     from gpu_sssp.kernels import baselines as bl
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     if v.batched:
-        return _time_batched_baseline(v, ctx, progress, note)
-    rows = []
-    first_ms = None
-    try:
-        solve_one = bl.prepare(v.algorithm, graph, srcs)
-        for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
-            t0 = time.perf_counter()
-            solve_one(int(srcs[0]))
-            first_ms = (time.perf_counter() - t0) * 1e3 if first_ms is None else first_ms
-    except Exception as exc:
-        for run in range(st.runs):
-            rows += [_error_row(ctx, v, i, run, f"{type(exc).__name__}: {exc}") for i in range(len(srcs))]
-        progress("step", advance=st.runs * len(srcs))
-        note(f"{graph.name}: baseline {v.algorithm} failed to start: {exc}")
-        return rows
-    for run in range(st.runs):
-        for i, s in enumerate(srcs):
-            if v.algorithm == "scipy" and run == 0:
-                ms, got = ref_ms[i], ctx.refs[i]  # the reference pass was this run
-            else:
-                dist, ms = solve_one(int(s))
-                got = answer_from_distances(dist, graph.integer_weights)
-            ok = same_answer(got, ctx.refs[i], graph)
-            rows.append(_row(ctx, v, i, run, batch_size=1, time_ms=ms, kernel_ms=ms,
-                             iterations=got.reached, launches=0.0, host_syncs=0.0,
-                             relaxations=ctx.ref_relax[i], reached=got.reached,
-                             checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
-                             device="cpu", warmup_ms=first_ms))
-            progress("step", advance=1)
-    if v.algorithm != "scipy":  # (scipy's run 0 is the reference itself)
-        _verify(rows, ctx, v, lambda pos: [solve_one(int(srcs[i]))[0] for i in pos], note)
-    return rows
+        size = st.batch_size or bl.sources_per_call(v.algorithm, graph, len(srcs))
 
+        def prepare():
+            return bl.prepare_many(v.algorithm, graph)
 
-def _time_batched_baseline(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
-    """A baseline that solves many sources per call (``networkit-spsp``): the sources in
-    calls of ``--batch-size`` (default :func:`kernels.baselines.sources_per_call`), each
-    call's time divided over its sources, as for the batched methods."""
-    from gpu_sssp.kernels import baselines as bl
+        def solve(fn, idx):  # -> (len(idx), n) distances, the call's ms
+            return fn(srcs[idx])
+    else:
+        size = 1
 
-    graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
-    size = st.batch_size or bl.sources_per_call(v.algorithm, graph, len(srcs))
+        def prepare():
+            return bl.prepare(v.algorithm, graph, srcs)
+
+        def solve(fn, idx):
+            dist, ms = fn(int(srcs[idx[0]]))
+            return dist[None, :], ms
     groups = [np.arange(a, min(a + size, len(srcs))) for a in range(0, len(srcs), size)]
     rows = []
     first_ms = None
     try:
-        solve_many = bl.prepare_many(v.algorithm, graph)
-        for _ in range(st.warmup):
+        fn = prepare()
+        for _ in range(st.warmup if v.algorithm != "scipy" else 0):  # scipy was warmed up already
             t0 = time.perf_counter()
-            solve_many(srcs[groups[0]])
+            solve(fn, groups[0])
             first_ms = (time.perf_counter() - t0) * 1e3 if first_ms is None else first_ms
     except Exception as exc:
         for run in range(st.runs):
@@ -827,19 +805,26 @@ def _time_batched_baseline(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
         return rows
     for run in range(st.runs):
         for idx in groups:
-            dist, ms = solve_many(srcs[idx])
             b = len(idx)
+            if v.algorithm == "scipy" and run == 0:  # the reference pass was this run (one source)
+                dist, ms = None, ref_ms[int(idx[0])]
+            else:
+                dist, ms = solve(fn, idx)
             for j, i in enumerate(idx):
-                got = answer_from_distances(dist[j], graph.integer_weights)
+                i = int(i)
+                got = ctx.refs[i] if dist is None else answer_from_distances(dist[j], graph.integer_weights)
                 ok = same_answer(got, ctx.refs[i], graph)
-                rows.append(_row(ctx, v, int(i), run, batch_size=b, time_ms=ms / b, kernel_ms=ms / b,
+                rows.append(_row(ctx, v, i, run, batch_size=b, time_ms=ms / b, kernel_ms=ms / b,
                                  iterations=got.reached, launches=0.0, host_syncs=0.0,
                                  relaxations=ctx.ref_relax[i], reached=got.reached,
                                  checksum=got.checksum, ok=ok, error=None if ok else "wrong answer",
                                  device="cpu", warmup_ms=first_ms))
-            del dist
+            dist = None
             progress("step", advance=b)
-    _verify(rows, ctx, v, lambda pos: solve_many(srcs[np.asarray(pos)])[0], note)
+    if v.algorithm != "scipy":  # (scipy's run 0 is the reference itself)
+        _verify(rows, ctx, v, lambda pos: np.vstack([solve(fn, np.asarray(g))[0]
+                                                     for g in ([pos] if v.batched else [[i] for i in pos])]),
+                note)
     return rows
 
 
