@@ -766,13 +766,15 @@ def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
 def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
     """Time a CPU baseline on every source.  One that solves many sources per call
     (``networkit-spsp``, :data:`kernels.baselines.BATCHED_BASELINES`) takes them in calls of
-    ``--batch-size`` (default :func:`kernels.baselines.sources_per_call`), each call's time
+    :func:`kernels.baselines.sources_per_call` (at most ``--batch-size``), each call's time
     divided over its sources, as for the batched methods; the others one per call."""
     from gpu_sssp.kernels import baselines as bl
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
     if v.batched:
-        size = st.batch_size or bl.sources_per_call(v.algorithm, graph, len(srcs))
+        # --batch-size is an upper bound here: the distances handed back stay within
+        # kernels.baselines.SPSP_CELLS (a GPU-sized batch would be tens of GB of Python floats)
+        size = bl.sources_per_call(v.algorithm, graph, min(st.batch_size or len(srcs), len(srcs)))
 
         def prepare():
             return bl.prepare_many(v.algorithm, graph)

@@ -767,6 +767,13 @@ def test_the_many_core_anchor_is_timed_per_call_and_ratioed(tmp_path):
     nk = [r for r in rows if r["algorithm"] == "networkit-spsp"]
     assert nk and all(r["ok"] for r in nk) and all(r["kind"] == "baseline" for r in nk)
     assert sorted({r["batch_size"] for r in nk}) == [2, 4]  # 6 sources in calls of 4 and 2
+    # a --batch-size past the distances' bound is an upper bound only (a GPU-sized batch
+    # on a big graph would be tens of GB of Python floats)
+    import unittest.mock as mock
+
+    with mock.patch.object(bl, "SPSP_CELLS", 3 * g.n), mock.patch.object(bl, "host_threads", lambda: 1):
+        capped, _ = _run([g], [], baselines=["scipy", "networkit-spsp"], settings={"batch_size": 4096})
+    assert {r["batch_size"] for r in capped.table.to_pylist() if r["algorithm"] == "networkit-spsp"} == {3}
     sp = {s["variant"]: s for s in report.speedups(report.aggregate(out.table))}
     mean = {a["variant"]: a["mean_ms"] for a in report.aggregate(out.table)}
     assert sp["dijkstra"]["vs_networkit_spsp"] == pytest.approx(mean["networkit-spsp"] / mean["dijkstra"])
