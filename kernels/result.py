@@ -333,7 +333,7 @@ def reduce_distances(dist, *, integer: bool, xp=np):
     Works with NumPy or CuPy arrays (``xp``).  Returns ``(reached, eccentricity,
     sum_distance)``; ``sum_distance`` is summed in int64 when ``integer`` so it is
     exact for integer weights (where a source's sum could pass 2**62 it comes as float64,
-    from two exact 32-bit half sums: never wrapped, within a few units of the last place).
+    from two exact 32-bit half sums: never wrapped, the exact sum correctly rounded).
     """
     finite = xp.isfinite(dist)
     reached = finite.sum(axis=1).astype(xp.int64)
@@ -351,9 +351,15 @@ def reduce_distances(dist, *, integer: bool, xp=np):
         # while the largest one is 0
         magnitude = xp.abs(d).max(axis=1) if d.shape[1] else xp.zeros(d.shape[0], dtype=xp.int64)
         if bool((sum_ceiling(reached, magnitude, xp) >= 2.0 ** 62).any()):
-            hi = (d >> 32).sum(axis=1).astype(xp.float64)
-            lo = (d & 0xFFFFFFFF).sum(axis=1).astype(xp.float64)
-            s = hi * 4294967296.0 + lo
+            hi = (d >> 32).sum(axis=1)
+            lo = (d & 0xFFFFFFFF).sum(axis=1)
+            # carry the low sum's bits above 32 into the high one (both still exact
+            # int64): the low part is then below 2**32 and the high one below 2**53, so
+            # both are exact in float64 and the one addition rounds the exact sum once
+            # (correctly rounded; converting a low sum past 2**53 rounded it twice)
+            hi = hi + (lo >> 32)
+            lo = lo & 0xFFFFFFFF
+            s = hi.astype(xp.float64) * 4294967296.0 + lo.astype(xp.float64)
     else:
         s = xp.where(finite, dist, 0.0).sum(axis=1)
     return reached, ecc.astype(xp.float64), s

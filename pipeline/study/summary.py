@@ -89,7 +89,9 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     kernel_ms = stats.column("kernel_ms").to_numpy()
     relax = stats.column("relaxations").to_numpy()
     solved = int(len(src))
-    every_source = plan.sources.how.get("kind") == "all" and solved == n
+    # every vertex a source, however the sources were given (--sources all, or a list or
+    # file that names every vertex): the diameter and radius are then exact, not bounds
+    every_source = solved == n and len(np.unique(src)) == n
     tp = getattr(plan, "targets", None)
     over_targets = tp is not None and getattr(plan, "stats_over", "") == "targets"
     universe = n
