@@ -333,7 +333,9 @@ def reduce_distances(dist, *, integer: bool, xp=np):
     Works with NumPy or CuPy arrays (``xp``).  Returns ``(reached, eccentricity,
     sum_distance)``; ``sum_distance`` is summed in int64 when ``integer`` so it is
     exact for integer weights (where a source's sum could pass 2**62 it comes as float64,
-    from two exact 32-bit half sums: never wrapped, the exact sum correctly rounded).
+    from two exact 32-bit half sums: never wrapped, the exact sum correctly rounded while
+    the high half's sum stays below 2**53 - sums below about 2**85 - and within one unit in
+    the last place beyond).
     """
     finite = xp.isfinite(dist)
     reached = finite.sum(axis=1).astype(xp.int64)
@@ -354,9 +356,9 @@ def reduce_distances(dist, *, integer: bool, xp=np):
             hi = (d >> 32).sum(axis=1)
             lo = (d & 0xFFFFFFFF).sum(axis=1)
             # carry the low sum's bits above 32 into the high one (both still exact
-            # int64): the low part is then below 2**32 and the high one below 2**53, so
-            # both are exact in float64 and the one addition rounds the exact sum once
-            # (correctly rounded; converting a low sum past 2**53 rounded it twice)
+            # int64): the low part is then below 2**32, exact in float64, and so is the
+            # high one while below 2**53 (sums below about 2**85); the one addition then
+            # rounds the exact sum once (converting a low sum past 2**53 rounded it twice)
             hi = hi + (lo >> 32)
             lo = lo & 0xFFFFFFFF
             s = hi.astype(xp.float64) * 4294967296.0 + lo.astype(xp.float64)
