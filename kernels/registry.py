@@ -372,6 +372,11 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         # (a path or None failed deep inside with an AttributeError)
         raise OptionError(f"graph must be a gpu_sssp.Graph, got {type(graph).__name__} "
                           "(gpu_sssp.load_graph(path) reads an input file or a Parquet edge list)")
+    for flag, value in (("predecessors", predecessors), ("distances", distances)):
+        # predecessors="no" is truthy: it computed the trees (and their memory)
+        if not isinstance(value, (bool, np.bool_)) and not (
+                isinstance(value, (int, np.integer)) and value in (0, 1)):
+            raise OptionError(f"{flag} must be True or False, got {value!r}")
     src = _vertex_indices(graph, sources, "source")
     if targets is not None:
         targets = check_targets(graph, targets)

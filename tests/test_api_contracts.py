@@ -85,3 +85,12 @@ def test_every_refusal_is_an_sssp_error(g):
                  lambda: Graph.from_edges([0], [1], [1], n=0.5)):
         with pytest.raises(SsspError):
             call()
+
+
+@pytest.mark.parametrize("kw", [dict(predecessors="no"), dict(predecessors=None), dict(distances="False"),
+                                dict(predecessors=2)])
+def test_solve_flags_are_booleans(g, kw):
+    """predecessors="no" is truthy: it computed the trees (and held their memory)."""
+    with pytest.raises(OptionError, match="must be True or False"):
+        sssp.solve(g, [0], method="dijkstra", **kw)
+    assert sssp.solve(g, [0], method="dijkstra", predecessors=np.True_, distances=1).predecessors is not None
