@@ -161,6 +161,26 @@ def _whole(v) -> bool:
     return False
 
 
+def _holds_bool(values) -> bool:
+    """Whether ``values`` is a bool or a list / tuple holding one (at any depth)."""
+    if isinstance(values, (bool, np.bool_)):
+        return True
+    if isinstance(values, (list, tuple)):
+        return any(_holds_bool(v) for v in values)
+    return False
+
+
+def _whole_int(value, what: str, *, minimum: int | None = None) -> int:
+    """``value`` as a Python int: an int or NumPy integer (not a bool), or a whole float;
+    refused otherwise (``n=2.5`` failed deep inside NumPy, ``id_base=1.5`` was truncated)."""
+    if isinstance(value, (bool, np.bool_)) or not _whole(value):
+        raise UsageError(f"{what} must be a whole number, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise UsageError(f"{what} must be at least {minimum}, got {value}")
+    return value
+
+
 def _arc_ends(given, what: str) -> np.ndarray:
     """``src`` or ``dst`` of :meth:`Graph.from_edges` as an array of whole numbers.
 
@@ -169,6 +189,8 @@ def _arc_ends(given, what: str) -> np.ndarray:
     refuses them); booleans, strings and other objects are refused.  Python ints that
     NumPy made float64 (beyond int64) are kept exact, so the range error shows them."""
     a = np.asarray(given)
+    if a.ndim != 1:  # a scalar or a table failed inside NumPy (len() of unsized object, ...)
+        raise UsageError(f"{what} must be a 1-D list of vertex indices, got shape {a.shape}")
     if (not isinstance(given, np.ndarray) and a.dtype.kind == "f" and a.size
             and bool((np.abs(a) >= 2.0**53).any())):
         a = np.asarray(given, dtype=object)  # a float64 there may be a rounded Python int
@@ -308,12 +330,17 @@ class Graph:
         TypeError
             Weights that are not numbers.
         """
+        if n is not None:
+            n = _whole_int(n, "n (the number of vertices)", minimum=0)
+        id_base = _whole_int(id_base, "id_base")
         src = _arc_ends(src, "src")
         dst = _arc_ends(dst, "dst")
         if weights is None:
             weights = np.ones(len(src), dtype=np.int64)
         given = weights
         weights = np.asarray(weights)
+        if weights.ndim != 1:
+            raise UsageError(f"weights must be a 1-D list of arc weights, got shape {weights.shape}")
         if not (len(src) == len(dst) == len(weights)):
             raise UsageError(f"src, dst and weights differ in length: {len(src)}, {len(dst)}, {len(weights)}")
         if not isinstance(given, np.ndarray) and weights.dtype.kind in "fO":
@@ -557,8 +584,12 @@ class Graph:
             (``UsageError``) An id that is not an integer (1.5, "x", True, nan) or names
             no vertex of the graph, however large (an id beyond 64 bits included).
         """
+        given = ids
         ids = np.atleast_1d(np.asarray(ids))
-        if ids.dtype.kind == "b":  # True is not vertex 1
+        if ids.dtype.kind == "b" or (not isinstance(given, np.ndarray) and _holds_bool(given)):
+            # True is not vertex 1 (NumPy makes [True, 2] an int64 array of 1 and 2)
+            raise UsageError(f"{what} ids must be integers, got {np.asarray(given, dtype=object).ravel()[:5].tolist()}")
+        if ids.dtype.kind == "c":  # complex: the cast to float would drop the imaginary part
             raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
         if ids.dtype.kind not in "iu":
             # casting straight to int64 would truncate 1.5 (or "1.5") to vertex 1

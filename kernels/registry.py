@@ -200,6 +200,16 @@ STATS_OVER = ("targets", "all")
 GENERIC_CHUNK_BYTES = 1 << 30
 
 
+def _holds_bool(values) -> bool:
+    """Whether a list (or tuple, at any depth) given as vertex indices holds a bool:
+    NumPy makes ``[True, 2]`` an int64 array, and True would become vertex 1."""
+    if isinstance(values, (bool, np.bool_)):
+        return True
+    if isinstance(values, (list, tuple)):
+        return any(_holds_bool(v) for v in values)
+    return False
+
+
 def _vertex_indices(graph, values, what: str) -> np.ndarray:
     """``values`` (``what``: "source" or "target") as a validated 1-D int64 array of
     internal indices, repeats kept.
@@ -207,25 +217,41 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
     Raises
     ------
     TypeError
-        Not integers.
+        Not integers (a bool, even inside a list of ints, is not an index).
     ValueError
-        Not 1-D, empty, or an index out of range (its file id named).
+        Not 1-D, empty, or an index out of range (its file id named), however large
+        (a Python int beyond 64 bits, a uint64 beyond int64: never wrapped).
     """
+    if _holds_bool(values):
+        raise OptionError(f"{what}s must be integers, got a bool (True is not vertex 1)")
     v = np.atleast_1d(np.asarray(values))
     if v.size == 0:  # before the type: an empty list is float64 to NumPy
         raise UsageError(f"no {what}s given")
     if v.ndim != 1:
         raise UsageError(f"{what}s must be a 1-D list of vertex indices, got shape {v.shape}")
-    if v.dtype.kind not in "iu":
-        raise OptionError(f"{what}s must be integers, got {v.dtype}")
-    v = v.astype(np.int64)
-    bad = (v < 0) | (v >= graph.n)
-    if bad.any():
-        i = int(v[np.argmax(bad)])
-        raise UsageError(
+
+    def out_of_range(i) -> UsageError:
+        i = int(i)
+        return UsageError(
             f"{what} index {i} out of range for {graph.name} with {graph.n} vertices "
             f"(file id {i + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
+
+    if v.dtype.kind == "O" and all(isinstance(x, (int, np.integer)) for x in v):
+        # Python ints beyond 64 bits: NumPy keeps them as objects; they name no vertex
+        for x in v:
+            if not 0 <= int(x) < graph.n:
+                raise out_of_range(x)
+    if v.dtype.kind not in "iu":
+        raise OptionError(f"{what}s must be integers, got {v.dtype}")
+    if v.dtype.kind == "u" and v.dtype.itemsize >= 8:
+        far = v >= np.uint64(graph.n)  # before the cast to int64, which would wrap them
+        if far.any():
+            raise out_of_range(v[np.argmax(far)])
+    v = v.astype(np.int64)
+    bad = (v < 0) | (v >= graph.n)
+    if bad.any():
+        raise out_of_range(v[np.argmax(bad)])
     return v
 
 
@@ -340,6 +366,17 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     kernels.result.NegativeCycleError
         A negative cycle is reachable from a source.
     """
+    from gpu_sssp.kernels.graph import Graph
+
+    if not isinstance(graph, Graph) and not all(hasattr(graph, a) for a in ("n", "indptr", "indices", "weights")):
+        # (a path or None failed deep inside with an AttributeError)
+        raise OptionError(f"graph must be a gpu_sssp.Graph, got {type(graph).__name__} "
+                          "(gpu_sssp.load_graph(path) reads an input file or a Parquet edge list)")
+    for flag, value in (("predecessors", predecessors), ("distances", distances)):
+        # predecessors="no" is truthy: it computed the trees (and their memory)
+        if not isinstance(value, (bool, np.bool_)) and not (
+                isinstance(value, (int, np.integer)) and value in (0, 1)):
+            raise OptionError(f"{flag} must be True or False, got {value!r}")
     src = _vertex_indices(graph, sources, "source")
     if targets is not None:
         targets = check_targets(graph, targets)

@@ -77,6 +77,12 @@ def run(args) -> int:
         meta = {"graph": graph.name, "fingerprint": graph.fingerprint, "method": res.method,
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,
                 "sources": graph.to_ids(src).tolist()[:1000]}
-        write_parquet_atomic(out, args.out, metadata=meta)
+        try:
+            write_parquet_atomic(out, args.out, metadata=meta)
+        except OSError as exc:  # (disk full, a folder gone since the check): name -o, not the temporary file
+            from gpu_sssp.kernels.errors import UsageError
+
+            raise UsageError(f"--out {shown(args.out)}: could not be written "
+                             f"({exc.strerror or str(exc) or type(exc).__name__})") from None
         console.print(f"wrote {out.num_rows:,} rows to {shown(args.out)}")
     return 0

@@ -77,22 +77,9 @@ def run(args) -> int:
         return 0
     if args.graph is None:
         raise UsageError("verify needs a GRAPH (or --list to show the methods)")
-    if not (args.source or args.sources_file):
-        from gpu_sssp.pipeline.sources import check_seed
-
-        check_seed(args.seed, "--seed")  # before the graph is read
-    graph = load_graph_from_args(args)
-    if args.source or args.sources_file:
-        from gpu_sssp.pipeline.sources import first_occurrences
-
-        src, repeated = first_occurrences(sources_from_args(graph, args.source, args.sources_file))
-        if repeated:  # as solve and study: a source given twice is checked once
-            console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} checked once "
-                          f"({len(src):,} distinct)", highlight=False)
-    else:
-        src = random_sources(graph, args.random, args.seed)
-    ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
-    ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
+    # the methods are checked before the graph is read and the reference solved: a
+    # misspelt name, "auto", a bad @backend or a GPU method without a GPU used to be
+    # refused only after both
     gpu = kernels.device_count() > 0
     if args.methods == "all":
         # every registration runnable here: phast once on the GPU (with a device) and once
@@ -112,6 +99,25 @@ def run(args) -> int:
             raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}; available: "
                              f"{', '.join(m for m in kernels.available_methods() if m != 'auto')}")
         todo = list(dict.fromkeys(method_spec(t, args.backend) for t in tokens))
+        if not gpu and any(b == "gpu" for _, b in todo):
+            name = next(n for n, b in todo if b == "gpu")
+            raise GPUUnavailableError(f"method {name!r} needs a CUDA device; none is visible here")
+    if not (args.source or args.sources_file):
+        from gpu_sssp.pipeline.sources import check_seed
+
+        check_seed(args.seed, "--seed")  # before the graph is read
+    graph = load_graph_from_args(args)
+    if args.source or args.sources_file:
+        from gpu_sssp.pipeline.sources import first_occurrences
+
+        src, repeated = first_occurrences(sources_from_args(graph, args.source, args.sources_file))
+        if repeated:  # as solve and study: a source given twice is checked once
+            console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} checked once "
+                          f"({len(src):,} distinct)", highlight=False)
+    else:
+        src = random_sources(graph, args.random, args.seed)
+    ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
+    ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
     table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)

@@ -53,6 +53,10 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     import os
     import stat
 
+    if str(out) == "-":
+        # a file named "-" was written in the current folder where a user meant stdout
+        raise UsageError(f"{option} -: standard output is not offered (a Parquet file is written to a temporary "
+                         f"name and renamed); give a file name (./- for a file named '-')")
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
@@ -67,6 +71,29 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
+    _refuse_unwritable_folder(out, option)
+
+
+def _refuse_unwritable_folder(out: Path, option: str) -> None:
+    """Refuse, before any input is read, an output whose folder (or, where it is still
+    to be made, the nearest folder above it that exists) cannot take a new file: the
+    write used to fail only after the work was done, naming its temporary file
+    (``[Errno 2] Failed to open local file '/proc/.x.parquet.tmp-...'``).  A file is
+    made there and removed (``os.access`` says yes to root everywhere)."""
+    import os
+    import tempfile
+
+    folder = out.parent if str(out.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{option} {out}: cannot write a file in {folder} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 @contextlib.contextmanager

@@ -42,3 +42,57 @@ def test_all_vertices_without_out_is_refused(rome99, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--all-vertices goes with -o" in err
     assert main(["solve", str(rome99), "-s", "1", "--all-vertices", "-o", str(tmp_path / "d.parquet")]) == 0
+
+
+def test_out_dash_is_refused_not_a_file_named_dash(rome99, tmp_path, capsys, monkeypatch):
+    """`-o -` wrote a Parquet file named "-" in the current folder (a user meant stdout,
+    which is not offered).  Now a usage error before the graph is read; ./- still names
+    such a file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["solve", str(rome99), "-s", "1", "-o", "-"]) == 2
+    cap = capsys.readouterr()
+    assert "error: --out -: standard output is not offered" in cap.err and len(cap.err.splitlines()) == 1
+    assert cap.out == "" and not (tmp_path / "-").exists()
+    assert main(["solve", str(rome99), "-s", "1", "-o", "./-"]) == 0
+    assert pq.read_table(tmp_path / "-").num_rows == 3353
+
+
+def test_out_in_a_folder_that_cannot_be_written_is_refused_before_solving(rome99, capsys):
+    """-o /proc/x.parquet solved first, then failed naming the temporary file
+    ("[Errno 2] Failed to open local file '/proc/.x.parquet.tmp-...'").  Now one line
+    naming --out and the folder, before anything is read or solved.  (/proc takes no
+    new file, even as root, where a read-only folder would not show it.)"""
+    import os
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(dir="/proc")
+    except OSError:
+        pass
+    else:  # pragma: no cover (not Linux)
+        os.close(fd)
+        os.unlink(probe)
+        import pytest
+
+        pytest.skip("/proc takes files here")
+    for out in ("/proc/x.parquet", "/proc/new/deep/x.parquet"):
+        assert main(["solve", str(rome99), "-s", "1", "-o", out]) == 2
+        cap = capsys.readouterr()
+        assert cap.out == ""  # nothing solved (no table)
+        assert cap.err.startswith(f"error: --out {out}: cannot write a file in /proc (")
+        assert len(cap.err.splitlines()) == 1 and ".tmp-" not in cap.err
+
+
+def test_a_failed_write_names_out_not_its_temporary_file(rome99, tmp_path, capsys, monkeypatch):
+    """A write that fails after the check (disk full, the folder removed meanwhile) gave
+    pyarrow's message naming the temporary file; now --out's name, one line, status 2."""
+    import gpu_sssp.pipeline.writers as writers
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writers, "write_parquet_atomic", full)
+    out = tmp_path / "d.parquet"
+    assert main(["solve", str(rome99), "-s", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --out {out}: could not be written (No space left on device)\n"

@@ -248,3 +248,28 @@ def test_verify_checks_a_repeated_source_once(rome99, capsys):
     out = capsys.readouterr().out
     assert "note: 1 repeated source checked once (2 distinct)" in out
     assert "2 sources)" in out
+
+
+def test_methods_are_checked_before_the_graph_is_read(tmp_path, capsys):
+    """A misspelt --methods name, ``auto``, a bad @backend or an empty list was refused
+    only after the graph had been read (ingested, on first use) and the CPU reference
+    solved: on a large graph, minutes for a typo.  A graph that does not exist shows
+    it: the method's error comes first."""
+    missing = str(tmp_path / "missing.gr")
+    for methods, message in (("dijkstr", "unknown method(s) dijkstr"), ("auto", "unknown method(s) auto"),
+                             ("phast@tpu", "the backend after '@' must be 'gpu' or 'cpu'"),
+                             (",", "no method named"), ("dijkstra@gpu", "runs on the cpu backend")):
+        assert main(["verify", missing, "--methods", methods]) == 2, methods
+        cap = capsys.readouterr()
+        assert message in cap.err and "missing.gr" not in cap.err, (methods, cap.err)
+        assert len(cap.err.splitlines()) == 1 and cap.out == ""
+
+
+def test_a_gpu_method_without_a_gpu_exits_4_before_the_graph_is_read(tmp_path, capsys):
+    from gpu_sssp import kernels
+
+    if kernels.device_count():
+        pytest.skip("a GPU is visible here")
+    assert main(["verify", str(tmp_path / "missing.gr"), "--methods", "dijkstra,hbf"]) == 4
+    err = capsys.readouterr().err
+    assert err == "error: method 'hbf' needs a CUDA device; none is visible here\n"
