@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +114,8 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
                        parallel=parallel, name=shown(path.stem), meta=meta)
     g.path = str(path.resolve())
     if cache:
-        tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}.npz")
+        # the process and a random part: threads of one process may write it at once
+        tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")
         try:
             np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
                      key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
@@ -400,7 +402,7 @@ def _pid_alive(pid: int) -> bool:
 
 _LEGACY = re.compile(r"\.[0-9a-f]{16}\.parquet$")  # before cache version 4: <name>.<key16>.parquet
 _TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # ingest.AtomicParquet's temp names
-_CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)\.npz$")  # read_parquet's temp names
+_CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)(?:-[0-9a-f]{8})?\.npz$")  # read_parquet's temp names
 
 
 def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool) -> None:

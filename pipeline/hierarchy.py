@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,8 @@ def write_cache(h: Hierarchy, graph, path) -> None:
         The folder cannot be written (the temporary file is removed).
     """
     path = Path(path)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    # the process and a random part: threads of one process may write it at once
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")
     try:
         np.savez(tmp, record=json.dumps(_record(h, graph)),
                  **{name: getattr(h, name) for name in Hierarchy.ARRAYS})

@@ -175,7 +175,8 @@ def test_temp_files_of_dead_processes_are_removed(tmp_path):
     (copy,) = _copies(cache)
     # a pid that cannot be running: above the kernel's pid_max
     dead = 2**22 + 12345
-    litter = [cache / f".{copy}.{dead}.0123abcd.tmp", cache / f"{copy}.csr.npz.tmp{dead}.npz"]
+    litter = [cache / f".{copy}.{dead}.0123abcd.tmp", cache / f"{copy}.csr.npz.tmp{dead}.npz",
+              cache / f"{copy}.csr.npz.tmp{dead}-0123abcd.npz"]
     alive = cache / f".{copy}.{os.getpid()}.0123abcd.tmp"
     for f in litter + [alive]:
         f.write_bytes(b"half")
@@ -197,3 +198,43 @@ def test_legacy_copies_beside_the_input_are_removed(tmp_path):
     assert not old.exists() and not (cache / (old.name + ".csr.npz")).exists()
     assert other.exists()
     assert np.isfinite(load_graph(p).weights).all()
+
+
+def test_threads_loading_one_new_file_write_its_csr_cache_without_colliding(tmp_path, caplog):
+    """The CSR cache's temporary name was keyed by the process only: three threads of one
+    process reading the same Parquet file for the first time wrote the same temporary
+    file, and one warned "could not write CSR cache ... No such file or directory" (its
+    file renamed away by another)."""
+    import logging
+    import threading
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    p = _input(tmp_path)
+    load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    (copy,) = _copies(cache)
+    parquet = cache / copy
+    csr = parquet.with_name(parquet.name + ".csr.npz")
+    errors, graphs = [], []
+    for attempt in range(5):
+        csr.unlink(missing_ok=True)
+        start = threading.Barrier(3)
+
+        def load():
+            try:
+                start.wait()
+                graphs.append(read_parquet(parquet))
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.graph"):
+            threads = [threading.Thread(target=load) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert not errors
+    assert not [r for r in caplog.records if "could not write CSR cache" in r.getMessage()]
+    assert csr.exists() and len({g.fingerprint for g in graphs}) == 1
+    assert not [f for f in cache.iterdir() if ".tmp" in f.name]
