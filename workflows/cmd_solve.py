@@ -24,7 +24,9 @@ def add_parser(sub) -> None:
                    help="source vertex id as in the input file (repeatable; a source given more than "
                    "once, here or in --sources-file, is solved and written once, noted)")
     p.add_argument("--sources-file", metavar="F.ss", help="DIMACS .ss file (or one id per line)")
-    p.add_argument("--method", "-m", default="auto", help="solver name (see `sssp verify --list`), default auto")
+    p.add_argument("--method", "-m", default="auto",
+                   help="solver name (see `sssp verify --list`), or NAME@cpu / NAME@gpu for a method on both "
+                   "backends (phast@cpu, as verify and bench take it); default auto")
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto")
     p.add_argument("--predecessors", action="store_true", help="also compute the shortest-path tree")
     p.add_argument("--all-vertices", action="store_true",
@@ -42,6 +44,14 @@ def run(args) -> int:
 
         raise OptionError("--all-vertices goes with -o/--out (it adds the unreachable vertices to the "
                           "distance file); the table printed here is per source")
+    if "@" in str(args.method):  # NAME@BACKEND, as verify and bench take it
+        from gpu_sssp.kernels.errors import OptionError
+        from gpu_sssp.kernels.registry import method_spec
+
+        name, backend = method_spec(args.method, args.backend)
+        if args.backend not in ("auto", backend):
+            raise OptionError(f"--method {args.method} and --backend {args.backend} name different backends")
+        args.method, args.backend = name, backend
     if args.out:
         check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
     graph = load_graph_from_args(args)

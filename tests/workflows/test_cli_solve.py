@@ -96,3 +96,25 @@ def test_a_failed_write_names_out_not_its_temporary_file(rome99, tmp_path, capsy
     assert main(["solve", str(rome99), "-s", "1", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: --out {out}: could not be written (No space left on device)\n"
+
+
+def test_method_at_backend_is_taken_as_verify_and_bench_take_it(rome99, tmp_path, capsys):
+    """``sssp solve --method phast@cpu`` was refused as an unknown method, while verify and
+    bench take ``NAME@cpu``; a backend that contradicts it is one line, exit 2."""
+    import pyarrow.parquet as pq
+    import scipy.sparse.csgraph as csg
+
+    from gpu_sssp.pipeline.graph import load_graph
+
+    out = tmp_path / "d.parquet"
+    assert main(["solve", str(rome99), "-s", "5", "--method", "phast@cpu", "-o", str(out)]) == 0
+    assert "phast on cpu" in capsys.readouterr().out
+    g = load_graph(rome99)
+    ref = csg.dijkstra(g.to_scipy(), indices=int(g.to_index([5])[0]))
+    t = pq.read_table(out).to_pydict()
+    got = dict(zip(t["vertex"], t["distance"]))
+    assert all(got[v + g.id_base] == ref[v] for v in range(g.n) if ref[v] < float("inf"))
+    assert main(["solve", str(rome99), "-s", "5", "--method", "phast@cpu", "--backend", "gpu"]) == 2
+    assert "name different backends" in capsys.readouterr().err
+    assert main(["solve", str(rome99), "-s", "5", "--method", "phast@tpu"]) == 2
+    assert "'gpu' or 'cpu'" in capsys.readouterr().err
