@@ -178,7 +178,8 @@ def _parquet_options(compression: str, use_dictionary, store_schema: bool = True
 
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True, use_dictionary=True,
-                         fsync_folder: bool | None = None, store_schema: bool = True) -> int:
+                         fsync_folder: bool | None = None, store_schema: bool = True,
+                         row_group_size: int | None = None) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -195,6 +196,9 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         Flush the file (and its folder) to disk: see :func:`atomic_path`.
     use_dictionary : bool or sequence of str
         Parquet dictionary encoding: every column (default), or only these.
+    row_group_size : int, optional
+        Most rows per row group (default: pyarrow's).  The writer holds a row group's
+        encoded pages until it is flushed, so this bounds its memory beside the table.
     store_schema : bool
         Store the Arrow schema in the file (default).  Without it the file reads back
         in the Arrow types its Parquet types map to: a dictionary column then comes
@@ -208,7 +212,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         table = table.replace_schema_metadata(meta)
     with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
         with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
-            pq.write_table(table, sink, **_parquet_options(compression, use_dictionary, store_schema))
+            pq.write_table(table, sink, row_group_size=row_group_size,
+                           **_parquet_options(compression, use_dictionary, store_schema))
         size = os.stat(tmp).st_size
     return size
 

@@ -116,3 +116,34 @@ def test_random_sources_k_must_be_a_whole_number(rome, k):
     with pytest.raises(UsageError, match="--random K takes a whole number"):
         plan_sources(rome[1], random=k)
     assert plan_sources(rome[1], random=np.int64(4), seed=1).how["count"] == 4
+
+
+@pytest.mark.parametrize("form", ["wide", "long"])
+def test_matrix_files_are_written_in_bounded_row_groups(rome, tmp_path, monkeypatch, form):
+    """A batch's matrix file is cut into row groups of about MATRIX_GROUP_BYTES of
+    distances (one group per batch made the writer hold as much again as the matrix) and
+    its distances are not dictionary-encoded; it reads back the same matrix."""
+    import pyarrow.parquet as pq
+
+    from gpu_sssp import kernels
+    from gpu_sssp.pipeline.study import matrix as mx
+
+    _path, g = rome
+    targets = np.arange(0, g.n, 7)
+    res = kernels.solve(g, np.arange(12), method="dijkstra", backend="cpu", targets=targets)
+    monkeypatch.setattr(mx, "MATRIX_GROUP_BYTES", 8 * len(targets) * 5)  # 5 sources a group
+    mx.write_batch(res, g, tmp_path, "batch-000000.parquet", form, fsync=False)
+    f = pq.ParquetFile(tmp_path / mx.MATRIX_DIR / "batch-000000.parquet")
+    groups = f.metadata.num_row_groups
+    if form == "wide":
+        assert groups == 3  # 12 sources in groups of 5
+        got = np.array(f.read().column("distance").to_pylist())
+    else:
+        assert groups == -(-12 * len(targets) // (len(targets) * 5))
+        t = f.read()
+        got = t.column("distance").to_numpy().reshape(12, len(targets))
+        assert t.column("source").to_pylist()[:: len(targets)] == list(np.arange(12) + g.id_base)
+    np.testing.assert_array_equal(got, res.matrix)
+    col = [i for i in range(f.metadata.num_columns) if f.metadata.row_group(0).column(i).path_in_schema.startswith("distance")][0]
+    encodings = f.metadata.row_group(0).column(col).encodings
+    assert not any("DICTIONARY" in e for e in encodings), encodings
