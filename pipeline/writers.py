@@ -218,6 +218,24 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
     return size
 
 
+def write_parquet_parts_atomic(parts, path, *, compression: str = "zstd", fsync: bool = True,
+                               use_dictionary=True) -> int:
+    """Write the tables of ``parts`` (an iterable; every one in the first one's schema,
+    whose metadata the file keeps) to ``path`` atomically, a row group each, holding only
+    one part at a time; return the file's size in bytes (see :func:`write_parquet_atomic`)."""
+    parts = iter(parts)
+    first = next(parts)
+    with atomic_path(path, fsync=fsync) as tmp:
+        with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
+            with pq.ParquetWriter(sink, first.schema, **_parquet_options(compression, use_dictionary)) as w:
+                part = first
+                while part is not None:
+                    w.write_table(part, row_group_size=max(1, part.num_rows))
+                    part = next(parts, None)
+        size = os.stat(tmp).st_size
+    return size
+
+
 def parquet_bytes(table: pa.Table, *, compression: str = "zstd", use_dictionary=True, store_schema: bool = True) -> int:
     """Encode ``table`` as :func:`write_parquet_atomic` would, in memory; return the size.
 

@@ -185,30 +185,33 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
     return got
 
 
-#: Distance bytes per row group of a matrix file: the Parquet writer holds a row group's
-#: encoded pages until it is flushed, so one group for a whole batch needed about as much
-#: memory again as the matrix (a 516 MB NY batch: 405 MB more; in 64 MB groups: 93 MB).
+#: Distance bytes per row group of a matrix file.  The file is written a row group at a
+#: time from the matrix's rows: one table and one row group per batch made the Parquet
+#: writer hold about as much again as the matrix (a 516 MB NY batch, wide: 405 MB more; in
+#: 64 MB groups: 93 MB), and the long form's table two id columns of the matrix's size.
 MATRIX_GROUP_BYTES = 64 << 20
 
 
 def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool) -> int:
     """Write a batch's matrix (``matrix/<name>``); return its size in bytes.
 
-    Row groups of about :data:`MATRIX_GROUP_BYTES` of distances; the distances are not
-    dictionary-encoded (hashing every float cost half the write's time - 3.9 s against 2.0 s
-    for a 256 x 264,346 NY batch - for a file of the same size)."""
+    Row groups of about :data:`MATRIX_GROUP_BYTES` of distances, each built from its rows
+    of the matrix when written; the distances are not dictionary-encoded (hashing every
+    float cost half the write's time - 3.9 s against 2.0 s for a 256 x 264,346 NY batch -
+    for a file of the same size)."""
     import json
 
-    from gpu_sssp.pipeline.writers import write_parquet_atomic
+    from gpu_sssp.kernels.result import matrix_table
+    from gpu_sssp.pipeline.writers import write_parquet_parts_atomic
 
-    table = res.matrix_table(graph.id_base, form)
     # the columns are named once, in targets.parquet (not in every batch's metadata)
-    table = table.replace_schema_metadata({b"sssp": json.dumps({"form": form, "targets": TARGETS_FILE}).encode()})
-    if form == "wide":  # a row per source, its distances to every target
-        rows = MATRIX_GROUP_BYTES // (8 * max(1, len(res.targets)))
-        dictionary = False
-    else:  # a row per pair: source and target repeat (dictionary and run lengths)
-        rows = MATRIX_GROUP_BYTES // 8
-        dictionary = ["source", "target"]
-    return write_parquet_atomic(table, out / MATRIX_DIR / name, fsync=fsync, use_dictionary=dictionary,
-                                row_group_size=max(1, rows))
+    meta = {b"sssp": json.dumps({"form": form, "targets": TARGETS_FILE}).encode()}
+    base = graph.id_base
+    sources, targets, mat = res.sources, res.targets, res.matrix
+    # sources per row group: 8 bytes a distance (wide), 24 a pair with its two ids (long)
+    per = max(1, MATRIX_GROUP_BYTES // ((8 if form == "wide" else 24) * max(1, len(targets))))
+    parts = (matrix_table(sources[a:a + per], targets, mat[a:a + per], base, form).replace_schema_metadata(meta)
+             for a in range(0, max(1, len(sources)), per))
+    # wide: a row per source, no repeats to encode; long: source and target repeat
+    dictionary = False if form == "wide" else ["source", "target"]
+    return write_parquet_parts_atomic(parts, out / MATRIX_DIR / name, fsync=fsync, use_dictionary=dictionary)

@@ -120,9 +120,10 @@ def test_random_sources_k_must_be_a_whole_number(rome, k):
 
 @pytest.mark.parametrize("form", ["wide", "long"])
 def test_matrix_files_are_written_in_bounded_row_groups(rome, tmp_path, monkeypatch, form):
-    """A batch's matrix file is cut into row groups of about MATRIX_GROUP_BYTES of
-    distances (one group per batch made the writer hold as much again as the matrix) and
-    its distances are not dictionary-encoded; it reads back the same matrix."""
+    """A batch's matrix file is written a row group of about MATRIX_GROUP_BYTES at a time
+    (one table and one group per batch made the writer hold as much again as the matrix,
+    the long form's table twice more) and its distances are not dictionary-encoded; it
+    reads back the same matrix, metadata included."""
     import pyarrow.parquet as pq
 
     from gpu_sssp import kernels
@@ -131,7 +132,8 @@ def test_matrix_files_are_written_in_bounded_row_groups(rome, tmp_path, monkeypa
     _path, g = rome
     targets = np.arange(0, g.n, 7)
     res = kernels.solve(g, np.arange(12), method="dijkstra", backend="cpu", targets=targets)
-    monkeypatch.setattr(mx, "MATRIX_GROUP_BYTES", 8 * len(targets) * 5)  # 5 sources a group
+    # 5 sources a group: 8 bytes a distance (wide), 24 a pair with its ids (long)
+    monkeypatch.setattr(mx, "MATRIX_GROUP_BYTES", (8 if form == "wide" else 24) * len(targets) * 5)
     mx.write_batch(res, g, tmp_path, "batch-000000.parquet", form, fsync=False)
     f = pq.ParquetFile(tmp_path / mx.MATRIX_DIR / "batch-000000.parquet")
     groups = f.metadata.num_row_groups
@@ -139,11 +141,14 @@ def test_matrix_files_are_written_in_bounded_row_groups(rome, tmp_path, monkeypa
         assert groups == 3  # 12 sources in groups of 5
         got = np.array(f.read().column("distance").to_pylist())
     else:
-        assert groups == -(-12 * len(targets) // (len(targets) * 5))
+        assert groups == 3
         t = f.read()
         got = t.column("distance").to_numpy().reshape(12, len(targets))
         assert t.column("source").to_pylist()[:: len(targets)] == list(np.arange(12) + g.id_base)
     np.testing.assert_array_equal(got, res.matrix)
+    import json
+
+    assert json.loads(f.schema_arrow.metadata[b"sssp"]) == {"form": form, "targets": mx.TARGETS_FILE}
     col = [i for i in range(f.metadata.num_columns) if f.metadata.row_group(0).column(i).path_in_schema.startswith("distance")][0]
     encodings = f.metadata.row_group(0).column(col).encodings
     assert not any("DICTIONARY" in e for e in encodings), encodings
