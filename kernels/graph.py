@@ -161,12 +161,14 @@ def _whole(v) -> bool:
     return False
 
 
-def _holds_bool(values) -> bool:
-    """Whether ``values`` is a bool or a list / tuple holding one (at any depth)."""
+def holds_bool(values) -> bool:
+    """Whether ``values`` is a bool or a list / tuple holding one (at any depth): NumPy
+    makes ``[True, 2]`` an int64 array, where True would become vertex 1 (the one test of
+    :meth:`Graph.to_index` and of ``kernels.solve``'s sources and targets)."""
     if isinstance(values, (bool, np.bool_)):
         return True
     if isinstance(values, (list, tuple)):
-        return any(_holds_bool(v) for v in values)
+        return any(holds_bool(v) for v in values)
     return False
 
 
@@ -586,7 +588,7 @@ class Graph:
         """
         given = ids
         ids = np.atleast_1d(np.asarray(ids))
-        if ids.dtype.kind == "b" or (not isinstance(given, np.ndarray) and _holds_bool(given)):
+        if ids.dtype.kind == "b" or (not isinstance(given, np.ndarray) and holds_bool(given)):
             # True is not vertex 1 (NumPy makes [True, 2] an int64 array of 1 and 2)
             raise UsageError(f"{what} ids must be integers, got {np.asarray(given, dtype=object).ravel()[:5].tolist()}")
         if ids.dtype.kind == "c":  # complex: the cast to float would drop the imaginary part

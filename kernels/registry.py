@@ -19,6 +19,7 @@ import numpy as np
 
 from gpu_sssp.kernels import _gpu
 from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.graph import holds_bool
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
 
@@ -200,16 +201,6 @@ STATS_OVER = ("targets", "all")
 GENERIC_CHUNK_BYTES = 1 << 30
 
 
-def _holds_bool(values) -> bool:
-    """Whether a list (or tuple, at any depth) given as vertex indices holds a bool:
-    NumPy makes ``[True, 2]`` an int64 array, and True would become vertex 1."""
-    if isinstance(values, (bool, np.bool_)):
-        return True
-    if isinstance(values, (list, tuple)):
-        return any(_holds_bool(v) for v in values)
-    return False
-
-
 def _vertex_indices(graph, values, what: str) -> np.ndarray:
     """``values`` (``what``: "source" or "target") as a validated 1-D int64 array of
     internal indices, repeats kept.
@@ -222,7 +213,7 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
         Not 1-D, empty, or an index out of range (its file id named), however large
         (a Python int beyond 64 bits, a uint64 beyond int64: never wrapped).
     """
-    if _holds_bool(values):
+    if holds_bool(values):
         raise OptionError(f"{what}s must be integers, got a bool (True is not vertex 1)")
     v = np.atleast_1d(np.asarray(values))
     if v.size == 0:  # before the type: an empty list is float64 to NumPy
