@@ -317,14 +317,36 @@ def check_seed(seed, option: str = "--seed") -> int:
     UsageError
         A negative number, or not a whole number (``True``, ``1.5``, ``"3"``).
     """
-    import numbers
-
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+    if not _whole_number(seed):
         raise UsageError(f"{option} takes a whole number from 0 up, got {seed!r}")
     seed = int(seed)
     if seed < 0:
         raise UsageError(f"{option} must be 0 or more, got {seed}")
     return seed
+
+
+def check_draw_count(k, n: int, option: str = "--random K") -> int:
+    """``k``, the size of a random draw of distinct vertices among ``n``, as an int: a
+    whole number from 1 to ``n`` (int(2.7) would draw 2, int(True) 1, int("5") 5).
+    ``option`` names it (``--random K``, ``--random-targets K``): the one rule for both.
+
+    Raises
+    ------
+    UsageError
+    """
+    if not _whole_number(k):
+        raise UsageError(f"{option} takes a whole number from 1 up, got {k!r}")
+    k = int(k)
+    if k < 1 or k > n:
+        raise UsageError(f"{option} must be between 1 and the {n:,} vertices, got {k}")
+    return k
+
+
+def _whole_number(value) -> bool:
+    """An int or NumPy integer, not a bool (nor a float, however whole, nor a string)."""
+    import numbers
+
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
 
 
 def draw_vertices(n: int, k: int, seed: int, option: str = "--seed") -> np.ndarray:
@@ -396,14 +418,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = graph.to_index(file_ids, what=f"source in {sources_file}")
         how = {"kind": "file", "file": str(sources_file)}
     else:
-        import numbers
-
-        # a whole number: int(2.7) would draw 2 sources, int(True) 1, int("5") 5
-        if isinstance(random, (bool, np.bool_)) or not isinstance(random, numbers.Integral):
-            raise UsageError(f"--random K takes a whole number from 1 up, got {random!r}")
-        k = int(random)
-        if k < 1 or k > graph.n:
-            raise UsageError(f"--random K must be between 1 and the {graph.n:,} vertices, got {k}")
+        k = check_draw_count(random, graph.n, "--random K")
         seed = 0 if seed is None else check_seed(seed, "--seed")
         idx = draw_vertices(graph.n, k, seed)
         how = {"kind": "random", "seed": seed}

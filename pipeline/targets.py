@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.sources import check_seed, draw_vertices, read_id_file
+from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, read_id_file
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
 #: both options would otherwise draw the same vertices)
@@ -85,14 +85,7 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
     if targets is None and random is None:
         return None
     if random is not None:
-        import numbers
-
-        # a whole number: int(2.7) would draw 2 targets, int(True) 1, int("5") 5
-        if isinstance(random, (bool, np.bool_)) or not isinstance(random, numbers.Integral):
-            raise UsageError(f"--random-targets K takes a whole number from 1 up, got {random!r}")
-        k = int(random)
-        if k < 1 or k > graph.n:
-            raise UsageError(f"--random-targets K must be between 1 and the {graph.n:,} vertices, got {k}")
+        k = check_draw_count(random, graph.n, "--random-targets K")
         seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, "--target-seed")
         idx = draw_vertices(graph.n, k, seed, "--target-seed")
         how = {"kind": "random", "seed": seed}
