@@ -8,6 +8,7 @@ temporary name in the same folder, flushed to disk, then renamed with ``os.repla
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -178,8 +179,7 @@ def _parquet_options(compression: str, use_dictionary, store_schema: bool = True
 
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True, use_dictionary=True,
-                         fsync_folder: bool | None = None, store_schema: bool = True,
-                         row_group_size: int | None = None) -> int:
+                         fsync_folder: bool | None = None, store_schema: bool = True) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -196,9 +196,6 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         Flush the file (and its folder) to disk: see :func:`atomic_path`.
     use_dictionary : bool or sequence of str
         Parquet dictionary encoding: every column (default), or only these.
-    row_group_size : int, optional
-        Most rows per row group (default: pyarrow's).  The writer holds a row group's
-        encoded pages until it is flushed, so this bounds its memory beside the table.
     store_schema : bool
         Store the Arrow schema in the file (default).  Without it the file reads back
         in the Arrow types its Parquet types map to: a dictionary column then comes
@@ -210,28 +207,28 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         meta = dict(table.schema.metadata or {})
         meta[b"sssp"] = json.dumps(metadata, default=str).encode()
         table = table.replace_schema_metadata(meta)
-    with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
-        with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
-            pq.write_table(table, sink, row_group_size=row_group_size,
-                           **_parquet_options(compression, use_dictionary, store_schema))
-        size = os.stat(tmp).st_size
-    return size
+    return write_parquet_parts_atomic([table], path, compression=compression, fsync=fsync,
+                                      fsync_folder=fsync_folder, use_dictionary=use_dictionary,
+                                      store_schema=store_schema)
 
 
 def write_parquet_parts_atomic(parts, path, *, compression: str = "zstd", fsync: bool = True,
-                               use_dictionary=True) -> int:
+                               fsync_folder: bool | None = None, use_dictionary=True, store_schema: bool = True,
+                               row_group_size: int | None = None) -> int:
     """Write the tables of ``parts`` (an iterable; every one in the first one's schema,
-    whose metadata the file keeps) to ``path`` atomically, a row group each, holding only
-    one part at a time; return the file's size in bytes (see :func:`write_parquet_atomic`)."""
+    whose metadata the file keeps) to ``path`` atomically, holding only one part at a
+    time; return the file's size in bytes.  Each part is one or more row groups of at
+    most ``row_group_size`` rows (default pyarrow's, as ``pq.write_table``): the writer
+    holds a row group's encoded pages until it is flushed.  Other options: see
+    :func:`write_parquet_atomic`, which writes one part."""
     parts = iter(parts)
     first = next(parts)
-    with atomic_path(path, fsync=fsync) as tmp:
+    with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
         with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
-            with pq.ParquetWriter(sink, first.schema, **_parquet_options(compression, use_dictionary)) as w:
-                part = first
-                while part is not None:
-                    w.write_table(part, row_group_size=max(1, part.num_rows))
-                    part = next(parts, None)
+            with pq.ParquetWriter(sink, first.schema,
+                                  **_parquet_options(compression, use_dictionary, store_schema)) as w:
+                for part in itertools.chain([first], parts):
+                    w.write_table(part, row_group_size=row_group_size)
         size = os.stat(tmp).st_size
     return size
 

@@ -214,4 +214,6 @@ def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool) -> int
              for a in range(0, max(1, len(sources)), per))
     # wide: a row per source, no repeats to encode; long: source and target repeat
     dictionary = False if form == "wide" else ["source", "target"]
-    return write_parquet_parts_atomic(parts, out / MATRIX_DIR / name, fsync=fsync, use_dictionary=dictionary)
+    rows = per if form == "wide" else per * len(targets)  # a part's rows: one row group each
+    return write_parquet_parts_atomic(parts, out / MATRIX_DIR / name, fsync=fsync, use_dictionary=dictionary,
+                                      row_group_size=max(1, rows))
