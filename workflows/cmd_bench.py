@@ -188,13 +188,12 @@ def _check_later_graphs(graphs, opts: dict) -> None:
     ingested into its cache here (the timed pass reads it back from there); a Parquet
     file's footer (metadata, columns, sizes) is checked.  The first graph is read at
     once anyway."""
-    from gpu_sssp.pipeline.graph import _open_edge_list, _open_parquet_checked, load_graph
+    from gpu_sssp.pipeline.graph import check_parquet, load_graph
 
     for raw in list(graphs)[1:]:
         path = Path(raw)
         if path.suffix == ".parquet":
-            with _open_parquet_checked(path) as pf:
-                _open_edge_list(path, pf)
+            check_parquet(path)
         else:
             console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)", highlight=False)
             load_graph(path, **opts)  # dropped at once: one graph in memory at a time
