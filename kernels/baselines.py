@@ -133,7 +133,12 @@ def prepare(name: str, graph, sources=None) -> SolveOne:
         return _scipy(graph, sources)
     if name in BATCHED_BASELINES:
         many = prepare_many(name, graph)
-        return lambda source: (lambda d, ms: (d[0], ms))(*many(np.array([int(source)])))
+
+        def solve_one(source: int):  # a call of one source
+            dist, ms = many(np.array([int(source)]))
+            return dist[0], ms
+
+        return solve_one
     return {"networkit": _networkit, "rustworkx": _rustworkx}[name](graph)
 
 

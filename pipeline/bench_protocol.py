@@ -409,14 +409,8 @@ def environment() -> dict:
     commit = source_commit()
     if commit:
         versions["gpu-sssp-commit"] = commit
-    import os
-
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count()
     env = {"gpu": "", "driver": "", "versions": versions, "host": platform.node(),
-           "cpu": cpu_model(), "cpu_cores": usable}
+           "cpu": cpu_model(), "cpu_cores": bl.host_threads()}  # the cores networkit-spsp runs on
     if kernels.device_count() > 0:
         try:
             info = kernels.device_info()

@@ -304,36 +304,42 @@ def _anchor_ms(anchor: dict | None, a: dict):
     return float(np.mean([theirs[s] for s in mine])), True
 
 
+#: The anchors of :func:`speedups`: each ratio's key, the Speedup table's heading, whether
+#: the column is always shown (else only where a line has the anchor's rows), and how the
+#: anchor's line is recognised.  NetworKit: its Dijkstra, one source per call, and its SPSP
+#: on every host core (``networkit-spsp``, the many-core anchor).
+_ANCHORS = (
+    ("vs_harish", "vs harish", True, lambda a: a["variant"] == "harish"),
+    ("vs_scipy", "vs SciPy Dijkstra", True, lambda a: a["kind"] == "baseline" and a["algorithm"] == "scipy"),
+    ("vs_networkit", "vs NetworKit Dijkstra", False,
+     lambda a: a["kind"] == "baseline" and a["algorithm"] == "networkit"),
+    ("vs_networkit_spsp", "vs NetworKit SPSP, all cores", False,
+     lambda a: a["kind"] == "baseline" and a["algorithm"] == "networkit-spsp"),
+)
+
+
 def speedups(agg: list[dict]) -> list[dict]:
-    """Per line (run and graph) and variant: speedup over ``harish`` and over the SciPy
-    baseline of the same run (``agg`` from :func:`aggregate`, one line per run)."""
+    """Per line (run and graph) and variant: speedup over each anchor of
+    :data:`_ANCHORS` (``harish``, SciPy, NetworKit) of the same run (``agg`` from
+    :func:`aggregate`, one line per run)."""
     by_graph: "OrderedDict[str, list]" = OrderedDict()
     for a in agg:
         by_graph.setdefault(a["graph"], []).append(a)
     out = []
     for g, items in by_graph.items():
-        harish = next((a for a in items if a["variant"] == "harish"), None)
-        scipy = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "scipy"), None)
-        nk = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "networkit"), None)
-        nk_all = next((a for a in items if a["kind"] == "baseline" and a["algorithm"] == "networkit-spsp"), None)
+        anchors = [(key, next((a for a in items if is_it(a)), None)) for key, _h, _s, is_it in _ANCHORS]
         for a in items:
             if a["role"] == "ablation" or not a["mean_ms"]:
                 continue
-            h_ms, h_sub = _anchor_ms(harish, a)
-            s_ms, s_sub = _anchor_ms(scipy, a)
-            n_ms, n_sub = _anchor_ms(nk, a)
-            m_ms, m_sub = _anchor_ms(nk_all, a)
             ok = not a["failures"]  # a wrong (or failed) method gets no ratio
-            out.append({
-                "graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"],
-                "vs_harish": (h_ms / a["mean_ms"]) if h_ms and ok else None,
-                "vs_scipy": (s_ms / a["mean_ms"]) if s_ms and ok else None,
-                "vs_networkit": (n_ms / a["mean_ms"]) if n_ms and ok else None,
-                "vs_networkit_spsp": (m_ms / a["mean_ms"]) if m_ms and ok else None,
-                "failures": a["failures"], "sources": len(a.get("source_ms") or {}),
-                "subset": ((h_sub and bool(h_ms)) or (s_sub and bool(s_ms)) or (n_sub and bool(n_ms))
-                           or (m_sub and bool(m_ms))),
-            })
+            row = {"graph": g, "variant": a["variant"], "kind": a["kind"], "mean_ms": a["mean_ms"]}
+            subset = False
+            for key, anchor in anchors:
+                ms, sub = _anchor_ms(anchor, a)
+                row[key] = (ms / a["mean_ms"]) if ms and ok else None
+                subset = subset or (sub and bool(ms))
+            row.update(failures=a["failures"], sources=len(a.get("source_ms") or {}), subset=subset)
+            out.append(row)
     return out
 
 
@@ -535,17 +541,11 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out += ["## Speedup", "",
                 "Mean time of the reference divided by the method's mean time, same run, same sources "
                 "(> 1: the method is faster); a method with failed rows gets no ratio.", ""]
-        # NetworKit's columns where a line has its rows: its Dijkstra, one source per call,
-        # and its SPSP on every host core (networkit-spsp, the many-core anchor)
-        with_nk = any(a["kind"] == "baseline" and a["algorithm"] == "networkit" for a in agg)
-        with_all = any(a["kind"] == "baseline" and a["algorithm"] == "networkit-spsp" for a in agg)
-        out.append(_table(["graph", "method", "kind", "mean ms", "vs harish", "vs SciPy Dijkstra"]
-                          + (["vs NetworKit Dijkstra"] if with_nk else [])
-                          + (["vs NetworKit SPSP, all cores"] if with_all else []),
+        shown_anchors = [(key, heading) for key, heading, always, is_it in _ANCHORS
+                         if always or any(is_it(a) for a in agg)]
+        out.append(_table(["graph", "method", "kind", "mean ms"] + [h for _k, h in shown_anchors],
                           [[s["graph"], s["variant"] + (f" ({s['sources']} sources)" if s["subset"] else ""),
-                            s["kind"], fmt_number(s["mean_ms"]), _ratio_cell(s, "vs_harish"),
-                            _ratio_cell(s, "vs_scipy")] + ([_ratio_cell(s, "vs_networkit")] if with_nk else [])
-                           + ([_ratio_cell(s, "vs_networkit_spsp")] if with_all else [])
+                            s["kind"], fmt_number(s["mean_ms"])] + [_ratio_cell(s, k) for k, _h in shown_anchors]
                            for s in sp]))
         if any(s["subset"] for s in sp):
             out += ["", "A method marked (N sources) was timed on fewer sources than the others "
