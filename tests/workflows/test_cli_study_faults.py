@@ -185,6 +185,20 @@ def _startup_signal_env(tmp_path, **variables) -> dict:
                 DASK_TEMPORARY_DIRECTORY=str(tmp_path / "dask-tmp"), **variables)
 
 
+def _study_signalled_at_startup(rome99, out, tmp_path, env) -> tuple[int, str, str]:
+    """Run a 3-worker study of rome99 into ``out`` with ``env`` (its signals at start-up);
+    ``(status, stdout, stderr)`` once its whole process group is gone."""
+    proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
+                                    "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert _group_gone(proc.pid), "worker processes outlived the client"
+    finally:
+        _end_group(proc)
+    return proc.returncode, stdout.decode(), stderr.decode()
+
+
 @pytest.mark.parametrize("sig, signals, code, line", [
     ("SIGINT", 1, 130, "stopped: interrupted"),
     ("SIGTERM", 1, 143, "stopped: terminated by SIGTERM"),
@@ -199,18 +213,10 @@ def test_a_signal_while_the_cluster_starts_is_one_line(tmp_path, rome99, sig, si
     start-up rather than after a guessed delay."""
     out = tmp_path / "o"
     env = _startup_signal_env(tmp_path, SSSP_TEST_SIGNAL=sig, SSSP_TEST_SIGNALS=str(signals))
-    proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
-                                    "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        stdout, stderr = proc.communicate(timeout=120)
-        assert _group_gone(proc.pid), "worker processes outlived the client"
-    finally:
-        _end_group(proc)
-    err = stderr.decode()
-    assert proc.returncode == code, err
+    code_got, stdout, err = _study_signalled_at_startup(rome99, out, tmp_path, env)
+    assert code_got == code, err
     assert err.splitlines() == [line], err
-    assert "cluster:" not in stdout.decode()  # stopped before the study began
+    assert "cluster:" not in stdout  # stopped before the study began
     assert not out.exists()
 
 
@@ -224,16 +230,8 @@ def test_a_second_ctrl_c_while_a_worker_process_is_created_is_one_line(tmp_path,
     out = tmp_path / "o"
     env = _startup_signal_env(tmp_path, SSSP_TEST_SIGNAL="SIGINT", SSSP_TEST_SIGNALS="0",
                               SSSP_TEST_SIGNAL_AT_SPAWN="1")
-    proc = subprocess.Popen(SSSP + ["study", str(rome99), "--random", "5", "--cpu-workers", "3", "--no-dashboard",
-                                    "--out", str(out)], cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        stdout, stderr = proc.communicate(timeout=120)
-        assert _group_gone(proc.pid), "worker processes outlived the client"
-    finally:
-        _end_group(proc)
-    err = stderr.decode()
-    assert proc.returncode == 130, err
+    code_got, stdout, err = _study_signalled_at_startup(rome99, out, tmp_path, env)
+    assert code_got == 130, err
     assert err.splitlines() == ["stopped: interrupted"], err
-    assert "cluster:" not in stdout.decode()
+    assert "cluster:" not in stdout
     assert not out.exists()
