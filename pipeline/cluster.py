@@ -42,6 +42,20 @@ class ClusterStartError(SsspError, RuntimeError):
     exit_code = 1
 
 
+class SchedulerUnreachableError(SsspError, ConnectionError):
+    """An attached study's scheduler address where nothing listens (every connection
+    refused for :data:`REFUSED_GRACE_S`), or whose host name does not resolve: one line,
+    exit status 1, at once instead of after Dask's 30 s of retries."""
+
+    exit_code = 1
+
+
+#: seconds an attach retries a refused connection before saying nothing listens there
+#: (a scheduler started a moment ago may not listen yet; ``--scheduler-file`` appears
+#: only once it does)
+REFUSED_GRACE_S = 3.0
+
+
 @dataclass
 class ClusterHandle:
     """A connected client and, when this process started it, the cluster.
@@ -175,6 +189,92 @@ def check_scheduler_address(address: str) -> None:
                          "expected e.g. tcp://HOST:8786") from None
 
 
+def _nothing_there(address: str) -> str | None:
+    """Why a TCP scheduler ``address`` cannot answer, asked of the network directly:
+    ``"unresolved"`` (its host name does not resolve), ``"refused"`` (every address of
+    it refuses a connection: nothing listens at the port), else None (something
+    listens, or the network does not say: a filtered host times out)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme not in ("tcp", "tls", "ws", "wss"):
+            return None
+        host, port = parse_host_port(loc)
+    except ValueError:
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return "unresolved"
+    except OSError:
+        return None
+    for family, kind, proto, _name, sockaddr in infos:
+        try:
+            with socket.socket(family, kind, proto) as sock:
+                sock.settimeout(1.0)
+                sock.connect(sockaddr)
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return None
+        return None  # it listens now (a scheduler that has just started)
+    return "refused" if infos else None
+
+
+def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> None:
+    """Fail fast, in one line, where an attach cannot succeed: nothing listens at
+    ``address`` or its host does not resolve.  Dask's client retries both for
+    ``distributed.comm.timeouts.connect`` (30 s) before its own message.
+
+    First a Dask connection with a handshake, closed at once (the scheduler logs
+    nothing), for at most ``grace`` seconds (default :data:`REFUSED_GRACE_S`: Dask
+    retries a refused connection meanwhile, for a scheduler that is still starting);
+    only when that fails is the network asked why (:func:`_nothing_there`).  Anything
+    but "refused" or "does not resolve" (a slow or filtered network, a TLS scheduler
+    that wants credentials) lets the attach go on under Dask's own timeout.  ``named``:
+    the option, as the message shows it.
+
+    Raises
+    ------
+    SchedulerUnreachableError
+    """
+    from distributed.comm import connect
+
+    grace = REFUSED_GRACE_S if grace is None else float(grace)
+    failed: list = []
+
+    async def attempt():
+        try:
+            comm = await connect(address, timeout=grace)
+        except Exception as exc:  # noqa: BLE001 - asked about below
+            failed.append(exc)
+        else:
+            await comm.close()
+
+    def run():  # its own thread and event loop: the caller may be inside one (a notebook)
+        import asyncio
+
+        try:
+            asyncio.run(attempt())
+        except Exception as exc:  # noqa: BLE001
+            failed.append(exc)
+
+    t = threading.Thread(target=run, name="sssp-scheduler-probe", daemon=True)
+    t.start()
+    t.join()
+    if not failed:
+        return
+    why = _nothing_there(address)
+    if why == "refused":
+        raise SchedulerUnreachableError(
+            f"{named}: nothing listens there (connection refused for {grace:g} s); start the scheduler "
+            "first (`dask scheduler --scheduler-file FILE`, then `--scheduler-file FILE` here) or check "
+            "the address")
+    if why == "unresolved":
+        raise SchedulerUnreachableError(f"{named}: the host name does not resolve here")
+
+
 def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = None,
                   gpus=None, cpu_workers: int | None = None, dashboard: bool = True,
                   host: str | None = None, dashboard_address: str | None = None,
@@ -232,8 +332,11 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                              "not to one attached with --scheduler/--scheduler-file")
         if scheduler_file is not None:
             scheduler = read_scheduler_file(scheduler_file)
+            named = f"--scheduler-file {os.fspath(scheduler_file)}: its scheduler {scheduler}"
         else:
             check_scheduler_address(scheduler)
+            named = f"--scheduler {scheduler}"
+        probe_scheduler(scheduler, named)
         client = Client(address=scheduler)
         return ClusterHandle(client, None, "attached", "auto")
 
@@ -663,11 +766,49 @@ def _worker_info(backend: str) -> dict:
     return info
 
 
-def describe_cluster(handle: ClusterHandle) -> dict:
-    """Workers, threads and the device each worker solves on (for the manifest)."""
-    client = handle.client
-    workers = client.scheduler_info(n_workers=-1)["workers"] if _accepts_n_workers(client) \
+def _workers(client) -> dict:
+    return client.scheduler_info(n_workers=-1)["workers"] if _accepts_n_workers(client) \
         else client.scheduler_info()["workers"]
+
+
+def await_first_worker(client, notice=None) -> float:
+    """Block until the scheduler ``client`` is attached to has a worker (a study is laid
+    out for its workers' devices: planned with none, a GPU cluster's workers joining
+    later would get CPU batch sizes), at most ``sssp.cluster.join-wait`` seconds (default
+    0: no limit; Ctrl-C stops the wait).  ``notice(line)`` (default: a log warning) is
+    told once, at once, when there is none yet.  Returns the seconds waited.
+
+    Raises
+    ------
+    SchedulerUnreachableError
+        No worker joined within the limit.
+    """
+    if _workers(client):
+        return 0.0
+    limit = float(setting("cluster.join-wait", None, default=0))
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
+    line = (f"no worker has joined {address} yet: waiting for one"
+            + (f" (at most {limit:g} s, sssp.cluster.join-wait)" if limit > 0 else " (Ctrl-C stops)")
+            + "; start `dask cuda worker --scheduler-file FILE` on each GPU node "
+            "(`dask worker ... --nthreads 1` per core on CPU nodes)")
+    (notice or log.warning)(line)
+    t0 = time.perf_counter()
+    while not _workers(client):
+        if limit > 0 and time.perf_counter() - t0 >= limit:
+            raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
+                                            "(sssp.cluster.join-wait); start the workers, then the study")
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
+    """Workers, threads and the device each worker solves on (for the manifest).  An
+    attached cluster with no worker yet is waited for first (:func:`await_first_worker`,
+    which tells ``notice``)."""
+    client = handle.client
+    if handle.mode == "attached":
+        await_first_worker(client, notice)
+    workers = _workers(client)
     per = client.run(_worker_info, handle.backend)
     out = []
     for addr, w in sorted(workers.items()):

@@ -260,6 +260,7 @@ SPECS: dict[str, Spec] = {
     "cluster.dashboard-address": Spec(_optional(_address), "HOST:PORT or :PORT (port 0-65535), "
                                       "or null (port 8787 on the cluster's host)"),
     "cluster.threads-per-gpu": Spec(_at_least(1, _whole), f"{_WHOLE} >= 1"),
+    "cluster.join-wait": Spec(_at_least(0, _seconds), _seconds_at_least(" (0: no limit)")),
     "ingest.max-vertices": Spec(_optional(_at_least(0, _whole)), f"{_WHOLE} >= 0, or null (no limit)"),
     "ingest.max-arcs": Spec(_optional(_at_least(0, _whole)), f"{_WHOLE} >= 0, or null (no limit)"),
     "ingest.max-isolated-vertices": Spec(_optional(_at_least(0, _whole)), f"{_WHOLE} >= 0, or null (no limit)"),

@@ -233,7 +233,7 @@ def run(args) -> int:
     def on_cluster(info, plan, study):
         state["study"], graph = study, plan.graph
         state["integer"] = graph.integer_weights
-        console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices'])} "
+        console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices']) or '-'} "
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
         if info.get("dashboard") and not args.no_dashboard:
             base = str(info["dashboard"]).rsplit("/", 1)[0]
@@ -275,7 +275,8 @@ def run(args) -> int:
             scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
             cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
             host=args.host, dashboard_address=args.dashboard_address,
-            on_cluster=on_cluster, on_batch=on_batch, targets=args.targets,
+            on_cluster=on_cluster, on_batch=on_batch, on_wait=lambda line: console.print(f"note: {line}"),
+            targets=args.targets,
             random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
             matrix_form=args.matrix_form, report=args.report, **ingest_options)
     except BaseException as exc:

@@ -746,7 +746,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
           gpus=None, cpu_workers: int | None = None, dashboard: bool = False,
           host: str | None = None, dashboard_address: str | None = None,
           keep_graph: bool | None = None, on_cluster=None, on_start=None, on_batch=None,
-          targets=None, random_targets: int | None = None, target_seed: int | None = None,
+          on_wait=None, targets=None, random_targets: int | None = None, target_seed: int | None = None,
           stats_over: str | None = None, matrix_form: str | None = None, report=None,
           **ingest_options) -> dict:
     """Run (or resume) a study from Python, as ``sssp study`` does; return its summary.
@@ -786,6 +786,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         Called once the cluster is up and the batches are fixed.
     on_start, on_batch : callable, optional
         See :func:`run_study`.
+    on_wait : callable(str), optional
+        Told once, with one line, when an attached cluster (``client``, ``scheduler``,
+        ``scheduler_file``) has no worker yet: the study waits for the first one
+        (``pipeline.cluster.await_first_worker``; default: a log warning).
     targets, random_targets, target_seed, stats_over, matrix_form : optional
         A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
         file ids, or ``random_targets`` K drawn with ``target_seed``
@@ -869,7 +873,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         folder.close()
         raise
     try:
-        info = describe_cluster(handle)
+        info = describe_cluster(handle, notice=on_wait)
         info["start_s"] = time.perf_counter() - t_cluster if close else None  # started here
         plan.resolve_batch_size(worker_devices(info))
         if on_cluster is not None:

@@ -459,3 +459,94 @@ def test_start_cluster_refuses_a_malformed_scheduler_address(address):
     Python API gets the same one line (it was Dask's ValueError traceback)."""
     with pytest.raises(UsageError, match="not a scheduler address"):
         start_cluster(scheduler=address)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_scheduler_address_where_nothing_listens_is_one_line_at_once(tmp_path):
+    """A wrong port (or a scheduler that has stopped, its scheduler file left behind) was
+    retried by Dask for 30 s before 'Timed out trying to connect'; a refused connection
+    is now said at once (after a short grace), naming the option."""
+    import dask
+    import distributed  # noqa: F401 - its config defaults loaded before the override below
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    port = _free_port()
+    with dask.config.set({"distributed.comm.timeouts.connect": "120s"}):
+        with pytest.raises(SchedulerUnreachableError, match=rf"--scheduler tcp://127.0.0.1:{port}: nothing listens"):
+            start_cluster(scheduler=f"tcp://127.0.0.1:{port}")
+        f = tmp_path / "scheduler.json"
+        f.write_text('{"address": "tcp://127.0.0.1:%d"}' % port)
+        with pytest.raises(SchedulerUnreachableError, match=r"--scheduler-file .*scheduler.json: its scheduler"):
+            start_cluster(scheduler_file=str(f))
+
+
+def test_a_scheduler_host_that_does_not_resolve_is_one_line():
+    import dask
+    import distributed  # noqa: F401 - its config defaults loaded before the override below
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "120s"}):
+        with pytest.raises(SchedulerUnreachableError, match="does not resolve"):
+            start_cluster(scheduler="tcp://no-such-host.invalid:8786")
+
+
+def test_the_probe_leaves_a_listening_scheduler_alone():
+    """Where a scheduler listens, the probe's connection is a Dask handshake (a plain
+    TCP connect logged 'closed before handshake completed' on the scheduler) and the
+    attach goes on."""
+    from distributed import LocalCluster
+
+    from gpu_sssp.pipeline.cluster import probe_scheduler
+
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        probe_scheduler(cluster.scheduler_address, "--scheduler X")
+
+
+def test_an_attached_cluster_without_workers_is_waited_for_with_one_note(tmp_path):
+    """A study attached to a scheduler with no worker planned for no devices and sat at
+    0 sources with nothing said (GPU workers joining later got CPU batch sizes).  It
+    now says so once and waits for the first worker."""
+    import threading
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study.run import study
+
+    notes: list = []
+    with LocalCluster(n_workers=0, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            def join():
+                while not notes:
+                    time.sleep(0.05)
+                cluster.scale(1)
+
+            t = threading.Thread(target=join, daemon=True)
+            t.start()
+            summary = study("data/rome99.gr", random=3, seed=1, client=client, out=tmp_path / "s",
+                            on_wait=notes.append)
+            t.join(5)
+    assert len(notes) == 1 and "no worker has joined" in notes[0], notes
+    assert summary["complete"] and summary["sources_solved"] == 3, summary
+
+
+def test_join_wait_limits_the_wait_for_a_first_worker():
+    import dask
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.cluster import ClusterHandle, SchedulerUnreachableError, describe_cluster
+
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            with dask.config.set({"sssp.cluster.join-wait": 0.3}):
+                with pytest.raises(SchedulerUnreachableError, match=r"no worker joined .* in 0.3 s"):
+                    describe_cluster(ClusterHandle(client, None, "attached", "auto"), notice=lambda line: None)
