@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import uuid
 from pathlib import Path
@@ -115,6 +116,12 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 return None, f"built with {rec.get('library')}, installed is {lib}"
             if rec.get("n") != graph.n:
                 return None, f"{rec.get('n')} vertices, the graph has {graph.n}"
+            if rec.get("weight_bound") != hmod.WEIGHT_BOUND or isinstance(rec.get("weight_bound"), bool):
+                return None, f"weight bound {rec.get('weight_bound')!r}, expected {hmod.WEIGHT_BOUND}"
+            build_s = rec.get("build_s")
+            if isinstance(build_s, bool) or not isinstance(build_s, (int, float)) or not build_s >= 0 \
+                    or not math.isfinite(build_s):
+                return None, f"build time {build_s!r} is not a number of seconds"
             arrays = {}
             for name in Hierarchy.ARRAYS:
                 a = z[name]
@@ -126,8 +133,8 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 arrays[name] = a
     except Exception as exc:  # truncated zip, bad CRC, missing member, bad JSON ...
         return None, f"unreadable ({type(exc).__name__}: {exc})"
-    h = Hierarchy(n=int(rec["n"]), weight_bound=int(rec["weight_bound"]), build_s=float(rec["build_s"]),
-                  library=rec["library"], fingerprint=rec["fingerprint"], **arrays)
+    h = Hierarchy(n=int(graph.n), weight_bound=hmod.WEIGHT_BOUND, build_s=float(build_s),
+                  library=lib, fingerprint=graph.fingerprint, **arrays)
     try:
         hmod.check_hierarchy(h)
     except ValueError as exc:

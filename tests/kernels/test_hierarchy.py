@@ -258,6 +258,8 @@ def _rerecord(path, **changes):
         d = {k: z[k] for k in z.files}
     rec = json.loads(str(d["record"]))
     rec.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del rec[key]  # None: the field is missing
     d["record"] = json.dumps(rec)
     np.savez(path.with_suffix(".x.npz"), **d)
     os.replace(path.with_suffix(".x.npz"), path)
@@ -268,6 +270,13 @@ def _rerecord(path, **changes):
     (lambda p: _rerecord(p, fingerprint="0123456789abcdef"), "built for graph"),
     (lambda p: _rerecord(p, library="ch-router 0.0.1 (RoutingKit)"), "built with"),
     (lambda p: _rerecord(p, format=0), "format"),
+    # a record whose other fields are missing or not numbers raised from read_cache
+    # (KeyError, ValueError, TypeError) instead of rebuilding the file
+    (lambda p: _rerecord(p, weight_bound=None), "weight bound"),
+    (lambda p: _rerecord(p, weight_bound="x"), "weight bound"),
+    (lambda p: _rerecord(p, weight_bound=5), "weight bound"),
+    (lambda p: _rerecord(p, build_s=[1]), "build time"),
+    (lambda p: _rerecord(p, build_s=None), "build time"),
 ])
 def test_corrupt_or_stale_cache_rebuilt(rome_parquet, damage, why, caplog):
     from gpu_sssp.pipeline import hierarchy as ph
