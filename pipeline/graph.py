@@ -1,8 +1,8 @@
 """Graphs from files: a Parquet edge list turned into the solvers' CSR ``Graph``.
 
 The CSR is built once and cached next to the Parquet file (``<file>.csr.npz``); the
-cache records the Parquet file's size, modification time and metadata digest and is
-rebuilt when any of them changes.  Raw inputs (DIMACS, MatrixMarket, ...) are ingested
+cache records the Parquet file's size, modification and change times, inode and metadata
+digest and is rebuilt when any of them changes.  Raw inputs (DIMACS, MatrixMarket, ...) are ingested
 once into ``.sssp-cache/`` by :func:`load_graph`.
 """
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import re
-import time
 import uuid
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     """Load a Parquet edge list written by ``sssp ingest`` / ``sssp generate``.
 
     The CSR is cached in ``<path>.csr.npz`` and reused while the Parquet file is
-    unchanged.
+    unchanged (its size, mtime, ctime, inode and metadata).
 
     Parameters
     ----------
@@ -98,10 +97,14 @@ def check_parquet(path) -> None:
 def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
     raw, meta, n, base = _open_edge_list(path, pf)
     st = path.stat()
+    # as load_graph keys its copies: an edit that keeps the size and puts the old mtime
+    # back still changes the ctime, and a file renamed over it has another inode
     key = {
         "version": CACHE_VERSION,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
         "meta": hashlib.sha256(raw).hexdigest(),
         "parallel": parallel,
     }
@@ -343,9 +346,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         g = None
         if out.exists():
             try:
-                # marks it recently used (see _evict_variants); the mtime stays, as
-                # it keys the copy's CSR cache
-                os.utime(out, ns=(time.time_ns(), out.stat().st_mtime_ns))
+                _mark_used(out)
                 g = read_parquet(out)
                 _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
@@ -353,6 +354,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
                 _remove_entry(out)
         if g is None:
             _ingest.ingest(path, out, **ingest_options)
+            _mark_used(out)
             g = read_parquet(out)
         _evict_variants(base, prefix, skey, keep=out)
     except BaseException:
@@ -384,6 +386,25 @@ def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     existed = base.is_dir()
     base.mkdir(parents=True, exist_ok=True)
     return base, not existed
+
+
+def _mark_used(entry: Path) -> None:
+    """Mark an ingested copy as used now (:func:`_evict_variants`) through its marker
+    ``<copy>.used``: never through the copy's own times, whose change (the ctime) would
+    make its CSR cache stale."""
+    marker = entry.with_name(entry.name + ".used")
+    try:
+        marker.touch()  # an existing marker gets the time now
+    except OSError:
+        pass
+
+
+def _last_used(entry: Path) -> int:
+    """When an ingested copy was last used (ns): its marker's mtime, else its own."""
+    try:
+        return entry.with_name(entry.name + ".used").stat().st_mtime_ns
+    except OSError:
+        return entry.stat().st_mtime_ns
 
 
 def _drop_if_empty(base: Path) -> None:
@@ -450,7 +471,7 @@ def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
     for f in base.iterdir():
         if f.name.startswith(prefix) and f.name.endswith(f".{skey}.parquet") and f != keep:
             try:
-                entries.append((f.stat().st_atime_ns, f))
+                entries.append((_last_used(f), f))
             except OSError:
                 pass
     entries.sort(reverse=True)

@@ -71,8 +71,8 @@ def test_changed_input_replaces_its_copy(tmp_path):
     assert g2.meta["arcs"] == g1.meta["arcs"] + 1
     second = _copies(cache)
     assert len(second) == 1 and second != first
-    # the stale copy went with its CSR cache
-    assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz"]
+    # the stale copy went with its CSR cache and its use marker
+    assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz", second[0] + ".used"]
 
 
 @pytest.mark.parametrize("how", ["in place", "replaced"])
@@ -238,3 +238,48 @@ def test_threads_loading_one_new_file_write_its_csr_cache_without_colliding(tmp_
     assert not [r for r in caplog.records if "could not write CSR cache" in r.getMessage()]
     assert csr.exists() and len({g.fingerprint for g in graphs}) == 1
     assert not [f for f in cache.iterdir() if ".tmp" in f.name]
+
+
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_parquet_edited_with_its_old_size_and_mtime_is_read_again(tmp_path, how):
+    """The CSR cache beside a Parquet edge list was keyed by the file's size, mtime and
+    metadata only: a weight changed in place (or a same-size file renamed over it) with
+    the old mtime put back was served the old CSR, fingerprint included, so the hierarchy
+    cache and a study's graph.parquet matched the old graph too.  The ctime and the inode
+    key it as they key load_graph's copies."""
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    src = tmp_path / "src.parquet"
+    pgraph.load_graph(_input(tmp_path))  # an sssp edge list
+    (copy,) = _copies(tmp_path / ".sssp-cache")
+    table = pq.read_table(tmp_path / ".sssp-cache" / copy)
+    p = tmp_path / "g.parquet"
+    # plain, uncompressed, no statistics: a weight is 8 bytes of the file, found below
+    pq.write_table(table, p, compression="none", use_dictionary=False, write_statistics=False)
+    g1 = read_parquet(p)
+    assert p.with_name("g.parquet.csr.npz").exists()
+    st = p.stat()
+    w = table.column("weight").to_numpy()
+    vals, counts = np.unique(w, return_counts=True)
+    raw = bytearray(p.read_bytes())
+    for v in vals[counts == 1]:
+        old = np.array([v], dtype=w.dtype).tobytes()
+        if raw.count(old) == 1:
+            break
+    i = raw.index(old)
+    raw[i:i + 8] = np.array([v + 1], dtype=w.dtype).tobytes()
+    if how == "in place":
+        with open(p, "r+b") as f:
+            f.write(raw)
+    else:
+        src.write_bytes(bytes(raw))
+        os.replace(src, p)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+    g2 = read_parquet(p)
+    want = read_parquet(p, cache=False)
+    assert want.fingerprint != g1.fingerprint
+    assert g2.fingerprint == want.fingerprint
+    assert np.array_equal(g2.weights, want.weights)
