@@ -27,6 +27,7 @@ import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
+from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.graph import AST_RACE
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,10 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
     if not path.exists():
         return None, "no cache file"
     try:
+        # every member's header first: nothing is read that the file cannot hold uncompressed
+        heads = npzfile.members(path)
+        if "record" not in heads or heads["record"][0].kind != "U" or heads["record"][1] != ():
+            return None, "no record of the hierarchy in the file"
         with np.load(path, allow_pickle=False) as z:
             rec = json.loads(str(z["record"]))
             if rec.get("format") != CACHE_FORMAT:
@@ -124,8 +129,13 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 return None, f"build time {build_s!r} is not a number of seconds"
             arrays = {}
             for name in Hierarchy.ARRAYS:
-                a = z[name]
                 dtype, shape, digest = rec["arrays"][name]
+                if name not in heads:
+                    return None, f"array {name} missing"
+                hd, hs = heads[name]
+                if str(hd) != dtype or list(hs) != shape:  # before the array is read
+                    return None, f"array {name}: {hd} {hs}, recorded {dtype} {shape}"
+                a = z[name]
                 if str(a.dtype) != dtype or list(a.shape) != shape:
                     return None, f"array {name}: {a.dtype} {a.shape}, recorded {dtype} {shape}"
                 if _digest(a) != digest:

@@ -364,3 +364,36 @@ def test_one_vertex_with_heavy_self_loops():
     assert h.n == 1 and h.m_up == 0 and h.m_down == 0
     res = kernels.solve(g, [0, 0], method="phast", backend="cpu")
     assert res.distances.tolist() == [[0.0], [0.0]]
+
+
+def test_cache_member_that_inflates_is_refused_before_it_is_read(rome_parquet):
+    """A cache file of a few hundred kilobytes whose compressed members inflate to
+    128 MB (its record naming their dtype, shape and checksum) was read whole - every
+    byte allocated and hashed - before the hierarchy's consistency check refused it.
+    The cache is written uncompressed: a compressed member is refused from its header."""
+    import json
+    import tracemalloc
+
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    with np.load(cpath) as z:
+        d = {k: z[k] for k in z.files}
+    rec = json.loads(str(d["record"]))
+    for name, dt in (("up_head", np.int32), ("up_weight", np.uint32)):
+        d[name] = np.zeros(16_000_000, dtype=dt)
+        rec["arrays"][name] = [str(d[name].dtype), list(d[name].shape), ph._digest(d[name])]
+    d["record"] = json.dumps(rec)
+    np.savez_compressed(cpath, **d)
+    del d
+    assert cpath.stat().st_size < 2_000_000
+    tracemalloc.start()
+    try:
+        h, why = ph.read_cache(_fresh(rome_parquet), cpath)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert h is None and why
+    assert peak < 20_000_000, f"{peak:,} bytes allocated reading a {cpath.stat().st_size:,}-byte file"
