@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError
 from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
 
@@ -111,10 +112,16 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
     cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
     for attempt in range(3) if cache and cpath.exists() else ():
         try:
+            # every member's header first: nothing is read that the file cannot hold
+            heads = npzfile.members(cpath)
+            if heads.get("key", (np.dtype(object), ()))[0].kind != "U":
+                raise ValueError("no key in the file")
             with np.load(cpath, allow_pickle=False) as z:
                 if json.loads(str(z["key"])) == key:
-                    g = Graph(n=int(z["n"]), indptr=z["indptr"], indices=z["indices"],
-                            weights=z["weights"], id_base=base,
+                    _check_csr_heads(heads, n, int(pf.metadata.num_rows))
+                    indptr, indices, weights = _csr_cache_arrays(z, n)
+                    g = Graph(n=n, indptr=indptr, indices=indices,
+                            weights=weights, id_base=base,
                             directed=bool(meta.get("directed", True)), name=shown(path.stem),
                             meta=json.loads(str(z["meta"])))
                     g.fingerprint = str(z["fingerprint"])
@@ -147,6 +154,52 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
             log.warning("could not write CSR cache %s: %s", cpath, exc)
             tmp.unlink(missing_ok=True)
     return g
+
+
+#: The weight types of a CSR (kernels.graph: the types every solver takes).
+_CSR_WEIGHTS = ("int32", "int64", "float32", "float64")
+
+
+def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
+    """The CSR cache's members from their headers (:func:`npzfile.members`), checked
+    against the Parquet file's ``n`` vertices and ``rows`` arcs before any is read.
+
+    Raises ``ValueError`` (one line) for a file this reader did not write."""
+    missing = {"n", "indptr", "indices", "weights", "key", "meta", "fingerprint"} - set(heads)
+    if missing:
+        raise ValueError(f"no {', '.join(sorted(missing))} in the file")
+    for name in ("key", "meta", "fingerprint"):
+        if heads[name][0].kind != "U" or heads[name][1] != ():
+            raise ValueError(f"{name} is {heads[name][0]} {heads[name][1]}, expected text")
+    if heads["n"][0].kind not in "iu" or heads["n"][1] != ():
+        raise ValueError(f"n is {heads['n'][0]} {heads['n'][1]}, expected an integer")
+    (pd, ps), (xd, xs), (wd, ws) = heads["indptr"], heads["indices"], heads["weights"]
+    if pd.kind != "i" or ps != (n + 1,):
+        raise ValueError(f"indptr is {pd} {ps}, expected integers ({n + 1},) for {n:,} vertices")
+    if xd.kind != "i" or len(xs) != 1 or xs[0] > rows or ws != xs:
+        raise ValueError(f"indices {xd} {xs} and weights {wd} {ws}: expected at most {rows:,} arcs, one weight each")
+    if str(wd) not in _CSR_WEIGHTS:
+        raise ValueError(f"weights are {wd}, expected one of {', '.join(_CSR_WEIGHTS)}")
+
+
+def _csr_cache_arrays(z, n: int):
+    """``(indptr, indices, weights)`` of an open CSR cache whose headers passed
+    :func:`_csr_cache_heads`, checked to form a CSR of ``n`` vertices: ``n`` as recorded,
+    ``indptr`` from 0 to the arc count without decreasing, heads in ``0 .. n-1``, finite
+    real weights.  An arc head out of range crashed the solvers (a segmentation fault).
+
+    Raises ``ValueError`` (one line)."""
+    if int(z["n"]) != n:
+        raise ValueError(f"n is {int(z['n'])}, the file has {n:,} vertices")
+    indptr, indices, weights = z["indptr"], z["indices"], z["weights"]
+    m = len(indices)
+    if indptr[0] != 0 or indptr[-1] != m or (n and np.any(indptr[1:] < indptr[:-1])):
+        raise ValueError("indptr does not run from 0 to the arc count")
+    if m and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        raise ValueError(f"an arc head out of range 0..{n - 1}")
+    if weights.dtype.kind == "f" and m and not np.isfinite(weights).all():
+        raise ValueError("a weight is not finite")
+    return indptr, indices, weights
 
 
 def _not_parquet(path: Path, exc: Exception) -> InputError:

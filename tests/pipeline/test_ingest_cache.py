@@ -283,3 +283,81 @@ def test_parquet_edited_with_its_old_size_and_mtime_is_read_again(tmp_path, how)
     assert want.fingerprint != g1.fingerprint
     assert g2.fingerprint == want.fingerprint
     assert np.array_equal(g2.weights, want.weights)
+
+
+def _recsr(csr, **changes):
+    with np.load(csr) as z:
+        d = {k: z[k] for k in z.files}
+    for k, v in changes.items():
+        d[k] = v(d[k]) if callable(v) else v
+    tmp = csr.with_name("x.npz")
+    np.savez(tmp, **d)
+    os.replace(tmp, csr)
+
+
+def _out_of_range(a):
+    a = a.copy()
+    a[5] = 10**6
+    return a
+
+
+def _ptr_past_end(a):
+    a = a.copy()
+    a[-1] += 100
+    return a
+
+
+@pytest.mark.parametrize("damage", [
+    dict(indices=_out_of_range),                       # sssp solve crashed with SIGSEGV
+    dict(indptr=_ptr_past_end),                         # a SciPy traceback
+    dict(indptr=lambda a: a[::-1].copy()),
+    dict(n=np.array(10**7)),                            # n beyond the file's vertices
+    dict(weights=lambda a: a[:-1].copy()),
+    dict(indices=lambda a: a.astype(np.float64)),
+    dict(weights=lambda a: np.array([object()] * len(a), dtype=object)),
+])
+def test_csr_cache_with_its_key_but_bad_arrays_is_rebuilt(tmp_path, damage, caplog):
+    """A CSR cache whose key matches its Parquet file was used as it was, arrays
+    unchecked: an arc head out of range crashed `sssp solve` (any method) with a
+    segmentation fault.  Its arrays are checked against the file's vertices and rows
+    and against each other; a bad one is rebuilt with a warning."""
+    import logging
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    g = load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    csr = copy.with_name(copy.name + ".csr.npz")
+    _recsr(csr, **damage)
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.graph"):
+        g2 = read_parquet(copy)
+    assert "CSR cache" in caplog.text
+    assert g2.n == g.n and g2.fingerprint == g.fingerprint
+    for name in ("indptr", "indices", "weights"):
+        assert np.array_equal(getattr(g2, name), getattr(g, name))
+    assert read_parquet(copy).fingerprint == g.fingerprint  # rewritten good
+
+
+def test_csr_cache_member_that_inflates_is_refused_before_it_is_read(tmp_path):
+    """A compressed CSR cache member (kilobytes on disk, 128 MB inflated) was read whole
+    before anything was compared; the cache is written uncompressed."""
+    import tracemalloc
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    g = load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    csr = copy.with_name(copy.name + ".csr.npz")
+    with np.load(csr) as z:
+        d = {k: z[k] for k in z.files}
+    d["indices"] = np.zeros(32_000_000, dtype=np.int32)
+    np.savez_compressed(csr, **d)
+    del d
+    tracemalloc.start()
+    try:
+        g2 = read_parquet(copy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert g2.fingerprint == g.fingerprint
+    assert peak < 40_000_000, f"{peak:,} bytes allocated"
