@@ -498,6 +498,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     permutation, levels strictly decreasing along up arcs and increasing along down arcs).
     Cheap (a few passes over the arrays); run on every hierarchy read from a file."""
     n = h.n
+    for name in Hierarchy.ARRAYS:
+        a = getattr(h, name)
+        if not isinstance(a, np.ndarray) or a.ndim != 1:
+            raise ValueError(f"hierarchy: {name} is not a 1-D array")
     want = {"order": (np.int32, n), "position": (np.int32, n), "up_indptr": (np.int64, n + 1),
             "down_indptr": (np.int64, n + 1)}
     for name, (dt, ln) in want.items():
@@ -507,6 +511,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     if h.level_ptr.dtype != np.int64 or h.level_ptr.ndim != 1 or len(h.level_ptr) < 1 or h.level_ptr[0] != 0 \
             or h.level_ptr[-1] != n or np.any(np.diff(h.level_ptr) < 0):
         raise ValueError("hierarchy: bad level_ptr")
+    for name in ("order", "position"):  # indices into each other: in range first
+        a = getattr(h, name)
+        if n and (int(a.min()) < 0 or int(a.max()) >= n):
+            raise ValueError(f"hierarchy: {name} holds a value outside 0..{n - 1}")
     if n and (not np.array_equal(h.position[h.order], np.arange(n))):
         raise ValueError("hierarchy: position is not the inverse of order")
     lv = h.level_of_position()

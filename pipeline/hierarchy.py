@@ -147,7 +147,7 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                   library=lib, fingerprint=graph.fingerprint, **arrays)
     try:
         hmod.check_hierarchy(h)
-    except ValueError as exc:
+    except Exception as exc:  # ValueError; anything else it meets is no hierarchy either
         return None, f"inconsistent arrays ({exc})"
     return h, ""
 

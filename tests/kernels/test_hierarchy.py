@@ -187,6 +187,21 @@ def test_check_hierarchy_rejects_damage(rome):
         hmod.check_hierarchy(replace(h, up_head=bad))
     with pytest.raises(ValueError):
         hmod.check_hierarchy(replace(h, order=h.order[::-1].copy()))
+    # a 0-d arc array raised TypeError (len() of unsized object)
+    for name in ("up_head", "up_weight", "down_tail", "down_weight"):
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, **{name: getattr(h, name)[:1].reshape(())}))
+    # an order entry beyond n raised IndexError (read_cache only turns ValueError into
+    # a rebuild: load_hierarchy crashed on such a cache file)
+    for bad in (h.n, 10**6, -1, -h.n - 1):
+        order = h.order.copy()
+        order[0] = bad
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, order=order))
+        position = h.position.copy()
+        position[3] = bad
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, position=position))
 
 
 # ---------------------------------------------------------------------- the cache file
