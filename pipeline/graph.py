@@ -8,6 +8,7 @@ once into ``.sssp-cache/`` by :func:`load_graph`.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -110,6 +111,8 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
         "parallel": parallel,
     }
     cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
+    if cache:
+        remove_dead_temps(cpath)
     for attempt in range(3) if cache and cpath.exists() else ():
         try:
             # every member's header first: nothing is read that the file cannot hold
@@ -492,6 +495,25 @@ def _pid_alive(pid: int) -> bool:
 _LEGACY = re.compile(r"\.[0-9a-f]{16}\.parquet$")  # before cache version 4: <name>.<key16>.parquet
 _TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # ingest.AtomicParquet's temp names
 _CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)(?:-[0-9a-f]{8})?\.npz$")  # read_parquet's temp names
+
+
+def remove_dead_temps(cache_file) -> None:
+    """Delete the temporary files of ``cache_file`` (``<name>.tmp<pid>[-<8 hex>].npz``,
+    the CSR and hierarchy caches' writers) left by processes that no longer run: a
+    process killed while it wrote one leaves it behind.  Never raises."""
+    cache_file = Path(cache_file)
+    try:
+        found = list(cache_file.parent.glob(glob.escape(cache_file.name) + ".tmp*.npz"))
+    except OSError:
+        return
+    for f in found:
+        m = _CSR_TEMP.search(f.name)
+        if m and f.name[:m.start()] == cache_file.name and not _pid_alive(int(m["pid"])):
+            try:
+                f.unlink()
+                log.debug("removed %s, left by process %s", f, m["pid"])
+            except OSError:
+                pass
 
 
 def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool) -> None:

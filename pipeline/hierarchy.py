@@ -28,7 +28,7 @@ import numpy as np
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
-from gpu_sssp.pipeline.graph import AST_RACE
+from gpu_sssp.pipeline.graph import AST_RACE, remove_dead_temps
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +185,7 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
     def get():
         cpath = cache_path(graph, path) if cache else None
         if cpath is not None:
+            remove_dead_temps(cpath)
             h, why = read_cache(graph, cpath)
             if h is not None:
                 log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
@@ -280,6 +281,7 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     mine = cache_path(graph)
     if mine is not None and Path(mine).resolve() == target.resolve():
         return target  # load_hierarchy read or wrote it just now
+    remove_dead_temps(target)
     got, _why = read_cache(graph, target)
     if got is None:
         write_cache(h, graph, target)

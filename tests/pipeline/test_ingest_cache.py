@@ -361,3 +361,30 @@ def test_csr_cache_member_that_inflates_is_refused_before_it_is_read(tmp_path):
         tracemalloc.stop()
     assert g2.fingerprint == g.fingerprint
     assert peak < 40_000_000, f"{peak:,} bytes allocated"
+
+
+def test_temp_files_of_dead_processes_beside_a_parquet_file_are_removed(tmp_path):
+    """A process killed while it wrote the CSR or the hierarchy cache beside a Parquet
+    edge list (not in .sssp-cache, where load_graph sweeps them) left its temporary
+    file there for good: every killed run added one."""
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    d = tmp_path / "odd [dir]"
+    d.mkdir()
+    p = d / "g*.parquet"
+    shutil.copy(copy, p)
+    dead = 2**22 + 12345
+    litter = [d / f"{p.name}.csr.npz.tmp{dead}-0123abcd.npz", d / f"{p.name}.ch.npz.tmp{dead}-0123abcd.npz",
+              d / f"{p.name}.csr.npz.tmp{dead}.npz"]
+    keep = [d / f"{p.name}.csr.npz.tmp{os.getpid()}-0123abcd.npz",  # a live process's
+            d / f"other.parquet.csr.npz.tmp{dead}-0123abcd.npz"]     # another file's
+    for f in litter + keep:
+        f.write_bytes(b"half")
+    g = read_parquet(p)
+    ph.load_hierarchy(g)
+    assert [f.name for f in litter if f.exists()] == []
+    assert all(f.exists() for f in keep)
+    assert (d / f"{p.name}.ch.npz").exists() and (d / f"{p.name}.csr.npz").exists()
