@@ -155,7 +155,7 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
             os.replace(tmp, cpath)
         except OSError as exc:
             log.warning("could not write CSR cache %s: %s", cpath, exc)
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
     return g
 
 
@@ -495,6 +495,15 @@ def _pid_alive(pid: int) -> bool:
 _LEGACY = re.compile(r"\.[0-9a-f]{16}\.parquet$")  # before cache version 4: <name>.<key16>.parquet
 _TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # ingest.AtomicParquet's temp names
 _CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)(?:-[0-9a-f]{8})?\.npz$")  # read_parquet's temp names
+
+
+def _discard(tmp: Path) -> None:
+    """Remove a temporary file that may not exist; never raises (a read-only mount
+    refuses even a file that is not there with EROFS)."""
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def remove_dead_temps(cache_file) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
-from gpu_sssp.pipeline.graph import AST_RACE, remove_dead_temps
+from gpu_sssp.pipeline.graph import AST_RACE, _discard, remove_dead_temps
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def write_cache(h: Hierarchy, graph, path) -> None:
                  **{name: getattr(h, name) for name in Hierarchy.ARRAYS})
         os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)  # never raises over the write's own error
 
 
 def read_cache(graph, path) -> tuple[Hierarchy | None, str]:

@@ -388,3 +388,47 @@ def test_temp_files_of_dead_processes_beside_a_parquet_file_are_removed(tmp_path
     assert [f.name for f in litter if f.exists()] == []
     assert all(f.exists() for f in keep)
     assert (d / f"{p.name}.ch.npz").exists() and (d / f"{p.name}.csr.npz").exists()
+
+
+@pytest.fixture()
+def read_only_folder(monkeypatch):
+    """Emulates a read-only file system for the caches' writers (tests may run as root,
+    whom permissions do not stop): creating a file there fails with EROFS, and so does
+    removing one, even one that does not exist (what Linux answers on a read-only mount)."""
+    import errno
+    import pathlib
+
+    def erofs(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    real_unlink = pathlib.Path.unlink
+
+    def unlink(self, missing_ok=False):
+        if ".tmp" in self.name:
+            erofs()
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(np, "savez", erofs)
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink)
+
+
+def test_parquet_in_a_read_only_folder_still_loads(tmp_path, read_only_folder, caplog):
+    """A Parquet file in a read-only folder stopped `sssp solve` with "error: [Errno 30]
+    Read-only file system": the CSR cache's writer warned, then removing its temporary
+    file (which a read-only mount refuses with EROFS, not ENOENT) raised out of
+    read_parquet.  Likewise the hierarchy cache."""
+    import logging
+
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    from gpu_sssp.pipeline.ingest import ingest
+
+    p = tmp_path / "g.parquet"
+    ingest(DATA / "rome99.gr", p)  # Parquet, not np.savez: written as usual
+    with caplog.at_level(logging.WARNING):
+        g = read_parquet(p)
+        h = ph.load_hierarchy(g)
+    assert g.n == 3353 and h.n == 3353
+    assert "could not write CSR cache" in caplog.text and "could not write the hierarchy cache" in caplog.text
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["g.parquet"]
