@@ -427,21 +427,25 @@ def _short_hash(obj) -> str:
 
 def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     """The cache folder (created when missing) and whether this call created it."""
-    base = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
-    existed = base.is_dir()
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-        probe = base / f".probe{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return base, not existed
-    except OSError:
-        if not existed:
-            _drop_if_empty(base)
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sssp"
-    existed = base.is_dir()
-    base.mkdir(parents=True, exist_ok=True)
-    return base, not existed
+    first = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
+    # the XDG base directory spec: an empty or relative XDG_CACHE_HOME is ignored
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    user = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+    tried = []
+    for base in (first, user):
+        existed = base.is_dir()
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / f".probe{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            return base, not existed
+        except OSError as exc:
+            if not existed:
+                _drop_if_empty(base)
+            tried.append(f"{shown(base)} ({exc.strerror or exc})")
+    raise OSError(f"{shown(resolved)}: no folder to keep its ingested copy in: cannot write "
+                  f"{' nor '.join(tried)}; set XDG_CACHE_HOME to a writable folder")
 
 
 def _mark_used(entry: Path) -> None:

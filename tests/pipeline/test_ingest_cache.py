@@ -432,3 +432,56 @@ def test_parquet_in_a_read_only_folder_still_loads(tmp_path, read_only_folder, c
     assert g.n == 3353 and h.n == 3353
     assert "could not write CSR cache" in caplog.text and "could not write the hierarchy cache" in caplog.text
     assert sorted(f.name for f in tmp_path.iterdir()) == ["g.parquet"]
+
+
+@pytest.fixture()
+def unwritable(monkeypatch):
+    """Folders whose write probe fails as on a read-only mount (tests may run as root)."""
+    import errno
+    import pathlib
+
+    blocked = []
+    real_touch = pathlib.Path.touch
+
+    def touch(self, *a, **k):
+        if any(self.parent == b for b in blocked):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_touch(self, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "touch", touch)
+    return blocked
+
+
+def test_an_empty_xdg_cache_home_is_unset(tmp_path, monkeypatch, unwritable):
+    """XDG_CACHE_HOME set but empty (``XDG_CACHE_HOME= sssp solve ...``) put the ingested
+    copy of an input in a read-only folder into ``./sssp`` below whatever folder the
+    command ran in; the XDG spec says an empty or relative value is to be ignored."""
+    p = _input(tmp_path)
+    unwritable.append(tmp_path / ".sssp-cache")
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    for value in ("", "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", value)
+        g = load_graph(p)
+        assert g.n == 3353
+        assert _copies(home / ".cache" / "sssp")
+        assert list(cwd.iterdir()) == []
+
+
+def test_no_writable_cache_folder_says_where_it_looked(tmp_path, monkeypatch, unwritable):
+    """Neither the input's folder nor the user cache folder writable: one line naming
+    both and the way out, instead of the bare errno of the last folder tried."""
+    p = _input(tmp_path)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    unwritable += [tmp_path / ".sssp-cache", home / ".cache" / "sssp"]
+    with pytest.raises(OSError) as e:
+        load_graph(p)
+    msg = str(e.value)
+    assert str(tmp_path / ".sssp-cache") in msg and str(home / ".cache" / "sssp") in msg
+    assert "XDG_CACHE_HOME" in msg and "\n" not in msg
+    assert not (tmp_path / ".sssp-cache").exists()
