@@ -300,6 +300,8 @@ def build_hierarchy(graph) -> Hierarchy:
         reached RoutingKit's infinity.
     ImportError
         ``routingkit_ch`` (the ``ch-router`` wheel) is not installed.
+    OSError
+        No room in the temporary folder for RoutingKit's hierarchy file (``TMPDIR``).
     """
     why = eligible(graph)
     if why is not None:
@@ -346,7 +348,12 @@ def build_hierarchy(graph) -> Hierarchy:
     fd, tmp = tempfile.mkstemp(prefix="sssp-ch-", suffix=".bin")
     os.close(fd)
     try:
-        ch.save(tmp)
+        try:
+            ch.save(tmp)  # RoutingKit's binding hands its hierarchy over only as a file
+        except RuntimeError as exc:  # "std::ostream::write failed ...": no room there
+            raise OSError(f"could not write the contraction hierarchy of {graph.name} to a temporary file "
+                          f"in {os.path.dirname(tmp)} ({exc}): free space there or point TMPDIR to a "
+                          "folder with room") from exc
         with open(tmp, "rb") as fh:
             raw = fh.read()
     finally:

@@ -412,3 +412,25 @@ def test_cache_member_that_inflates_is_refused_before_it_is_read(rome_parquet):
         tracemalloc.stop()
     assert h is None and why
     assert peak < 20_000_000, f"{peak:,} bytes allocated reading a {cpath.stat().st_size:,}-byte file"
+
+
+def test_no_room_for_routingkits_file_is_one_clear_oserror(rome):
+    """RoutingKit hands its hierarchy over through a file in the temporary folder: with
+    no room there (a full /tmp, a file size limit) the build raised RoutingKit's
+    "RuntimeError: std::ostream::write failed while reading a contraction hierarchy",
+    a traceback from sssp study.  It is an OSError naming the folder and TMPDIR now
+    (the command line prints OSErrors as one line)."""
+    import resource
+    import tempfile
+
+    g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n)
+    before = set(os.listdir(tempfile.gettempdir()))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, hard))
+    try:
+        with pytest.raises(OSError) as e:
+            hmod.build_hierarchy(g)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert tempfile.gettempdir() in str(e.value) and "TMPDIR" in str(e.value)
+    assert not [f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("sssp-ch-")]
