@@ -402,6 +402,8 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         g = None
         if out.exists():
             try:
+                if not out.is_file():  # a FIFO would block the read for ever
+                    raise OSError("not a regular file")
                 _mark_used(out)
                 g = read_parquet(out)
                 _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did

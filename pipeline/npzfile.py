@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import zipfile
 
 import numpy as np
@@ -27,12 +28,16 @@ def members(path) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
     Raises
     ------
     ValueError
-        The file is not a zip of stored ``.npy`` members whose headers match their sizes
-        (one line, naming the member).
+        The file is not a regular file (a FIFO would block ``open``), or not a zip of
+        stored ``.npy`` members whose headers match their sizes (one line, naming the
+        member).
     OSError, zipfile.BadZipFile
         The file cannot be read, or is not a zip file.
     """
-    size = os.path.getsize(path)
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block open() for ever
+        raise ValueError("not a regular file")
+    size = st.st_size
     out = {}
     with zipfile.ZipFile(path) as zf:
         for info in zf.infolist():

@@ -485,3 +485,51 @@ def test_no_writable_cache_folder_says_where_it_looked(tmp_path, monkeypatch, un
     assert str(tmp_path / ".sssp-cache") in msg and str(home / ".cache" / "sssp") in msg
     assert "XDG_CACHE_HOME" in msg and "\n" not in msg
     assert not (tmp_path / ".sssp-cache").exists()
+
+
+def _finishes(fn, fifos):
+    """Run ``fn`` in a thread; if it is still blocked after a generous while, unblock it
+    by opening every FIFO for writing and report that it hung."""
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", fn()), daemon=True)
+    t.start()
+    t.join(60)
+    hung = t.is_alive()
+    if hung:
+        for f in fifos:
+            try:
+                os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        t.join(60)
+    return hung, out.get("r")
+
+
+def test_cache_files_that_are_fifos_are_not_opened(tmp_path):
+    """A FIFO (or another special file) in place of a cache file made every load block
+    for ever in open(): the CSR cache, the hierarchy cache, the ingested copy.  They are
+    not regular files: ignored and replaced."""
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    p = _input(tmp_path)
+    load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    copy = cache / _copies(cache)[0]
+    fifos = [copy.with_name(copy.name + ".csr.npz"), copy.with_name(copy.name + ".ch.npz"), copy]
+    for which in fifos:
+        for f in fifos:
+            if f.exists() and not f.is_file():
+                f.unlink()
+        load_graph(p)
+        which.unlink(missing_ok=True)
+        os.mkfifo(which)
+
+        def run():
+            g = load_graph(p)
+            return ph.load_hierarchy(g).n
+
+        hung, n = _finishes(run, [which])
+        assert not hung, f"blocked on {which.name}"
+        assert n == 3353
