@@ -5,8 +5,9 @@ and is the same for every batch, so it is built once per graph and weight set an
 beside the Parquet edge list, like the CSR cache (``<file>.csr.npz``).  The cache file
 records the graph's fingerprint, the contraction library and its version, and a SHA-256
 digest, dtype and shape of every array; a file whose record does not match the graph or
-the installed library (stale), or whose arrays do not match their record or do not form a
-consistent hierarchy (corrupt, truncated), is rebuilt and replaced, never used.  Files are
+the installed library (stale), or whose arrays do not match their record, do not form a
+consistent hierarchy or do not hold every arc of the graph (corrupt, truncated, another
+graph's), is rebuilt and replaced, never used.  Files are
 written to a temporary name and renamed, so a reader never sees half a file.
 
 ``load_hierarchy(graph)`` also keeps the hierarchy with the graph (``Graph.cached``),
@@ -147,6 +148,7 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                   library=lib, fingerprint=graph.fingerprint, **arrays)
     try:
         hmod.check_hierarchy(h)
+        hmod.check_covers(h, graph)
     except Exception as exc:  # ValueError; anything else it meets is no hierarchy either
         return None, f"inconsistent arrays ({exc})"
     return h, ""

@@ -51,6 +51,7 @@ def scipy_int(g: Graph, sources) -> np.ndarray:
 def check(g: Graph, sources):
     h = hmod.build_hierarchy(g)
     hmod.check_hierarchy(h)
+    hmod.check_covers(h, g)  # what a cache file is checked with never refuses a fresh build
     assert np.array_equal(numpy_phast(h, sources), scipy_int(g, sources))
     return h
 
@@ -280,7 +281,45 @@ def _rerecord(path, **changes):
     os.replace(path.with_suffix(".x.npz"), path)
 
 
+def _redigest(path, change):
+    """Apply ``change`` to the arrays and record them again (dtype, shape, checksum): a
+    file that matches its record, as one written for other arrays would."""
+    import json
+
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    change(d)
+    rec = json.loads(str(d["record"]))
+    for name in hmod.Hierarchy.ARRAYS:
+        rec["arrays"][name] = [str(d[name].dtype), list(d[name].shape), ph._digest(d[name])]
+    d["record"] = json.dumps(rec)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+def _swap_in_level(d):
+    # two vertices of the bottom level trade places: every level rule still holds, but
+    # the arcs now belong to other vertices (every distance of every source was wrong)
+    a = int(d["level_ptr"][-2])
+    order = d["order"].copy()
+    order[[a, a + 1]] = order[[a + 1, a]]
+    d["order"] = order
+    d["position"] = d["position"].copy()
+    d["position"][order] = np.arange(len(order), dtype=np.int32)
+
+
+def _lighter_graph_arc(d):
+    # an arc of the hierarchy made heavier than the graph's arc it stands for
+    w = d["up_weight"].copy()
+    w[:] += np.uint32(1)
+    d["up_weight"] = w
+
+
 @pytest.mark.parametrize("damage, why", [
+    (lambda p: _redigest(p, _swap_in_level), "arc"),
+    (lambda p: _redigest(p, _lighter_graph_arc), "arc"),
     (_damage_bytes, ""), (_truncate, "unreadable"), (_swap_array, "checksum"),
     (lambda p: _rerecord(p, fingerprint="0123456789abcdef"), "built for graph"),
     (lambda p: _rerecord(p, library="ch-router 0.0.1 (RoutingKit)"), "built with"),
