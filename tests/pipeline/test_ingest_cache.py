@@ -533,3 +533,28 @@ def test_cache_files_that_are_fifos_are_not_opened(tmp_path):
         hung, n = _finishes(run, [which])
         assert not hung, f"blocked on {which.name}"
         assert n == 3353
+
+
+def test_a_variant_used_again_is_kept_and_its_csr_cache_stays(tmp_path):
+    """Least recently *used* goes (the use marker), and marking a use leaves the copy's
+    own times alone: its CSR cache, keyed by them, is not rewritten by a second load."""
+    import time
+
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    specs = [f"random:1:{hi}:1" for hi in range(10, 10 + CACHE_VARIANTS + 1)]
+    for spec in specs[:CACHE_VARIANTS]:
+        load_graph(p, weights=spec)
+        time.sleep(0.01)  # distinct marker times on coarse clocks
+    first = {f.name: f.stat().st_ino for f in cache.iterdir() if f.name.endswith(".csr.npz")}
+    load_graph(p, weights=specs[0])  # used again: now the most recent
+    time.sleep(0.01)
+    assert {f.name: f.stat().st_ino for f in cache.iterdir() if f.name.endswith(".csr.npz")} == first
+    load_graph(p, weights=specs[-1])  # one variant too many: the least recently used goes
+
+    def has(spec):
+        okey = pgraph._short_hash(sorted({"weights": spec}.items()))
+        return any(f".{okey}." in name for name in _copies(cache))
+
+    assert len(_copies(cache)) == CACHE_VARIANTS
+    assert has(specs[0]) and has(specs[-1]) and not has(specs[1])
