@@ -578,9 +578,8 @@ def check_covers(h: Hierarchy, graph) -> None:
         if not ok.all():
             j = int(np.flatnonzero(sel)[np.argmin(ok)])
             a, b = int(u[keep][j]), int(v[keep][j])
-            raise ValueError(f"hierarchy: the graph's arc {a} -> {b} (weight {w[j]}) has no {name} arc of at most "
-                             "that weight in it (a hierarchy of another graph, or its vertices shuffled)")
-    return None
+            raise ValueError(f"hierarchy: the graph's arc {a} -> {b} (0-based, weight {w[j]}) has no {name} arc "
+                             "of at most that weight in it (a hierarchy of another graph, or its vertices shuffled)")
 
 
 #: Structure rule (:func:`structure`): the largest in/out degree a road-like graph has.

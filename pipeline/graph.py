@@ -2,8 +2,9 @@
 
 The CSR is built once and cached next to the Parquet file (``<file>.csr.npz``); the
 cache records the Parquet file's size, modification and change times, inode and metadata
-digest and is rebuilt when any of them changes.  Raw inputs (DIMACS, MatrixMarket, ...) are ingested
-once into ``.sssp-cache/`` by :func:`load_graph`.
+digest and is rebuilt when any of them changes; its arrays are checked before use.  Raw
+inputs (DIMACS, MatrixMarket, ...) are ingested once into ``.sssp-cache/`` by
+:func:`load_graph`.
 """
 from __future__ import annotations
 
@@ -164,8 +165,8 @@ _CSR_WEIGHTS = ("int32", "int64", "float32", "float64")
 
 
 def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
-    """The CSR cache's members from their headers (:func:`npzfile.members`), checked
-    against the Parquet file's ``n`` vertices and ``rows`` arcs before any is read.
+    """Check the CSR cache's member headers (:func:`npzfile.members`) against the Parquet
+    file's ``n`` vertices and ``rows`` arcs, before any array is read.
 
     Raises ``ValueError`` (one line) for a file this reader did not write."""
     missing = {"n", "indptr", "indices", "weights", "key", "meta", "fingerprint"} - set(heads)
@@ -187,7 +188,7 @@ def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
 
 def _csr_cache_arrays(z, n: int):
     """``(indptr, indices, weights)`` of an open CSR cache whose headers passed
-    :func:`_csr_cache_heads`, checked to form a CSR of ``n`` vertices: ``n`` as recorded,
+    :func:`_check_csr_heads`, checked to form a CSR of ``n`` vertices: ``n`` as recorded,
     ``indptr`` from 0 to the arc count without decreasing, heads in ``0 .. n-1``, finite
     real weights.  An arc head out of range crashed the solvers (a segmentation fault).
 
