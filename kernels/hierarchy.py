@@ -300,6 +300,8 @@ def build_hierarchy(graph) -> Hierarchy:
         reached RoutingKit's infinity.
     ImportError
         ``routingkit_ch`` (the ``ch-router`` wheel) is not installed.
+    OSError
+        No room in the temporary folder for RoutingKit's hierarchy file (``TMPDIR``).
     """
     why = eligible(graph)
     if why is not None:
@@ -346,7 +348,12 @@ def build_hierarchy(graph) -> Hierarchy:
     fd, tmp = tempfile.mkstemp(prefix="sssp-ch-", suffix=".bin")
     os.close(fd)
     try:
-        ch.save(tmp)
+        try:
+            ch.save(tmp)  # RoutingKit's binding hands its hierarchy over only as a file
+        except RuntimeError as exc:  # "std::ostream::write failed ...": no room there
+            raise OSError(f"could not write the contraction hierarchy of {graph.name} to a temporary file "
+                          f"in {os.path.dirname(tmp)} ({exc}): free space there or point TMPDIR to a "
+                          "folder with room") from exc
         with open(tmp, "rb") as fh:
             raw = fh.read()
     finally:
@@ -498,6 +505,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     permutation, levels strictly decreasing along up arcs and increasing along down arcs).
     Cheap (a few passes over the arrays); run on every hierarchy read from a file."""
     n = h.n
+    for name in Hierarchy.ARRAYS:
+        a = getattr(h, name)
+        if not isinstance(a, np.ndarray) or a.ndim != 1:
+            raise ValueError(f"hierarchy: {name} is not a 1-D array")
     want = {"order": (np.int32, n), "position": (np.int32, n), "up_indptr": (np.int64, n + 1),
             "down_indptr": (np.int64, n + 1)}
     for name, (dt, ln) in want.items():
@@ -507,6 +518,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     if h.level_ptr.dtype != np.int64 or h.level_ptr.ndim != 1 or len(h.level_ptr) < 1 or h.level_ptr[0] != 0 \
             or h.level_ptr[-1] != n or np.any(np.diff(h.level_ptr) < 0):
         raise ValueError("hierarchy: bad level_ptr")
+    for name in ("order", "position"):  # indices into each other: in range first
+        a = getattr(h, name)
+        if n and (int(a.min()) < 0 or int(a.max()) >= n):
+            raise ValueError(f"hierarchy: {name} holds a value outside 0..{n - 1}")
     if n and (not np.array_equal(h.position[h.order], np.arange(n))):
         raise ValueError("hierarchy: position is not the inverse of order")
     lv = h.level_of_position()
@@ -525,6 +540,46 @@ def check_hierarchy(h: Hierarchy) -> None:
             row = np.repeat(np.arange(n), np.diff(ptr))
             if np.any(lv[other] >= lv[row]):
                 raise ValueError(f"hierarchy: a {name} arc does not come from a smaller level")
+
+
+def check_covers(h: Hierarchy, graph) -> None:
+    """Raise ``ValueError`` unless every arc ``u -> v`` of ``graph`` (self-loops aside) is
+    an arc of ``h`` between the same vertices (upward from ``u`` when ``v`` has the smaller
+    level, else downward into ``v``) weighing at most the arc's weight.
+
+    Contraction keeps every arc of the graph (the lightest of parallel ones), so a
+    hierarchy built for ``graph`` always passes; one whose arrays are consistent
+    (:func:`check_hierarchy`) but whose vertices were shuffled, or that was made for
+    another graph of as many vertices, does not, and would give wrong distances.  A
+    necessary condition, not a proof (shortcuts are not checked); ``O(m log m)``, run on
+    every hierarchy read from a file, after :func:`check_hierarchy`.
+    """
+    n = h.n
+    if graph.n != n:
+        raise ValueError(f"hierarchy: {n} vertices, the graph has {graph.n}")
+    u, v = graph.tails().astype(np.int64), graph.indices.astype(np.int64)
+    keep = u != v
+    pu, pv = h.position[u[keep]].astype(np.int64), h.position[v[keep]].astype(np.int64)
+    w = graph.weights[keep]
+    lv = h.level_of_position()
+    up = lv[pv] < lv[pu]
+    for name, sel, ptr, other, hw, row, end in (
+            ("up", up, h.up_indptr, h.up_head, h.up_weight, pu, pv),
+            ("down", ~up, h.down_indptr, h.down_tail, h.down_weight, pv, pu)):
+        # the layout sorts each row by its other end: row * n + other ascends
+        keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr)) * n + other.astype(np.int64)
+        if len(keys) > 1 and np.any(keys[1:] < keys[:-1]):
+            raise ValueError(f"hierarchy: {name} arcs not sorted within their rows")
+        q = row[sel] * n + end[sel]
+        if not len(q):
+            continue
+        i = np.minimum(np.searchsorted(keys, q), max(len(keys) - 1, 0))
+        ok = (keys[i] == q) & (hw[i].astype(np.int64) <= w[sel]) if len(keys) else np.zeros(len(q), bool)
+        if not ok.all():
+            j = int(np.flatnonzero(sel)[np.argmin(ok)])
+            a, b = int(u[keep][j]), int(v[keep][j])
+            raise ValueError(f"hierarchy: the graph's arc {a} -> {b} (0-based, weight {w[j]}) has no {name} arc "
+                             "of at most that weight in it (a hierarchy of another graph, or its vertices shuffled)")
 
 
 #: Structure rule (:func:`structure`): the largest in/out degree a road-like graph has.

@@ -1,25 +1,27 @@
 """Graphs from files: a Parquet edge list turned into the solvers' CSR ``Graph``.
 
 The CSR is built once and cached next to the Parquet file (``<file>.csr.npz``); the
-cache records the Parquet file's size, modification time and metadata digest and is
-rebuilt when any of them changes.  Raw inputs (DIMACS, MatrixMarket, ...) are ingested
-once into ``.sssp-cache/`` by :func:`load_graph`.
+cache records the Parquet file's size, modification and change times, inode and metadata
+digest and is rebuilt when any of them changes; its arrays are checked before use.  Raw
+inputs (DIMACS, MatrixMarket, ...) are ingested once into ``.sssp-cache/`` by
+:func:`load_graph`.
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
 import os
 import re
-import time
 import uuid
 from pathlib import Path
 
 import numpy as np
 
 from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError
 from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
 
@@ -42,7 +44,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     """Load a Parquet edge list written by ``sssp ingest`` / ``sssp generate``.
 
     The CSR is cached in ``<path>.csr.npz`` and reused while the Parquet file is
-    unchanged.
+    unchanged (its size, mtime, ctime, inode and metadata).
 
     Parameters
     ----------
@@ -98,20 +100,32 @@ def check_parquet(path) -> None:
 def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
     raw, meta, n, base = _open_edge_list(path, pf)
     st = path.stat()
+    # as load_graph keys its copies: an edit that keeps the size and puts the old mtime
+    # back still changes the ctime, and a file renamed over it has another inode
     key = {
         "version": CACHE_VERSION,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
         "meta": hashlib.sha256(raw).hexdigest(),
         "parallel": parallel,
     }
     cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
+    if cache:
+        remove_dead_temps(cpath)
     for attempt in range(3) if cache and cpath.exists() else ():
         try:
+            # every member's header first: nothing is read that the file cannot hold
+            heads = npzfile.members(cpath)
+            if heads.get("key", (np.dtype(object), ()))[0].kind != "U":
+                raise ValueError("no key in the file")
             with np.load(cpath, allow_pickle=False) as z:
                 if json.loads(str(z["key"])) == key:
-                    g = Graph(n=int(z["n"]), indptr=z["indptr"], indices=z["indices"],
-                            weights=z["weights"], id_base=base,
+                    _check_csr_heads(heads, n, int(pf.metadata.num_rows))
+                    indptr, indices, weights = _csr_cache_arrays(z, n)
+                    g = Graph(n=n, indptr=indptr, indices=indices,
+                            weights=weights, id_base=base,
                             directed=bool(meta.get("directed", True)), name=shown(path.stem),
                             meta=json.loads(str(z["meta"])))
                     g.fingerprint = str(z["fingerprint"])
@@ -142,8 +156,54 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
             os.replace(tmp, cpath)
         except OSError as exc:
             log.warning("could not write CSR cache %s: %s", cpath, exc)
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
     return g
+
+
+#: The weight types of a CSR (kernels.graph: the types every solver takes).
+_CSR_WEIGHTS = ("int32", "int64", "float32", "float64")
+
+
+def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
+    """Check the CSR cache's member headers (:func:`npzfile.members`) against the Parquet
+    file's ``n`` vertices and ``rows`` arcs, before any array is read.
+
+    Raises ``ValueError`` (one line) for a file this reader did not write."""
+    missing = {"n", "indptr", "indices", "weights", "key", "meta", "fingerprint"} - set(heads)
+    if missing:
+        raise ValueError(f"no {', '.join(sorted(missing))} in the file")
+    for name in ("key", "meta", "fingerprint"):
+        if heads[name][0].kind != "U" or heads[name][1] != ():
+            raise ValueError(f"{name} is {heads[name][0]} {heads[name][1]}, expected text")
+    if heads["n"][0].kind not in "iu" or heads["n"][1] != ():
+        raise ValueError(f"n is {heads['n'][0]} {heads['n'][1]}, expected an integer")
+    (pd, ps), (xd, xs), (wd, ws) = heads["indptr"], heads["indices"], heads["weights"]
+    if pd.kind != "i" or ps != (n + 1,):
+        raise ValueError(f"indptr is {pd} {ps}, expected integers ({n + 1},) for {n:,} vertices")
+    if xd.kind != "i" or len(xs) != 1 or xs[0] > rows or ws != xs:
+        raise ValueError(f"indices {xd} {xs} and weights {wd} {ws}: expected at most {rows:,} arcs, one weight each")
+    if str(wd) not in _CSR_WEIGHTS:
+        raise ValueError(f"weights are {wd}, expected one of {', '.join(_CSR_WEIGHTS)}")
+
+
+def _csr_cache_arrays(z, n: int):
+    """``(indptr, indices, weights)`` of an open CSR cache whose headers passed
+    :func:`_check_csr_heads`, checked to form a CSR of ``n`` vertices: ``n`` as recorded,
+    ``indptr`` from 0 to the arc count without decreasing, heads in ``0 .. n-1``, finite
+    real weights.  An arc head out of range crashed the solvers (a segmentation fault).
+
+    Raises ``ValueError`` (one line)."""
+    if int(z["n"]) != n:
+        raise ValueError(f"n is {int(z['n'])}, the file has {n:,} vertices")
+    indptr, indices, weights = z["indptr"], z["indices"], z["weights"]
+    m = len(indices)
+    if indptr[0] != 0 or indptr[-1] != m or (n and np.any(indptr[1:] < indptr[:-1])):
+        raise ValueError("indptr does not run from 0 to the arc count")
+    if m and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        raise ValueError(f"an arc head out of range 0..{n - 1}")
+    if weights.dtype.kind == "f" and m and not np.isfinite(weights).all():
+        raise ValueError("a weight is not finite")
+    return indptr, indices, weights
 
 
 def _not_parquet(path: Path, exc: Exception) -> InputError:
@@ -343,9 +403,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         g = None
         if out.exists():
             try:
-                # marks it recently used (see _evict_variants); the mtime stays, as
-                # it keys the copy's CSR cache
-                os.utime(out, ns=(time.time_ns(), out.stat().st_mtime_ns))
+                if not out.is_file():  # a FIFO would block the read for ever
+                    raise OSError("not a regular file")
+                _mark_used(out)
                 g = read_parquet(out)
                 _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
@@ -353,6 +413,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
                 _remove_entry(out)
         if g is None:
             _ingest.ingest(path, out, **ingest_options)
+            _mark_used(out)
             g = read_parquet(out)
         _evict_variants(base, prefix, skey, keep=out)
     except BaseException:
@@ -369,21 +430,44 @@ def _short_hash(obj) -> str:
 
 def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     """The cache folder (created when missing) and whether this call created it."""
-    base = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
-    existed = base.is_dir()
+    first = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
+    # the XDG base directory spec: an empty or relative XDG_CACHE_HOME is ignored
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    user = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+    tried = []
+    for base in (first, user):
+        existed = base.is_dir()
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / f".probe{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            return base, not existed
+        except OSError as exc:
+            if not existed:
+                _drop_if_empty(base)
+            tried.append(f"{shown(base)} ({exc.strerror or exc})")
+    raise OSError(f"{shown(resolved)}: no folder to keep its ingested copy in: cannot write "
+                  f"{' nor '.join(tried)}; set XDG_CACHE_HOME to a writable folder")
+
+
+def _mark_used(entry: Path) -> None:
+    """Mark an ingested copy as used now (:func:`_evict_variants`) through its marker
+    ``<copy>.used``: never through the copy's own times, whose change (the ctime) would
+    make its CSR cache stale."""
+    marker = entry.with_name(entry.name + ".used")
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        probe = base / f".probe{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return base, not existed
+        marker.touch()  # an existing marker gets the time now
     except OSError:
-        if not existed:
-            _drop_if_empty(base)
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sssp"
-    existed = base.is_dir()
-    base.mkdir(parents=True, exist_ok=True)
-    return base, not existed
+        pass
+
+
+def _last_used(entry: Path) -> int:
+    """When an ingested copy was last used (ns): its marker's mtime, else its own."""
+    try:
+        return entry.with_name(entry.name + ".used").stat().st_mtime_ns
+    except OSError:
+        return entry.stat().st_mtime_ns
 
 
 def _drop_if_empty(base: Path) -> None:
@@ -420,6 +504,34 @@ _TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # inge
 _CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)(?:-[0-9a-f]{8})?\.npz$")  # read_parquet's temp names
 
 
+def _discard(tmp: Path) -> None:
+    """Remove a temporary file that may not exist; never raises (a read-only mount
+    refuses even a file that is not there with EROFS)."""
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def remove_dead_temps(cache_file) -> None:
+    """Delete the temporary files of ``cache_file`` (``<name>.tmp<pid>[-<8 hex>].npz``,
+    the CSR and hierarchy caches' writers) left by processes that no longer run: a
+    process killed while it wrote one leaves it behind.  Never raises."""
+    cache_file = Path(cache_file)
+    try:
+        found = list(cache_file.parent.glob(glob.escape(cache_file.name) + ".tmp*.npz"))
+    except OSError:
+        return
+    for f in found:
+        m = _CSR_TEMP.search(f.name)
+        if m and f.name[:m.start()] == cache_file.name and not _pid_alive(int(m["pid"])):
+            try:
+                f.unlink()
+                log.debug("removed %s, left by process %s", f, m["pid"])
+            except OSError:
+                pass
+
+
 def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool) -> None:
     """Delete copies of this input made from an older state of it, their derived
     files, and temporary files left by processes that no longer run."""
@@ -450,7 +562,7 @@ def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
     for f in base.iterdir():
         if f.name.startswith(prefix) and f.name.endswith(f".{skey}.parquet") and f != keep:
             try:
-                entries.append((f.stat().st_atime_ns, f))
+                entries.append((_last_used(f), f))
             except OSError:
                 pass
     entries.sort(reverse=True)

@@ -5,8 +5,9 @@ and is the same for every batch, so it is built once per graph and weight set an
 beside the Parquet edge list, like the CSR cache (``<file>.csr.npz``).  The cache file
 records the graph's fingerprint, the contraction library and its version, and a SHA-256
 digest, dtype and shape of every array; a file whose record does not match the graph or
-the installed library (stale), or whose arrays do not match their record or do not form a
-consistent hierarchy (corrupt, truncated), is rebuilt and replaced, never used.  Files are
+the installed library (stale), or whose arrays do not match their record, do not form a
+consistent hierarchy or do not hold every arc of the graph (corrupt, truncated, another
+graph's), is rebuilt and replaced, never used.  Files are
 written to a temporary name and renamed, so a reader never sees half a file.
 
 ``load_hierarchy(graph)`` also keeps the hierarchy with the graph (``Graph.cached``),
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import uuid
 from pathlib import Path
@@ -26,7 +28,8 @@ import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
-from gpu_sssp.pipeline.graph import AST_RACE
+from gpu_sssp.pipeline import npzfile
+from gpu_sssp.pipeline.graph import AST_RACE, _discard, remove_dead_temps
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,7 @@ def write_cache(h: Hierarchy, graph, path) -> None:
                  **{name: getattr(h, name) for name in Hierarchy.ARRAYS})
         os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)  # never raises over the write's own error
 
 
 def read_cache(graph, path) -> tuple[Hierarchy | None, str]:
@@ -104,6 +107,10 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
     if not path.exists():
         return None, "no cache file"
     try:
+        # every member's header first: nothing is read that the file cannot hold uncompressed
+        heads = npzfile.members(path)
+        if "record" not in heads or heads["record"][0].kind != "U" or heads["record"][1] != ():
+            return None, "no record of the hierarchy in the file"
         with np.load(path, allow_pickle=False) as z:
             rec = json.loads(str(z["record"]))
             if rec.get("format") != CACHE_FORMAT:
@@ -115,10 +122,21 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 return None, f"built with {rec.get('library')}, installed is {lib}"
             if rec.get("n") != graph.n:
                 return None, f"{rec.get('n')} vertices, the graph has {graph.n}"
+            if rec.get("weight_bound") != hmod.WEIGHT_BOUND or isinstance(rec.get("weight_bound"), bool):
+                return None, f"weight bound {rec.get('weight_bound')!r}, expected {hmod.WEIGHT_BOUND}"
+            build_s = rec.get("build_s")
+            if isinstance(build_s, bool) or not isinstance(build_s, (int, float)) or not build_s >= 0 \
+                    or not math.isfinite(build_s):
+                return None, f"build time {build_s!r} is not a number of seconds"
             arrays = {}
             for name in Hierarchy.ARRAYS:
-                a = z[name]
                 dtype, shape, digest = rec["arrays"][name]
+                if name not in heads:
+                    return None, f"array {name} missing"
+                hd, hs = heads[name]
+                if str(hd) != dtype or list(hs) != shape:  # before the array is read
+                    return None, f"array {name}: {hd} {hs}, recorded {dtype} {shape}"
+                a = z[name]
                 if str(a.dtype) != dtype or list(a.shape) != shape:
                     return None, f"array {name}: {a.dtype} {a.shape}, recorded {dtype} {shape}"
                 if _digest(a) != digest:
@@ -126,11 +144,12 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 arrays[name] = a
     except Exception as exc:  # truncated zip, bad CRC, missing member, bad JSON ...
         return None, f"unreadable ({type(exc).__name__}: {exc})"
-    h = Hierarchy(n=int(rec["n"]), weight_bound=int(rec["weight_bound"]), build_s=float(rec["build_s"]),
-                  library=rec["library"], fingerprint=rec["fingerprint"], **arrays)
+    h = Hierarchy(n=int(graph.n), weight_bound=hmod.WEIGHT_BOUND, build_s=float(build_s),
+                  library=lib, fingerprint=graph.fingerprint, **arrays)
     try:
         hmod.check_hierarchy(h)
-    except ValueError as exc:
+        hmod.check_covers(h, graph)
+    except Exception as exc:  # ValueError; anything else it meets is no hierarchy either
         return None, f"inconsistent arrays ({exc})"
     return h, ""
 
@@ -168,6 +187,7 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
     def get():
         cpath = cache_path(graph, path) if cache else None
         if cpath is not None:
+            remove_dead_temps(cpath)
             h, why = read_cache(graph, cpath)
             if h is not None:
                 log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
@@ -263,6 +283,7 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     mine = cache_path(graph)
     if mine is not None and Path(mine).resolve() == target.resolve():
         return target  # load_hierarchy read or wrote it just now
+    remove_dead_temps(target)
     got, _why = read_cache(graph, target)
     if got is None:
         write_cache(h, graph, target)

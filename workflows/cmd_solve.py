@@ -63,6 +63,12 @@ def run(args) -> int:
     if repeated:
         console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} solved once "
                       f"({len(src):,} distinct)", highlight=False)
+    if args.method == "phast" and getattr(graph, "path", None):
+        # its hierarchy from the cache file beside the graph (written by the first run),
+        # as a study and gpu_sssp.matrix keep it, not contracted again on every run
+        from gpu_sssp.pipeline.hierarchy import load_hierarchy
+
+        load_hierarchy(graph)
     t0 = time.perf_counter()
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,
                         predecessors=args.predecessors, distances=True)

@@ -51,6 +51,7 @@ def scipy_int(g: Graph, sources) -> np.ndarray:
 def check(g: Graph, sources):
     h = hmod.build_hierarchy(g)
     hmod.check_hierarchy(h)
+    hmod.check_covers(h, g)  # what a cache file is checked with never refuses a fresh build
     assert np.array_equal(numpy_phast(h, sources), scipy_int(g, sources))
     return h
 
@@ -187,6 +188,21 @@ def test_check_hierarchy_rejects_damage(rome):
         hmod.check_hierarchy(replace(h, up_head=bad))
     with pytest.raises(ValueError):
         hmod.check_hierarchy(replace(h, order=h.order[::-1].copy()))
+    # a 0-d arc array raised TypeError (len() of unsized object)
+    for name in ("up_head", "up_weight", "down_tail", "down_weight"):
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, **{name: getattr(h, name)[:1].reshape(())}))
+    # an order entry beyond n raised IndexError (read_cache only turns ValueError into
+    # a rebuild: load_hierarchy crashed on such a cache file)
+    for bad in (h.n, 10**6, -1, -h.n - 1):
+        order = h.order.copy()
+        order[0] = bad
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, order=order))
+        position = h.position.copy()
+        position[3] = bad
+        with pytest.raises(ValueError):
+            hmod.check_hierarchy(replace(h, position=position))
 
 
 # ---------------------------------------------------------------------- the cache file
@@ -258,16 +274,63 @@ def _rerecord(path, **changes):
         d = {k: z[k] for k in z.files}
     rec = json.loads(str(d["record"]))
     rec.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del rec[key]  # None: the field is missing
     d["record"] = json.dumps(rec)
     np.savez(path.with_suffix(".x.npz"), **d)
     os.replace(path.with_suffix(".x.npz"), path)
 
 
+def _redigest(path, change):
+    """Apply ``change`` to the arrays and record them again (dtype, shape, checksum): a
+    file that matches its record, as one written for other arrays would."""
+    import json
+
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    with np.load(path) as z:
+        d = {k: z[k] for k in z.files}
+    change(d)
+    rec = json.loads(str(d["record"]))
+    for name in hmod.Hierarchy.ARRAYS:
+        rec["arrays"][name] = [str(d[name].dtype), list(d[name].shape), ph._digest(d[name])]
+    d["record"] = json.dumps(rec)
+    np.savez(path.with_suffix(".x.npz"), **d)
+    os.replace(path.with_suffix(".x.npz"), path)
+
+
+def _swap_in_level(d):
+    # two vertices of the bottom level trade places: every level rule still holds, but
+    # the arcs now belong to other vertices (every distance of every source was wrong)
+    a = int(d["level_ptr"][-2])
+    order = d["order"].copy()
+    order[[a, a + 1]] = order[[a + 1, a]]
+    d["order"] = order
+    d["position"] = d["position"].copy()
+    d["position"][order] = np.arange(len(order), dtype=np.int32)
+
+
+def _lighter_graph_arc(d):
+    # an arc of the hierarchy made heavier than the graph's arc it stands for
+    w = d["up_weight"].copy()
+    w[:] += np.uint32(1)
+    d["up_weight"] = w
+
+
 @pytest.mark.parametrize("damage, why", [
+    (lambda p: _redigest(p, _swap_in_level), "arc"),
+    (lambda p: _redigest(p, _lighter_graph_arc), "arc"),
     (_damage_bytes, ""), (_truncate, "unreadable"), (_swap_array, "checksum"),
     (lambda p: _rerecord(p, fingerprint="0123456789abcdef"), "built for graph"),
     (lambda p: _rerecord(p, library="ch-router 0.0.1 (RoutingKit)"), "built with"),
     (lambda p: _rerecord(p, format=0), "format"),
+    # a record whose other fields are missing or not numbers raised from read_cache
+    # (KeyError, ValueError, TypeError) instead of rebuilding the file
+    (lambda p: _rerecord(p, weight_bound=None), "weight bound"),
+    (lambda p: _rerecord(p, weight_bound="x"), "weight bound"),
+    (lambda p: _rerecord(p, weight_bound=5), "weight bound"),
+    (lambda p: _rerecord(p, build_s=[1]), "build time"),
+    (lambda p: _rerecord(p, build_s=None), "build time"),
 ])
 def test_corrupt_or_stale_cache_rebuilt(rome_parquet, damage, why, caplog):
     from gpu_sssp.pipeline import hierarchy as ph
@@ -355,3 +418,58 @@ def test_one_vertex_with_heavy_self_loops():
     assert h.n == 1 and h.m_up == 0 and h.m_down == 0
     res = kernels.solve(g, [0, 0], method="phast", backend="cpu")
     assert res.distances.tolist() == [[0.0], [0.0]]
+
+
+def test_cache_member_that_inflates_is_refused_before_it_is_read(rome_parquet):
+    """A cache file of a few hundred kilobytes whose compressed members inflate to
+    128 MB (its record naming their dtype, shape and checksum) was read whole - every
+    byte allocated and hashed - before the hierarchy's consistency check refused it.
+    The cache is written uncompressed: a compressed member is refused from its header."""
+    import json
+    import tracemalloc
+
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    ph.load_hierarchy(g)
+    cpath = ph.cache_path(g)
+    with np.load(cpath) as z:
+        d = {k: z[k] for k in z.files}
+    rec = json.loads(str(d["record"]))
+    for name, dt in (("up_head", np.int32), ("up_weight", np.uint32)):
+        d[name] = np.zeros(16_000_000, dtype=dt)
+        rec["arrays"][name] = [str(d[name].dtype), list(d[name].shape), ph._digest(d[name])]
+    d["record"] = json.dumps(rec)
+    np.savez_compressed(cpath, **d)
+    del d
+    assert cpath.stat().st_size < 2_000_000
+    tracemalloc.start()
+    try:
+        h, why = ph.read_cache(_fresh(rome_parquet), cpath)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert h is None and why
+    assert peak < 20_000_000, f"{peak:,} bytes allocated reading a {cpath.stat().st_size:,}-byte file"
+
+
+def test_no_room_for_routingkits_file_is_one_clear_oserror(rome):
+    """RoutingKit hands its hierarchy over through a file in the temporary folder: with
+    no room there (a full /tmp, a file size limit) the build raised RoutingKit's
+    "RuntimeError: std::ostream::write failed while reading a contraction hierarchy",
+    a traceback from sssp study.  It is an OSError naming the folder and TMPDIR now
+    (the command line prints OSErrors as one line)."""
+    import resource
+    import tempfile
+
+    g = Graph.from_edges(rome.tails(), rome.indices, rome.weights, rome.n)
+    before = set(os.listdir(tempfile.gettempdir()))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, hard))
+    try:
+        with pytest.raises(OSError) as e:
+            hmod.build_hierarchy(g)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert tempfile.gettempdir() in str(e.value) and "TMPDIR" in str(e.value)
+    assert not [f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("sssp-ch-")]

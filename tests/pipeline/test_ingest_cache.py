@@ -71,8 +71,8 @@ def test_changed_input_replaces_its_copy(tmp_path):
     assert g2.meta["arcs"] == g1.meta["arcs"] + 1
     second = _copies(cache)
     assert len(second) == 1 and second != first
-    # the stale copy went with its CSR cache
-    assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz"]
+    # the stale copy went with its CSR cache and its use marker
+    assert sorted(f.name for f in cache.iterdir()) == [second[0], second[0] + ".csr.npz", second[0] + ".used"]
 
 
 @pytest.mark.parametrize("how", ["in place", "replaced"])
@@ -238,3 +238,323 @@ def test_threads_loading_one_new_file_write_its_csr_cache_without_colliding(tmp_
     assert not [r for r in caplog.records if "could not write CSR cache" in r.getMessage()]
     assert csr.exists() and len({g.fingerprint for g in graphs}) == 1
     assert not [f for f in cache.iterdir() if ".tmp" in f.name]
+
+
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_parquet_edited_with_its_old_size_and_mtime_is_read_again(tmp_path, how):
+    """The CSR cache beside a Parquet edge list was keyed by the file's size, mtime and
+    metadata only: a weight changed in place (or a same-size file renamed over it) with
+    the old mtime put back was served the old CSR, fingerprint included, so the hierarchy
+    cache and a study's graph.parquet matched the old graph too.  The ctime and the inode
+    key it as they key load_graph's copies."""
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    src = tmp_path / "src.parquet"
+    pgraph.load_graph(_input(tmp_path))  # an sssp edge list
+    (copy,) = _copies(tmp_path / ".sssp-cache")
+    table = pq.read_table(tmp_path / ".sssp-cache" / copy)
+    p = tmp_path / "g.parquet"
+    # plain, uncompressed, no statistics: a weight is 8 bytes of the file, found below
+    pq.write_table(table, p, compression="none", use_dictionary=False, write_statistics=False)
+    g1 = read_parquet(p)
+    assert p.with_name("g.parquet.csr.npz").exists()
+    st = p.stat()
+    w = table.column("weight").to_numpy()
+    vals, counts = np.unique(w, return_counts=True)
+    raw = bytearray(p.read_bytes())
+    for v in vals[counts == 1]:
+        old = np.array([v], dtype=w.dtype).tobytes()
+        if raw.count(old) == 1:
+            break
+    i = raw.index(old)
+    raw[i:i + 8] = np.array([v + 1], dtype=w.dtype).tobytes()
+    if how == "in place":
+        with open(p, "r+b") as f:
+            f.write(raw)
+    else:
+        src.write_bytes(bytes(raw))
+        os.replace(src, p)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+    g2 = read_parquet(p)
+    want = read_parquet(p, cache=False)
+    assert want.fingerprint != g1.fingerprint
+    assert g2.fingerprint == want.fingerprint
+    assert np.array_equal(g2.weights, want.weights)
+
+
+def _recsr(csr, **changes):
+    with np.load(csr) as z:
+        d = {k: z[k] for k in z.files}
+    for k, v in changes.items():
+        d[k] = v(d[k]) if callable(v) else v
+    tmp = csr.with_name("x.npz")
+    np.savez(tmp, **d)
+    os.replace(tmp, csr)
+
+
+def _out_of_range(a):
+    a = a.copy()
+    a[5] = 10**6
+    return a
+
+
+def _ptr_past_end(a):
+    a = a.copy()
+    a[-1] += 100
+    return a
+
+
+@pytest.mark.parametrize("damage", [
+    dict(indices=_out_of_range),                       # sssp solve crashed with SIGSEGV
+    dict(indptr=_ptr_past_end),                         # a SciPy traceback
+    dict(indptr=lambda a: a[::-1].copy()),
+    dict(n=np.array(10**7)),                            # n beyond the file's vertices
+    dict(weights=lambda a: a[:-1].copy()),
+    dict(indices=lambda a: a.astype(np.float64)),
+    dict(weights=lambda a: np.array([object()] * len(a), dtype=object)),
+])
+def test_csr_cache_with_its_key_but_bad_arrays_is_rebuilt(tmp_path, damage, caplog):
+    """A CSR cache whose key matches its Parquet file was used as it was, arrays
+    unchecked: an arc head out of range crashed `sssp solve` (any method) with a
+    segmentation fault.  Its arrays are checked against the file's vertices and rows
+    and against each other; a bad one is rebuilt with a warning."""
+    import logging
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    g = load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    csr = copy.with_name(copy.name + ".csr.npz")
+    _recsr(csr, **damage)
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.graph"):
+        g2 = read_parquet(copy)
+    assert "CSR cache" in caplog.text
+    assert g2.n == g.n and g2.fingerprint == g.fingerprint
+    for name in ("indptr", "indices", "weights"):
+        assert np.array_equal(getattr(g2, name), getattr(g, name))
+    assert read_parquet(copy).fingerprint == g.fingerprint  # rewritten good
+
+
+def test_csr_cache_member_that_inflates_is_refused_before_it_is_read(tmp_path):
+    """A compressed CSR cache member (kilobytes on disk, 128 MB inflated) was read whole
+    before anything was compared; the cache is written uncompressed."""
+    import tracemalloc
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    g = load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    csr = copy.with_name(copy.name + ".csr.npz")
+    with np.load(csr) as z:
+        d = {k: z[k] for k in z.files}
+    d["indices"] = np.zeros(32_000_000, dtype=np.int32)
+    np.savez_compressed(csr, **d)
+    del d
+    tracemalloc.start()
+    try:
+        g2 = read_parquet(copy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert g2.fingerprint == g.fingerprint
+    assert peak < 40_000_000, f"{peak:,} bytes allocated"
+
+
+def test_temp_files_of_dead_processes_beside_a_parquet_file_are_removed(tmp_path):
+    """A process killed while it wrote the CSR or the hierarchy cache beside a Parquet
+    edge list (not in .sssp-cache, where load_graph sweeps them) left its temporary
+    file there for good: every killed run added one."""
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    load_graph(_input(tmp_path))
+    copy = tmp_path / ".sssp-cache" / _copies(tmp_path / ".sssp-cache")[0]
+    d = tmp_path / "odd [dir]"
+    d.mkdir()
+    p = d / "g*.parquet"
+    shutil.copy(copy, p)
+    dead = 2**22 + 12345
+    litter = [d / f"{p.name}.csr.npz.tmp{dead}-0123abcd.npz", d / f"{p.name}.ch.npz.tmp{dead}-0123abcd.npz",
+              d / f"{p.name}.csr.npz.tmp{dead}.npz"]
+    keep = [d / f"{p.name}.csr.npz.tmp{os.getpid()}-0123abcd.npz",  # a live process's
+            d / f"other.parquet.csr.npz.tmp{dead}-0123abcd.npz"]     # another file's
+    for f in litter + keep:
+        f.write_bytes(b"half")
+    g = read_parquet(p)
+    ph.load_hierarchy(g)
+    assert [f.name for f in litter if f.exists()] == []
+    assert all(f.exists() for f in keep)
+    assert (d / f"{p.name}.ch.npz").exists() and (d / f"{p.name}.csr.npz").exists()
+
+
+@pytest.fixture()
+def read_only_folder(monkeypatch):
+    """Emulates a read-only file system for the caches' writers (tests may run as root,
+    whom permissions do not stop): creating a file there fails with EROFS, and so does
+    removing one, even one that does not exist (what Linux answers on a read-only mount)."""
+    import errno
+    import pathlib
+
+    def erofs(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    real_unlink = pathlib.Path.unlink
+
+    def unlink(self, missing_ok=False):
+        if ".tmp" in self.name:
+            erofs()
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(np, "savez", erofs)
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink)
+
+
+def test_parquet_in_a_read_only_folder_still_loads(tmp_path, read_only_folder, caplog):
+    """A Parquet file in a read-only folder stopped `sssp solve` with "error: [Errno 30]
+    Read-only file system": the CSR cache's writer warned, then removing its temporary
+    file (which a read-only mount refuses with EROFS, not ENOENT) raised out of
+    read_parquet.  Likewise the hierarchy cache."""
+    import logging
+
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    from gpu_sssp.pipeline.ingest import ingest
+
+    p = tmp_path / "g.parquet"
+    ingest(DATA / "rome99.gr", p)  # Parquet, not np.savez: written as usual
+    with caplog.at_level(logging.WARNING):
+        g = read_parquet(p)
+        h = ph.load_hierarchy(g)
+    assert g.n == 3353 and h.n == 3353
+    assert "could not write CSR cache" in caplog.text and "could not write the hierarchy cache" in caplog.text
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["g.parquet"]
+
+
+@pytest.fixture()
+def unwritable(monkeypatch):
+    """Folders whose write probe fails as on a read-only mount (tests may run as root)."""
+    import errno
+    import pathlib
+
+    blocked = []
+    real_touch = pathlib.Path.touch
+
+    def touch(self, *a, **k):
+        if any(self.parent == b for b in blocked):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_touch(self, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "touch", touch)
+    return blocked
+
+
+def test_an_empty_xdg_cache_home_is_unset(tmp_path, monkeypatch, unwritable):
+    """XDG_CACHE_HOME set but empty (``XDG_CACHE_HOME= sssp solve ...``) put the ingested
+    copy of an input in a read-only folder into ``./sssp`` below whatever folder the
+    command ran in; the XDG spec says an empty or relative value is to be ignored."""
+    p = _input(tmp_path)
+    unwritable.append(tmp_path / ".sssp-cache")
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    for value in ("", "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", value)
+        g = load_graph(p)
+        assert g.n == 3353
+        assert _copies(home / ".cache" / "sssp")
+        assert list(cwd.iterdir()) == []
+
+
+def test_no_writable_cache_folder_says_where_it_looked(tmp_path, monkeypatch, unwritable):
+    """Neither the input's folder nor the user cache folder writable: one line naming
+    both and the way out, instead of the bare errno of the last folder tried."""
+    p = _input(tmp_path)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    unwritable += [tmp_path / ".sssp-cache", home / ".cache" / "sssp"]
+    with pytest.raises(OSError) as e:
+        load_graph(p)
+    msg = str(e.value)
+    assert str(tmp_path / ".sssp-cache") in msg and str(home / ".cache" / "sssp") in msg
+    assert "XDG_CACHE_HOME" in msg and "\n" not in msg
+    assert not (tmp_path / ".sssp-cache").exists()
+
+
+def _finishes(fn, fifos):
+    """Run ``fn`` in a thread; if it is still blocked after a generous while, unblock it
+    by opening every FIFO for writing and report that it hung."""
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", fn()), daemon=True)
+    t.start()
+    t.join(60)
+    hung = t.is_alive()
+    if hung:
+        for f in fifos:
+            try:
+                os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        t.join(60)
+    return hung, out.get("r")
+
+
+def test_cache_files_that_are_fifos_are_not_opened(tmp_path):
+    """A FIFO (or another special file) in place of a cache file made every load block
+    for ever in open(): the CSR cache, the hierarchy cache, the ingested copy.  They are
+    not regular files: ignored and replaced."""
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    p = _input(tmp_path)
+    load_graph(p)
+    cache = tmp_path / ".sssp-cache"
+    copy = cache / _copies(cache)[0]
+    fifos = [copy.with_name(copy.name + ".csr.npz"), copy.with_name(copy.name + ".ch.npz"), copy]
+    for which in fifos:
+        for f in fifos:
+            if f.exists() and not f.is_file():
+                f.unlink()
+        load_graph(p)
+        which.unlink(missing_ok=True)
+        os.mkfifo(which)
+
+        def run():
+            g = load_graph(p)
+            return ph.load_hierarchy(g).n
+
+        hung, n = _finishes(run, [which])
+        assert not hung, f"blocked on {which.name}"
+        assert n == 3353
+
+
+def test_a_variant_used_again_is_kept_and_its_csr_cache_stays(tmp_path):
+    """Least recently *used* goes (the use marker), and marking a use leaves the copy's
+    own times alone: its CSR cache, keyed by them, is not rewritten by a second load."""
+    import time
+
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    specs = [f"random:1:{hi}:1" for hi in range(10, 10 + CACHE_VARIANTS + 1)]
+    for spec in specs[:CACHE_VARIANTS]:
+        load_graph(p, weights=spec)
+        time.sleep(0.01)  # distinct marker times on coarse clocks
+    first = {f.name: f.stat().st_ino for f in cache.iterdir() if f.name.endswith(".csr.npz")}
+    load_graph(p, weights=specs[0])  # used again: now the most recent
+    time.sleep(0.01)
+    assert {f.name: f.stat().st_ino for f in cache.iterdir() if f.name.endswith(".csr.npz")} == first
+    load_graph(p, weights=specs[-1])  # one variant too many: the least recently used goes
+
+    def has(spec):
+        okey = pgraph._short_hash(sorted({"weights": spec}.items()))
+        return any(f".{okey}." in name for name in _copies(cache))
+
+    assert len(_copies(cache)) == CACHE_VARIANTS
+    assert has(specs[0]) and has(specs[-1]) and not has(specs[1])

@@ -118,3 +118,23 @@ def test_method_at_backend_is_taken_as_verify_and_bench_take_it(rome99, tmp_path
     assert "name different backends" in capsys.readouterr().err
     assert main(["solve", str(rome99), "-s", "5", "--method", "phast@tpu"]) == 2
     assert "'gpu' or 'cpu'" in capsys.readouterr().err
+
+
+def test_phast_solve_keeps_its_hierarchy_in_the_cache_file(rome99, monkeypatch, capsys):
+    """`sssp solve --method phast` contracted the graph on every run (NY: 4-10 s each)
+    and never wrote or read `<graph>.ch.npz`, the cache the README promises for phast
+    (only studies and gpu_sssp.matrix used it).  The first run writes it, the next reads it."""
+    from gpu_sssp.kernels import hierarchy as hmod
+
+    real, built = hmod.build_hierarchy, []
+
+    def counting(graph):
+        built.append(graph.name)
+        return real(graph)
+
+    monkeypatch.setattr(hmod, "build_hierarchy", counting)
+    for _ in range(2):
+        assert main(["solve", str(rome99), "-s", "1", "--method", "phast@cpu"]) == 0
+        assert "116,006,476" in capsys.readouterr().out
+    assert built == ["rome99"]
+    assert list((rome99.parent / ".sssp-cache").glob("*.ch.npz"))
