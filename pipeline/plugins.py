@@ -85,6 +85,10 @@ class GraphPlugin(WorkerPlugin):
         it): warmed up in ``setup``.  ``None``: no warm-up.
     unit : int
         The study's batch size.
+    hierarchy_key : str, optional
+        The key of the hierarchy arrays the client checked or built
+        (``pipeline.hierarchy.vouched``): a file with these verified checksums is not
+        checked again for covering the graph (``kernels.hierarchy.check_covers``).
     """
 
     #: registering it again (a second study of the same graph on a long-lived cluster)
@@ -93,8 +97,9 @@ class GraphPlugin(WorkerPlugin):
     idempotent = True
 
     def __init__(self, path: str, fingerprint: str, backend: str = "auto", hierarchy=False,
-                 method: str | None = None, unit: int = 1):
+                 method: str | None = None, unit: int = 1, hierarchy_key: str | None = None):
         self.hierarchy = hierarchy  # load the graph's cached contraction hierarchy (phast)
+        self.hierarchy_key = hierarchy_key
         self.path = os.fspath(path)
         self.fingerprint = fingerprint
         self.backend = backend
@@ -139,9 +144,10 @@ class GraphPlugin(WorkerPlugin):
                 compiler = threading.Thread(target=self._compile, args=(graph,), daemon=True)
                 compiler.start()
             if self.hierarchy:
-                from gpu_sssp.pipeline.hierarchy import load_hierarchy
+                from gpu_sssp.pipeline.hierarchy import load_hierarchy, vouch
 
                 t = time.perf_counter()
+                vouch(self.fingerprint, getattr(self, "hierarchy_key", None))
                 hpath = self.hierarchy if isinstance(self.hierarchy, str) else None
                 load_hierarchy(graph, hpath, build=False)  # once per worker process
                 tm["hierarchy_load_s"] = time.perf_counter() - t

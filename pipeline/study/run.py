@@ -136,7 +136,7 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
         ``client_hierarchy_s`` (the hierarchy's load or build on the client),
         ``hierarchy_file`` (what the workers load, or None), ``register_s``, ``prefix``.
     """
-    from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study
+    from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study, vouched
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
     t0 = time.perf_counter()
@@ -149,7 +149,8 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     t1 = time.perf_counter()
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
                                        hierarchy=hfile or False, method=plan.algorithm,
-                                       unit=int(plan.batch_size or 1)))
+                                       unit=int(plan.batch_size or 1),
+                                       hierarchy_key=vouched(plan.graph) if hfile else None))
     t2 = time.perf_counter()
     return {"client_hierarchy_s": t1 - t0, "hierarchy_file": hfile, "register_s": t2 - t1,
             "prefix": task_prefix(plan, devices)}

@@ -473,3 +473,60 @@ def test_no_room_for_routingkits_file_is_one_clear_oserror(rome):
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert tempfile.gettempdir() in str(e.value) and "TMPDIR" in str(e.value)
     assert not [f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("sssp-ch-")]
+
+
+def test_a_vouched_hierarchy_skips_only_its_own_covering_check(rome_parquet, monkeypatch):
+    """The covering check (every graph arc in the hierarchy) costs 0.13-0.19 s a read on
+    NY; a study's client read the file up to three times and every worker once more.
+    Arrays this process built, checked, or was vouched for (the client's key, handed to
+    the workers by the graph plugin) skip it - but only with the same verified checksums:
+    another file (a tampered one, recorded again) is still checked."""
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    g = _fresh(rome_parquet)
+    ph.load_hierarchy(g)  # built and written here: vouched
+    cpath = ph.cache_path(g)
+    key = ph.vouched(g)
+    assert key
+    calls = []
+    real = hmod.check_covers
+    monkeypatch.setattr(hmod, "check_covers", lambda h, graph: (calls.append(1), real(h, graph)))
+    assert ph.read_cache(_fresh(rome_parquet), cpath)[0] is not None and calls == []
+    # a worker process: nothing vouched until the plugin hands over the client's key
+    monkeypatch.setattr(ph, "_VOUCHED", {})
+    assert ph.read_cache(_fresh(rome_parquet), cpath)[0] is not None and calls == [1]
+    monkeypatch.setattr(ph, "_VOUCHED", {})
+    ph.vouch(g.fingerprint, key)
+    assert ph.read_cache(_fresh(rome_parquet), cpath)[0] is not None and calls == [1]
+    # the file swapped for other arrays that match their new record: checked, refused
+    _redigest(cpath, _swap_in_level)
+    bad, why = ph.read_cache(_fresh(rome_parquet), cpath)
+    assert bad is None and "arc" in why and calls == [1, 1]
+
+
+def test_the_graph_plugin_hands_the_clients_key_to_the_workers(rome_parquet, monkeypatch):
+    """A worker loads the file the client checked (or built) without checking its
+    covering again: the plugin carries the client's key (and its pickled copy does)."""
+    import pickle
+
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.plugins import GraphPlugin
+
+    g = _fresh(rome_parquet)
+    ph.load_hierarchy(g)
+    key, cpath = ph.vouched(g), str(ph.cache_path(g))
+
+    def fail(h, graph):
+        raise AssertionError("covering checked again on the worker")
+
+    monkeypatch.setattr(hmod, "check_covers", fail)
+    for given, loads in ((None, False), (key, True)):  # (a worker keeps a loaded graph)
+        monkeypatch.setattr(ph, "_VOUCHED", {})  # a fresh worker process
+        plugin = pickle.loads(pickle.dumps(GraphPlugin(str(rome_parquet), g.fingerprint, "cpu",
+                                                       hierarchy=cpath, hierarchy_key=given)))
+        plugin.setup(None)
+        if loads:
+            assert hmod.has_hierarchy(plugin.wait(60)) and ph._VOUCHED == {g.fingerprint: key}
+        else:
+            with pytest.raises(FileNotFoundError, match="covering checked again"):
+                plugin.wait(60)
