@@ -97,21 +97,26 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _run_rate(task) -> float | None:
-    """Sources solved in this run over its elapsed time (steadier than a moving window,
-    and defined from the first batch on), or None before the first batch."""
-    done = task.completed - task.fields.get("initial", 0)
-    return done / task.elapsed if task.elapsed and done > 0 else None
+def _rate(done: int, elapsed: float | None) -> float | None:
+    """Sources solved in this run (``done``) over its elapsed time: steadier than a
+    moving window, and defined from the first batch on; None before it."""
+    return done / elapsed if elapsed and done > 0 else None
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:d}:{minutes:02d}:{secs:02d}"
 
 
 class _RateColumn(ProgressColumn):
     def render(self, task) -> Text:
-        speed = _run_rate(task)
+        speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
         return Text(f"{speed:,.1f} sources/s" if speed else "- sources/s", style="progress.data.speed")
 
 
 class _EtaColumn(ProgressColumn):
-    """The sources left over the rate shown beside it (:func:`_run_rate`).
+    """The sources left over the rate shown beside it (:func:`_rate`).
 
     Not Rich's ``TimeRemainingColumn``: its speed is the samples of a 30 s window over
     the time between the first and the last of them, and a study's batches arrive in
@@ -121,12 +126,24 @@ class _EtaColumn(ProgressColumn):
     def render(self, task) -> Text:
         if task.finished:
             return Text("0:00:00", style="progress.remaining")
-        speed = _run_rate(task)
+        speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
         if not speed or task.total is None:
             return Text("-:--:--", style="progress.remaining")
-        minutes, seconds = divmod(int(max(task.total - task.completed, 0) / speed), 60)
-        hours, minutes = divmod(minutes, 60)
-        return Text(f"{hours:d}:{minutes:02d}:{seconds:02d}", style="progress.remaining")
+        return Text(_clock(max(task.total - task.completed, 0) / speed), style="progress.remaining")
+
+
+#: seconds between the plain progress lines printed where the output is not a terminal
+LOG_PROGRESS_S = 30.0
+
+
+def _progress_line(done: int, total: int, initial: int, elapsed: float | None) -> str:
+    """The progress bar's figures as one line of text, for output that is not a terminal
+    (a log file, a batch scheduler's job output), where Rich draws no bar until the end."""
+    speed = _rate(done - initial, elapsed)
+    pct = f" ({100 * done / total:.0f}%)" if total else ""
+    eta = "0:00:00" if done >= total else (_clock((total - done) / speed) if speed else "-:--:--")
+    return (f"sources {done:,}/{total:,}{pct}, " + (f"{speed:,.1f}" if speed else "-") + " sources/s, "
+            f"elapsed {_clock(elapsed or 0)}, ETA {eta}")
 
 
 def _fmt(v, integer: bool) -> str:
@@ -290,6 +307,15 @@ def run(args) -> int:
 
     def on_batch(meta, _study):
         progress.advance(state["task"], meta["rows"])
+        if not console.is_terminal:  # no live bar: a line now and then (the first at once)
+            now = time.perf_counter()
+            if now - state.get("logged", -LOG_PROGRESS_S) >= LOG_PROGRESS_S:
+                state["logged"] = now
+                # the study's count: a chunk's batches are journaled together, before
+                # this is called for each of them (the bar's count is at the first)
+                task = progress.tasks[0]
+                console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
+                                             task.elapsed), highlight=False)
 
     try:
         # the performance report needs the study's client: entered inside, once it exists

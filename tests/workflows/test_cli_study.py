@@ -360,3 +360,29 @@ def test_eta_follows_the_rate_shown_when_batches_arrive_in_bursts():
     now[0] = 30.0
     progress.update(task_id, completed=264346)
     assert str(_EtaColumn().render(task)) == "0:00:00"
+
+
+def test_progress_lines_where_the_output_is_not_a_terminal(grid, tmp_path, capsys, monkeypatch):
+    """Rich draws no progress bar where the output is not a terminal (a log file, a batch
+    job's output): all NY on CPU workers printed nothing for 97 s and then the full bar.
+    There a plain line now and then gives sources done, sources/s and the ETA."""
+    from gpu_sssp.workflows import cmd_study
+
+    monkeypatch.setattr(cmd_study, "LOG_PROGRESS_S", 0.0)
+    rc = main(["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--batch-size", "10",
+               "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    import re
+
+    lines = [line for line in out.splitlines() if line.startswith("sources ") and "━" not in line]
+    assert len(lines) >= 2, out  # the first report and the last at least (chunks of 10-source batches)
+    for line in lines:
+        assert re.fullmatch(r"sources \d+/100 \(\d+%\), [\d,.]+ sources/s, elapsed 0:00:\d\d, "
+                            r"ETA \d:\d\d:\d\d", line), line
+    assert lines[-1].startswith("sources 100/100 (100%), ") and lines[-1].endswith("ETA 0:00:00"), lines[-1]
+    # a line counts every batch of the report that prompted it (a chunk's batches come
+    # together): all NY's first line said 256 sources where 26 batches had come
+    journal = [json.loads(x) for x in (tmp_path / "o" / "journal.jsonl").read_text().splitlines()]
+    first = min(m["collected"] for m in journal)
+    assert lines[0].startswith(f"sources {sum(m['rows'] for m in journal if m['collected'] == first)}/100 ")
