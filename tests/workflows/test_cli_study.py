@@ -386,3 +386,18 @@ def test_progress_lines_where_the_output_is_not_a_terminal(grid, tmp_path, capsy
     journal = [json.loads(x) for x in (tmp_path / "o" / "journal.jsonl").read_text().splitlines()]
     first = min(m["collected"] for m in journal)
     assert lines[0].startswith(f"sources {sum(m['rows'] for m in journal if m['collected'] == first)}/100 ")
+
+
+def test_a_study_says_when_it_builds_the_hierarchy_first(tmp_path, capsys):
+    """The client builds the hierarchy after the study line, the bar at 0 meanwhile (all
+    NY: 7.5 s, unannounced); a note says so, and not when the cache file is there."""
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    argv = ["study", str(path), "--random", "50", "--algorithm", "phast", "--cpu-workers", "1", "--no-dashboard"]
+    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: building the contraction hierarchy of rome99 for phast first" in out, out
+    assert path.with_name(path.name + ".ch.npz").exists()
+    assert main(argv + ["--out", str(tmp_path / "b")]) == 0
+    assert "contraction hierarchy" not in capsys.readouterr().out
