@@ -354,10 +354,12 @@ def test_eta_follows_the_rate_shown_when_batches_arrive_in_bursts():
     progress.advance(task_id, 8448)
     now[0] = 16.1
     progress.advance(task_id, 8448)
-    # 16,896 sources in 16.1 s: 1,049 sources/s, 137,882 left: 131 s
+    # 16,896 sources in 16.1 s: 1,049 sources/s, 137,882 left: 131.4 s, shown rounded up
     assert str(_RateColumn().render(task)) == "1,049.4 sources/s"
-    assert str(_EtaColumn().render(task)) == "0:02:11"
+    assert str(_EtaColumn().render(task)) == "0:02:12"
     now[0] = 30.0
+    progress.update(task_id, completed=264346 - 100)  # 0.03 s left at 4,890 sources/s: not "0:00:00"
+    assert str(_EtaColumn().render(task)) == "0:00:01"
     progress.update(task_id, completed=264346)
     assert str(_EtaColumn().render(task)) == "0:00:00"
 
