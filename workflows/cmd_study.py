@@ -315,6 +315,10 @@ def run(args) -> int:
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
+        if args.resume and getattr(study, "adopted", None):
+            # (said nowhere but in the manifest: the "to do" count below looked short)
+            console.print(f"note: {len(study.adopted):,} batch(es) the stopped run wrote but had not journaled "
+                          "are complete: journaled now, not solved again", highlight=False)
         if args.resume and not study.pending:
             console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising")
         # the batches as laid out (a default batch size is spread over the workers)
