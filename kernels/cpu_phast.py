@@ -439,47 +439,53 @@ def _closure(n, down_indptr, down_tail, mark):
 
 @njit(cache=True, nogil=True)
 def _sweep_restricted(src_pos, lanes, t, n_threads, row_of_position, up_indptr, up_head, up_weight,
-                      sdn_indptr, sdn_tail, sdn_weight, tg_row, first, mat,
+                      sdn_indptr, sdn_tail, sdn_weight, tg_row, tg_rows, mat,
                       reached, ecc, total, relax_up, d, ud):
     """RPHAST: like :func:`_sweep`, but the downward phase visits only the selected rows
     (``sdn_*``: the downward arcs into each selected row, tails as rows), and the result
-    is the matrix; the reductions run over the targets marked ``first`` (each distinct
-    target once)."""
+    is the matrix; the reductions run over the rows marked in ``tg_rows`` (each distinct
+    target's row once), in the sweep as :func:`_sweep` does over every row.  (Reduced
+    afterwards target by target, lane by lane, they read a cache line per lane and target:
+    --targets all took 9x the full sweep, NY, 256 sources: 2.7 s against 0.30 s.)"""
     nrows = len(sdn_indptr) - 1
     nsrc = len(src_pos)
     n = len(row_of_position)
     n_blocks = (nsrc + lanes - 1) // lanes
     mark = np.full(max(nrows, 1), -1, dtype=np.int64)
     tmp = np.empty(lanes, dtype=np.uint32)
+    cnt = np.empty(lanes, dtype=np.int64)
+    mx = np.empty(lanes, dtype=np.int64)
+    sm = np.empty(lanes, dtype=np.int64)
     stack = np.empty(n + 1, dtype=np.int64)
     space = np.empty(n + 1, dtype=np.int64)
-    nt = len(tg_row)
     for blk in range(t, n_blocks, n_threads):
         k0 = blk * lanes
         b = min(lanes, nsrc - k0)
         for k in range(b):
             relax_up[k0 + k] = _load_upward(src_pos[k0 + k], k, blk, lanes, row_of_position, up_indptr, up_head,
                                             up_weight, ud, stack, space, mark, d)
+        for j in range(lanes):
+            cnt[j] = 0
+            mx[j] = 0
+            sm[j] = 0
         for p in range(nrows):
             _down_row(p, blk, lanes, mark, d, tmp, sdn_indptr, sdn_tail, sdn_weight)
             base = p * lanes
             for j in range(lanes):
                 d[base + j] = tmp[j]
+            if tg_rows[p]:
+                for j in range(lanes):
+                    x = tmp[j]
+                    ok = x != np.uint32(0xFFFFFFFF)
+                    xi = np.int64(x) if ok else np.int64(0)
+                    cnt[j] += 1 if ok else 0
+                    sm[j] += xi
+                    mx[j] = max(mx[j], xi)
         _label_rows(d, lanes, k0, b, tg_row, mat, 256)
         for j in range(b):
-            cnt = 0
-            mx = 0
-            sm = 0
-            for q in range(nt):
-                if first[q]:
-                    x = d[tg_row[q] * lanes + j]
-                    if x != np.uint32(0xFFFFFFFF):
-                        cnt += 1
-                        sm += np.int64(x)
-                        mx = max(mx, np.int64(x))
-            reached[k0 + j] = cnt
-            ecc[k0 + j] = mx
-            total[k0 + j] = sm
+            reached[k0 + j] = cnt[j]
+            ecc[k0 + j] = mx[j]
+            total[k0 + j] = sm[j]
 
 
 @njit(cache=True, nogil=True)
@@ -710,9 +716,11 @@ def _phast_targets(graph, lay, sources, uniq, inv, targets, stats_over, lanes, n
             down_arcs = h.m_down
         else:
             sel = get_selection(graph, lay, targets)
+            tg_rows = np.zeros(max(len(sel.steps), 1), dtype=np.bool_)  # each distinct target's row
+            tg_rows[sel.tg_row[sel.first]] = True
             _in_threads(run_threads, lambda t: _sweep_restricted(
                 src_pos, lanes, t, run_threads, sel.row_of_position, h.up_indptr, h.up_head, h.up_weight,
-                sel.indptr, sel.tail, sel.weight, sel.tg_row, sel.first, mat,
+                sel.indptr, sel.tail, sel.weight, sel.tg_row, tg_rows, mat,
                 reached, ecc, total, relax_up, labels[t], updist[t]))
             down_arcs = sel.arcs
     except BaseException:

@@ -63,12 +63,13 @@ def run(args) -> int:
     if repeated:
         console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} solved once "
                       f"({len(src):,} distinct)", highlight=False)
-    if args.method == "phast" and getattr(graph, "path", None):
-        # its hierarchy from the cache file beside the graph (written by the first run),
-        # as a study and gpu_sssp.matrix keep it, not contracted again on every run
-        from gpu_sssp.pipeline.hierarchy import load_hierarchy
+    # the hierarchy cached beside the graph file (a study's), or built and cached there
+    # where phast will solve, as gpu_sssp.matrix and studies do: solve built its own in
+    # memory on every run (700 NY sources: 8.7 s, with the cache file beside it)
+    from gpu_sssp.kernels.registry import resolve_backend
+    from gpu_sssp.pipeline.hierarchy import prepare_study
 
-        load_hierarchy(graph)
+    prepare_study(graph, len(src), resolve_backend(args.method, args.backend), args.method)
     t0 = time.perf_counter()
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,
                         predecessors=args.predecessors, distances=True)

@@ -550,3 +550,44 @@ def test_join_wait_limits_the_wait_for_a_first_worker():
             with dask.config.set({"sssp.cluster.join-wait": 0.3}):
                 with pytest.raises(SchedulerUnreachableError, match=r"no worker joined .* in 0.3 s"):
                     describe_cluster(ClusterHandle(client, None, "attached", "auto"), notice=lambda line: None)
+
+
+def _busy(marker: str, seconds: int) -> None:
+    """A task that keeps its worker process from closing for ``seconds`` (the GIL
+    released, as the CPU phast sweeps do)."""
+    import pathlib
+    import time
+
+    pathlib.Path(marker).touch()
+    time.sleep(seconds)
+
+
+def test_closing_a_local_cluster_with_a_busy_worker_prints_no_nanny_warning(tmp_path):
+    """A study stopped while a worker is busy (Ctrl-C in all NY on CPU workers) closed the
+    cluster with Dask's "Worker process still alive after 4.0 seconds, killing", one time
+    stamped WARNING per worker between the study's lines.  It is teardown: logged at debug."""
+    import logging
+    import time
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    keep = Keep(level=logging.WARNING)
+    nanny = logging.getLogger("distributed.nanny")
+    nanny.addHandler(keep)
+    try:
+        with start_cluster(cpu_workers=1, dashboard=False) as handle:
+            marker = tmp_path / "started"
+            fut = handle.client.submit(_busy, str(marker), 12, pure=False)
+            for _ in range(200):
+                if marker.exists():
+                    break
+                time.sleep(0.05)
+            assert marker.exists()
+    finally:
+        nanny.removeHandler(keep)
+    del fut
+    assert not [r.getMessage() for r in records if "still alive" in r.getMessage()]

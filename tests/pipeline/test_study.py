@@ -480,3 +480,19 @@ def test_resuming_a_finished_study_on_a_given_client_logs_no_scheduler_error(cli
     assert s["complete"]
     bad = [r.getMessage() for r in seen.records if r.levelno >= logging.ERROR]
     assert bad == []
+
+
+def test_start_up_row_names_the_hierarchy_built_inside_the_wall():
+    """The client's hierarchy build is part of the study's wall (and of the time outside
+    kernels): all NY on two CPU workers spent 7.5 s of its 91 s there, and the start-up
+    row named only the cluster, the workers and the first task (shown as "first batch":
+    129 batches, 31 s, on CPU workers)."""
+    s = _summary("all", [3, 3, 3], [5, 4, 5], [7, 6, 7])
+    s["timings"]["startup"] = {"cluster_start_s": 0.94, "client_hierarchy_s": 7.47, "register_s": 0.02,
+                               "hierarchy_file": "/x/g.parquet.ch.npz", "workers_ready_s": 8.17,
+                               "first_batch_s": 31.23}
+    row = next(line for line in _table_lines(s) if "start-up" in line)
+    assert "cluster 0.94 s, hierarchy 7.47 s, workers ready 8.17 s, first task done 31.23 s" in row
+    s["timings"]["startup"].update(client_hierarchy_s=0.0001, hierarchy_file=None)  # no phast: no hierarchy
+    row = next(line for line in _table_lines(s) if "start-up" in line)
+    assert "hierarchy" not in row and "cluster 0.94 s, workers ready" in row

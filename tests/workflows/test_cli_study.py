@@ -333,3 +333,93 @@ def test_gpu_algorithm_on_the_local_cpu_cluster_is_refused_up_front(grid, tmp_pa
                  "--out", str(out)]) in (2, 4)
     assert "--algorithm batched" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_eta_follows_the_rate_shown_when_batches_arrive_in_bursts():
+    """A study's batches are reported in bursts (a chunk's batches at once, the workers'
+    chunks close together).  Rich's own ETA took its speed from the samples' time span:
+    on resuming all of NY (109,568 of 264,346 sources done), two chunks reported 0.1 s
+    apart after 16 s showed ETA 0:00:01 (0:00:02 here) with 138,000 sources still to solve."""
+    from rich.progress import Progress
+
+    from gpu_sssp.workflows.cmd_study import _EtaColumn, _RateColumn
+
+    now = [0.0]
+    progress = Progress(_RateColumn(), _EtaColumn(), get_time=lambda: now[0], auto_refresh=False)
+    task_id = progress.add_task("study", total=264346, completed=109568, initial=109568)
+    progress.start_task(task_id)
+    task = progress.tasks[0]
+    assert str(_EtaColumn().render(task)) == "-:--:--"  # nothing solved yet in this run
+    now[0] = 16.0
+    progress.advance(task_id, 8448)
+    now[0] = 16.1
+    progress.advance(task_id, 8448)
+    # 16,896 sources in 16.1 s: 1,049 sources/s, 137,882 left: 131.4 s, shown rounded up
+    assert str(_RateColumn().render(task)) == "1,049.4 sources/s"
+    assert str(_EtaColumn().render(task)) == "0:02:12"
+    now[0] = 30.0
+    progress.update(task_id, completed=264346 - 100)  # 0.03 s left at 4,890 sources/s: not "0:00:00"
+    assert str(_EtaColumn().render(task)) == "0:00:01"
+    progress.update(task_id, completed=264346)
+    assert str(_EtaColumn().render(task)) == "0:00:00"
+
+
+def test_progress_lines_where_the_output_is_not_a_terminal(grid, tmp_path, capsys, monkeypatch):
+    """Rich draws no progress bar where the output is not a terminal (a log file, a batch
+    job's output): all NY on CPU workers printed nothing for 97 s and then the full bar.
+    There a plain line now and then gives sources done, sources/s and the ETA."""
+    from gpu_sssp.workflows import cmd_study
+
+    monkeypatch.setattr(cmd_study, "LOG_PROGRESS_S", 0.0)
+    rc = main(["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--batch-size", "10",
+               "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    import re
+
+    lines = [line for line in out.splitlines() if line.startswith("sources ") and "━" not in line]
+    assert len(lines) >= 2, out  # the first report and the last at least (chunks of 10-source batches)
+    for line in lines:
+        assert re.fullmatch(r"sources \d+/100 \(\d+%\), [\d,.]+ sources/s, elapsed 0:00:\d\d, "
+                            r"ETA \d:\d\d:\d\d", line), line
+    assert lines[-1].startswith("sources 100/100 (100%), ") and lines[-1].endswith("ETA 0:00:00"), lines[-1]
+    # a line counts every batch of the report that prompted it (a chunk's batches come
+    # together): all NY's first line said 256 sources where 26 batches had come
+    journal = [json.loads(x) for x in (tmp_path / "o" / "journal.jsonl").read_text().splitlines()]
+    first = min(m["collected"] for m in journal)
+    assert lines[0].startswith(f"sources {sum(m['rows'] for m in journal if m['collected'] == first)}/100 ")
+
+
+def test_a_study_says_when_it_builds_the_hierarchy_first(tmp_path, capsys):
+    """The client builds the hierarchy after the study line, the bar at 0 meanwhile (all
+    NY: 7.5 s, unannounced); a note says so, and not when the cache file is there."""
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    argv = ["study", str(path), "--random", "50", "--algorithm", "phast", "--cpu-workers", "1", "--no-dashboard"]
+    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: building the contraction hierarchy of rome99 for phast first" in out, out
+    assert path.with_name(path.name + ".ch.npz").exists()
+    assert main(argv + ["--out", str(tmp_path / "b")]) == 0
+    assert "contraction hierarchy" not in capsys.readouterr().out
+
+
+def test_a_resume_says_how_many_written_batches_it_adopts(grid, tmp_path, capsys):
+    """A stopped run leaves batch files written but not journaled (a chunk is journaled
+    once all of it is written: 99 of all NY's 428 written files after a Ctrl-C at 50 s);
+    the resume adopts the complete ones.  It said so only in the manifest, its "to do"
+    count short of the batches not journaled with no word why."""
+    out = tmp_path / "o"
+    argv = ["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--batch-size", "10",
+            "--cpu-workers", "1", "--no-dashboard", "--out", str(out)]
+    assert main(argv) == 0
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:6]))  # 4 written batches no longer journaled
+    capsys.readouterr()
+    assert main(argv + ["--resume"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("note: 4 batch(es) the stopped run wrote but had not journaled are complete: journaled now, "
+            "not solved again") in text, text
+    assert "in 10 batches of 10, 0 to do" in text, text

@@ -273,3 +273,23 @@ def test_a_gpu_method_without_a_gpu_exits_4_before_the_graph_is_read(tmp_path, c
     assert main(["verify", str(tmp_path / "missing.gr"), "--methods", "dijkstra,hbf"]) == 4
     err = capsys.readouterr().err
     assert err == "error: method 'hbf' needs a CUDA device; none is visible here\n"
+
+
+def test_verify_phast_uses_the_hierarchy_cache_beside_the_graph(tmp_path, capsys, monkeypatch):
+    """verify --methods phast checks the hierarchy a study sweeps: the cache file beside
+    the graph, written on its first run where there is none, and read (not built again:
+    4-5 s on NY every run) on the next."""
+    from gpu_sssp.kernels import hierarchy as hmod
+    from tests.pipeline.test_study_support import rome_parquet
+
+    path = rome_parquet(tmp_path)
+    cache = path.with_name(path.name + ".ch.npz")
+    argv = ["verify", str(path), "--methods", "phast@cpu", "--random", "4"]
+    assert main(argv) == 0 and _rows(capsys.readouterr().out) == {"phast@cpu": ("cpu", "ok")}
+    assert cache.exists()
+
+    def no_build(graph):
+        raise AssertionError("the hierarchy was built again")
+
+    monkeypatch.setattr(hmod, "build_hierarchy", no_build)
+    assert main(argv) == 0 and _rows(capsys.readouterr().out) == {"phast@cpu": ("cpu", "ok")}
