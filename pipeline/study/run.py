@@ -434,6 +434,14 @@ def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: d
     return dataclasses.replace(plan, algorithm=method)
 
 
+#: most batches in one task on CPU workers.  A CPU batch takes 0.1-3 s (NY: phast, 256
+#: sources, 0.3-0.5 s; dijkstra, 64 sources, about 3 s), beside which a task's own cost
+#: (Dask's round trips, a few ms) is nothing, while a guided chunk of a CPU study held
+#: minutes of work: all NY on two CPU workers began with chunks of 129 batches (24-35 s),
+#: during which the progress bar stood still and a Ctrl-C lost the whole chunk.
+CPU_CHUNK_BATCHES = 4
+
+
 def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) -> list[list[int]]:
     """The chunks of consecutive batches a run submits (all at once, in this order).
 
@@ -443,12 +451,15 @@ def study_chunks(pending, mode: str, workers=None, *, cap: int | None = None) ->
     the big chunks go first and single batches end the study.  Fewer chunks than that
     are assigned to workers as they are submitted, by count: then every batch is a task
     of its own, of equal size, so that each worker gets an even share.  ``batch``: one task
-    per batch."""
+    per batch.  On CPU workers (every worker's ``device`` is ``cpu``) a chunk holds at most
+    :data:`CPU_CHUNK_BATCHES` batches."""
     from gpu_sssp.pipeline.study.schedule import plan_chunks, slots_for
 
     pending = [int(i) for i in pending]
     if mode == "batch":
         return [[i] for i in pending]
+    if workers and all(str(w.get("device", "")) == "cpu" for w in workers):
+        cap = min(cap, CPU_CHUNK_BATCHES) if cap is not None else CPU_CHUNK_BATCHES
     threads = sum(max(1, int(w.get("nthreads", 1))) for w in (workers or [])) or 1
     chunks = plan_chunks(pending, slots_for(workers), cap=cap)
     if len(chunks) <= 2 * threads:

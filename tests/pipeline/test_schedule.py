@@ -375,3 +375,17 @@ def test_board_counts_a_report_before_its_task_ends():
     b.transition("phast-batch-000031-000031-abc123", "processing", "memory", worker="tcp://1")
     st = b.status()["studies"][0]
     assert st["sources_done"] == 8192 + 8743 + 8742 and st["tasks_done"] == 2
+
+
+def test_cpu_workers_get_chunks_of_a_few_batches():
+    """All NY on two CPU workers began with guided chunks of 129 batches (24-35 s each):
+    the progress bar stood still that long and a Ctrl-C lost the whole chunk.  CPU
+    batches take 0.1-3 s, so a few per task cost nothing in Dask's overhead."""
+    from gpu_sssp.pipeline.study.run import CPU_CHUNK_BATCHES, study_chunks
+
+    two_cpu = [{"nthreads": 1, "device": "cpu"}] * 2
+    chunks = study_chunks(range(1033), "guided", two_cpu)
+    assert max(len(c) for c in chunks) == CPU_CHUNK_BATCHES and [i for c in chunks for i in c] == list(range(1033))
+    assert max(len(c) for c in study_chunks(range(1033), "guided", two_cpu, cap=2)) == 2
+    two_gpu = [{"nthreads": 3, "device": "NVIDIA H200"}] * 2
+    assert max(len(c) for c in study_chunks(range(1033), "guided", two_gpu)) > 50  # GPUs keep big chunks
