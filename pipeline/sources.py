@@ -424,8 +424,8 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         how = {"kind": "random", "seed": seed}
     # drop repeats, keeping the first occurrence
     idx, dropped = first_occurrences(idx)
-    if dropped:
-        log.warning("dropping %d repeated source(s)", dropped)
+    if dropped:  # the command line says so as a note (how["duplicates_dropped"])
+        log.info("dropping %d repeated source(s)", dropped)
     how["duplicates_dropped"] = dropped
     if order == "locality" and len(idx) > 1:
         idx = idx[locality_order(graph, idx)]

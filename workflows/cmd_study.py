@@ -313,6 +313,10 @@ def run(args) -> int:
             est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
+        dropped = int(plan.sources.how.get("duplicates_dropped", 0) or 0)
+        if dropped:
+            console.print(f"note: {dropped:,} repeated source{'s' if dropped != 1 else ''} solved once "
+                          f"({plan.sources.count:,} distinct)", highlight=False)
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
         if args.resume and getattr(study, "adopted", None):

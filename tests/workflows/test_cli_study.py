@@ -423,3 +423,15 @@ def test_a_resume_says_how_many_written_batches_it_adopts(grid, tmp_path, capsys
     assert ("note: 4 batch(es) the stopped run wrote but had not journaled are complete: journaled now, "
             "not solved again") in text, text
     assert "in 10 batches of 10, 0 to do" in text, text
+
+
+def test_repeated_sources_are_a_note_not_a_log_warning(grid, tmp_path, capsys):
+    """A source given twice was announced as ``WARNING gpu_sssp.pipeline.sources:
+    dropping 1 repeated source(s)`` (a log line, on stderr) where ``sssp solve`` says a
+    ``note:``; the study now says it as solve does."""
+    rc = main(["study", str(grid), "-s", "1", "-s", "5", "-s", "1", "--cpu-workers", "1", "--no-dashboard",
+               "--out", str(tmp_path / "o")])
+    got = capsys.readouterr()
+    assert rc == 0, got.err
+    assert "note: 1 repeated source solved once (2 distinct)" in got.out
+    assert "WARNING" not in got.err
