@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -489,6 +490,23 @@ def _remove_entry(entry: Path) -> None:
                 pass
 
 
+#: seconds a temporary file of a process that does not run here is left alone: on a
+#: folder that several machines share (a cluster's), the pid may be another host's
+#: writer at work; a file untouched this long is abandoned whoever wrote it
+TEMP_GRACE_S = 600.0
+
+
+def _abandoned(path: Path, pid: int) -> bool:
+    """Whether the temporary file ``path`` of process ``pid`` is left over: no such
+    process runs on this machine and the file has not changed for :data:`TEMP_GRACE_S`."""
+    if _pid_alive(pid):
+        return False
+    try:
+        return time.time() - path.stat().st_mtime > TEMP_GRACE_S
+    except OSError:
+        return False
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -515,8 +533,9 @@ def _discard(tmp: Path) -> None:
 
 def remove_dead_temps(cache_file) -> None:
     """Delete the temporary files of ``cache_file`` (``<name>.tmp<pid>[-<8 hex>].npz``,
-    the CSR and hierarchy caches' writers) left by processes that no longer run: a
-    process killed while it wrote one leaves it behind.  Never raises."""
+    the CSR and hierarchy caches' writers) left by processes that no longer run
+    (:func:`_abandoned`): a process killed while it wrote one leaves it behind.  Never
+    raises."""
     cache_file = Path(cache_file)
     try:
         found = list(cache_file.parent.glob(glob.escape(cache_file.name) + ".tmp*.npz"))
@@ -524,7 +543,7 @@ def remove_dead_temps(cache_file) -> None:
         return
     for f in found:
         m = _CSR_TEMP.search(f.name)
-        if m and f.name[:m.start()] == cache_file.name and not _pid_alive(int(m["pid"])):
+        if m and f.name[:m.start()] == cache_file.name and _abandoned(f, int(m["pid"])):
             try:
                 f.unlink()
                 log.debug("removed %s, left by process %s", f, m["pid"])
@@ -549,7 +568,7 @@ def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool)
             _remove_entry(f)
         else:
             m = _TEMP.match(fn) or (_CSR_TEMP.search(fn) if fn.startswith(prefix) else None)
-            if m and (fn.startswith("." + prefix) or fn.startswith(prefix)) and not _pid_alive(int(m["pid"])):
+            if m and (fn.startswith("." + prefix) or fn.startswith(prefix)) and _abandoned(f, int(m["pid"])):
                 try:
                     f.unlink()
                 except OSError:

@@ -178,11 +178,23 @@ def test_temp_files_of_dead_processes_are_removed(tmp_path):
     litter = [cache / f".{copy}.{dead}.0123abcd.tmp", cache / f"{copy}.csr.npz.tmp{dead}.npz",
               cache / f"{copy}.csr.npz.tmp{dead}-0123abcd.npz"]
     alive = cache / f".{copy}.{os.getpid()}.0123abcd.tmp"
-    for f in litter + [alive]:
+    # a pid not running here, written a moment ago: maybe another host's writer at work
+    # on a shared folder, left alone until it is TEMP_GRACE_S old
+    fresh = cache / f"{copy}.csr.npz.tmp{dead}-89abcdef.npz"
+    for f in litter + [alive, fresh]:
         f.write_bytes(b"half")
+    for f in litter:
+        _age(f)
     load_graph(p)
     assert not any(f.exists() for f in litter)
-    assert alive.exists()
+    assert alive.exists() and fresh.exists()
+
+
+def _age(path, seconds: float = 3600.0) -> None:
+    import time
+
+    t = time.time() - seconds
+    os.utime(path, (t, t))
 
 
 def test_legacy_copies_beside_the_input_are_removed(tmp_path):
@@ -381,8 +393,12 @@ def test_temp_files_of_dead_processes_beside_a_parquet_file_are_removed(tmp_path
               d / f"{p.name}.csr.npz.tmp{dead}.npz"]
     keep = [d / f"{p.name}.csr.npz.tmp{os.getpid()}-0123abcd.npz",  # a live process's
             d / f"other.parquet.csr.npz.tmp{dead}-0123abcd.npz"]     # another file's
-    for f in litter + keep:
+    fresh = d / f"{p.name}.ch.npz.tmp{dead}-89abcdef.npz"  # maybe another host's, at work
+    for f in litter + keep + [fresh]:
         f.write_bytes(b"half")
+    for f in litter + keep:
+        _age(f)
+    keep.append(fresh)
     g = read_parquet(p)
     ph.load_hierarchy(g)
     assert [f.name for f in litter if f.exists()] == []
