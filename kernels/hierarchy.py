@@ -340,7 +340,8 @@ def build_hierarchy(graph) -> Hierarchy:
 
         threading.Thread(target=heartbeat, name="ch-progress", daemon=True).start()
     try:
-        ch = routingkit_ch.ContractionHierarchy.build(n, tails, heads, weights)
+        ch = _stoppable(lambda: routingkit_ch.ContractionHierarchy.build(n, tails, heads, weights),
+                        f"contraction of {graph.name}")
     finally:
         done.set()
     build_s = time.perf_counter() - t0
@@ -367,6 +368,34 @@ def build_hierarchy(graph) -> Hierarchy:
         log.info("hierarchy of %s: %.1f s contraction, %d levels, %d up / %d down arcs",
                  graph.name, build_s, h.levels, h.m_up, h.m_down)
     return h
+
+
+def _stoppable(fn, what: str):
+    """``fn()``, stoppable by a Ctrl-C when called from the main thread.
+
+    RoutingKit contracts without the GIL and without looking at signals: a Ctrl-C (or a
+    SIGTERM the command line turns into one) waited for the whole contraction (BAY 6 s,
+    FLA 12-16 s, minutes for a continent).  From the main thread ``fn`` runs in a daemon
+    thread, waited for in short steps, so that the interrupt is raised at once; the
+    abandoned contraction runs on to its end in the background (its result dropped) or
+    ends with the process.  Other threads call ``fn`` directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=run, name=f"sssp-{what}"[:60], daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _with_layout_time(h: Hierarchy, s: float) -> Hierarchy:

@@ -530,3 +530,36 @@ def test_the_graph_plugin_hands_the_clients_key_to_the_workers(rome_parquet, mon
         else:
             with pytest.raises(FileNotFoundError, match="covering checked again"):
                 plugin.wait(60)
+
+
+def test_a_ctrl_c_stops_the_caller_while_routingkit_contracts(rome, monkeypatch):
+    """RoutingKit contracts in native code that ignores signals: a Ctrl-C waited for the
+    whole contraction (BAY 6 s).  The contraction runs in a thread of its own, so the
+    interrupt reaches the caller before it ends.  A stand-in that ignores signals (a
+    NumPy sort of 30M values, seconds long) marks its end."""
+    import signal
+    import threading
+
+    ended = threading.Event()
+
+    class CH:
+        @staticmethod
+        def build(n, tails, heads, weights):
+            try:
+                np.sort(np.random.default_rng(0).random(30_000_000))
+            finally:  # also when a KeyboardInterrupt is raised in here, after the sort
+                ended.set()
+            raise RuntimeError("the stand-in's contraction ended")
+
+    rk = pytest.importorskip("routingkit_ch")
+    monkeypatch.setattr(rk, "ContractionHierarchy", CH)
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            hmod.build_hierarchy(rome)
+    finally:
+        timer.cancel()
+    assert not ended.is_set()  # the caller was stopped while the contraction still ran
+    ended.wait(60)  # let the abandoned stand-in finish before the next test
