@@ -17,8 +17,9 @@ H200):
   saves is at least twice that fixed cost (NY: ~580 sources; rome99's 3,353 sources, 1.8 s
   of Dijkstra, stay with dijkstra in a cold process).  A study's CPU workers load the
   kernels in the background as they start (``pipeline.warmup``; 0.6-0.8 s on the
-  development VM), so for a study the fixed cost is the build alone (rome99: ~510
-  sources, so all its sources take phast; NY ~70).  With the hierarchy at hand phast
+  development VM), so for a study the fixed cost is the build alone: ~510 sources on any
+  graph, as the build and Dijkstra both scale with the arcs (rome99's 3,353 sources all
+  take phast).  With the hierarchy at hand phast
   wins from one source (NY: 6 ms against 44 ms).
 - GPU, ``phast`` (a contraction-hierarchy sweep, ``kernels.gpu.phast``) first, where
   :func:`phast_applies`: integer weights >= 0 within the hierarchy's bound
