@@ -45,7 +45,7 @@ class ClusterStartError(SsspError, RuntimeError):
 class SchedulerUnreachableError(SsspError, ConnectionError):
     """An attached study's scheduler address where nothing listens (every connection
     refused for :data:`REFUSED_GRACE_S`), or whose host name does not resolve: one line,
-    exit status 1, at once instead of after Dask's 30 s of retries."""
+    exit status 1, after those few seconds instead of Dask's 30 s of retries."""
 
     exit_code = 1
 
