@@ -331,7 +331,7 @@ class Journal:
         if not entries:
             return
         line = "".join(json.dumps(e, default=_json_default, separators=(",", ":")) + "\n" for e in entries)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
         try:
             # a torn previous line (crash mid-write) must not swallow this entry; its last
             # byte is read through the descriptor already open (no second open per append)

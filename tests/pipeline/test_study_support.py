@@ -280,3 +280,20 @@ def test_statistics_file_reads_back_as_the_statistics_table(tmp_path):
     assert back.equals(plain)
     assert back.column("worker").to_pylist() == ["w-1"] * 4
     assert parquet_bytes(res.stats_table(worker="w-1", for_file=True), **STATS_PARQUET) > 0
+
+
+def test_journal_honours_the_umask_of_a_group_shared_folder(tmp_path):
+    """The journal is created as the other files are (mode 0o666 less the umask): with
+    umask 002 the group can append to it (a colleague's ``--resume``), not 0o644."""
+    import os
+
+    from gpu_sssp.pipeline.writers import Journal, write_json_atomic
+
+    old = os.umask(0o002)
+    try:
+        Journal(tmp_path / "journal.jsonl").append({"batch": 0})
+        write_json_atomic({"a": 1}, tmp_path / "manifest.json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "journal.jsonl").stat().st_mode & 0o777 == 0o664
+    assert (tmp_path / "manifest.json").stat().st_mode & 0o777 == 0o664
