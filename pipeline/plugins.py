@@ -25,8 +25,20 @@ _lock = threading.Lock()
 _GRAPHS: dict = {}
 
 
-def plugin_name(fingerprint: str) -> str:
-    return f"sssp-graph-{fingerprint}"
+def plugin_name(fingerprint: str, hierarchy: bool = False) -> str:
+    """The worker plugin's name: one per graph, and a second one (``-ch``) for a study
+    that loads the graph's contraction hierarchy too.  A registration is idempotent (a
+    name the scheduler has keeps its first plugin), so a ``phast`` study of a graph that a
+    study without the hierarchy registered first (at once, or kept with
+    ``sssp.study.keep-graph``) would otherwise get a plugin that never loads it, and
+    every worker would build the hierarchy itself in its first task."""
+    return f"sssp-graph-{fingerprint}" + ("-ch" if hierarchy else "")
+
+
+def _plugins(worker, fingerprint: str) -> list:
+    """This worker's graph plugins of ``fingerprint`` (the hierarchy's first)."""
+    return [p for p in (worker.plugins.get(plugin_name(fingerprint, h)) for h in (True, False))
+            if p is not None]
 
 
 def _load(path: str, fingerprint: str):
@@ -105,7 +117,7 @@ class GraphPlugin(WorkerPlugin):
         self.backend = backend
         self.method = method
         self.unit = int(unit)
-        self.name = plugin_name(fingerprint)
+        self.name = plugin_name(fingerprint, bool(hierarchy))
         self.graph = None
         self.device = "cpu"
         self.timings: dict = {}
@@ -247,16 +259,18 @@ async def wait_ready(fingerprint: str, timeout: float, dask_worker=None) -> bool
 
     if dask_worker is None:
         return True
-    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
-    ready = getattr(plugin, "_ready", None)
-    if ready is None:
-        return True
     end = time.monotonic() + float(timeout)
-    while not ready.is_set():
-        if time.monotonic() >= end:
+    for plugin in _plugins(dask_worker, fingerprint):
+        ready = getattr(plugin, "_ready", None)
+        if ready is None:
+            continue
+        while not ready.is_set():
+            if time.monotonic() >= end:
+                return False
+            await asyncio.sleep(0.002)
+        if getattr(plugin, "_error", None) is not None:
             return False
-        await asyncio.sleep(0.002)
-    return getattr(plugin, "_error", None) is None
+    return True
 
 
 def worker_startup(fingerprint: str, dask_worker=None) -> dict:
@@ -264,9 +278,10 @@ def worker_startup(fingerprint: str, dask_worker=None) -> dict:
     if dask_worker is None:
         return {}
     name = str(dask_worker.name) if dask_worker.name is not None else str(dask_worker.address)
-    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
-    if plugin is None:
+    found = _plugins(dask_worker, fingerprint)
+    if not found:
         return {"worker": name}
+    plugin = max(found, key=lambda p: getattr(p, "timings", {}).get("setup_at", 0.0))  # the latest
     return dict(getattr(plugin, "timings", {}), device=getattr(plugin, "device", "cpu"), worker=name)
 
 
@@ -280,10 +295,11 @@ def worker_graph(fingerprint: str, path: str | None = None):
         from distributed import get_worker
 
         worker = get_worker()
-        plugin = worker.plugins.get(plugin_name(fingerprint))
-        if plugin is not None:
+        found = _plugins(worker, fingerprint)
+        for plugin in found:  # the hierarchy's plugin first: it attaches the hierarchy to the graph
             if plugin.graph is None and getattr(plugin, "_ready", None) is not None:
                 plugin.wait()  # setup's thread is loading it
+        for plugin in found:
             if plugin.graph is not None:
                 return plugin.graph
     except ValueError:  # not on a worker (local call)

@@ -134,7 +134,8 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     -------
     dict
         ``client_hierarchy_s`` (the hierarchy's load or build on the client),
-        ``hierarchy_file`` (what the workers load, or None), ``register_s``, ``prefix``.
+        ``hierarchy_file`` (what the workers load, or None), ``register_s``, ``prefix``,
+        ``user`` (this run's use of the graph on the scheduler, for :func:`forget_graph`).
     """
     from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study, vouched
     from gpu_sssp.pipeline.plugins import GraphPlugin
@@ -147,13 +148,18 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     h = prepare_study(plan.graph, plan.sources.count, decide, plan.algorithm)
     hfile = os.fspath(place_for_workers(h, plan.graph, plan.graph_path)) if h is not None else None
     t1 = time.perf_counter()
+    user = f"{plan.study_id}-{uuid.uuid4().hex[:12]}"
+    try:  # counted before the plugin exists: a study ending meanwhile does not unregister it
+        graph_users(client, plan.graph.fingerprint, user, add=True)
+    except Exception as exc:  # best effort: the study runs without the count
+        log.debug("graph use not counted on the scheduler: %s", exc)
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
                                        hierarchy=hfile or False, method=plan.algorithm,
                                        unit=int(plan.batch_size or 1),
                                        hierarchy_key=vouched(plan.graph) if hfile else None))
     t2 = time.perf_counter()
     return {"client_hierarchy_s": t1 - t0, "hierarchy_file": hfile, "register_s": t2 - t1,
-            "prefix": task_prefix(plan, devices)}
+            "prefix": task_prefix(plan, devices), "user": user}
 
 
 def wait_for_workers(client, fingerprint: str) -> dict:
@@ -182,17 +188,64 @@ def wait_for_workers(client, fingerprint: str) -> dict:
             "workers_waited": len(got)}
 
 
-def forget_graph(client, plan: StudyPlan) -> None:
-    """Unregister the graph's worker plugin: every worker's teardown frees its host and
-    device copies of the graph.  Best effort (a study's result does not depend on it).
+def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: bool = True):
+    """Count the studies that use a graph's worker plugins, on the scheduler.
 
-    Only for a plugin that is registered (:func:`study` calls it for the one its run
-    registered): the scheduler logs an ERROR with a traceback for a name it does not
-    have, before the client's call raises."""
+    Several clients share a long-lived cluster: two studies of one graph (at once, from
+    two users) share its plugin, and the first to end must not unregister it under the
+    other, whose tasks would then load the graph again each (outside the plugin, never
+    freed) and whose own unregistration fails with an ERROR in the scheduler's log.  Each
+    run adds itself (``add=True``, before it registers the plugin) and removes itself at
+    its end; the plugins (:func:`pipeline.plugins.plugin_name`, with and without the
+    hierarchy) are unregistered then only when no other run of a connected client still
+    uses the graph (a user whose client is gone, e.g. killed, no longer counts) and
+    ``unregister`` is true (``sssp.study.keep-graph`` removes the run and keeps them).
+    Both steps happen in one call on the scheduler's event loop, so no registration
+    comes between the count and the removal.  The function is sent by value: the
+    scheduler needs no gpu_sssp.
+
+    Returns the names unregistered (``[]``: none, in use or kept); raises what
+    ``run_on_scheduler`` raises (scheduler gone)."""
     from gpu_sssp.pipeline.plugins import plugin_name
 
+    names = [plugin_name(fingerprint, h) for h in (True, False)]
+    client_id = str(client.id)
+
+    async def on_scheduler(dask_scheduler=None):
+        table = dask_scheduler.__dict__.setdefault("_sssp_graph_users", {})
+        users = table.setdefault(fingerprint, {})
+        if add:
+            users[user] = client_id
+            return []
+        users.pop(user, None)
+        for u, cid in list(users.items()):
+            if cid not in dask_scheduler.clients:  # its client left (ended or killed)
+                del users[u]
+        if users:
+            return []
+        table.pop(fingerprint, None)
+        if not unregister:
+            return []
+        gone = []
+        for name in names:
+            if name in dask_scheduler.worker_plugins:
+                await dask_scheduler.unregister_worker_plugin(None, name)
+                gone.append(name)
+        return gone
+
+    return client.run_on_scheduler(on_scheduler)
+
+
+def forget_graph(client, plan: StudyPlan, user: str | None = None, *, unregister: bool = True) -> None:
+    """End a run's use of the graph: unregister its worker plugins unless another study
+    (of a connected client) still uses them (:func:`graph_users`), so that every worker's
+    teardown frees its host and device copies of the graph.  ``unregister=False``
+    (``sssp.study.keep-graph``) only ends the run's use.  Best effort (a study's result
+    does not depend on it).  ``user``: the token :func:`register_graph` returned
+    (``None``: a caller of the old form, unregistered as the only user)."""
     try:
-        client.unregister_worker_plugin(plugin_name(plan.graph.fingerprint))
+        graph_users(client, plan.graph.fingerprint, user or f"anonymous-{uuid.uuid4().hex}", add=False,
+                    unregister=unregister)
     except Exception as exc:  # workers or scheduler gone
         log.debug("graph plugin not unregistered: %s", exc)
 
@@ -236,9 +289,9 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     study : Study, optional
         The folder, already checked (``Study(plan, resume=...)``); made here when absent.
     registered : list, optional
-        Gets the name of the graph's worker plugin once this run has registered it
-        (a run with nothing to do registers none), also when the run then stops: what
-        :func:`forget_graph` is to unregister.
+        Gets this run's use of the graph (the ``user`` token of :func:`register_graph`)
+        once it has registered the graph's plugin (a run with nothing to do registers
+        none), also when the run then stops: what :func:`forget_graph` is to end.
 
     Returns
     -------
@@ -300,9 +353,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             work = _resumed_method(plan, study, backend, cluster_info)
             reg = register_graph(client, work, backend, cluster_info.get("devices"))
             if registered is not None:
-                from gpu_sssp.pipeline.plugins import plugin_name
-
-                registered.append(plugin_name(plan.graph.fingerprint))
+                registered.append(reg["user"])
             mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
@@ -900,7 +951,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # a cluster this call did not start (a client given, or attached with --scheduler
         # or --scheduler-file) outlives the study: free the workers' copies of the graph
         # (only a plugin this run registered: a resume with nothing to do registers none)
-        if registered and handle.cluster is None and not setting("study.keep-graph", keep_graph, default=False):
-            forget_graph(handle.client, plan)
+        if registered and handle.cluster is None:
+            forget_graph(handle.client, plan, registered[0],
+                         unregister=not setting("study.keep-graph", keep_graph, default=False))
         if close:
             handle.close()

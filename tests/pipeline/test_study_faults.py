@@ -296,6 +296,67 @@ def test_attached_study_lets_the_graph_go_unless_kept(tmp_path):
         cluster.close()
 
 
+def test_a_study_ending_leaves_the_graph_to_another_clients_study_of_it(tmp_path):
+    """Two users' studies of one graph on a shared cluster share its plugin: the first to
+    end must not unregister it under the other (whose tasks then loaded the graph again
+    outside the plugin, never freed, and whose own unregistration failed with an ERROR in
+    the scheduler's log); the last one to end frees it."""
+    from distributed import Client
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    cluster, client = _cluster(2)
+    other = Client(cluster.scheduler_address)
+    seen = []
+
+    def during_the_long_study(meta, _study):
+        if not seen:  # the other user's study starts and ends while this one runs
+            study(path, random=10, seed=2, batch_size=5, out=tmp_path / "short", client=other)
+            seen.append(set(client.run(_holds, fp).values()))
+
+    try:
+        study(path, random=40, seed=1, batch_size=4, out=tmp_path / "long", client=client,
+              on_batch=during_the_long_study)
+        assert seen == [{(True, True)}]  # still held for the long study
+        assert set(client.run(_holds, fp).values()) == {(False, False)}  # freed by the last to end
+    finally:
+        other.close()
+        client.close()
+        cluster.close()
+
+
+def _no_hierarchy_builds():
+    from gpu_sssp.kernels import hierarchy
+
+    def refuse(graph):
+        raise RuntimeError("a worker built a hierarchy")
+
+    hierarchy.build_hierarchy = refuse
+
+
+def test_a_phast_study_after_a_kept_graph_without_hierarchy_loads_the_clients_hierarchy(tmp_path):
+    """A graph kept on the workers by a study that loaded no hierarchy (keep-graph, or
+    another user's study still running): a ``phast`` study of it registers a plugin that
+    loads the client's hierarchy file (an idempotent registration under the same name
+    kept the first plugin, and every worker built the hierarchy in its first task)."""
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    cluster, client = _cluster(2)
+    try:
+        client.run(_no_hierarchy_builds)
+        study(path, random=20, seed=1, batch_size=4, algorithm="dijkstra", out=tmp_path / "a", client=client,
+              keep_graph=True)
+        study(path, random=20, seed=2, batch_size=4, algorithm="phast", out=tmp_path / "b", client=client)
+        assert json.loads((tmp_path / "b" / "manifest.json").read_text())["status"] == "complete"
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_statistics_flushed_after_the_report_and_a_failed_flush_fails_the_study(tmp_path, monkeypatch):
     """A task reports its batches, then flushes their statistics files: the report's trip
     overlaps the flush.  A flush that fails after the report must still fail the study
