@@ -273,7 +273,7 @@ def test_attached_study_of_a_raw_input_writes_graph_parquet(tmp_path):
 def _holds(fingerprint, dask_worker=None):
     from gpu_sssp.pipeline import plugins
 
-    return (plugins.plugin_name(fingerprint) in dask_worker.plugins, fingerprint in plugins._GRAPHS)
+    return (bool(plugins._plugins(dask_worker, fingerprint)), fingerprint in plugins._GRAPHS)
 
 
 def test_attached_study_lets_the_graph_go_unless_kept(tmp_path):

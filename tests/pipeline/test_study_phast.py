@@ -17,7 +17,7 @@ def _holds_hierarchy(fingerprint, dask_worker=None):
     from gpu_sssp.kernels import hierarchy
     from gpu_sssp.pipeline.plugins import plugin_name
 
-    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint, hierarchy=True))  # a phast study's plugin
     return plugin is not None and plugin.graph is not None and hierarchy.has_hierarchy(plugin.graph)
 
 
