@@ -629,10 +629,41 @@ STREAM_INTERVAL = 0.0005
 CLIENT_SEND_INTERVAL = STREAM_INTERVAL
 
 
-def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, restore=None):
+def _prompt_state(obj, key) -> dict:
+    """``{"orig": interval before the first study, "users": set of study tokens}`` of one
+    stream, kept on the Dask server object ``obj`` (a worker, the scheduler)."""
+    table = obj.__dict__.setdefault("_sssp_prompt_streams", {})
+    return table.setdefault(key, {"orig": None, "users": set()})
+
+
+def _set_prompt(obj, key, comm, interval, restore, token):
+    """Prompt ``comm`` (``restore is None``) or end study ``token``'s use of it; returns
+    the interval before the first study that prompted it.
+
+    On a cluster several clients share, studies overlap: the second saw the first's
+    prompt interval as the "old" one and put it back at its end, after the first had
+    restored Dask's, leaving the cluster's streams prompt for good.  The interval is
+    kept once, before the first study, and put back when the last one ends."""
+    state = _prompt_state(obj, key)
+    if restore is None:
+        if not state["users"]:
+            state["orig"] = comm.interval
+        state["users"].add(token)
+        comm.interval = min(comm.interval, interval)
+        return state["orig"]
+    state["users"].discard(token)
+    if not state["users"]:
+        comm.interval = state["orig"] if state["orig"] is not None else restore
+        state["orig"] = None
+    return state["orig"]
+
+
+def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, restore=None, token=None):
     """On the scheduler: set the interval of its batched streams to the workers and to
     client ``client_id``; return the old intervals (``{"client": s, "workers": {addr: s}}``),
-    or put back ``restore`` (such a dict)."""
+    or put back ``restore`` (such a dict).  With a ``token`` (the study's), the workers'
+    streams, which every client's studies share, are put back only when the last study
+    that prompted them ends (:func:`_set_prompt`)."""
     old = {"client": None, "workers": {}}
     cc = dask_scheduler.client_comms.get(client_id)
     if restore is not None:
@@ -641,23 +672,32 @@ def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, resto
         for addr, v in restore.get("workers", {}).items():
             bc = dask_scheduler.stream_comms.get(addr)
             if bc is not None:
-                bc.interval = v
+                if token is None:
+                    bc.interval = v
+                else:
+                    _set_prompt(dask_scheduler, addr, bc, None, v, token)
         return old
     if cc is not None:
         old["client"] = cc.interval
         cc.interval = min(cc.interval, interval)
     for addr, bc in dask_scheduler.stream_comms.items():
-        old["workers"][addr] = bc.interval
-        bc.interval = min(bc.interval, interval)
+        if token is None:
+            old["workers"][addr] = bc.interval
+            bc.interval = min(bc.interval, interval)
+        else:
+            old["workers"][addr] = _set_prompt(dask_scheduler, addr, bc, interval, None, token)
     return old
 
 
-def _worker_stream(dask_worker=None, interval=None, restore=None):
+def _worker_stream(dask_worker=None, interval=None, restore=None, token=None):
     """On a worker: set (or put back) the interval of its batched stream to the scheduler;
-    return the old one."""
+    return the old one.  With a ``token`` (the study's), put back only when the last
+    study that prompted it ends (:func:`_set_prompt`)."""
     bs = getattr(dask_worker, "batched_stream", None)
     if bs is None:
         return None
+    if token is not None:
+        return _set_prompt(dask_worker, "scheduler", bs, interval, restore, token)
     old = bs.interval
     bs.interval = restore if restore is not None else min(old, interval)
     return old
@@ -668,7 +708,7 @@ def _live_workers(dask_scheduler=None) -> list:
     return list(dask_scheduler.workers)
 
 
-def _restore_worker_streams(client, old: dict) -> None:
+def _restore_worker_streams(client, old: dict, token: str | None = None) -> None:
     """Put back the workers' stream intervals ``old`` (``{address: interval}``), on the
     workers that are still there only.
 
@@ -688,7 +728,7 @@ def _restore_worker_streams(client, old: dict) -> None:
             by_value.setdefault(v, []).append(addr)
     for v, addrs in by_value.items():
         # a worker lost in between: its error is returned, not raised, and skipped
-        client.run(_worker_stream, restore=v, workers=addrs, on_error="return")
+        client.run(_worker_stream, restore=v, token=token, workers=addrs, on_error="return")
 
 
 def _prompt_streams(client, interval: float | None = None):
@@ -708,18 +748,20 @@ def _prompt_streams(client, interval: float | None = None):
     its own); a worker that joins during the study keeps Dask's."""
     interval = float(setting("study.stream-interval", interval, default=STREAM_INTERVAL))
     undo = [_prompt_client_stream(client, interval)]
+    token = uuid.uuid4().hex  # this study's use of the streams other clients' studies share
     if getattr(client, "run_on_scheduler", None) is not None:
         try:
-            sched_old = client.run_on_scheduler(_scheduler_streams, client_id=client.id, interval=interval)
+            sched_old = client.run_on_scheduler(_scheduler_streams, client_id=client.id, interval=interval,
+                                                token=token)
             undo.append(lambda: client.run_on_scheduler(_scheduler_streams, client_id=client.id,
-                                                        restore=sched_old))
+                                                        restore=sched_old, token=token))
         except Exception as exc:
             log.debug("the scheduler's streams keep their intervals: %s", exc)
         try:
-            workers_old = client.run(_worker_stream, interval=interval)
+            workers_old = client.run(_worker_stream, interval=interval, token=token)
 
             def workers_back():
-                _restore_worker_streams(client, workers_old)
+                _restore_worker_streams(client, workers_old, token)
 
             undo.append(workers_back)
         except Exception as exc:

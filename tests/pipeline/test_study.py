@@ -53,16 +53,16 @@ def _run(client, graph_path, out, *, resume=False, **kw):
 
 
 def _plugin_holds_graph(fingerprint, dask_worker=None):
-    from gpu_sssp.pipeline.plugins import plugin_name
+    from gpu_sssp.pipeline.plugins import _plugins
 
-    plugin = dask_worker.plugins.get(plugin_name(fingerprint))
-    return plugin is not None and plugin.graph is not None and plugin.graph.fingerprint == fingerprint
+    found = _plugins(dask_worker, fingerprint)  # with or without the hierarchy (phast)
+    return bool(found) and all(p.graph is not None and p.graph.fingerprint == fingerprint for p in found)
 
 
 def _graph_id(fingerprint, dask_worker=None):
-    from gpu_sssp.pipeline.plugins import plugin_name
+    from gpu_sssp.pipeline.plugins import _plugins
 
-    return id(dask_worker.plugins[plugin_name(fingerprint)].graph)
+    return id(_plugins(dask_worker, fingerprint)[0].graph)
 
 
 def _stats(out):
@@ -449,6 +449,42 @@ def test_stream_intervals_are_put_back_only_on_the_workers_still_there():
     c = _StreamsClient([])
     _restore_worker_streams(c, {"tcp://b:2": 0.002})
     assert c.asked == []
+
+
+class _Stream:
+    def __init__(self, interval):
+        self.interval = interval
+
+
+class _Server:
+    """A worker (``batched_stream``) or a scheduler (``stream_comms``, ``client_comms``)."""
+
+    def __init__(self):
+        self.batched_stream = _Stream(0.002)
+        self.stream_comms = {"tcp://w:1": _Stream(0.005)}
+        self.client_comms = {"c1": _Stream(0.002), "c2": _Stream(0.002)}
+
+
+def test_overlapping_studies_of_two_clients_put_the_shared_streams_back_to_dasks():
+    """Two clients' studies overlap on a shared cluster: the second took the first's prompt
+    interval for the old one and put it back at its end, after the first had restored
+    Dask's, so the workers' streams (and the scheduler's to them) stayed prompt for good."""
+    from gpu_sssp.pipeline.study.run import _scheduler_streams, _worker_stream
+
+    w, sch = _Server(), _Server()
+    a = _worker_stream(w, interval=0.0005, token="a")
+    sa = _scheduler_streams(sch, client_id="c1", interval=0.0005, token="a")
+    b = _worker_stream(w, interval=0.0005, token="b")
+    sb = _scheduler_streams(sch, client_id="c2", interval=0.0005, token="b")
+    _worker_stream(w, restore=a, token="a")  # the first study ends: the second still runs
+    _scheduler_streams(sch, client_id="c1", restore=sa, token="a")
+    assert w.batched_stream.interval == 0.0005 and sch.stream_comms["tcp://w:1"].interval == 0.0005
+    assert sch.client_comms["c1"].interval == 0.002  # that client's own stream is back
+    _worker_stream(w, restore=b, token="b")  # the second ends
+    _scheduler_streams(sch, client_id="c2", restore=sb, token="b")
+    assert w.batched_stream.interval == 0.002
+    assert sch.stream_comms["tcp://w:1"].interval == 0.005
+    assert sch.client_comms["c2"].interval == 0.002
 
 
 class _Records(logging.Handler):
