@@ -50,6 +50,33 @@ class SchedulerUnreachableError(SsspError, ConnectionError):
     exit_code = 1
 
 
+class SchedulerLostError(SsspError, ConnectionError):
+    """The client lost its scheduler during a study (the scheduler stopped, was
+    restarted, or the network went): Dask cancels every task with
+    ``scheduler-connection-lost``.  One line, exit status 1; the batches journaled so
+    far stay, and ``--resume`` continues once a scheduler is back."""
+
+    exit_code = 1
+
+
+def scheduler_lost(client, exc: BaseException) -> bool:
+    """Whether ``exc``, raised while a study waited on its tasks, means the client lost
+    its scheduler (rather than a task's own failure)."""
+    try:
+        from distributed.client import FutureCancelledError
+    except ImportError:  # older distributed: a CancelledError with the reason in its text
+        FutureCancelledError = ()  # noqa: N806
+    from distributed.comm.core import CommClosedError
+
+    if FutureCancelledError and isinstance(exc, FutureCancelledError) and "scheduler-connection-lost" in str(exc):
+        return True
+    if "scheduler-connection-lost" in str(exc):
+        return True
+    if isinstance(exc, (CommClosedError, OSError, TimeoutError)):
+        return getattr(client, "status", "running") != "running"
+    return False
+
+
 #: seconds an attach retries a refused connection before saying nothing listens there
 #: (a scheduler started a moment ago may not listen yet; ``--scheduler-file`` appears
 #: only once it does)

@@ -109,6 +109,17 @@ def _interrupted(why: str = "interrupted", status: int = 130) -> int:
     return status
 
 
+def _quiet_lost_scheduler(record: logging.LogRecord) -> bool:
+    """Drop the Dask client's ERROR tracebacks of a connection refused or closed (a
+    scheduler stopped or restarted): what the command says of it is its own one line."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is None:
+        return True
+    from distributed.comm.core import CommClosedError
+
+    return not isinstance(exc, (CommClosedError, ConnectionError, OSError))
+
+
 def main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
@@ -130,6 +141,9 @@ def main(argv=None) -> int:
     if args.verbose < 2:
         for name in ("distributed", "dask_cuda", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(logging.WARNING)
+        # a scheduler lost during a study: the study says so in one line (status 1);
+        # the client's reconnection attempts logged a traceback per refused connection
+        logging.getLogger("distributed.client").addFilter(_quiet_lost_scheduler)
     from gpu_sssp.kernels.errors import SsspError
     from gpu_sssp.workflows.common import print_error
 

@@ -410,9 +410,14 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             gone = not isinstance(exc, (KeyboardInterrupt, StudyError)) and study.removed()
+            lost = not gone and not isinstance(exc, KeyboardInterrupt) and _scheduler_lost(client, exc)
+            if lost:  # Dask's own text is a traceback and "re-run your work": say what to do
+                exc = lost = _lost_error(client)
             study.stop(exc, batch=failed_batch)
             if gone:  # what the workers met (a missing file or folder) says less than this
                 raise study.removed_error() from exc
+            if lost:
+                raise lost from None
             raise
         finally:
             if restore_stream is not None:
@@ -455,6 +460,24 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def _scheduler_lost(client, exc: BaseException) -> bool:
+    from gpu_sssp.pipeline.cluster import scheduler_lost
+
+    return scheduler_lost(client, exc)
+
+
+def _lost_error(client):
+    from gpu_sssp.pipeline.cluster import SchedulerLostError
+
+    try:
+        where = f" {client.scheduler.address}"
+    except Exception:
+        where = ""
+    return SchedulerLostError(f"lost the connection to the scheduler{where} during the study (it stopped or "
+                              "restarted, or the network went); once a scheduler and its workers are back, "
+                              "add --resume")
 
 
 def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: dict | None) -> StudyPlan:

@@ -222,3 +222,46 @@ def test_gpu_study_reports_start_up_and_warms_the_kernels_in_setup(tmp_path):
     ref = kernels.solve(g, g.to_index(ids), method="dijkstra", backend="cpu", distances=False)
     got = dict(zip(stats.column("source").to_numpy(), stats.column("sum_distance").to_numpy()))
     assert [got[v] for v in ids] == [float(x) for x in ref.sum_distance]
+
+
+def test_a_scheduler_lost_mid_study_ends_with_one_line_and_resume_continues(tmp_path):
+    """The shared scheduler stops (or is restarted) while a study runs: Dask cancels the
+    tasks with "scheduler-connection-lost"; the command ended with two tracebacks (the
+    client's reconnection, then FutureCancelledError).  Now: one ``error:`` line saying
+    what happened and what to do, status 1, the manifest ``failed``; and once a
+    scheduler is back, ``--resume`` completes the study."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    try:
+        client_home = tmp_path / "client"
+        gr = client_home / "rome99.gr"
+        gr.parent.mkdir(parents=True)
+        gr.write_bytes(rome_source().read_bytes())
+        out = tmp_path / "study"
+        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(gr), "--sources", "all",
+               "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
+               "--out", str(out)]
+        env = dict(_env(client_home), DASK_SSSP__STUDY__SCHEDULE="batch")
+        p = subprocess.Popen(cmd, cwd=client_home, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        journal = out / "journal.jsonl"
+        deadline = time.monotonic() + 120
+        while not (journal.exists() and journal.stat().st_size) and p.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.killpg(cluster.procs[0].pid, signal.SIGKILL)  # the scheduler goes
+        text = p.communicate(timeout=120)[0].decode()
+        assert p.returncode == 1, text
+        assert "Traceback" not in text, text
+        assert text.strip().splitlines()[-1].startswith("error: lost the connection to the scheduler"), text
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["status"] == "failed" and m["failure"]["error"] == "SchedulerLostError"
+    finally:
+        cluster.close()
+    cluster = ProcessCluster(tmp_path / "cluster2", n=1)  # a scheduler back (a new file)
+    try:
+        cmd[cmd.index("--scheduler-file") + 1] = str(cluster.file)
+        r = subprocess.run(cmd + ["--resume"], cwd=client_home, env=_env(client_home), capture_output=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stdout.decode()[-3000:] + r.stderr.decode()[-3000:]
+        assert json.loads((out / "summary.json").read_text())["sources_solved"] == 3353
+    finally:
+        cluster.close()
