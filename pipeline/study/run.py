@@ -347,6 +347,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         futures: dict = {}
         failed_batch = None
         restore_stream = reports = None
+        reg: dict = {}
         reported: dict = {}
         try:
             # an "auto" study resumed goes on with the method its finished batches used
@@ -424,6 +425,14 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 restore_stream()
             if reports is not None:
                 reports.close()
+            if registered is None and reg.get("user"):
+                # called on its own (not through study(), which ends the use after the
+                # run): end this run's count of the graph now, keeping its plugin as before,
+                # or a later study of the graph from this client would never free it
+                try:
+                    graph_users(client, plan.graph.fingerprint, reg["user"], add=False, unregister=False)
+                except Exception as exc:
+                    log.debug("graph use not uncounted: %s", exc)
     wall = (t_end if t_end is not None else time.perf_counter()) - t0
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)

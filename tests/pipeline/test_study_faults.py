@@ -590,3 +590,29 @@ def test_a_resume_marks_the_run_that_ended_without_a_word(tmp_path):
     assert len(runs) == 2 and runs[0]["status"] == "killed" and "end" in runs[0]
     assert "status" not in runs[1]
     study.close()
+
+
+def _graph_users(dask_scheduler=None):
+    return dict(getattr(dask_scheduler, "_sssp_graph_users", {}))
+
+
+def test_run_study_on_its_own_keeps_the_plugin_and_leaves_no_count_behind(tmp_path):
+    """``run_study`` called directly (the Python API's steps) keeps the graph's plugin, as
+    before, but ends its count of the graph's users: a later ``study()`` of the graph
+    from the same client still frees it."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import run_study, study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    cluster, client = _cluster(2)
+    try:
+        plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
+        run_study(client, plan, backend="cpu")
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        assert client.run_on_scheduler(_graph_users) == {}
+        study(path, random=20, seed=2, batch_size=4, out=tmp_path / "b", client=client)
+        assert set(client.run(_holds, fp).values()) == {(False, False)}
+    finally:
+        client.close()
+        cluster.close()
