@@ -62,14 +62,10 @@ class SchedulerLostError(SsspError, ConnectionError):
 def scheduler_lost(client, exc: BaseException) -> bool:
     """Whether ``exc``, raised while a study waited on its tasks, means the client lost
     its scheduler (rather than a task's own failure)."""
-    try:
-        from distributed.client import FutureCancelledError
-    except ImportError:  # older distributed: a CancelledError with the reason in its text
-        FutureCancelledError = ()  # noqa: N806
     from distributed.comm.core import CommClosedError
 
-    if FutureCancelledError and isinstance(exc, FutureCancelledError) and "scheduler-connection-lost" in str(exc):
-        return True
+    # Dask cancels every task with this reason (FutureCancelledError, or a CancelledError
+    # with the reason in its text in older versions)
     if "scheduler-connection-lost" in str(exc):
         return True
     if isinstance(exc, (CommClosedError, OSError, TimeoutError)):

@@ -411,13 +411,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             reported.clear()
             _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             gone = not isinstance(exc, (KeyboardInterrupt, StudyError)) and study.removed()
-            lost = not gone and not isinstance(exc, KeyboardInterrupt) and _scheduler_lost(client, exc)
-            if lost:  # Dask's own text is a traceback and "re-run your work": say what to do
-                exc = lost = _lost_error(client)
+            lost = None if gone or isinstance(exc, KeyboardInterrupt) else _lost_error(client, exc)
+            if lost is not None:  # Dask's own text is a traceback and "re-run your work": say what to do
+                exc = lost
             study.stop(exc, batch=failed_batch)
             if gone:  # what the workers met (a missing file or folder) says less than this
                 raise study.removed_error() from exc
-            if lost:
+            if lost is not None:
                 raise lost from None
             raise
         finally:
@@ -471,15 +471,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     return summary
 
 
-def _scheduler_lost(client, exc: BaseException) -> bool:
-    from gpu_sssp.pipeline.cluster import scheduler_lost
+def _lost_error(client, exc: BaseException):
+    """The ``SchedulerLostError`` to raise where ``exc`` means the client lost its
+    scheduler (``pipeline.cluster.scheduler_lost``), else None."""
+    from gpu_sssp.pipeline.cluster import SchedulerLostError, scheduler_lost
 
-    return scheduler_lost(client, exc)
-
-
-def _lost_error(client):
-    from gpu_sssp.pipeline.cluster import SchedulerLostError
-
+    if not scheduler_lost(client, exc):
+        return None
     try:
         where = f" {client.scheduler.address}"
     except Exception:
