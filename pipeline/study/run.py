@@ -691,9 +691,9 @@ def _set_prompt(obj, key, comm, interval, restore, token):
 def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, restore=None, token=None):
     """On the scheduler: set the interval of its batched streams to the workers and to
     client ``client_id``; return the old intervals (``{"client": s, "workers": {addr: s}}``),
-    or put back ``restore`` (such a dict).  With a ``token`` (the study's), the workers'
-    streams, which every client's studies share, are put back only when the last study
-    that prompted them ends (:func:`_set_prompt`)."""
+    or put back ``restore`` (such a dict).  The workers' streams, which every client's
+    studies share, are put back only when the last study that prompted them (``token``,
+    the study's) ends (:func:`_set_prompt`)."""
     old = {"client": None, "workers": {}}
     cc = dask_scheduler.client_comms.get(client_id)
     if restore is not None:
@@ -702,35 +702,24 @@ def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, resto
         for addr, v in restore.get("workers", {}).items():
             bc = dask_scheduler.stream_comms.get(addr)
             if bc is not None:
-                if token is None:
-                    bc.interval = v
-                else:
-                    _set_prompt(dask_scheduler, addr, bc, None, v, token)
+                _set_prompt(dask_scheduler, addr, bc, None, v, token)
         return old
     if cc is not None:
         old["client"] = cc.interval
         cc.interval = min(cc.interval, interval)
     for addr, bc in dask_scheduler.stream_comms.items():
-        if token is None:
-            old["workers"][addr] = bc.interval
-            bc.interval = min(bc.interval, interval)
-        else:
-            old["workers"][addr] = _set_prompt(dask_scheduler, addr, bc, interval, None, token)
+        old["workers"][addr] = _set_prompt(dask_scheduler, addr, bc, interval, None, token)
     return old
 
 
 def _worker_stream(dask_worker=None, interval=None, restore=None, token=None):
     """On a worker: set (or put back) the interval of its batched stream to the scheduler;
-    return the old one.  With a ``token`` (the study's), put back only when the last
-    study that prompted it ends (:func:`_set_prompt`)."""
+    return the old one, put back only when the last study that prompted it (``token``,
+    the study's) ends (:func:`_set_prompt`)."""
     bs = getattr(dask_worker, "batched_stream", None)
     if bs is None:
         return None
-    if token is not None:
-        return _set_prompt(dask_worker, "scheduler", bs, interval, restore, token)
-    old = bs.interval
-    bs.interval = restore if restore is not None else min(old, interval)
-    return old
+    return _set_prompt(dask_worker, "scheduler", bs, interval, restore, token)
 
 
 def _live_workers(dask_scheduler=None) -> list:
@@ -738,7 +727,7 @@ def _live_workers(dask_scheduler=None) -> list:
     return list(dask_scheduler.workers)
 
 
-def _restore_worker_streams(client, old: dict, token: str | None = None) -> None:
+def _restore_worker_streams(client, old: dict, token: str) -> None:
     """Put back the workers' stream intervals ``old`` (``{address: interval}``), on the
     workers that are still there only.
 

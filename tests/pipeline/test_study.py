@@ -443,11 +443,11 @@ def test_stream_intervals_are_put_back_only_on_the_workers_still_there():
     from gpu_sssp.pipeline.study.run import _restore_worker_streams
 
     c = _StreamsClient(["tcp://a:1", "tcp://c:3"])
-    _restore_worker_streams(c, {"tcp://a:1": 0.002, "tcp://b:2": 0.002, "tcp://c:3": None})
+    _restore_worker_streams(c, {"tcp://a:1": 0.002, "tcp://b:2": 0.002, "tcp://c:3": None}, "t")
     assert [w for w, _kw in c.asked] == [["tcp://a:1"]]
     assert c.asked[0][1]["restore"] == 0.002 and c.asked[0][1]["on_error"] == "return"
     c = _StreamsClient([])
-    _restore_worker_streams(c, {"tcp://b:2": 0.002})
+    _restore_worker_streams(c, {"tcp://b:2": 0.002}, "t")
     assert c.asked == []
 
 
