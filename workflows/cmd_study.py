@@ -110,6 +110,16 @@ def _clock(seconds: float) -> str:
     return f"{hours:d}:{minutes:02d}:{secs:02d}"
 
 
+def _eta(done: int, total: int | None, speed: float | None) -> str:
+    """The time left: the sources left at ``speed`` (:func:`_rate`), rounded up (3,120
+    sources left at 5,077 sources/s are not "0:00:00"); "-:--:--" before a rate exists."""
+    if total is not None and done >= total:
+        return "0:00:00"
+    if not speed or total is None:
+        return "-:--:--"
+    return _clock(math.ceil((total - done) / speed))
+
+
 class _RateColumn(ProgressColumn):
     def render(self, task) -> Text:
         speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
@@ -128,10 +138,7 @@ class _EtaColumn(ProgressColumn):
         if task.finished:
             return Text("0:00:00", style="progress.remaining")
         speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
-        if not speed or task.total is None:
-            return Text("-:--:--", style="progress.remaining")
-        # rounded up: 3,120 sources left at 5,077 sources/s are not "0:00:00"
-        return Text(_clock(math.ceil(max(task.total - task.completed, 0) / speed)), style="progress.remaining")
+        return Text(_eta(task.completed, task.total, speed), style="progress.remaining")
 
 
 #: seconds between the plain progress lines printed where the output is not a terminal
@@ -143,9 +150,8 @@ def _progress_line(done: int, total: int, initial: int, elapsed: float | None) -
     (a log file, a batch scheduler's job output), where Rich draws no bar until the end."""
     speed = _rate(done - initial, elapsed)
     pct = f" ({100 * done / total:.0f}%)" if total else ""
-    eta = "0:00:00" if done >= total else (_clock(math.ceil((total - done) / speed)) if speed else "-:--:--")
     return (f"sources {done:,}/{total:,}{pct}, " + (f"{speed:,.1f}" if speed else "-") + " sources/s, "
-            f"elapsed {_clock(elapsed or 0)}, ETA {eta}")
+            f"elapsed {_clock(elapsed or 0)}, ETA {_eta(done, total, speed)}")
 
 
 def _fmt(v, integer: bool) -> str:
