@@ -10,7 +10,7 @@ from rich.table import Table
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
-                                      sources_from_args)
+                                      repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -61,8 +61,7 @@ def run(args) -> int:
     # of its first appearance
     src, repeated = first_occurrences(src)
     if repeated:
-        console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} solved once "
-                      f"({len(src):,} distinct)", highlight=False)
+        console.print(repeated_note(repeated, len(src)), highlight=False)
     # the hierarchy cached beside the graph file (a study's), or built and cached there
     # where phast will solve, as gpu_sssp.matrix and studies do: solve built its own in
     # memory on every run (700 NY sources: 8.7 s, with the cache file beside it)

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error
+from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -321,8 +321,7 @@ def run(args) -> int:
                           f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
         dropped = int(plan.sources.how.get("duplicates_dropped", 0) or 0)
         if dropped:
-            console.print(f"note: {dropped:,} repeated source{'s' if dropped != 1 else ''} solved once "
-                          f"({plan.sources.count:,} distinct)", highlight=False)
+            console.print(repeated_note(dropped, plan.sources.count), highlight=False)
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
         if args.resume and getattr(study, "adopted", None):

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, sources_from_args
+from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, repeated_note, sources_from_args
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -133,8 +133,7 @@ def run(args) -> int:
 
         src, repeated = first_occurrences(sources_from_args(graph, args.source, args.sources_file))
         if repeated:  # as solve and study: a source given twice is checked once
-            console.print(f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} checked once "
-                          f"({len(src):,} distinct)", highlight=False)
+            console.print(repeated_note(repeated, len(src), "checked"), highlight=False)
     else:
         src = random_sources(graph, args.random, args.seed)
     if any(name == "phast" for name, _ in todo):

@@ -160,6 +160,12 @@ def load_graph_from_args(args):
     return load_graph(Path(args.graph), **checked_graph_options(args))
 
 
+def repeated_note(repeated: int, distinct: int, done: str = "solved") -> str:
+    """The ``note:`` line for sources given more than once (solve, verify, study)."""
+    return (f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} {done} once "
+            f"({distinct:,} distinct)")
+
+
 def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     """File ids from --source/--sources-file -> internal indices (validated)."""
     chunks = []
