@@ -84,16 +84,20 @@ def test_bench_cpu_end_to_end_writes_every_file(rome99, small_parquet, tmp_path,
     assert not list(again.glob("*.png"))
 
 
-def test_bench_catches_a_planted_wrong_answer(small_parquet, tmp_path):
+@pytest.fixture
+def scratch_registry():
+    """The method registry, put back as it was after the test (which registers its own)."""
     saved = dict(registry._METHODS)
-    try:
-        registry.register("wrong", "cpu", "tests.workflows.test_cli_bench:wrong_solver")
-        out = tmp_path / "bench"
-        rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,wrong", "--sources", "4",
-                   "--baselines", "scipy", "--out", str(out), "--no-plots"])
-    finally:
-        registry._METHODS.clear()
-        registry._METHODS.update(saved)
+    yield registry
+    registry._METHODS.clear()
+    registry._METHODS.update(saved)
+
+
+def test_bench_catches_a_planted_wrong_answer(small_parquet, tmp_path, scratch_registry):
+    scratch_registry.register("wrong", "cpu", "tests.workflows.test_cli_bench:wrong_solver")
+    out = tmp_path / "bench"
+    rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,wrong", "--sources", "4",
+               "--baselines", "scipy", "--out", str(out), "--no-plots"])
     assert rc == 1
     rows = pq.read_table(out / "rows.parquet").to_pylist()
     assert {r["ok"] for r in rows if r["algorithm"] == "wrong"} == {False}
@@ -346,21 +350,16 @@ def interrupting_solver(graph, sources, **kw):
     return cpu.dijkstra(graph, sources, distances=kw.get("distances", True))
 
 
-def test_bench_cut_short_keeps_the_methods_it_measured(small_parquet, tmp_path, capsys):
+def test_bench_cut_short_keeps_the_methods_it_measured(small_parquet, tmp_path, capsys, scratch_registry):
     """The rows were written after each graph only: Ctrl-C while the first (or only)
     graph was being timed left no rows at all, however many methods were done."""
-    saved = dict(registry._METHODS)
     _CALLS["n"] = 0
     out = tmp_path / "b"
     (out).mkdir()
     (out / "ablation.png").write_bytes(b"\x89PNG old run")  # a previous run's plot
-    try:
-        registry.register("stopper", "cpu", "tests.workflows.test_cli_bench:interrupting_solver")
-        rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,stopper", "--sources", "3",
-                   "--baselines", "scipy", "--out", str(out), "--no-plots"])
-    finally:
-        registry._METHODS.clear()
-        registry._METHODS.update(saved)
+    scratch_registry.register("stopper", "cpu", "tests.workflows.test_cli_bench:interrupting_solver")
+    rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra,stopper", "--sources", "3",
+               "--baselines", "scipy", "--out", str(out), "--no-plots"])
     assert rc == 130
     rows = pq.read_table(out / "rows.parquet").to_pylist()
     assert {r["algorithm"] for r in rows} == {"scipy", "dijkstra"}
