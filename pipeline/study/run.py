@@ -111,7 +111,8 @@ def chunk_cap(plan: StudyPlan) -> int | None:
     return max(1, int(limit // per_batch))
 
 
-def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None) -> dict:
+def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None, *,
+                   free_if_lost: bool = False) -> dict:
     """Register the graph's worker plugin (runs now on every worker, and on restarts).
 
     Registering a plugin rather than scattering the graph means a worker that
@@ -129,6 +130,9 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
         Passed to :class:`pipeline.plugins.GraphPlugin`.
     devices : list of str, optional
         The workers' devices (``describe_cluster``), for the task prefix.
+    free_if_lost : bool
+        The run unregisters the plugin at its end: the scheduler does it too should
+        this client leave without ending the run (:func:`graph_users`).
 
     Returns
     -------
@@ -150,7 +154,7 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None)
     t1 = time.perf_counter()
     user = f"{plan.study_id}-{uuid.uuid4().hex[:12]}"
     try:  # counted before the plugin exists: a study ending meanwhile does not unregister it
-        graph_users(client, plan.graph.fingerprint, user, add=True)
+        graph_users(client, plan.graph.fingerprint, user, add=True, free_if_lost=free_if_lost)
     except Exception as exc:  # best effort: the study runs without the count
         log.debug("graph use not counted on the scheduler: %s", exc)
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
@@ -188,7 +192,8 @@ def wait_for_workers(client, fingerprint: str) -> dict:
             "workers_waited": len(got)}
 
 
-def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: bool = True):
+def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: bool = True,
+                free_if_lost: bool = False):
     """Count the studies that use a graph's worker plugins, on the scheduler.
 
     Several clients share a long-lived cluster: two studies of one graph (at once, from
@@ -201,25 +206,37 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
     uses the graph (a user whose client is gone, e.g. killed, no longer counts) and
     ``unregister`` is true (``sssp.study.keep-graph`` removes the run and keeps them).
     Both steps happen in one call on the scheduler's event loop, so no registration
-    comes between the count and the removal.  The function is sent by value: the
-    scheduler needs no gpu_sssp.
+    comes between the count and the removal.
 
-    Returns the names unregistered (``[]``: none, in use or kept); raises what
-    ``run_on_scheduler`` raises (scheduler gone)."""
+    A client that goes away without ending its run (killed, its host lost) never removes
+    itself: the scheduler ends its uses when it leaves (a scheduler plugin,
+    ``sssp-graph-users``, installed by the first ``add``) and, where one of them was to
+    free the graph (``free_if_lost``, given with ``add``: the run would unregister the
+    plugins at its end) and no user is left, unregisters the plugins, so that the workers
+    do not hold the graph until another study of it ends.
+
+    The functions are sent by value: the scheduler needs no gpu_sssp.  Returns the
+    names unregistered (``[]``: none, in use or kept); raises what ``run_on_scheduler``
+    raises (scheduler gone)."""
     from gpu_sssp.pipeline.plugins import plugin_name
 
     names = [plugin_name(fingerprint, h) for h in (True, False)]
     client_id = str(client.id)
 
     async def on_scheduler(dask_scheduler=None):
-        table = dask_scheduler.__dict__.setdefault("_sssp_graph_users", {})
+        s = dask_scheduler
+        table = s.__dict__.setdefault("_sssp_graph_users", {})
+        plugins = s.__dict__.setdefault("_sssp_graph_plugins", {})
         users = table.setdefault(fingerprint, {})
         if add:
-            users[user] = client_id
+            users[user] = (client_id, bool(free_if_lost))
+            plugins[fingerprint] = list(names)
+            if _WATCH not in s.plugins:
+                s.add_plugin(_watch_class()(), name=_WATCH)
             return []
         users.pop(user, None)
-        for u, cid in list(users.items()):
-            if cid not in dask_scheduler.clients:  # its client left (ended or killed)
+        for u, (cid, _free) in list(users.items()):
+            if cid not in s.clients:  # its client left (ended or killed)
                 del users[u]
         if users:
             return []
@@ -228,10 +245,44 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
             return []
         gone = []
         for name in names:
-            if name in dask_scheduler.worker_plugins:
-                await dask_scheduler.unregister_worker_plugin(None, name)
+            if name in s.worker_plugins:
+                await s.unregister_worker_plugin(None, name)
                 gone.append(name)
         return gone
+
+    _WATCH = "sssp-graph-users"
+
+    def _watch_class():
+        from distributed.diagnostics.plugin import SchedulerPlugin
+
+        class GraphUsersWatch(SchedulerPlugin):
+            """Ends the graph uses of a client that left without ending them; a graph
+            left with no user, one of whose lost users would have freed it, has its
+            worker plugins unregistered (unless a new user came first)."""
+
+            def remove_client(self, scheduler=None, client=None):
+                table = scheduler.__dict__.get("_sssp_graph_users", {})
+                for fp, users in list(table.items()):
+                    lost = [u for u, (cid, _f) in users.items() if cid == client]
+                    if not lost:
+                        continue
+                    free = any(users[u][1] for u in lost)
+                    for u in lost:
+                        del users[u]
+                    if users:
+                        continue
+                    del table[fp]
+                    if free:
+                        scheduler._ongoing_background_tasks.call_soon(self._free, scheduler, fp)
+
+            async def _free(self, scheduler, fp):
+                if scheduler.__dict__.get("_sssp_graph_users", {}).get(fp):
+                    return  # a study of the graph began meanwhile: its plugin stays
+                for name in scheduler.__dict__.get("_sssp_graph_plugins", {}).get(fp, ()):
+                    if name in scheduler.worker_plugins:
+                        await scheduler.unregister_worker_plugin(None, name)
+
+        return GraphUsersWatch
 
     return client.run_on_scheduler(on_scheduler)
 
@@ -264,7 +315,8 @@ def _worker_startup(client, fingerprint: str) -> dict:
 
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
               cluster_info: dict | None = None, on_batch=None, on_start=None,
-              study: "Study | None" = None, registered: list | None = None) -> dict:
+              study: "Study | None" = None, registered: list | None = None,
+              keep_graph: bool | None = None) -> dict:
     """Run (or resume) a study on a connected client; return its summary.
 
     The pending batches go out in chunks of shrinking size, a bounded number in flight
@@ -292,6 +344,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         Gets this run's use of the graph (the ``user`` token of :func:`register_graph`)
         once it has registered the graph's plugin (a run with nothing to do registers
         none), also when the run then stops: what :func:`forget_graph` is to end.
+    keep_graph : bool, optional
+        With ``registered``: the caller keeps the graph's plugin at the end (default
+        ``sssp.study.keep-graph``, else False).  A run whose plugin is to go is also
+        ended by the scheduler should this client leave without ending it.
 
     Returns
     -------
@@ -352,7 +408,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         try:
             # an "auto" study resumed goes on with the method its finished batches used
             work = _resumed_method(plan, study, backend, cluster_info)
-            reg = register_graph(client, work, backend, cluster_info.get("devices"))
+            free = registered is not None and not setting("study.keep-graph", keep_graph, default=False)
+            reg = register_graph(client, work, backend, cluster_info.get("devices"), free_if_lost=free)
             if registered is not None:
                 registered.append(reg["user"])
             mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
@@ -1006,7 +1063,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
 
         with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
             return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
-                             on_start=on_start, on_batch=on_batch, study=folder, registered=registered)
+                             on_start=on_start, on_batch=on_batch, study=folder, registered=registered,
+                             # a cluster started here goes at the end, the graph with it
+                             keep_graph=True if handle.cluster is not None else keep_graph)
     finally:
         folder.close()  # released already unless the run stopped before it began
         # a cluster this call did not start (a client given, or attached with --scheduler

@@ -616,3 +616,54 @@ def test_run_study_on_its_own_keeps_the_plugin_and_leaves_no_count_behind(tmp_pa
     finally:
         client.close()
         cluster.close()
+
+
+def _wait_holds(client, fp, want, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = set(client.run(_holds, fp).values())
+        if got == want or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path):
+    """A client killed mid-study never ends its use of the graph, so the workers held it
+    until another study of it ended.  The scheduler now ends a leaving client's uses: the
+    graph's plugin is unregistered (the workers' copies go) when no other user is left,
+    unless the lost run was to keep it."""
+    from distributed import Client
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import register_graph, wait_for_workers
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
+    cluster, client = _cluster(2)
+    try:
+        # a run that keeps the graph (keep-graph, or run_study on its own) and is lost
+        kept = Client(cluster.scheduler_address)
+        register_graph(kept, plan, "cpu", free_if_lost=False)
+        wait_for_workers(kept, fp)
+        kept.close()  # no forget_graph: as a killed client
+        assert client.run_on_scheduler(_graph_users) == {}
+        time.sleep(0.5)
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+
+        # two runs that would free it, from two clients: the first lost leaves it to the other
+        lost = Client(cluster.scheduler_address)
+        other = Client(cluster.scheduler_address)
+        register_graph(lost, plan, "cpu", free_if_lost=True)
+        register_graph(other, plan, "cpu", free_if_lost=True)
+        wait_for_workers(lost, fp)
+        lost.close()
+        time.sleep(0.5)
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        assert len(client.run_on_scheduler(_graph_users)[fp]) == 1
+        other.close()
+        assert _wait_holds(client, fp, {(False, False)}) == {(False, False)}
+        assert client.run_on_scheduler(_graph_users) == {}
+    finally:
+        client.close()
+        cluster.close()
