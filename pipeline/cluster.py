@@ -79,6 +79,18 @@ def scheduler_lost(client, exc: BaseException) -> bool:
 REFUSED_GRACE_S = 3.0
 
 
+@contextlib.contextmanager
+def _quiet_logger(name: str):
+    """Lower logger ``name`` to CRITICAL inside the block."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 @dataclass
 class ClusterHandle:
     """A connected client and, when this process started it, the cluster.
@@ -129,7 +141,13 @@ class ClusterHandle:
                     self.client.run(_quiet_worker_teardown, on_error="ignore")
                 except Exception as exc:  # closing goes on
                     log.debug("workers' teardown log not quieted: %s", exc)
-            self.client.close()
+            if getattr(self.client, "status", "running") == "connecting":
+                # it lost its scheduler (pipeline.study.run): closing cancels Dask's
+                # reconnection, which logs that as an ERROR with a traceback
+                with _quiet_logger("distributed.client"):
+                    self.client.close()
+            else:
+                self.client.close()
         except KeyboardInterrupt:
             interrupted = True
             raise

@@ -464,9 +464,12 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             _settle(reported)
             t_end = time.perf_counter()  # the streams' restore below is not the study's time
         except BaseException as exc:
-            client.cancel([f for f, _c in futures.values()])
+            # a client that lost its scheduler asks it nothing more: each call would wait
+            # for Dask's reconnection (30 s) before the one line that says so
+            if _connected(client):
+                client.cancel([f for f, _c in futures.values()])
+                _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             reported.clear()
-            _board_end(client, board, "failed" if not isinstance(exc, KeyboardInterrupt) else "interrupted")
             gone = not isinstance(exc, (KeyboardInterrupt, StudyError)) and study.removed()
             lost = None if gone or isinstance(exc, KeyboardInterrupt) else _lost_error(client, exc)
             if lost is not None:  # Dask's own text is a traceback and "re-run your work": say what to do
@@ -478,11 +481,11 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 raise lost from None
             raise
         finally:
-            if restore_stream is not None:
+            if restore_stream is not None and _connected(client):
                 restore_stream()
-            if reports is not None:
+            if reports is not None and _connected(client):
                 reports.close()
-            if registered is None and reg.get("user"):
+            if registered is None and reg.get("user") and _connected(client):
                 # called on its own (not through study(), which ends the use after the
                 # run): end this run's count of the graph now, keeping its plugin as before,
                 # or a later study of the graph from this client would never free it
@@ -526,6 +529,12 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                            clock=(started_at, collected_at), extra_timings=extra)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
+
+
+def _connected(client) -> bool:
+    """Whether ``client`` is connected to its scheduler (not reconnecting after losing it,
+    nor closed)."""
+    return getattr(client, "status", "running") == "running"
 
 
 def _lost_error(client, exc: BaseException):
@@ -1071,7 +1080,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # a cluster this call did not start (a client given, or attached with --scheduler
         # or --scheduler-file) outlives the study: free the workers' copies of the graph
         # (only a plugin this run registered: a resume with nothing to do registers none)
-        if registered and handle.cluster is None:
+        if registered and handle.cluster is None and _connected(handle.client):
             forget_graph(handle.client, plan, registered[0],
                          unregister=not setting("study.keep-graph", keep_graph, default=False))
         if close:
