@@ -70,9 +70,31 @@ def submit_chunks(client, plan: StudyPlan, chunks, *, prefix: str = "sssp", back
     retries, kw = _task_kwargs(plan, backend, retries)
     if report:
         kw["report"] = report
+    keys = plan.chunk_keys(chunks, prefix)
     futs = client.map(solve_chunk_task, chunks, [[plan.batches[i] for i in c] for c in chunks],
-                      key=plan.chunk_keys(chunks, prefix), pure=False, retries=retries, **kw)
+                      key=keys, pure=False, retries=retries, priority=chunk_priorities(plan, chunks, keys), **kw)
     return dict(zip(futs, chunks))
+
+
+def chunk_priorities(plan: StudyPlan, chunks, keys):
+    """Dask priorities of a run's tasks, for studies that share a cluster: each chunk's
+    is minus the work its run submitted before it (sources x the graph's arcs), so that
+    the scheduler hands a free thread the task whose study has had the least so far.
+
+    One study alone runs its chunks in order, as before (the priorities decrease
+    along them).  Two at once take turns by work: a study that starts while another
+    runs goes first until it has had as much, rather than after all of the other's
+    tasks (which made a 16-source study wait for an all-FLA study's end, and count the
+    wait as its workers' idle time).  Returned as a callable (Dask applies it to each
+    key on the scheduler): a bound ``dict.get``, which the scheduler unpickles without
+    gpu_sssp."""
+    per_source = max(1, int(plan.graph.m))
+    prio: dict = {}
+    done = 0
+    for key, chunk in zip(keys, chunks):
+        prio[key] = -done
+        done += per_source * sum(len(plan.batches[i]) for i in chunk)
+    return prio.get
 
 
 def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):
