@@ -304,9 +304,14 @@ def run(args) -> int:
         state["integer"] = graph.integer_weights
         console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices']) or '-'} "
                       f"(ready in {time.perf_counter() - t0:.1f} s)")
-        if info.get("dashboard") and not args.no_dashboard:
-            base = str(info["dashboard"]).rsplit("/", 1)[0]
-            console.print(f"dashboard: {info['dashboard']} (this study: {base}/sssp)")
+        if not args.no_dashboard:
+            # the scheduler's word (pipeline.cluster.ClusterHandle.dashboard): a scheduler
+            # started with --no-dashboard still reports an HTTP port, whose /status is a 404
+            if info.get("dashboard"):
+                page = info.get("study_page")
+                console.print(f"dashboard: {info['dashboard']}" + (f" (this study: {page})" if page else ""))
+            elif info.get("dashboard_note"):
+                console.print(f"dashboard: none ({info['dashboard_note']})", highlight=False)
         for what in info.get("exposed", []):
             console.print(f"note: {what} listen(s) on every network interface: reachable from other "
                           "machines (anyone who reaches the scheduler can run code on the workers)")
