@@ -113,13 +113,44 @@ class ClusterHandle:
 
     @property
     def dashboard_link(self) -> str | None:
-        """The dashboard's URL; ``None`` when this process started a cluster without one."""
+        """The dashboard's URL; ``None`` where there is none (:meth:`dashboard`)."""
+        return self.dashboard()["link"]
+
+    def dashboard(self) -> dict:
+        """The scheduler's dashboard: ``{"link", "note", "study_page"}``.  ``link``: its
+        URL, or None with ``note`` saying why there is none (no note where this process
+        started a cluster without one, as asked: nothing to say).  ``study_page``: the
+        study's own page (``pipeline.dashboard``), where the scheduler can serve it.
+
+        Dask's ``client.dashboard_link`` is the scheduler's HTTP server's port, which it
+        reports as its "dashboard" service whether or not it serves one: a ``dask scheduler
+        --no-dashboard`` (or one without bokeh) still answers health checks and metrics
+        there, and its link's ``/status`` was a 404.  The scheduler is asked which it is
+        (:func:`scheduler_dashboard`); where it cannot be asked, the link is loaded once
+        (a 404 is no dashboard; no answer leaves Dask's link).  A dashboard under a prefix
+        (``dask scheduler --dashboard-prefix /x``) gets its link's ``/status`` there."""
+        none = {"link": None, "note": None, "study_page": None}
         if not self.info.get("dashboard", True):
-            return None
+            return none
         try:
-            return self.client.dashboard_link
-        except Exception:
-            return None
+            link = self.client.dashboard_link
+        except Exception as exc:
+            log.debug("no dashboard link: %s", exc)
+            link = None
+        if not link:
+            return dict(none, note="the scheduler names no dashboard")
+        said = scheduler_dashboard(self.client)
+        if said is None:  # not asked (a scheduler that refuses to run functions, ...)
+            if _not_found(link):
+                return dict(none, note=NO_DASHBOARD)
+            return {"link": link, "note": None, "study_page": study_page(link)}
+        path = said.get("path")
+        if not path:
+            return dict(none, note=NO_BOKEH if said.get("why") == "bokeh" else NO_DASHBOARD)
+        if path != "/status" and link.endswith("/status"):  # a prefix Dask's link leaves out
+            link = link[: -len("/status")] + path
+        return {"link": link, "note": None,
+                "study_page": study_page(link, path) if said.get("package", True) else None}
 
     def close(self) -> None:
         """Close the client, and the cluster only if this process started it.
@@ -168,6 +199,35 @@ class ClusterHandle:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class ClusterNeeded(Exception):
+    """A study run with :class:`NoCluster` needs a cluster after all (it has batches to
+    solve): the caller starts or attaches one and runs it again.  Not an
+    ``AttributeError``, so that no ``getattr(client, name, default)`` hides it."""
+
+
+class NoCluster:
+    """A stand-in client for a study that has nothing to solve: a complete study resumed
+    (``workflows.cmd_study``: its summary, without the seconds a cluster takes to start).
+
+    Given as ``pipeline.study.run.study(client=NoCluster())``: :func:`describe_cluster`
+    describes it as no cluster (``mode`` ``"none"``, no worker), and it answers what a
+    study with no pending batch asks of its client (the scheduler's workers: none).
+    Anything else it is asked raises :class:`ClusterNeeded`, and the caller also raises
+    that where the study turns out to have batches to solve (``on_cluster`` sees
+    ``study.pending``): it then runs the study again on a real cluster."""
+
+    def scheduler_info(self, *args, **kwargs) -> dict:
+        return {"workers": {}, "services": {}}
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # Python's own look-ups (copy, pickle, ...): absent
+            raise AttributeError(name)
+        raise ClusterNeeded(f"the study needs a cluster (its client was asked for {name!r})")
+
+    def __repr__(self) -> str:
+        return "NoCluster()"
 
 
 def _abandon(cluster) -> None:
@@ -814,6 +874,89 @@ def _http_routes(dashboard: bool):
         yield
 
 
+#: what a study says where a scheduler serves no dashboard (``ClusterHandle.dashboard``)
+NO_DASHBOARD = "the scheduler was started without one, e.g. dask scheduler --no-dashboard"
+NO_BOKEH = "the scheduler's Python lacks bokeh, which Dask draws the dashboard with"
+
+
+def _dashboard_probe():
+    """The function a scheduler runs to say whether it serves a dashboard: ``{"path":
+    "/status"}`` (``"/PREFIX/status"`` under a prefix) where a page answers there (not
+    Dask's "install bokeh" page), else ``{"path": None, "why": "bokeh" | "none"}``; and
+    ``"package"``: whether the scheduler finds this package (the study's ``/sssp`` page,
+    ``pipeline.dashboard``, needs it).  Made here, as a closure, so that it travels to
+    the scheduler by value: a ``dask scheduler`` that cannot import this package runs
+    it too.
+
+    Asked of the scheduler's HTTP routes themselves (Tornado's ``find_handler``), not of
+    its ``services`` (where the HTTP server is the "dashboard" with or without one)."""
+
+    def probe(dask_scheduler=None) -> dict:
+        import importlib.util
+
+        from tornado import httputil, web
+
+        try:
+            package = importlib.util.find_spec("gpu_sssp") is not None
+        except (ImportError, ValueError):
+            package = False
+        app = getattr(dask_scheduler, "http_application", None)
+        if app is None or not hasattr(app, "find_handler"):
+            return {"path": None, "why": "none", "package": package}
+        # Dask's Bokeh application keeps its prefix (bokeh's BokehTornado._prefix)
+        prefixes = {getattr(a, "_prefix", None) for a in getattr(app, "applications", ())}
+        why = "none"
+        for prefix in ["", *sorted(p for p in prefixes if isinstance(p, str) and p)]:
+            path = prefix + "/status"
+            request = httputil.HTTPServerRequest(start_line=httputil.RequestStartLine("GET", path, "HTTP/1.1"),
+                                                 headers=httputil.HTTPHeaders({"Host": "localhost"}))
+            found = getattr(app.find_handler(request), "handler_class", None)
+            if not isinstance(found, type) or issubclass(found, web.ErrorHandler):
+                continue
+            if found.__name__ == "MissingBokeh":  # Dask's page saying the dashboard needs bokeh
+                why = "bokeh"
+                continue
+            return {"path": path, "package": package}
+        return {"path": None, "why": why, "package": package}
+
+    return probe
+
+
+def scheduler_dashboard(client) -> dict | None:
+    """What ``client``'s scheduler says of its dashboard (:func:`_dashboard_probe`);
+    None when it cannot be asked."""
+    try:
+        said = client.run_on_scheduler(_dashboard_probe())
+    except Exception as exc:  # (a scheduler that runs no pickled function, ...)
+        log.debug("the scheduler was not asked about its dashboard: %s", exc)
+        return None
+    return said if isinstance(said, dict) else None
+
+
+def _not_found(link: str, timeout: float = 2.0) -> bool:
+    """Whether loading ``link`` answers 404 (anything else, no answer included: False)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(link, timeout=timeout):
+            return False
+    except urllib.error.HTTPError as exc:
+        return exc.code == 404
+    except Exception:
+        return False
+
+
+def study_page(link: str, path: str = "/status") -> str:
+    """The study's own page (``pipeline.dashboard``: ``/sssp`` at the root of the
+    scheduler's HTTP server, under a dashboard prefix or not) beside dashboard ``link``,
+    whose page is at ``path`` on the scheduler (what is before it in the link is kept: a
+    proxy's path, ``distributed.dashboard.link``)."""
+    if link.endswith(path):
+        return link[: -len(path)] + "/sssp"
+    return link.rsplit("/", 1)[0] + "/sssp"
+
+
 def _worker_info(backend: str) -> dict:
     import platform
 
@@ -867,10 +1010,14 @@ def await_first_worker(client, notice=None) -> float:
 
 
 def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
-    """Workers, threads and the device each worker solves on (for the manifest).  An
-    attached cluster with no worker yet is waited for first (:func:`await_first_worker`,
-    which tells ``notice``)."""
+    """Workers, threads and the device each worker solves on (for the manifest), and
+    the dashboard (:meth:`ClusterHandle.dashboard`: ``dashboard``, its link or None,
+    ``dashboard_note`` and ``study_page``).  An attached cluster with no worker yet is
+    waited for first (:func:`await_first_worker`, which tells ``notice``)."""
     client = handle.client
+    if isinstance(client, NoCluster):  # nothing to solve, no cluster (see NoCluster)
+        return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
+                "worker_list": [], "dashboard": None, "dashboard_note": None, "study_page": None, "exposed": []}
     if handle.mode == "attached":
         await_first_worker(client, notice)
     workers = _workers(client)
@@ -881,9 +1028,11 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
         d.update(address=addr, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 1)))
         out.append(d)
     devices = sorted({w["device"] for w in out})
+    dash = handle.dashboard()
     return {"mode": handle.mode, "backend": handle.backend, "workers": len(out),
             "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
-            "dashboard": handle.dashboard_link, "exposed": list(handle.info.get("exposed", []))}
+            "dashboard": dash["link"], "dashboard_note": dash["note"], "study_page": dash["study_page"],
+            "exposed": list(handle.info.get("exposed", []))}
 
 
 def worker_devices(info: dict) -> list:

@@ -218,7 +218,18 @@ try:
                 refresh = max(0, int(self.get_argument("refresh", "2")))
             except ValueError:
                 refresh = 2
-            self.write(render_page(b.status() if b is not None else {"studies": []}, refresh=refresh))
+            self.write(render_page(b.status() if b is not None else {"studies": []}, refresh=refresh,
+                                   dashboard=_status_path(self.scheduler)))
+
+    def _status_path(scheduler) -> str | None:
+        """Where this scheduler serves Dask's status page (``/PREFIX/status`` under a
+        dashboard prefix), None where it serves no dashboard: the page's link to it."""
+        from gpu_sssp.pipeline.cluster import _dashboard_probe
+
+        try:
+            return _dashboard_probe()(dask_scheduler=scheduler).get("path")
+        except Exception:  # Dask's or Tornado's internals moved: the plain link
+            return "status"
 except ImportError:  # pragma: no cover - tornado comes with distributed
     pass
 
@@ -279,9 +290,11 @@ def _curve(history, total: int, w: int = 360, h: int = 70) -> str:
             f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{pts}"/></svg>')
 
 
-def render_page(status: dict, refresh: int = 2) -> str:
+def render_page(status: dict, refresh: int = 2, dashboard: str | None = "status") -> str:
     """The ``/sssp`` page for :meth:`StudyBoard.status`; it reloads itself every
-    ``refresh`` seconds (``/sssp?refresh=0``: never, e.g. for a screenshot)."""
+    ``refresh`` seconds (``/sssp?refresh=0``: never, e.g. for a screenshot).
+    ``dashboard``: the link to Dask's status page, None for none (a scheduler that serves
+    no dashboard)."""
     e = html.escape
     rows = []
     for s in status.get("studies", []):
@@ -332,6 +345,6 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
 .row {{ display: flex; align-items: flex-start; }} p {{ font-size: 13px; margin: 6px 0; }}
 </style></head>
 <body><h1>Shortest-path studies on this cluster</h1>
-<p><a href="status">Dask status</a> &middot; <a href="sssp.json">sssp.json</a></p>
+<p>{f'<a href="{e(dashboard)}">Dask status</a> &middot; ' if dashboard else ''}<a href="sssp.json">sssp.json</a></p>
 {body}
 </body></html>"""

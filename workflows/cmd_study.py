@@ -6,6 +6,7 @@ report and the summary table.  The work is in :mod:`pipeline.study`.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import time
 
@@ -18,6 +19,7 @@ from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
 
+log = logging.getLogger(__name__)
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
 
@@ -162,7 +164,9 @@ def _fmt(v, integer: bool) -> str:
     return f"{int(v):,}" if float(v).is_integer() else f"{v:,.6g}"
 
 
-def summary_table(s: dict, integer: bool) -> Table:
+def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
+    """The summary as a table; ``cluster``: this run had a cluster (False: a complete
+    study resumed, summarised without one)."""
     t = Table(title=f"study {s['study_id']}: {shown(s['graph'])} ({s['vertices']:,} vertices, {s['arcs']:,} arcs)")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -194,7 +198,8 @@ def summary_table(s: dict, integer: bool) -> Table:
     t.add_row("relaxations", f"{s['relaxations_total']:,}", "", "")
     t.add_row("algorithm(s)", ", ".join(s["algorithms"]), "", ", ".join(s["devices"]))
     tm = s["timings"]
-    t.add_row("wall (this run)", f"{tm['wall_s']:,.2f} s", "", f"{tm['workers']} worker(s)")
+    t.add_row("wall (this run)", f"{tm['wall_s']:,.2f} s", "",
+              f"{tm['workers']} worker(s)" if cluster else "no cluster: nothing to solve")
     t.add_row("throughput", _fmt(tm["sources_per_s"], False) + " sources/s" if tm["sources_per_s"] else "-",
               "", f"{tm['sources_this_run']:,} sources this run")
     t.add_row("kernel time (this run)", f"{tm['kernel_ms_this_run'] / 1e3:,.2f} s", "", "summed over workers")
@@ -251,9 +256,25 @@ def _complete(study) -> bool:
         return False
 
 
+def _folder_complete(out) -> bool:
+    """Whether the manifest in study folder ``out`` says its study is complete (best
+    effort: False when it cannot be read).  Whether the study asked is that one, and
+    whether its batches' files are all there, is for ``Study`` to say."""
+    import json
+    from pathlib import Path
+
+    from gpu_sssp.pipeline.study.folder import MANIFEST
+
+    try:
+        return json.loads((Path(out) / MANIFEST).read_text()).get("status") == "complete"
+    except Exception:
+        return False
+
+
 def run(args) -> int:
     from pathlib import Path
 
+    from gpu_sssp.pipeline.cluster import ClusterNeeded, NoCluster
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs
     from gpu_sssp.pipeline.study.run import study as run_study
@@ -300,13 +321,24 @@ def run(args) -> int:
     state: dict = {}
 
     def on_cluster(info, plan, study):
+        no_cluster = info.get("mode") == "none"
+        if no_cluster and study.pending:  # the folder said complete, its batches say otherwise
+            carried["adopted"] = list(getattr(study, "adopted", None) or [])  # journaled now: said below
+            raise ClusterNeeded(f"{len(study.pending):,} batch(es) to solve")
         state["study"], graph = study, plan.graph
         state["integer"] = graph.integer_weights
-        console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on {', '.join(info['devices']) or '-'} "
-                      f"(ready in {time.perf_counter() - t0:.1f} s)")
-        if info.get("dashboard") and not args.no_dashboard:
-            base = str(info["dashboard"]).rsplit("/", 1)[0]
-            console.print(f"dashboard: {info['dashboard']} (this study: {base}/sssp)")
+        state["no_cluster"] = no_cluster
+        if not no_cluster:
+            console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on "
+                          f"{', '.join(info['devices']) or '-'} (ready in {time.perf_counter() - t0:.1f} s)")
+        if not args.no_dashboard:
+            # the scheduler's word (pipeline.cluster.ClusterHandle.dashboard): a scheduler
+            # started with --no-dashboard still reports an HTTP port, whose /status is a 404
+            if info.get("dashboard"):
+                page = info.get("study_page")
+                console.print(f"dashboard: {info['dashboard']}" + (f" (this study: {page})" if page else ""))
+            elif info.get("dashboard_note"):
+                console.print(f"dashboard: none ({info['dashboard_note']})", highlight=False)
         for what in info.get("exposed", []):
             console.print(f"note: {what} listen(s) on every network interface: reachable from other "
                           "machines (anyone who reaches the scheduler can run code on the workers)")
@@ -324,12 +356,14 @@ def run(args) -> int:
             console.print(repeated_note(dropped, plan.sources.count), highlight=False)
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
-        if args.resume and getattr(study, "adopted", None):
+        adopted = getattr(study, "adopted", None) or carried.get("adopted")
+        if args.resume and adopted:
             # (said nowhere but in the manifest: the "to do" count below looked short)
-            console.print(f"note: {len(study.adopted):,} batch(es) the stopped run wrote but had not journaled "
+            console.print(f"note: {len(adopted):,} batch(es) the stopped run wrote but had not journaled "
                           "are complete: journaled now, not solved again", highlight=False)
         if args.resume and not study.pending:
-            console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising")
+            console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising"
+                          + (" (no cluster started)" if no_cluster else ""))
         # the batches as laid out (a default batch size is spread over the workers)
         console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
                       f"{describe_batches(plan.batches)}, {len(study.pending):,} to do -> {shown(args.out)}")
@@ -355,13 +389,15 @@ def run(args) -> int:
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
                                              task.elapsed), highlight=False)
 
-    try:
+    carried: dict = {}  # what a first run without a cluster found, for the run with one
+
+    def go(client=None) -> dict:
         # the performance report needs the study's client: entered inside, once it exists
-        summary = run_study(
+        return run_study(
             args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
             random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
             batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
-            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
+            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume, client=client,
             scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
             cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
             host=args.host, dashboard_address=args.dashboard_address,
@@ -369,6 +405,31 @@ def run(args) -> int:
             targets=args.targets,
             random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
             matrix_form=args.matrix_form, report=args.report, **ingest_options)
+
+    # a complete study resumed has nothing to solve: its summary without a cluster (which
+    # took some 2 s to start, or an attach to a scheduler, for nothing).  The study is
+    # planned and its folder checked as ever (a resume that contradicts the folder is
+    # refused the same); should it have batches to solve after all (files removed since),
+    # it is run again on a cluster.  (Not with --report: Dask's report needs a cluster.)
+    without_cluster = args.resume and not args.report and _folder_complete(args.out)
+    if without_cluster and not (args.scheduler or args.scheduler_file):
+        from gpu_sssp.pipeline.cluster import listen_addresses
+
+        # (refused as a start would refuse them, though no cluster starts)
+        listen_addresses(args.host, args.dashboard_address, not args.no_dashboard)
+    try:
+        summary = None
+        if without_cluster:
+            try:
+                summary = go(NoCluster())
+            except ClusterNeeded as exc:
+                if "task" in state:
+                    progress.stop()
+                    progress.remove_task(state["task"])
+                state.clear()
+                log.debug("resuming %s on a cluster: %s", args.out, exc)
+        if summary is None:
+            summary = go()
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:
@@ -389,7 +450,7 @@ def run(args) -> int:
                         f"{fix}add --resume to continue", label="note")
         raise
     progress.stop()
-    console.print(summary_table(summary, state["integer"]))
+    console.print(summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
     out = shown(args.out)
     folders = ([f"{out}/matrix/", "targets.parquet"] if "targets" in summary
                else [f"{out}/{d}/" for d in state["plan"].distance_folders])

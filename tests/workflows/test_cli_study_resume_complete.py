@@ -1,0 +1,142 @@
+"""`sssp study --resume` of a complete study: its summary, without starting (or
+attaching to) a cluster, which took some 2 s for nothing.  Every other resume goes on as
+before: a folder whose batches are not all there, an incomplete manifest, a resume that
+contradicts the folder."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpu_sssp.pipeline import cluster
+from tests.pipeline.test_study_support import grid_parquet
+from tests.workflows.test_cli_study import main
+
+
+class Started(Exception):
+    pass
+
+
+@pytest.fixture
+def study(tmp_path, capsys):
+    """A complete study of 40 sources in 4 batches; returns its argv (without --resume)."""
+    graph = grid_parquet(tmp_path, 10, 10)
+    argv = ["study", str(graph), "--random", "40", "--seed", "3", "--batch-size", "10", "--cpu-workers", "1",
+            "--no-dashboard", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    return argv
+
+
+@pytest.fixture
+def starts(monkeypatch):
+    """The clusters started (or attached): each call of start_cluster, which goes on."""
+    calls = []
+    real = cluster.start_cluster
+
+    def counted(**kwargs):
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(cluster, "start_cluster", counted)
+    return calls
+
+
+def _no_cluster(monkeypatch):
+    def refuse(**kwargs):
+        raise Started(f"a cluster was started: {kwargs}")
+
+    monkeypatch.setattr(cluster, "start_cluster", refuse)
+
+
+def _manifest(argv) -> dict:
+    return json.loads((_out(argv) / "manifest.json").read_text())
+
+
+def _out(argv):
+    from pathlib import Path
+
+    return Path(argv[argv.index("--out") + 1])
+
+
+def test_resume_of_a_complete_study_starts_no_cluster(study, monkeypatch, capsys):
+    before = json.loads((_out(study) / "summary.json").read_text())
+    _no_cluster(monkeypatch)
+    rc = main([*study, "--resume"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert "all 4 batches already done; summarising (no cluster started)" in text, text
+    assert "in 4 batches of 10, 0 to do" in text and "40 / 40" in text, text
+    assert "no cluster: nothing to" in text and "cluster: local-cpu" not in text, text
+    assert f"wrote {_out(study)}/stats/ (40 rows), manifest.json, summary.json" in text, text
+    after = json.loads((_out(study) / "summary.json").read_text())
+    assert after["complete"] and after["sources_solved"] == 40
+    for key in ("diameter", "radius", "eccentricity_max", "closeness_max", "relaxations_total"):
+        assert after[key] == before[key], key
+    m = _manifest(study)
+    assert m["status"] == "complete" and m["runs"][-1]["cluster"]["mode"] == "none"
+    assert m["runs"][-1]["sources"] == 0 and "end" in m["runs"][-1]
+
+
+def test_nor_attaches_to_a_scheduler(study, monkeypatch, capsys):
+    """--scheduler where nothing listens: nothing to attach to, nothing asked of it."""
+    _no_cluster(monkeypatch)
+    argv = [a for a in study if a not in ("--cpu-workers", "1")]
+    rc = main([*argv, "--resume", "--scheduler", "tcp://127.0.0.1:1"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "no cluster started" in text
+
+
+def test_a_complete_folder_with_a_batch_file_gone_is_solved_on_a_cluster(study, starts, capsys):
+    (_out(study) / "stats" / "batch-000002.parquet").unlink()
+    rc = main([*study, "--resume"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert len(starts) == 1
+    assert text.count("cluster: local-cpu, 1 worker(s)") == 1, text
+    assert "1 journaled batch(es) will be solved again" in text and "1 to do" in text, text
+    assert "no cluster" not in text and "already done" not in text, text
+    assert (_out(study) / "stats" / "batch-000002.parquet").is_file()
+    m = _manifest(study)
+    assert m["status"] == "complete" and m["runs"][-1]["cluster"]["mode"] == "local-cpu"
+    assert all(r.get("status") != "killed" for r in m["runs"]), m["runs"]
+
+
+@pytest.mark.parametrize("status", ["incomplete", "failed", "running"])
+def test_an_unfinished_study_resumes_on_a_cluster(study, starts, capsys, status):
+    (_out(study) / "stats" / "batch-000003.parquet").unlink()
+    m = _manifest(study)
+    m["status"] = status
+    (_out(study) / "manifest.json").write_text(json.dumps(m))
+    rc = main([*study, "--resume"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0, text
+    assert len(starts) == 1 and "1 to do" in text and "no cluster" not in text, text
+    assert _manifest(study)["status"] == "complete"
+
+
+def test_an_unfinished_study_with_nothing_left_still_starts_its_cluster(study, starts, capsys):
+    """Only a folder whose manifest says complete is tried without a cluster."""
+    m = _manifest(study)
+    m["status"] = "interrupted"
+    (_out(study) / "manifest.json").write_text(json.dumps(m))
+    assert main([*study, "--resume"]) == 0
+    assert len(starts) == 1 and "already done; summarising" in capsys.readouterr().out
+
+
+def test_a_resume_that_contradicts_the_folder_is_refused_as_before(study, monkeypatch, capsys):
+    _no_cluster(monkeypatch)
+    argv = list(study)
+    argv[argv.index("--random") + 1] = "30"
+    rc = main([*argv, "--resume"])
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert "holds a different study, cannot resume" in err and "number of sources: folder has 40, asked 30" in err
+    assert _manifest(study)["status"] == "complete"
+
+
+def test_bad_listen_options_are_refused_as_before(study, monkeypatch, capsys):
+    _no_cluster(monkeypatch)
+    rc = main([*study, "--resume", "--host", "192.0.2.1"])
+    assert rc == 2 and "--host 192.0.2.1: not an address of this machine" in capsys.readouterr().err
