@@ -100,7 +100,9 @@ class ClusterHandle:
     client : distributed.Client
     cluster : distributed.SpecCluster or None
         ``None`` when attached to an existing scheduler.
-    mode : {"attached", "local-cuda", "local-cpu"}
+    mode : {"attached", "local-cuda", "local-cpu", "none"}
+        ``none``: no cluster and no client (``client`` None), for a resumed study with
+        nothing left to solve (``pipeline.study.run.study``).
     backend : {"auto", "gpu", "cpu"}
         Backend tasks ask for (``auto`` on attached clusters: each worker decides).
     """
@@ -199,35 +201,6 @@ class ClusterHandle:
 
     def __exit__(self, *exc):
         self.close()
-
-
-class ClusterNeeded(Exception):
-    """A study run with :class:`NoCluster` needs a cluster after all (it has batches to
-    solve): the caller starts or attaches one and runs it again.  Not an
-    ``AttributeError``, so that no ``getattr(client, name, default)`` hides it."""
-
-
-class NoCluster:
-    """A stand-in client for a study that has nothing to solve: a complete study resumed
-    (``workflows.cmd_study``: its summary, without the seconds a cluster takes to start).
-
-    Given as ``pipeline.study.run.study(client=NoCluster())``: :func:`describe_cluster`
-    describes it as no cluster (``mode`` ``"none"``, no worker), and it answers what a
-    study with no pending batch asks of its client (the scheduler's workers: none).
-    Anything else it is asked raises :class:`ClusterNeeded`, and the caller also raises
-    that where the study turns out to have batches to solve (``on_cluster`` sees
-    ``study.pending``): it then runs the study again on a real cluster."""
-
-    def scheduler_info(self, *args, **kwargs) -> dict:
-        return {"workers": {}, "services": {}}
-
-    def __getattr__(self, name):
-        if name.startswith("__"):  # Python's own look-ups (copy, pickle, ...): absent
-            raise AttributeError(name)
-        raise ClusterNeeded(f"the study needs a cluster (its client was asked for {name!r})")
-
-    def __repr__(self) -> str:
-        return "NoCluster()"
 
 
 def _abandon(cluster) -> None:
@@ -1015,7 +988,7 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     ``dashboard_note`` and ``study_page``).  An attached cluster with no worker yet is
     waited for first (:func:`await_first_worker`, which tells ``notice``)."""
     client = handle.client
-    if isinstance(client, NoCluster):  # nothing to solve, no cluster (see NoCluster)
+    if handle.mode == "none":  # nothing to solve: no cluster (pipeline.study.run.study)
         return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
                 "worker_list": [], "dashboard": None, "dashboard_note": None, "study_page": None, "exposed": []}
     if handle.mode == "attached":

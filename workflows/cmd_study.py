@@ -6,7 +6,6 @@ report and the summary table.  The work is in :mod:`pipeline.study`.
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import time
 
@@ -19,7 +18,6 @@ from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
 
-log = logging.getLogger(__name__)
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
 
@@ -256,25 +254,9 @@ def _complete(study) -> bool:
         return False
 
 
-def _folder_complete(out) -> bool:
-    """Whether the manifest in study folder ``out`` says its study is complete (best
-    effort: False when it cannot be read).  Whether the study asked is that one, and
-    whether its batches' files are all there, is for ``Study`` to say."""
-    import json
-    from pathlib import Path
-
-    from gpu_sssp.pipeline.study.folder import MANIFEST
-
-    try:
-        return json.loads((Path(out) / MANIFEST).read_text()).get("status") == "complete"
-    except Exception:
-        return False
-
-
 def run(args) -> int:
     from pathlib import Path
 
-    from gpu_sssp.pipeline.cluster import ClusterNeeded, NoCluster
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs
     from gpu_sssp.pipeline.study.run import study as run_study
@@ -321,10 +303,7 @@ def run(args) -> int:
     state: dict = {}
 
     def on_cluster(info, plan, study):
-        no_cluster = info.get("mode") == "none"
-        if no_cluster and study.pending:  # the folder said complete, its batches say otherwise
-            carried["adopted"] = list(getattr(study, "adopted", None) or [])  # journaled now: said below
-            raise ClusterNeeded(f"{len(study.pending):,} batch(es) to solve")
+        no_cluster = info.get("mode") == "none"  # a complete study resumed: summarised without one
         state["study"], graph = study, plan.graph
         state["integer"] = graph.integer_weights
         state["no_cluster"] = no_cluster
@@ -356,7 +335,7 @@ def run(args) -> int:
             console.print(repeated_note(dropped, plan.sources.count), highlight=False)
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
-        adopted = getattr(study, "adopted", None) or carried.get("adopted")
+        adopted = getattr(study, "adopted", None)
         if args.resume and adopted:
             # (said nowhere but in the manifest: the "to do" count below looked short)
             console.print(f"note: {len(adopted):,} batch(es) the stopped run wrote but had not journaled "
@@ -389,15 +368,13 @@ def run(args) -> int:
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
                                              task.elapsed), highlight=False)
 
-    carried: dict = {}  # what a first run without a cluster found, for the run with one
-
-    def go(client=None) -> dict:
+    try:
         # the performance report needs the study's client: entered inside, once it exists
-        return run_study(
+        summary = run_study(
             args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
             random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
             batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
-            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume, client=client,
+            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
             scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
             cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
             host=args.host, dashboard_address=args.dashboard_address,
@@ -405,31 +382,6 @@ def run(args) -> int:
             targets=args.targets,
             random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
             matrix_form=args.matrix_form, report=args.report, **ingest_options)
-
-    # a complete study resumed has nothing to solve: its summary without a cluster (which
-    # took some 2 s to start, or an attach to a scheduler, for nothing).  The study is
-    # planned and its folder checked as ever (a resume that contradicts the folder is
-    # refused the same); should it have batches to solve after all (files removed since),
-    # it is run again on a cluster.  (Not with --report: Dask's report needs a cluster.)
-    without_cluster = args.resume and not args.report and _folder_complete(args.out)
-    if without_cluster and not (args.scheduler or args.scheduler_file):
-        from gpu_sssp.pipeline.cluster import listen_addresses
-
-        # (refused as a start would refuse them, though no cluster starts)
-        listen_addresses(args.host, args.dashboard_address, not args.no_dashboard)
-    try:
-        summary = None
-        if without_cluster:
-            try:
-                summary = go(NoCluster())
-            except ClusterNeeded as exc:
-                if "task" in state:
-                    progress.stop()
-                    progress.remove_task(state["task"])
-                state.clear()
-                log.debug("resuming %s on a cluster: %s", args.out, exc)
-        if summary is None:
-            summary = go()
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:

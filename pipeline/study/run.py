@@ -347,7 +347,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
 
     Parameters
     ----------
-    client : distributed.Client
+    client : distributed.Client or None
+        None only for a study with nothing pending (a complete study resumed).
     plan : StudyPlan
     resume : bool
         Skip the batches a previous run finished.
@@ -410,7 +411,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         raise
     if on_start is not None:
         on_start(study)
-    workers = len(client.scheduler_info().get("workers", {})) or 1
+    workers = (len(client.scheduler_info().get("workers", {})) if client is not None else 0) or 1
     if cluster_info and cluster_info.get("workers"):
         workers = int(cluster_info["workers"])
     pending = study.pending
@@ -995,7 +996,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         host and device copies, so that long-lived workers do not grow with every
         graph studied.
     on_cluster : callable(info, plan, study), optional
-        Called once the cluster is up and the batches are fixed.
+        Called once the cluster is up and the batches are fixed; ``info["mode"]`` is
+        ``none`` where no cluster was started or attached: a ``resume`` of a complete
+        study (nothing pending, no ``report``) is summarised without one.
     on_start, on_batch : callable, optional
         See :func:`run_study`.
     on_wait : callable(str), optional
@@ -1074,7 +1077,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     registered: list = []  # the graph's plugin, once this run registered it
     t_cluster = time.perf_counter()
     try:
-        if client is not None:
+        if resume and not folder.pending and report is None:
+            # a complete study resumed: its summary without a cluster (which took some 2 s
+            # to start, or an attach to a scheduler, for nothing); the folder was checked
+            # as ever (Study), and its batch files (a missing one would be pending).  Not
+            # with a report: Dask's performance report needs a cluster
+            handle = ClusterHandle(None, None, "none", "auto")
+        elif client is not None:
             handle = ClusterHandle(client, None, "attached", "auto")
         else:
             handle = start_cluster(scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
@@ -1102,7 +1111,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # a cluster this call did not start (a client given, or attached with --scheduler
         # or --scheduler-file) outlives the study: free the workers' copies of the graph
         # (only a plugin this run registered: a resume with nothing to do registers none)
-        if registered and handle.cluster is None and _connected(handle.client):
+        if registered and handle.cluster is None and handle.client is not None and _connected(handle.client):
             forget_graph(handle.client, plan, registered[0],
                          unregister=not setting("study.keep-graph", keep_graph, default=False))
         if close:

@@ -1,5 +1,5 @@
-"""`sssp study --resume` of a complete study: its summary, without starting (or
-attaching to) a cluster, which took some 2 s for nothing.  Every other resume goes on as
+"""`sssp study --resume` of a study with nothing left to solve: its summary, without
+starting (or attaching to) a cluster, which took some 2 s for nothing.  Every other resume goes on as
 before: a folder whose batches are not all there, an incomplete manifest, a resume that
 contradicts the folder."""
 from __future__ import annotations
@@ -116,13 +116,16 @@ def test_an_unfinished_study_resumes_on_a_cluster(study, starts, capsys, status)
     assert _manifest(study)["status"] == "complete"
 
 
-def test_an_unfinished_study_with_nothing_left_still_starts_its_cluster(study, starts, capsys):
-    """Only a folder whose manifest says complete is tried without a cluster."""
+def test_a_stopped_study_with_nothing_left_is_summarised_without_a_cluster_too(study, monkeypatch, capsys):
+    """The folder's batches decide, not its manifest's word: a run interrupted after its
+    last batch was journaled has nothing to solve either, and ends ``complete``."""
     m = _manifest(study)
     m["status"] = "interrupted"
     (_out(study) / "manifest.json").write_text(json.dumps(m))
+    _no_cluster(monkeypatch)
     assert main([*study, "--resume"]) == 0
-    assert len(starts) == 1 and "already done; summarising" in capsys.readouterr().out
+    assert "already done; summarising (no cluster started)" in capsys.readouterr().out
+    assert _manifest(study)["status"] == "complete"
 
 
 def test_a_resume_that_contradicts_the_folder_is_refused_as_before(study, monkeypatch, capsys):
