@@ -520,8 +520,10 @@ class Source:
         padding, or xz's stream padding), as for a plain compressed file: trailing
         garbage is refused, not dropped. What follows the end block inside the text
         (the rest of the last record) is ignored, as ``tar`` does."""
-        text = _TarText(self.path, self._open_text)
-        fileobj = io.BufferedReader(text, buffer_size=1 << 20)
+        if self.compression is None:  # seeks for real
+            fileobj = open(self.path, "rb", buffering=1 << 20)
+        else:
+            fileobj = io.BufferedReader(_TarText(self.path, self._open_text), buffer_size=1 << 20)
         kind = _KIND.get(self.compression)
         try:
             try:
