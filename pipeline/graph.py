@@ -349,8 +349,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     :data:`SETTLE_NS` of the input's last change, which an edit in the same timestamp
     tick would not change, is served only while the input's SHA-256 is the one it
     recorded (``source_sha256``), hashed on each use until the input has been still
-    that long; an input that changes while it is ingested is read again, and at most :data:`CACHE_VARIANTS` option variants of
-    one input are kept (least recently used first out).  The copy is written under a
+    that long; an input that changes while it is ingested is read again; and at most
+    :data:`CACHE_VARIANTS` option variants of one input are kept (least recently used
+    first out).  The copy is written under a
     temporary name, flushed and renamed, so an interrupted ingestion never leaves a file
     that a later run trusts; a copy that cannot be read is ingested again.  A failed
     ingestion leaves no empty cache folder behind.
