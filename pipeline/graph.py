@@ -344,9 +344,14 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     ``<input name>.<path key>.<options key>.<input state key>.parquet`` (an input name
     that is not valid UTF-8 is replaced by ``input-<8 hex digits of its SHA-256>``,
     :func:`fsnames.safe_name`): a copy whose
-    input has changed since (another size or mtime) is deleted with its CSR caches the
-    next time the input is loaded, and at most :data:`CACHE_VARIANTS` option variants of
-    one input are kept (least recently used first out).  The copy is written under a
+    input has changed since (another size, mtime, ctime or inode) is deleted with its
+    CSR caches the next time the input is loaded; a copy made within
+    :data:`SETTLE_NS` of the input's last change, which an edit in the same timestamp
+    tick would not change, is served only while the input's SHA-256 is the one it
+    recorded (``source_sha256``), hashed on each use until the input has been still
+    that long; an input that changes while it is ingested is read again; and at most
+    :data:`CACHE_VARIANTS` option variants of one input are kept (least recently used
+    first out).  The copy is written under a
     temporary name, flushed and renamed, so an interrupted ingestion never leaves a file
     that a later run trusts; a copy that cannot be read is ingested again.  A failed
     ingestion leaves no empty cache folder behind.
@@ -387,13 +392,91 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
 
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
-    st = path.stat()
+    for _attempt in range(READS_WHILE_CHANGING):
+        g = _load_copy(path, cache_dir, ingest_options)
+        if g is not None:
+            break
+    else:
+        raise InputError(shown(path), None, f"the file changed while it was read, {READS_WHILE_CHANGING} times "
+                         "in a row: load it once it is no longer being written")
+    g.name = shown(Path(_ingest.strip_compression(path.name)).stem)  # printable (fsnames)
+    return g
+
+
+#: nanoseconds: an input whose last change (ctime) is this close to the time its copy
+#: was read is not known by its stat alone: a filesystem's timestamps move in ticks (a few
+#: ms on Linux, 1-2 s on some others, and a file server's clock may be a little off
+#: ours), so a later edit of the same size in the same tick leaves size, mtime, ctime and
+#: inode as they were.  Such a copy is served only after the input's SHA-256 is found to
+#: be the one it recorded (:func:`_verified`).
+SETTLE_NS = 5 * 10**9
+
+#: how many times load_graph ingests an input that changes while it is read
+READS_WHILE_CHANGING = 3
+
+
+def _stat(path: Path) -> os.stat_result:
+    """The input's state (through links), as load_graph keys its copies."""
+    return path.stat()
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def _same_state(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_ino, a.st_dev) == \
+        (b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_ino, b.st_dev)
+
+
+def _settled(st: os.stat_result, read_from_ns: int) -> bool:
+    """Whether the input's stat ``st`` proves that any later change shows in it: its last
+    change lies :data:`SETTLE_NS` before ``read_from_ns`` (when its content was read)."""
+    return st.st_ctime_ns < read_from_ns - SETTLE_NS
+
+
+def _mark_settled(entry: Path) -> None:
+    """Say that ``entry``'s input, in the state its name keys, is the content it was made
+    from, and that any change of it changes that state (:func:`_settled`)."""
+    try:
+        entry.with_name(entry.name + ".settled").touch()
+    except OSError:
+        pass
+
+
+def _verified(path: Path, entry: Path, st: os.stat_result) -> bool:
+    """Whether the ingested copy ``entry`` may be served for the input ``path`` in the
+    state ``st`` (its name's key matched it already): settled (:func:`_mark_settled`),
+    or the input's SHA-256 is the ``source_sha256`` the copy recorded, and the input did
+    not change while it was hashed.  A copy made within :data:`SETTLE_NS` of the input's
+    last change is hashed so on each use until it settles; any other copy never is."""
+    if entry.with_name(entry.name + ".settled").exists():
+        return True
+    from gpu_sssp.pipeline.ingest import read_meta
+    from gpu_sssp.pipeline.ingest._source import sha256_file
+
+    recorded = read_meta(entry).get("source_sha256")
+    t0 = _now_ns()
+    if not recorded or sha256_file(path) != recorded or not _same_state(_stat(path), st):
+        return False
+    if _settled(st, t0):
+        _mark_settled(entry)
+    return True
+
+
+def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
+    """One try of load_graph for an input file: its graph, or ``None`` when the input
+    changed (or a link to it was pointed elsewhere) while it was ingested."""
+    from gpu_sssp.pipeline import ingest as _ingest
+
+    st = _stat(path)
     resolved = path.resolve()
     ikey = _short_hash([str(resolved)])
     okey = _short_hash(sorted(ingest_options.items()))
     # the state of the input: an edit that keeps the size and puts the old mtime back
     # (touch -r, rsync -t, a tool that restores times) still changes the ctime, which
-    # no user call can set; a file replaced by another has another inode
+    # no user call can set; a file replaced by another has another inode; an edit in
+    # the same timestamp tick as the last is caught by the SHA-256 (_verified)
     skey = _short_hash([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
     base, created = _cache_folder(resolved, cache_dir)
     name = safe_name(path.name)  # pyarrow cannot take a name that is not UTF-8
@@ -406,14 +489,30 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
             try:
                 if not out.is_file():  # a FIFO would block the read for ever
                     raise OSError("not a regular file")
-                _mark_used(out)
-                g = read_parquet(out)
-                _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
+                if not _verified(path, out, st):
+                    log.info("ingesting %s again: its content is not what its cached copy %s was made "
+                             "from (an edit that left its size and times as they were)", path, out)
+                    _remove_entry(out)
+                else:
+                    _mark_used(out)
+                    g = read_parquet(out)
+                    _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
                 _remove_entry(out)
         if g is None:
+            t0 = _now_ns()
             _ingest.ingest(path, out, **ingest_options)
+            if not _same_state(_stat(path), st) or path.resolve() != resolved:
+                # what was read may be neither the old content nor the new one, and the
+                # copy's name keys the state before: never kept
+                log.warning("%s changed while it was read: reading it again", path)
+                _remove_entry(out)
+                if created:
+                    _drop_if_empty(base)
+                return None
+            if _settled(st, t0):
+                _mark_settled(out)
             _mark_used(out)
             g = read_parquet(out)
         _evict_variants(base, prefix, skey, keep=out)
@@ -421,7 +520,6 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         if created:
             _drop_if_empty(base)
         raise
-    g.name = shown(Path(_ingest.strip_compression(path.name)).stem)  # printable (fsnames)
     return g
 
 

@@ -30,6 +30,7 @@ from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.graph import AST_RACE, _discard, remove_dead_temps
+from gpu_sssp.pipeline.writers import fsync_file, fsync_folder
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,11 @@ def _record(h: Hierarchy, graph) -> dict:
 def write_cache(h: Hierarchy, graph, path) -> None:
     """Write ``h`` to ``path`` atomically (a temporary file renamed over it).
 
+    The temporary file is flushed to disk (``fsync``) before the rename and the folder
+    after it, as ``pipeline.writers.atomic_path`` does: after a crash or power loss the
+    file is the old one, the new one or missing, never empty or cut short (a reader
+    rebuilds a bad file anyway: :func:`read_cache`).
+
     Raises
     ------
     OSError
@@ -109,9 +115,11 @@ def write_cache(h: Hierarchy, graph, path) -> None:
     rec = _record(h, graph)
     try:
         np.savez(tmp, record=json.dumps(rec), **{name: getattr(h, name) for name in Hierarchy.ARRAYS})
+        fsync_file(tmp)  # on disk before the rename makes it the cache
         os.replace(tmp, path)
     finally:
         _discard(tmp)  # never raises over the write's own error
+    fsync_folder(path.parent)  # the rename too (best effort)
     # h was built here or read and checked here (load_hierarchy, place_for_workers)
     _VOUCHED[graph.fingerprint] = _arrays_key(rec["arrays"])
 

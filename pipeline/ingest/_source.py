@@ -291,6 +291,75 @@ class _Streams(io.RawIOBase):
 
 
 
+class _TarText(io.RawIOBase):
+    """The text of a (compressed) tarball as a seekable file for :mod:`tarfile`.
+
+    ``tarfile.open(path, "r:*")`` reads through ``gzip.GzipFile``, ``lzma.LZMAFile`` and
+    ``bz2.BZ2File``, which end quietly at data after a stream that does not decode
+    (``.xz``, ``.bz2``), and stops at the archive's end block without ever reading
+    what follows it (every kind): trailing garbage after a tarball was accepted. This
+    reads through :meth:`Source._decompressor`'s streams, which refuse it as they do
+    for a plain compressed file. Forward seeks read on; a backward seek starts again
+    from the file's start (as ``GzipFile`` does).
+    """
+
+    _SKIP = 1 << 20
+
+    def __init__(self, path, opener):
+        self._path = path
+        self._opener = opener  # () -> the text stream from the file's start
+        self._s = opener()
+        self._pos = 0
+        self._skip = None
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def readinto(self, b):
+        n = self._s.readinto(b)
+        self._pos += n
+        return n
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            self._read_to_end()
+            offset += self._pos
+        elif whence != io.SEEK_SET:
+            raise ValueError(f"invalid whence {whence}")
+        if offset < 0:
+            raise ValueError(f"negative seek position {offset}")
+        if offset < self._pos:
+            self._s.close()
+            self._s = self._opener()
+            self._pos = 0
+        if self._skip is None and offset > self._pos:
+            self._skip = bytearray(self._SKIP)
+        while self._pos < offset:
+            n = self.readinto(memoryview(self._skip)[: min(self._SKIP, offset - self._pos)])
+            if not n:
+                break
+        return self._pos
+
+    def _read_to_end(self):
+        buf = bytearray(self._SKIP)
+        while self.readinto(buf):
+            pass
+
+    def close(self):
+        try:
+            self._s.close()
+        finally:
+            super().close()
+
+
 class _HashingReader(io.RawIOBase):
     """Raw reader that feeds every byte it hands out to a sha256 (one pass, no copy)."""
 
@@ -398,6 +467,7 @@ class Source:
             raise InputError(self.display, None, f"not {_KIND[named]} data, though its name ends in {suffix}; {why}")
         self.member = None
         self._tar = None
+        self._tar_file = None
         self._raw = None
         self._digest = None
         self._closers = []
@@ -438,14 +508,55 @@ class Source:
             return False
         return len(head) >= 262 and head[257:262] == b"ustar"
 
+    def _open_text(self):
+        """The file's decompressed text from its start (for :class:`_TarText`)."""
+        return self._decompressor(io.FileIO(self.path, "rb"))
+
     def _open_tar(self):
+        """Open the archive and pick its main member. The whole archive is read once here
+        (its headers): the member list must end at the end-of-archive block, not at a
+        block that is not a header (tarfile ends the list there quietly), and the
+        compressed data must end where its last stream ends (or in gzip's zero
+        padding, or xz's stream padding), as for a plain compressed file: trailing
+        garbage is refused, not dropped. What follows the end block inside the text
+        (the rest of the last record) is ignored, as ``tar`` does."""
+        if self.compression is None:  # seeks for real
+            fileobj = open(self.path, "rb", buffering=1 << 20)
+        else:
+            fileobj = io.BufferedReader(_TarText(self.path, self._open_text), buffer_size=1 << 20)
+        kind = _KIND.get(self.compression)
         try:
-            tar = tarfile.open(self.path, "r:*")
-            members = [m for m in tar.getmembers() if m.isfile()]
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            raise InputError(self.display, None, f"unreadable tar archive: {exc}") from None
-        if not members:
-            raise InputError(self.display, None, "tar archive holds no files")
+            try:
+                tar = tarfile.open(fileobj=fileobj, mode="r:")
+                members = [m for m in tar.getmembers() if m.isfile()]
+                end = tar.offset  # where the member list stopped
+                fileobj.seek(end)
+                # the end-of-archive block (zeros), or nothing; what follows it up to the end
+                # of the record is ignored, as tar does (SuiteSparse's tarballs have old
+                # buffer contents there), but a block that is neither a header nor zeros
+                # also ends tarfile's member list, without a word
+                stop = fileobj.read(tarfile.BLOCKSIZE)
+                if self.compression is not None:
+                    while fileobj.read(1 << 20):  # the compressed data must end cleanly too
+                        pass
+                if self.compression == "zst" and (why := zstd_incomplete(self.path)):
+                    raise _ZstdError(why)
+            except (tarfile.TarError,) + _STREAM_ERRORS as exc:
+                if kind and not isinstance(exc, tarfile.TarError):
+                    raise InputError(self.display, None, f"unreadable tar archive: its {kind} data ends "
+                                     f"early or is corrupt: {exc}") from None
+                raise InputError(self.display, None, f"unreadable tar archive: {exc}") from None
+            if stop.strip(b"\0"):
+                where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
+                raise InputError(self.display, None, f"damaged tar archive: the block at {where} (after "
+                                 f"{len(members):,} files) is neither a file's header nor the end of the "
+                                 "archive; the files after it cannot be read")
+            if not members:
+                raise InputError(self.display, None, "tar archive holds no files")
+        except BaseException:
+            fileobj.close()
+            raise
+        self._tar_file = fileobj
         stem = strip_compression(self.path.name)
         for suf in (".tar", ".tgz"):
             if stem.lower().endswith(suf):
@@ -483,6 +594,8 @@ class Source:
         finally:
             if self._tar is not None:
                 self._tar.close()
+            if self._tar_file is not None:
+                self._tar_file.close()
 
     def __enter__(self):
         return self
