@@ -222,14 +222,17 @@ try:
                                    dashboard=_status_path(self.scheduler)))
 
     def _status_path(scheduler) -> str | None:
-        """Where this scheduler serves Dask's status page (``/PREFIX/status`` under a
-        dashboard prefix), None where it serves no dashboard: the page's link to it."""
+        """The page's link to this scheduler's Dask status page, relative to ``/sssp``
+        (``status``, ``PREFIX/status`` under a dashboard prefix), so that it also
+        holds behind a proxy that serves the scheduler under a path of its own; None
+        where the scheduler serves no dashboard."""
         from gpu_sssp.pipeline.cluster import _dashboard_probe
 
         try:
-            return _dashboard_probe()(dask_scheduler=scheduler).get("path")
+            path = _dashboard_probe()(dask_scheduler=scheduler).get("path")
         except Exception:  # Dask's or Tornado's internals moved: the plain link
             return "status"
+        return path.lstrip("/") if path else None
 except ImportError:  # pragma: no cover - tornado comes with distributed
     pass
 

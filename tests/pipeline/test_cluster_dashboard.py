@@ -108,3 +108,19 @@ def test_study_page_links_to_dask_status_only_where_there_is_one():
     assert '<a href="status">Dask status</a>' in render_page({"studies": []})
     assert '<a href="/dash/status">Dask status</a>' in render_page({"studies": []}, dashboard="/dash/status")
     assert "Dask status" not in render_page({"studies": []}, dashboard=None)
+
+
+def test_the_study_pages_status_link_is_relative_so_that_it_holds_behind_a_proxy():
+    """The /sssp page's link to Dask's status page: ``status`` (``dash/status`` under a
+    prefix), relative to /sssp at the server's root; an absolute ``/status`` led a page
+    opened through a proxy's path (``https://hub/user/a/proxy/8787/sssp``) to
+    ``https://hub/status``."""
+    from gpu_sssp.pipeline.dashboard import BOARD, StudyBoard
+
+    for kwargs, want in (({}, 'href="status"'), ({"http_prefix": "/dash"}, 'href="dash/status"')):
+        with scheduler(dashboard=True, **kwargs) as address, start_cluster(scheduler=address) as handle:
+            handle.client.register_plugin(StudyBoard(), name=BOARD)
+            page = handle.dashboard()["study_page"]
+            with urllib.request.urlopen(page + "?refresh=0", timeout=10) as r:
+                html = r.read().decode()
+            assert want + ">Dask status</a>" in html, html[-600:]
