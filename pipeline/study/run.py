@@ -247,19 +247,26 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
 
     async def on_scheduler(dask_scheduler=None):
         s = dask_scheduler
+        # {fingerprint: {user: client id}} as ever (a client of an earlier version on the
+        # same scheduler reads and writes it too); which users would free their graph if
+        # lost is kept apart, {user: True}
         table = s.__dict__.setdefault("_sssp_graph_users", {})
-        plugins = s.__dict__.setdefault("_sssp_graph_plugins", {})
+        frees = s.__dict__.setdefault("_sssp_graph_frees", {})
+        s.__dict__.setdefault("_sssp_graph_plugins", {})[fingerprint] = list(names)
         users = table.setdefault(fingerprint, {})
         if add:
-            users[user] = (client_id, bool(free_if_lost))
-            plugins[fingerprint] = list(names)
+            users[user] = client_id
+            if free_if_lost:
+                frees[user] = True
             if _WATCH not in s.plugins:
                 s.add_plugin(_watch_class()(), name=_WATCH)
             return []
         users.pop(user, None)
-        for u, (cid, _free) in list(users.items()):
+        frees.pop(user, None)
+        for u, cid in list(users.items()):
             if cid not in s.clients:  # its client left (ended or killed)
                 del users[u]
+                frees.pop(u, None)
         if users:
             return []
         table.pop(fingerprint, None)
@@ -267,6 +274,8 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
             return []
         gone = []
         for name in names:
+            if table.get(fingerprint):  # a study of the graph began meanwhile: its plugin stays
+                break
             if name in s.worker_plugins:
                 await s.unregister_worker_plugin(None, name)
                 gone.append(name)
@@ -284,23 +293,25 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
 
             def remove_client(self, scheduler=None, client=None):
                 table = scheduler.__dict__.get("_sssp_graph_users", {})
+                frees = scheduler.__dict__.get("_sssp_graph_frees", {})
                 for fp, users in list(table.items()):
-                    lost = [u for u, (cid, _f) in users.items() if cid == client]
+                    lost = [u for u, cid in users.items() if cid == client]
                     if not lost:
                         continue
-                    free = any(users[u][1] for u in lost)
+                    free = any(frees.pop(u, False) for u in lost)
                     for u in lost:
                         del users[u]
                     if users:
                         continue
                     del table[fp]
-                    if free:
-                        scheduler._ongoing_background_tasks.call_soon(self._free, scheduler, fp)
+                    tasks = scheduler._ongoing_background_tasks
+                    if free and not tasks.closed:  # (closed: the scheduler is stopping)
+                        tasks.call_soon(self._free, scheduler, fp)
 
             async def _free(self, scheduler, fp):
-                if scheduler.__dict__.get("_sssp_graph_users", {}).get(fp):
-                    return  # a study of the graph began meanwhile: its plugin stays
                 for name in scheduler.__dict__.get("_sssp_graph_plugins", {}).get(fp, ()):
+                    if scheduler.__dict__.get("_sssp_graph_users", {}).get(fp):
+                        return  # a study of the graph began meanwhile: its plugin stays
                     if name in scheduler.worker_plugins:
                         await scheduler.unregister_worker_plugin(None, name)
 

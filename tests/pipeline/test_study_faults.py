@@ -667,3 +667,49 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path)
     finally:
         client.close()
         cluster.close()
+
+
+def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp_path, caplog):
+    """A long-lived scheduler may hold the users of a client of the previous version, as
+    ``{user: client id}``: the watch of lost clients read them as pairs (``ValueError``,
+    the graph never unregistered, an ERROR traceback on the scheduler per leaving
+    client).  They count as users now; and a scheduler that stops while a lost run's
+    graph is to be freed logs no error."""
+    from distributed import Client
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import forget_graph, register_graph, wait_for_workers
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
+    cluster, client = _cluster(2)
+    try:
+        old = Client(cluster.scheduler_address)
+
+        def old_style_user(dask_scheduler=None, fp=fp, cid=str(old.id)):
+            dask_scheduler.__dict__.setdefault("_sssp_graph_users", {}).setdefault(fp, {})["old-run"] = cid
+
+        client.run_on_scheduler(old_style_user)
+        reg = register_graph(client, plan, "cpu", free_if_lost=True)
+        wait_for_workers(client, fp)
+        forget_graph(client, plan, reg["user"])  # the old run still uses it: kept
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        assert client.run_on_scheduler(_graph_users) == {fp: {"old-run": str(old.id)}}
+        with caplog.at_level(logging.ERROR, logger="distributed"):
+            old.close()  # the watch ends its use
+            deadline = time.monotonic() + 10
+            while client.run_on_scheduler(_graph_users) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert client.run_on_scheduler(_graph_users) == {}
+            # the scheduler stops under a run that would free its graph if lost
+            lost = Client(cluster.scheduler_address)
+            register_graph(lost, plan, "cpu", free_if_lost=True)
+            client.close()
+            cluster.close()
+            lost.close()
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "distributed.scheduler"]
+        assert not errors, [r.getMessage() for r in errors]
+    finally:
+        client.close()
+        cluster.close()
