@@ -23,6 +23,18 @@ except ImportError:  # pragma: no cover
     class _ZstdError(Exception):
         pass
 
+
+def _tar_header(block: bytes) -> bool:
+    """Whether ``block`` is a tar header (its checksum holds), not zeros or other data."""
+    if len(block) < tarfile.BLOCKSIZE or not block.strip(b"\0"):
+        return False
+    try:
+        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
+
+
 # what decompressors and tarfile raise on truncated or corrupt data (gzip's BadGzipFile
 # and bz2's "Invalid data stream" are OSErrors)
 _STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, tarfile.TarError, _ZstdError)
@@ -536,6 +548,7 @@ class Source:
                 # buffer contents there), but a block that is neither a header nor zeros
                 # also ends tarfile's member list, without a word
                 stop = fileobj.read(tarfile.BLOCKSIZE)
+                after = fileobj.read(tarfile.BLOCKSIZE)  # the end is two zero blocks
                 if self.compression is not None:
                     while fileobj.read(1 << 20):  # the compressed data must end cleanly too
                         pass
@@ -551,6 +564,12 @@ class Source:
                 raise InputError(self.display, None, f"damaged tar archive: the block at {where} (after "
                                  f"{len(members):,} files) is neither a file's header nor the end of the "
                                  "archive; the files after it cannot be read")
+            if not stop.strip(b"\0") and _tar_header(after):
+                # one zero block, then a header: tarfile ends the list at the first zero
+                # block, tar reads on ("A lone zero block"): the files after it were dropped
+                where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
+                raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {where} (after "
+                                 f"{len(members):,} files) is followed by more files, which tar would read")
             if not members:
                 raise InputError(self.display, None, "tar archive holds no files")
         except BaseException:

@@ -134,6 +134,22 @@ def test_a_damaged_header_that_ends_the_member_list_refused(tmp_path, ext):
     assert "after 1 files" in e.message
 
 
+@pytest.mark.parametrize("ext", [None, "gz"])
+def test_a_lone_zero_block_before_more_files_refused(tmp_path, ext):
+    # tarfile ends the member list at the first zero block; tar reads on ("A lone zero
+    # block") and lists the files after it, which the ingest dropped without a word
+    one = _tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"))
+    end = 512 + 512  # its header and one data block; the end blocks follow
+    raw = one[:end] + b"\0" * 512 + _tar(("karate/karate.mtx", KARATE))
+    name = "karate.tar" + (f".{ext}" if ext else "")
+    p = tmp_path / name
+    p.write_bytes(COMPRESSORS[ext](raw) if ext else raw)
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "k.parquet")
+    e = ei.value
+    assert e.path == str(p) and "lone zero block" in e.message and f"byte {end:,}" in e.message, e
+
+
 def test_the_real_suitesparse_tarball_still_reads(shared_data, tmp_path):
     meta = ingest(shared_data / "mtx" / "Lederberg.tar.gz", tmp_path / "l.parquet")
     assert meta["arcs"] == 41601 and meta["source_member"] == "Lederberg/Lederberg.mtx"
