@@ -80,15 +80,24 @@ REFUSED_GRACE_S = 3.0
 
 
 @contextlib.contextmanager
-def _quiet_logger(name: str):
-    """Lower logger ``name`` to CRITICAL inside the block."""
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+def _without_cancelled_reconnect():
+    """Inside the block, ``distributed.client`` drops its records of a cancelled
+    coroutine (the reconnection that closing a client which lost its scheduler calls
+    off, logged as an ERROR with a traceback); its other records pass."""
+    import asyncio
+
+    class _Drop(logging.Filter):
+        def filter(self, record):
+            exc = record.exc_info[1] if record.exc_info else None
+            return not isinstance(exc, asyncio.CancelledError)
+
+    logger = logging.getLogger("distributed.client")
+    drop = _Drop()
+    logger.addFilter(drop)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.removeFilter(drop)
 
 
 @dataclass
@@ -177,7 +186,7 @@ class ClusterHandle:
             if getattr(self.client, "status", "running") == "connecting":
                 # it lost its scheduler (pipeline.study.run): closing cancels Dask's
                 # reconnection, which logs that as an ERROR with a traceback
-                with _quiet_logger("distributed.client"):
+                with _without_cancelled_reconnect():
                     self.client.close()
             else:
                 self.client.close()
