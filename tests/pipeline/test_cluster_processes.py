@@ -255,7 +255,7 @@ def test_a_scheduler_lost_mid_study_ends_with_one_line_and_resume_continues(tmp_
         # not after Dask's 30 s of reconnection: the clean-up asked the lost scheduler
         # (the dashboard's board, the streams, the graph's count) and waited each time
         assert time.monotonic() - killed < 15, text
-        assert "Traceback" not in text, text
+        assert "Traceback" not in text and "ERROR" not in text, text  # Dask's reconnection, called off
         assert text.strip().splitlines()[-1].startswith("error: lost the connection to the scheduler"), text
         m = json.loads((out / "manifest.json").read_text())
         assert m["status"] == "failed" and m["failure"]["error"] == "SchedulerLostError"
