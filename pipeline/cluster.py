@@ -179,6 +179,8 @@ class ClusterHandle:
         waiting: it is raised at once, and Dask's own close at the interpreter's exit
         is called off (it waited 10 s for the close the Ctrl-C had cancelled); the worker
         processes, daemonic children of this one, end with it."""
+        if self.client is None:  # mode "none": nothing to close
+            return
         interrupted = False
         try:
             if self.cluster is not None:

@@ -613,7 +613,10 @@ class Study:
             "distance_form": self.plan.distance_form,
             "distance_estimate_bytes": self.plan.distance_estimate,
             "versions": versions(),
-            "cluster": cluster_info or {},
+            # the cluster of the last run that had one (a resume with nothing to solve has
+            # none: its run entry says so, the study's record stays)
+            "cluster": (self.manifest.get("cluster") or {} if (cluster_info or {}).get("mode") == "none"
+                        else cluster_info or {}),
             "runs": runs,
             "created": self.manifest.get("created", _now()),
         }

@@ -82,10 +82,12 @@ def chunk_priorities(plan: StudyPlan, chunks, keys):
     the scheduler hands a free thread the task whose study has had the least so far.
 
     One study alone runs its chunks in order, as before (the priorities decrease
-    along them).  Two at once take turns by work: a study that starts while another
-    runs goes first until it has had as much, rather than after all of the other's
-    tasks (which made a 16-source study wait for an all-FLA study's end, and count the
-    wait as its workers' idle time).  Returned as a callable (Dask applies it to each
+    along them).  Two at once take turns by work (least attained service, per run): a
+    study that starts while another runs goes first until it has had as much, rather
+    than after all of the other's queued tasks (which made a 400-source study wait for
+    an all-sources study's end, and count the wait as its workers' idle time); a long
+    one started late holds back one nearly done by as much.  Other Dask work at the
+    default priority 0 goes before every chunk but the first.  Returned as a callable (Dask applies it to each
     key on the scheduler): a bound ``dict.get``, which the scheduler unpickles without
     gpu_sssp."""
     per_source = max(1, int(plan.graph.m))
@@ -422,7 +424,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         raise
     if on_start is not None:
         on_start(study)
-    workers = (len(client.scheduler_info().get("workers", {})) if client is not None else 0) or 1
+    workers = 0 if client is None else (len(client.scheduler_info().get("workers", {})) or 1)
     if cluster_info and cluster_info.get("workers"):
         workers = int(cluster_info["workers"])
     pending = study.pending

@@ -73,8 +73,10 @@ def test_resume_of_a_complete_study_starts_no_cluster(study, monkeypatch, capsys
     assert after["complete"] and after["sources_solved"] == 40
     for key in ("diameter", "radius", "eccentricity_max", "closeness_max", "relaxations_total"):
         assert after[key] == before[key], key
+    assert after["timings"]["workers"] == 0
     m = _manifest(study)
     assert m["status"] == "complete" and m["runs"][-1]["cluster"]["mode"] == "none"
+    assert m["cluster"]["mode"] == "local-cpu"  # the study's record: the cluster that solved it
     assert m["runs"][-1]["sources"] == 0 and "end" in m["runs"][-1]
 
 
