@@ -72,31 +72,57 @@ def submit_chunks(client, plan: StudyPlan, chunks, *, prefix: str = "sssp", back
         kw["report"] = report
     keys = plan.chunk_keys(chunks, prefix)
     futs = client.map(solve_chunk_task, chunks, [[plan.batches[i] for i in c] for c in chunks],
-                      key=keys, pure=False, retries=retries, priority=chunk_priorities(plan, chunks, keys), **kw)
+                      key=keys, pure=False, retries=retries,
+                      priority=chunk_priorities(plan, chunks, keys, start=_virtual_start(client)), **kw)
     return dict(zip(futs, chunks))
 
 
-def chunk_priorities(plan: StudyPlan, chunks, keys):
-    """Dask priorities of a run's tasks, for studies that share a cluster: each chunk's
-    is minus the work its run submitted before it (sources x the graph's arcs), so that
-    the scheduler hands a free thread the task whose study has had the least so far.
+def chunk_priorities(plan: StudyPlan, chunks, keys, *, start: int = 0):
+    """Dask priorities of a run's tasks, for studies that share a cluster (fair queuing
+    by work): each chunk's is minus ``start`` plus the work its run submitted before it
+    (sources x the graph's arcs), so that the scheduler hands a free worker thread the
+    task of the run that has had the least work since it joined.
 
-    One study alone runs its chunks in order, as before (the priorities decrease
-    along them).  Two at once take turns by work (least attained service, per run): a
-    study that starts while another runs goes first until it has had as much, rather
-    than after all of the other's queued tasks (which made a 400-source study wait for
-    an all-sources study's end, and count the wait as its workers' idle time); a long
-    one started late holds back one nearly done by as much.  Other Dask work at the
-    default priority 0 goes before every chunk but the first.  Returned as a callable (Dask applies it to each
-    key on the scheduler): a bound ``dict.get``, which the scheduler unpickles without
+    ``start`` (:func:`_virtual_start`) is where the runs already on the cluster are: the
+    least work any of them has had.  A run that joins starts level with them and they
+    take turns from then on: a small study started during a long one no longer waits
+    for that one's end (it waited for all of its queued tasks, and counted the wait as
+    its workers' idle time), and a long one started late does not hold back one nearly
+    done until it has caught up.  One study alone runs its chunks in order, as before
+    (the priorities decrease along them).  Other Dask work at the default priority 0
+    goes before a study's tasks.  Returned as a callable (Dask applies it to each key on
+    the scheduler): a bound ``dict.get``, which the scheduler unpickles without
     gpu_sssp."""
     per_source = max(1, int(plan.graph.m))
     prio: dict = {}
-    done = 0
+    done = int(start)
     for key, chunk in zip(keys, chunks):
         prio[key] = -done
         done += per_source * sum(len(plan.batches[i]) for i in chunk)
     return prio.get
+
+
+def _virtual_start(client) -> int:
+    """The least work any run on the cluster has had: the smallest ``-priority`` among the
+    unfinished tasks of studies (:func:`chunk_priorities`), 0 when there are none (or
+    the scheduler cannot say).  Sent by value: the scheduler needs no gpu_sssp."""
+    def on_scheduler(dask_scheduler=None):
+        least = None
+        for ts in dask_scheduler.tasks.values():
+            if ts.state not in ("waiting", "queued", "no-worker", "processing") or not ts.priority:
+                continue
+            key = ts.key
+            if not (isinstance(key, str) and "-batch-" in key and (ts.annotations or {}).get("priority") is not None):
+                continue
+            work = ts.priority[0]  # minus the priority the run gave it
+            least = work if least is None else min(least, work)
+        return least or 0
+
+    try:
+        return max(0, int(client.run_on_scheduler(on_scheduler)))
+    except Exception as exc:  # best effort: a run then starts at 0
+        log.debug("the cluster's studies' work not asked: %s", exc)
+        return 0
 
 
 def submit_batches(client, plan: StudyPlan, indices, *, backend: str = "auto", retries: int | None = None):

@@ -53,3 +53,42 @@ def test_a_small_study_started_during_a_big_one_does_not_wait_for_its_end(tmp_pa
         a.close()
         b.close()
         cluster.close()
+
+
+def test_a_long_study_started_late_takes_turns_with_the_one_nearly_done(tmp_path):
+    """A run joins level with the runs already on the cluster (``_virtual_start``): an
+    all-sources study half done, then a 3,000-source study started, take turns from
+    then on, so the first ends first (with turns counted from each run's own start, the
+    late one went alone until it had had as much, and ended first)."""
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study.run import study
+
+    path = rome_parquet(tmp_path)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=3, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    a, b = Client(cluster), Client(cluster)
+    first_out, late_out = tmp_path / "first", tmp_path / "late"
+    ended = {}
+    try:
+        def first():
+            ended["first_summary"] = study(path, sources="all", algorithm="dijkstra", batch_size=8, out=first_out,
+                                           client=a)
+            ended["first"] = time.monotonic()
+
+        t = threading.Thread(target=first)
+        t.start()
+        journal = first_out / "journal.jsonl"
+        deadline = time.monotonic() + 120
+        while not (journal.exists() and len(journal.read_text().splitlines()) >= 210):  # half of 420
+            assert time.monotonic() < deadline and t.is_alive()
+            time.sleep(0.01)
+        late = study(path, random=3000, seed=1, algorithm="dijkstra", batch_size=8, out=late_out, client=b)
+        ended["late"] = time.monotonic()
+        t.join(300)
+        assert late["complete"] and ended["first_summary"]["complete"]
+        assert ended["first"] < ended["late"], ended
+    finally:
+        a.close()
+        b.close()
+        cluster.close()
