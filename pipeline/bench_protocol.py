@@ -196,11 +196,15 @@ def draw_sources(graph, count: int, *, min_component: int = 100_000, seed: int =
                     picked.append(v)
             if len(picked) == count:
                 break
-        if len(picked) == count or threshold == 1:
+        # every vertex qualifies already (more sources asked than there are vertices):
+        # a lower threshold cannot add one
+        if len(picked) == count or threshold == 1 or len(picked) == graph.n:
             break
         lower = max(1, threshold // 2)
-        notes.append(f"{graph.name}: only {len(picked):,} vertices reach {threshold:,} vertices; "
-                     f"min-component lowered to {lower:,}")
+        capped = graph.directed and checks >= max_checks  # not every vertex was searched from
+        notes.append(f"{graph.name}: only {len(picked):,} vertices "
+                     + (f"(of those in a component that large and {max_checks:,} searched from) " if capped else "")
+                     + f"reach {threshold:,} vertices; min-component lowered to {lower:,}")
         threshold = lower
     if len(picked) < count:
         notes.append(f"{graph.name}: only {len(picked):,} distinct sources available (asked {count:,})")
@@ -913,7 +917,14 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
             if not its.any():
                 its = np.full(b, int(c.get("iterations", 0)))
             kms = float(c.get("kernel_ms", 0.0) or 0.0)
-            for j, (i, got) in enumerate(zip(idx, _answers_of(res, graph))):
+            answers = _answers_of(res, graph)
+            if len(answers) != b:  # zip() would drop the sources without an answer, unnoticed
+                bad = f"the call answered {len(answers)} source(s) for {b} asked"
+                note(f"{graph.name}: {v.label}: {bad}")
+                rows += [_error_row(ctx, v, int(i), run, bad, b) for i in idx]
+                progress("step", advance=b)
+                continue
+            for j, (i, got) in enumerate(zip(idx, answers)):
                 i = int(i)
                 ok = same_answer(got, ctx.refs[i], graph)
                 rows.append(_row(
