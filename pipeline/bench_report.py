@@ -133,7 +133,8 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             rename = {}
             for run in inner:
                 rename[run["file"]] = new = unique(run["file"], p)
-                ctx["runs"].append({**run, "file": new, "graphs": [{**g, "run": new} for g in run.get("graphs", [])]})
+                ctx["runs"].append({"env": meta.get("env", {}), **run, "file": new,
+                                    "graphs": [{**g, "run": new} for g in run.get("graphs", [])]})
                 ctx["graphs"] += ctx["runs"][-1]["graphs"]
             labels = [rename[x] for x in labels]
         else:
@@ -144,7 +145,7 @@ def load_rows(paths) -> tuple[pa.Table, dict]:
             label = unique(str(p), p)
             graphs = [{**g, "run": label} for g in meta.get("graphs", [])]
             ctx["runs"].append({"file": label, "settings": meta.get("settings", {}), "graphs": graphs,
-                                "written": meta.get("written")})
+                                "written": meta.get("written"), "env": meta.get("env", {})})
             ctx["graphs"] += graphs
             labels = [label] * len(t)
         t = t.select(ROW_SCHEMA.names).cast(ROW_SCHEMA)
@@ -438,6 +439,19 @@ def _lowered(asked, graphs) -> str:
             + ": too few vertices reach that many there; see the notes)")
 
 
+def _machine(env: dict) -> tuple:
+    return (env.get("gpu") or "", env.get("driver") or "", env.get("host") or "", env.get("cpu") or "")
+
+
+def _gpu_words(env: dict) -> str:
+    return (env.get("gpu") or "none (CPU only)") + (f", driver {env['driver']}" if env.get("driver") else "")
+
+
+def _host_words(env: dict) -> str:
+    cores = f", {env['cpu_cores']} cores usable" if env.get("cpu_cores") else ""
+    return f"{env.get('host', '?')} ({env.get('cpu', '?')}{cores})"
+
+
 def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()) -> str:
     """The papers' tables as Markdown."""
     runs = context.get("runs", [])
@@ -445,12 +459,20 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     env = context.get("env", {})
     settings = context.get("settings", {})
     out = ["# sssp bench summary", ""]
-    gpu = env.get("gpu") or "none (CPU only)"
-    out.append(f"- GPU: {gpu}" + (f", driver {env['driver']}" if env.get("driver") else ""))
-    cores = f", {env['cpu_cores']} cores usable" if env.get("cpu_cores") else ""
-    out.append(f"- host: {env.get('host', '?')} ({env.get('cpu', '?')}{cores})")
+    # runs merged from different machines: each run names its own (the first run's GPU
+    # at the top was taken for all of them)
+    per_run_env = len(runs) > 1 and len({_machine(r.get("env") or env) for r in runs}) > 1
+    if per_run_env:
+        out.append("- GPU and host: differ between the runs; each run below names its own")
+    else:
+        out.append(f"- GPU: {_gpu_words(env)}")
+        out.append(f"- host: {_host_words(env)}")
     vers = env.get("versions", {})
-    if vers:
+    run_vers = [(r.get("env") or env).get("versions", {}) for r in runs]
+    if len(runs) > 1 and any(v != run_vers[0] for v in run_vers):  # code or libraries changed between runs
+        for n, v in enumerate(run_vers, 1):
+            out.append(f"- versions (run {n}): " + ", ".join(f"{k} {x}" for k, x in sorted(v.items())))
+    elif vers:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())))
     if len(runs) > 1:
         for n, run in enumerate(runs, 1):
@@ -461,7 +483,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                        f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
                        f"seed {s.get('seed')}, "
                        + (f"batch size {s['batch_size']}, " if s.get("batch_size") else "")
-                       + f"{s.get('runs')} timed run(s) per source, {s.get('warmup')} warm-up call(s) excluded")
+                       + f"{s.get('runs')} timed run(s) per source, {s.get('warmup')} warm-up call(s) excluded"
+                       + (f"; GPU: {_gpu_words(run.get('env') or {})}; host: {_host_words(run.get('env') or {})}"
+                          if per_run_env else ""))
     else:
         out.append(f"- protocol: {settings.get('sources')} random sources per graph (seed {settings.get('seed')}) "
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
@@ -513,6 +537,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                 continue
             seen.add(key)
             out.append(f"- {r['graph']} / {r['variant']} (source {r['source']}): {r['error']}")
+    elif not len(table):
+        out.append("No rows: nothing was measured (yet).")
     else:
         checked = all(r.get("settings", {}).get("verify_sources") for r in runs) if runs \
             else bool(settings.get("verify_sources"))
