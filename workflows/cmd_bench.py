@@ -210,14 +210,43 @@ def _plain_label(path: Path) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
+def _check_out_writable(out: Path) -> None:
+    """Refuse, before any graph is read, an ``--out`` where the rows cannot be written:
+    a folder (or the nearest existing one above it) that takes no new file, or a
+    ``rows.parquet`` / ``summary.md`` there that is a folder (the atomic rename fails).
+    The first write used to come only after the SciPy reference pass and the first
+    method were timed, and said only the OS's words about a temporary file."""
+    import contextlib
+    import os
+    import tempfile
+
+    from gpu_sssp.pipeline import bench_report as report
+
+    for name in (report.ROWS_FILE, report.SUMMARY_FILE):
+        if (out / name).is_dir():
+            raise UsageError(f"--out {shown(out)}: {shown(out / name)} is a folder; the bench writes a file there")
+    folder = out
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:  # a file made and removed: os.access says yes to root everywhere
+        fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"--out {shown(out)}: cannot write a file in {shown(folder)} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
 def run(args) -> int:
     from gpu_sssp.pipeline import bench_report as report
-    from gpu_sssp.pipeline.bench_protocol import (BenchSettings, check_gpu_asked, environment, plan_variants,
-                                                  run_benchmark)
+    from gpu_sssp.pipeline.bench_protocol import (ROW_SCHEMA, BenchSettings, check_gpu_asked, environment,
+                                                  plan_variants, run_benchmark)
     from gpu_sssp.pipeline.writers import check_output_dir
 
     out = Path(args.out)
     check_output_dir(out, option="--out")
+    _check_out_writable(out)
     if args.from_rows:
         if args.graphs:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
@@ -256,6 +285,14 @@ def run(args) -> int:
     env = environment()
     console.print(f"device: {env.get('gpu') or 'none (CPU only)'}; timing: "
                   + ", ".join(v.label for v in variants), highlight=False, markup=False)
+    # before anything is timed: no rows yet, marked partial.  A folder that held an
+    # earlier run's finished rows and summary no longer passes them off as this run's
+    # when this one is cut short before its first method is done
+    report.write_rows(ROW_SCHEMA.empty_table(), out / report.ROWS_FILE,
+                      {"env": env, "graphs": [], "notes": [_PARTIAL], "settings": dict(settings.__dict__)})
+    report.write_report(ROW_SCHEMA.empty_table(),
+                        {"env": env, "graphs": [], "notes": [_PARTIAL], "settings": dict(settings.__dict__)},
+                        out, plots=False)
 
     # one graph at a time: only one graph in memory, and the rows so far are on disk
     # after each method (a run cut short keeps what it measured)
@@ -314,14 +351,23 @@ def _show(table, written, out: Path, runs=None) -> None:
     sp = {(s["graph"], s["variant"]): s for s in report.speedups(agg)}
     t = Table(title="sssp bench (ms per source)")
     for col in ("graph", "method", "mean", "min", "max", "vs SciPy", "relax/|E|", "ok"):
-        t.add_column(col, justify="left" if col in ("graph", "method") else "right")
+        # names fold rather than end in '…' (networkit and networkit-spsp were both 'network…')
+        t.add_column(col, justify="left" if col in ("graph", "method") else "right",
+                     overflow="fold" if col in ("graph", "method") else "ellipsis")
     f = report.fmt_number
     for a in agg:
         s = sp.get((a["graph"], a["variant"]))
         t.add_row(escape(a["graph"]), escape(a["variant"]), f(a["mean_ms"]), f(a["min_ms"]), f(a["max_ms"]),
                   (f(s["vs_scipy"]) + "x") if s and s["vs_scipy"] else "-", f(a["relax_per_arc"]),
                   "[green]yes[/]" if not a["failures"] else f"[bold red]{a['failures']} failed[/]")
-    out_console.print(t)
+    shown_on = out_console
+    if not out_console.is_terminal:  # a pipe or a log: the table whole, at its natural width
+        from rich.measure import Measurement
+
+        width = Measurement.get(out_console, out_console.options.update_width(10_000), t).maximum
+        if width > out_console.width:
+            shown_on = Console(file=out_console.file, width=width, color_system=out_console.color_system)
+    shown_on.print(t)
     for n in written.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
     files = [out / report.ROWS_FILE, written["summary"], *written["plots"]]

@@ -1,0 +1,193 @@
+"""`sssp bench` as a demanding user meets it: a re-run cut short, an --out that takes no
+file, the summary table in a pipe, more sources than vertices, a method that answers
+fewer sources than it was asked, wrong answers from an anchor, rows merged from two
+machines.  Each test failed before its fix."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from gpu_sssp.kernels import baselines as bl
+from gpu_sssp.kernels import cpu as kernels_cpu
+from gpu_sssp.pipeline import bench_protocol as bm
+from gpu_sssp.pipeline import bench_report as report
+from gpu_sssp.workflows.cli import main
+from tests.pipeline.test_bench import grid_graph, registry_guard  # noqa: F401 (fixture)
+from tests.workflows.test_cli_bench import scratch_registry, small_parquet  # noqa: F401 (fixtures)
+
+
+def stop_at_once(graph, sources, **kw):
+    """Ctrl-C in the method's first call (its warm-up): before any method is done."""
+    raise KeyboardInterrupt
+
+
+def short_solver(graph, sources, **kw):
+    """A batched method that answers only the first source of each call (right answer)."""
+    return kernels_cpu.dijkstra(graph, sources[:1], distances=kw.get("distances", True))
+
+
+def test_a_rerun_cut_short_before_its_first_method_leaves_no_earlier_run_behind(
+        small_parquet, tmp_path, capsys, scratch_registry):
+    """An earlier run's finished rows.parquet, summary.md and plots stayed as they were
+    when a new run into the same folder was stopped before its first method was done:
+    they looked like this run's finished results (no 'still going' note)."""
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "3",
+                 "--baselines", "scipy", "--out", str(out), "--no-plots"]) == 0
+    (out / "speedup.png").write_bytes(b"\x89PNG earlier run")
+    scratch_registry.register("stopper", "cpu", "tests.workflows.test_cli_bench_audit:stop_at_once")
+    rc = main(["bench", str(small_parquet), "--algorithms", "stopper", "--sources", "2",
+               "--baselines", "", "--out", str(out), "--no-plots"])
+    assert rc == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "stopped: interrupted"
+    assert len(pq.read_table(out / "rows.parquet")) == 0
+    text = (out / "summary.md").read_text()
+    assert "still going" in text and "No rows" in text and "| dijkstra |" not in text
+    assert not (out / "speedup.png").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_an_out_folder_that_takes_no_file_is_refused_before_any_graph_is_read(
+        small_parquet, tmp_path, capsys, monkeypatch):
+    """A read-only --out failed only once the SciPy reference pass and the first method
+    were timed, with the OS's words about a temporary file and no option named.  (Root
+    may write anywhere, so the folder's refusal is stood in for.)"""
+    import tempfile
+
+    import gpu_sssp.pipeline.graph as graph_mod
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    real = tempfile.mkstemp
+
+    def refuse(*a, dir=None, **kw):
+        if dir is not None and str(dir) == str(out):
+            raise PermissionError(13, "Permission denied")
+        return real(*a, dir=dir, **kw)
+
+    def no_read(*a, **kw):
+        raise AssertionError("a graph was read before --out was checked")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(graph_mod, "load_graph", no_read)
+    for where in (out, out / "sub"):
+        rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
+                   "--baselines", "scipy", "--out", str(where), "--no-plots"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1
+        assert err[0].startswith(f"error: --out {where}: cannot write a file in {out}"), err
+    assert list(out.iterdir()) == []
+
+
+def test_an_out_whose_rows_file_is_a_folder_is_refused_at_once(small_parquet, tmp_path, capsys):
+    out = tmp_path / "b"
+    (out / "rows.parquet").mkdir(parents=True)
+    rc = main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2",
+               "--baselines", "scipy", "--out", str(out), "--no-plots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: --out {out}: {out / 'rows.parquet'} is a folder; the bench writes a file there"]
+
+
+def test_the_summary_table_names_every_method_whole_in_a_pipe(small_parquet, tmp_path, capsys):
+    """At a pipe's 80 columns the table cut names to 'bellman…' / 'network…' (networkit
+    and networkit-spsp alike) and a long graph name to its first letters."""
+    g = tmp_path / "a_rather_long_graph_name_for_the_table.parquet"
+    shutil.copy(small_parquet, g)
+    rc = main(["bench", str(g), "--algorithms", "dijkstra,bellman-ford", "--sources", "2",
+               "--baselines", "scipy", "--out", str(tmp_path / "b"), "--no-plots"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "…" not in text
+    for name in ("a_rather_long_graph_name_for_the_table", "bellman-ford", "dijkstra", "scipy"):
+        assert f" {name} " in text
+
+
+def test_more_sources_than_vertices_keep_the_threshold():
+    """Asking more sources than the graph has vertices halved the threshold down to 1,
+    each step noted as 'only 180 vertices reach 90 vertices' (every vertex did)."""
+    g = grid_graph()  # 180 vertices, connected
+    draw = bm.draw_sources(g, 10_000, min_component=100, seed=1)
+    assert draw.min_component == 100
+    assert len(draw.sources) == g.n
+    assert draw.notes == [f"grid: only {g.n:,} distinct sources available (asked 10,000)"]
+
+
+def test_a_method_answering_fewer_sources_than_asked_fails_them(registry_guard):
+    """zip() dropped the sources a batched call gave no answer for: their rows were
+    missing, no row failed and the bench exited 0."""
+    registry_guard._VARIANTS.pop("batched", None)
+    registry_guard.register("batched", "cpu", "tests.workflows.test_cli_bench_audit:short_solver")
+    g = grid_graph()
+    out = bm.run_benchmark([g], bm.plan_variants(["batched"], baselines=["scipy"]),
+                           bm.BenchSettings(sources=4, min_component=10))
+    rows = [r for r in out.table.to_pylist() if r["algorithm"] == "batched"]
+    assert len(rows) == 4
+    assert not any(r["ok"] for r in rows)
+    assert all("answered 1 source(s) for 4 asked" in r["error"] for r in rows)
+    assert out.failures == 4
+
+
+def test_a_wrong_one_source_anchor_fails_its_rows(monkeypatch):
+    """networkit (one source per call) planted wrong: every row not ok, no ratio."""
+    g = grid_graph()
+    if bl.unavailable_reason("networkit", g):
+        pytest.skip(bl.unavailable_reason("networkit", g))
+    real = bl.prepare
+
+    def plant(name, graph, sources):
+        solve = real(name, graph, sources)
+        if name != "networkit":
+            return solve
+
+        def wrong(s):
+            d, ms = solve(s)
+            d = np.array(d, dtype=np.float64)
+            fin = np.flatnonzero(np.isfinite(d) & (d > 0))
+            d[fin[0]] += 1
+            return d, ms
+        return wrong
+
+    monkeypatch.setattr(bl, "prepare", plant)
+    out = bm.run_benchmark([g], bm.plan_variants(["dijkstra"], baselines=["scipy", "networkit"]),
+                           bm.BenchSettings(sources=3, min_component=10, runs=2))
+    rows = out.table.to_pylist()
+    bad = [r for r in rows if r["algorithm"] == "networkit"]
+    assert len(bad) == 6 and not any(r["ok"] for r in bad)
+    assert all(r["ok"] for r in rows if r["algorithm"] != "networkit")
+    sp = {s["variant"]: s for s in report.speedups(report.aggregate(out.table))}
+    assert sp["networkit"]["vs_scipy"] is None
+
+
+def _rows_file(path, env):
+    g = grid_graph(name="grid")
+    out = bm.run_benchmark([g], bm.plan_variants(["dijkstra"], baselines=["scipy"]),
+                           bm.BenchSettings(sources=2, min_component=10), env=env)
+    report.write_rows(out.table, path, report.context_of(out))
+    return path
+
+
+def test_rows_merged_from_two_machines_name_each_machine(tmp_path):
+    """--from-rows of runs on two machines named only the first run's GPU, host and
+    versions at the top of the summary, as if every run had been made there."""
+    base = {"driver": "", "host": "h", "cpu": "CPU-X", "cpu_cores": 2,
+            "versions": {"gpu-sssp-commit": "aaaa"}}
+    a = _rows_file(tmp_path / "a.parquet", {**base, "gpu": "NVIDIA H100", "driver": "580"})
+    b = _rows_file(tmp_path / "b.parquet", {**base, "gpu": "", "host": "h2", "cpu": "CPU-Y",
+                                             "versions": {"gpu-sssp-commit": "bbbb"}})
+    table, ctx = report.load_rows([a, b])
+    text = report.summary_markdown(table, ctx)
+    head = text.split("## Graphs")[0]
+    assert "NVIDIA H100, driver 580" in head and "none (CPU only)" in head
+    assert "CPU-X" in head and "CPU-Y" in head
+    assert "aaaa" in head and "bbbb" in head
+    lines = [ln for ln in head.splitlines() if ln.startswith("- run ")]
+    assert "NVIDIA H100" in lines[0] and "CPU-Y" in lines[1]
+    # one machine: the plain header, as before
+    table, ctx = report.load_rows([a, _rows_file(tmp_path / "c.parquet", {**base, "gpu": "NVIDIA H100",
+                                                                           "driver": "580"})])
+    assert "- GPU: NVIDIA H100, driver 580" in report.summary_markdown(table, ctx)
+    json.dumps(ctx)  # the merged context stays JSON (written as the rows' metadata)
