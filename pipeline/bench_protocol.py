@@ -22,7 +22,9 @@ Definitions used in every row:
 - ``time_ms``: wall time of the call as a user sees it (host to host, results back);
   batched methods solve a batch per call and the call's time is divided by its size.
 - ``kernel_ms``: the method's own device time (``Result.counters["kernel_ms"]``);
-  for CPU solvers the same as ``time_ms``.
+  for a CPU method its own compute time where it reports one (the same counter: CPU
+  ``dijkstra`` and ``phast@cpu`` do, a little under ``time_ms``), else ``time_ms``; for
+  the baselines the same as ``time_ms``.
 - ``warmup_ms``: wall time of the variant's first warm-up call (untimed: the graph's
   upload, kernel compilation, a hierarchy's build or load happen there), the same on
   each of its rows; None without warm-up and for the SciPy reference.

@@ -501,7 +501,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         out.append("- every method and baseline ran from the same sources in the same process; "
                    "times are milliseconds per source (a batched call's time divided by its batch size)")
     out.append("- `time` is end to end (host to host, the graph already on the device); `kernel` is the "
-               "method's device time; `first call` is the first warm-up call (not in `time`: the graph's "
+               "method's device time (a CPU method's own compute time where it reports one, else `time`); `first call` is the first warm-up call (not in `time`: the graph's "
                "upload, compilation, a hierarchy's build or load); "
                "MTEPS = arcs / kernel time; edges/s = relax operations / kernel time; "
                "relax/|E| = relax operations per arc (Dijkstra scans each reached arc once)")
@@ -679,6 +679,18 @@ def _scale(ax, lows, highs) -> None:
         ax.set_xlim(0, hi * 1.25)
 
 
+def device_caption(table: pa.Table) -> str:
+    """The machines the rows were timed on, from their ``gpu`` and ``cpu`` columns:
+    ``GPU: NVIDIA H200; CPU: AMD EPYC`` (several, comma-separated, for merged runs)."""
+    def distinct(col):
+        if col not in table.schema.names:
+            return []
+        return [v for v in OrderedDict.fromkeys(table.column(col).to_pylist()) if v]
+
+    gpus, cpus = distinct("gpu"), distinct("cpu")
+    return f"GPU: {', '.join(gpus) or 'none (CPU only)'}; CPU: {', '.join(cpus) or 'unknown'}"
+
+
 def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
     """Draw the PNGs that apply to these rows; returns their paths.
 
@@ -697,12 +709,16 @@ def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
     made: list[Path] = []
     graphs = _graph_order(agg)
 
-    def save(fig, key, tight=True):
+    caption = device_caption(table)
+
+    def save(fig, key, bottom=0.0):
         path = outdir / PLOT_FILES[key]
-        if tight:
-            fig.tight_layout()
+        # the machine the times were taken on, on the figure (a plot copied into a
+        # document without its summary said nothing of it) and in its PNG metadata
+        fig.suptitle(caption, fontsize=8, color="#444444")
+        fig.tight_layout(rect=(0, bottom, 1, 0.95 if fig.get_figheight() < 6 else 0.97))
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
+            fig.savefig(tmp, dpi=110, format="png", metadata={"Description": caption})
         plt.close(fig)
         made.append(path)
 
@@ -725,8 +741,7 @@ def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in _KIND_COLOURS.values()]
         fig.legend(handles, ["GPU method", "CPU method", "CPU baseline"], loc="lower center", ncol=3,
                    fontsize=8, frameon=False)
-        fig.tight_layout(rect=(0, 0.06 if len(graphs) <= 3 else 0.03, 1, 1))
-        save(fig, "time", tight=False)
+        save(fig, "time", bottom=0.06 if len(graphs) <= 3 else 0.03)
 
     sp = [s for s in speedups(agg) if s["vs_scipy"]]
     if sp:

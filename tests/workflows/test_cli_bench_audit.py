@@ -191,3 +191,19 @@ def test_rows_merged_from_two_machines_name_each_machine(tmp_path):
                                                                            "driver": "580"})])
     assert "- GPU: NVIDIA H100, driver 580" in report.summary_markdown(table, ctx)
     json.dumps(ctx)  # the merged context stays JSON (written as the rows' metadata)
+
+
+def test_the_plots_name_the_machine_the_times_were_taken_on(tmp_path):
+    """A PNG copied beside a document said nothing of the GPU or CPU it was timed on."""
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    rows = _rows_file(tmp_path / "a.parquet", {"gpu": "NVIDIA H200", "driver": "580", "host": "h",
+                                               "cpu": "CPU-X", "versions": {}})
+    table, ctx = report.load_rows([rows])
+    made = report.make_plots(table, tmp_path / "plots", runs=report.run_labels(ctx))
+    assert {p.name for p in made} >= {"time_per_graph.png", "speedup.png"}
+    for p in made:
+        assert Image.open(p).info.get("Description") == "GPU: NVIDIA H200; CPU: CPU-X"
+    cpu_only = _rows_file(tmp_path / "b.parquet", {"gpu": "", "host": "h", "cpu": "CPU-Y", "versions": {}})
+    assert report.device_caption(report.load_rows([cpu_only])[0]) == "GPU: none (CPU only); CPU: CPU-Y"
