@@ -93,6 +93,8 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         idx = np.arange(graph.n, dtype=np.int64)
         how = {"kind": "all"}
     elif isinstance(targets, (str, os.PathLike)):
+        if not os.fspath(targets).strip():  # Path("") is ".": "is a folder" named no problem
+            raise UsageError("--targets: an empty name is neither 'all' nor a targets file")
         file_ids = read_target_file(targets, graph)
         idx = file_ids - graph.id_base
         how = {"kind": "file", "file": os.fspath(targets)}

@@ -37,7 +37,8 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
       all (there is then no bound).
     - ``closeness``: ``others / sum_distance`` per source, ``others`` the vertices it
       reaches other than itself (``reached - 1``; with ``stats_over="targets"``, the
-      distinct targets it reaches other than itself); largest and smallest with their
+      distinct targets it reaches other than itself, unless the targets are every
+      vertex: the summary is then a study's without targets); largest and smallest with their
       sources (sources reaching nothing else are left out).  A source that reaches
       others, all at distance exactly 0 (zero-weight arcs: eccentricity 0 and sum 0), has
       infinite closeness: the largest is then ``{"value": None, "kind": "infinite ...",
@@ -93,10 +94,14 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     # file that names every vertex): the diameter and radius are then exact, not bounds
     every_source = solved == n and len(np.unique(src)) == n
     tp = getattr(plan, "targets", None)
-    over_targets = tp is not None and getattr(plan, "stats_over", "") == "targets"
+    distinct_targets = int(len(np.unique(tp.targets))) if tp is not None else 0
+    # a matrix study's stats over its distinct targets: no diameter/radius, unless the
+    # targets are every vertex (--targets all, or a file naming them all): its stats are
+    # then over every vertex, and the summary is that of a study without targets
+    over_targets = tp is not None and getattr(plan, "stats_over", "") == "targets" and distinct_targets < n
     universe = n
-    if over_targets:  # a matrix study's stats over its distinct targets: no diameter/radius
-        universe = int(len(np.unique(tp.targets)))
+    if over_targets:
+        universe = distinct_targets
         every_source = False
     full = reached == universe
     finite = np.isfinite(ecc)
@@ -185,6 +190,6 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         "algorithms": algorithms,
         "devices": devices,
         "timings": timings,
-        **({"stats_over": "targets" if over_targets else "vertices", "targets": tp.count,
-            "distinct_targets": int(len(np.unique(tp.targets)))} if tp is not None else {}),
+        **({"stats_over": "targets" if getattr(plan, "stats_over", "") == "targets" else "vertices",
+            "targets": tp.count, "distinct_targets": distinct_targets} if tp is not None else {}),
     }
