@@ -333,6 +333,13 @@ def run(args) -> int:
         dropped = int(plan.sources.how.get("duplicates_dropped", 0) or 0)
         if dropped:
             console.print(repeated_note(dropped, plan.sources.count), highlight=False)
+        if getattr(study, "nothing_to_resume", False):
+            # (the folder's settings - a matrix study's targets, --stats-over, --matrix-form -
+            # are taken over only from a recorded study)
+            console.print(f"note: {shown(args.out)} holds no study yet (a run stopped before recording it): "
+                          "starting the study as given"
+                          + (", without targets: give --targets (or --random-targets) again for a matrix study"
+                             if plan.targets is None else ""), highlight=False)
         if args.resume and study.redone:
             console.print(f"note: {study.redone_note()}")
         adopted = getattr(study, "adopted", None)

@@ -308,6 +308,10 @@ class Study:
         self.lock.acquire()
         try:
             self._check_folder(resume)
+            # a resume that finds no study recorded (a run stopped while it started, before
+            # its manifest): the study is started as given, with none of a recorded study's
+            # settings taken over (a matrix study's targets among them): said by the caller
+            self.nothing_to_resume = bool(resume and not self.manifest)
             if resume:
                 self.journal.repair()  # a line torn by the crash that stopped the last run
             # journaled batches whose files are missing or incomplete: solved again (why)

@@ -145,3 +145,23 @@ def test_bad_listen_options_are_refused_as_before(study, monkeypatch, capsys):
     _no_cluster(monkeypatch)
     rc = main([*study, "--resume", "--host", "192.0.2.1"])
     assert rc == 2 and "--host 192.0.2.1: not an address of this machine" in capsys.readouterr().err
+
+
+def test_a_resume_that_finds_no_study_recorded_says_it_starts_as_given(tmp_path, capsys):
+    """A matrix study stopped while it started (before its manifest: a Ctrl-C or kill
+    in the cluster's start) leaves no study, or only its lock.  A ``--resume`` without
+    the target options (which a resume takes from a recorded study) then ran a study
+    without targets with no word; it now says that nothing was recorded and that it
+    starts the study as given, without targets."""
+    graph = grid_parquet(tmp_path, 10, 10)
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".lock").write_text("pid 1 on a host that is gone\n")  # what a SIGKILL left
+    argv = ["study", str(graph), "--random", "20", "--seed", "3", "--batch-size", "10", "--cpu-workers", "1",
+            "--no-dashboard", "--out", str(out), "--resume"]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"note: {out} holds no study yet (a run stopped before recording it): starting the study as given, " \
+           "without targets: give --targets (or --random-targets) again for a matrix study" in text, text
+    assert main([*argv[:-1], "--resume"]) == 0  # a resume of the study now recorded: no such note
+    assert "holds no study yet" not in capsys.readouterr().out
