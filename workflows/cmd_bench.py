@@ -216,26 +216,13 @@ def _check_out_writable(out: Path) -> None:
     ``rows.parquet`` / ``summary.md`` there that is a folder (the atomic rename fails).
     The first write used to come only after the SciPy reference pass and the first
     method were timed, and said only the OS's words about a temporary file."""
-    import contextlib
-    import os
-    import tempfile
-
     from gpu_sssp.pipeline import bench_report as report
+    from gpu_sssp.workflows.common import refuse_unwritable_folder
 
     for name in (report.ROWS_FILE, report.SUMMARY_FILE):
         if (out / name).is_dir():
             raise UsageError(f"--out {shown(out)}: {shown(out / name)} is a folder; the bench writes a file there")
-    folder = out
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    try:  # a file made and removed: os.access says yes to root everywhere
-        fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
-    except OSError as exc:
-        raise UsageError(f"--out {shown(out)}: cannot write a file in {shown(folder)} "
-                         f"({exc.strerror or type(exc).__name__})") from None
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    refuse_unwritable_folder(out, f"--out {shown(out)}")
 
 
 def run(args) -> int:

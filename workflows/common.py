@@ -71,25 +71,27 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
-    _refuse_unwritable_folder(out, option)
+    refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {out}")
 
 
-def _refuse_unwritable_folder(out: Path, option: str) -> None:
-    """Refuse, before any input is read, an output whose folder (or, where it is still
-    to be made, the nearest folder above it that exists) cannot take a new file: the
-    write used to fail only after the work was done, naming its temporary file
-    (``[Errno 2] Failed to open local file '/proc/.x.parquet.tmp-...'``).  A file is
-    made there and removed (``os.access`` says yes to root everywhere)."""
+def refuse_unwritable_folder(folder: Path, what: str) -> None:
+    """Refuse, before any input is read, an output ``what`` (its option and name) whose
+    ``folder`` (or, where it is still to be made, the nearest folder above it that
+    exists) cannot take a new file: the write used to fail only after the work was done,
+    naming its temporary file (``[Errno 2] Failed to open local file
+    '/proc/.x.parquet.tmp-...'``).  A file is made there and removed (``os.access`` says
+    yes to root everywhere)."""
     import os
     import tempfile
 
-    folder = out.parent if str(out.parent) else Path(".")
+    from gpu_sssp.pipeline.fsnames import shown
+
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     try:
         fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
     except OSError as exc:
-        raise UsageError(f"{option} {out}: cannot write a file in {folder} "
+        raise UsageError(f"{what}: cannot write a file in {shown(folder)} "
                          f"({exc.strerror or type(exc).__name__})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
