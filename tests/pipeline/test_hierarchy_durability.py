@@ -11,23 +11,7 @@ import numpy as np
 import pytest
 
 from gpu_sssp.kernels import hierarchy as hmod
-from tests.conftest import DATA
-from tests.kernels.test_hierarchy import numpy_phast, scipy_int
-
-
-@pytest.fixture()
-def rome_parquet(tmp_path):
-    from gpu_sssp.pipeline.ingest import ingest
-
-    out = tmp_path / "rome99.parquet"
-    ingest(DATA / "rome99.gr", out)
-    return out
-
-
-def _fresh(path):
-    from gpu_sssp.pipeline.graph import read_parquet
-
-    return read_parquet(path)
+from tests.kernels.test_hierarchy import _fresh, numpy_phast, rome_parquet, scipy_int  # noqa: F401 (a fixture)
 
 
 def _what(fd_or_path):
