@@ -93,8 +93,11 @@ def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str,
         limit = setting("study.max-distance-bytes")  # checked and converted: bytes
     if estimate > limit:
         how = option.format(estimate=estimate)
+        size, cap = fmt_bytes(estimate), fmt_bytes(limit)
+        if size == cap:  # "11.2 KB ..., above the limit of 11.2 KB": the bytes themselves
+            size, cap = f"{estimate:,} bytes", f"{int(limit):,} bytes"
         raise error(
-            f"{what} would take up to {fmt_bytes(estimate)} ({detail}), above the limit of {fmt_bytes(limit)}; "
+            f"{what} would take up to {size} ({detail}), above the limit of {cap}; "
             f"raise it with {how} (or dask config sssp.study.max-distance-bytes), "
             f"{advice}")
 

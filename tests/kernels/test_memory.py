@@ -74,6 +74,10 @@ def test_matrix_refuses_above_the_study_limit_before_allocating():
     with pytest.raises(OutputTooLargeError, match=r"above the limit of 1\.0 KB"):
         gpu_sssp.matrix(chain(100), "all", "all", max_distance_bytes=1000)
     assert gpu_sssp.matrix(chain(100), [0, 1], [2, 3], method="dijkstra").shape == (2, 2)
+    # a limit just below the estimate: both rounded to the same size said "up to 80.8 KB
+    # ..., above the limit of 80.8 KB"; the bytes themselves are given then
+    with pytest.raises(OutputTooLargeError, match=r"up to 80,800 bytes \(.*\), above the limit of 80,799 bytes"):
+        gpu_sssp.matrix(chain(100), "all", "all", max_distance_bytes=80_799)
 
 
 def test_matrix_refuses_beyond_memory(little_memory):
