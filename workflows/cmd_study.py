@@ -183,6 +183,9 @@ def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
         t.add_row("targets", f"{s['targets']:,}", "", f"{s['distinct_targets']:,} distinct; stats below over them")
         t.add_row("sources reaching every target", f"{s['sources_reaching_all']:,}", "", "")
     else:
+        if "targets" in s:  # a matrix study, its statistics over every vertex
+            t.add_row("targets", f"{s['targets']:,}", "", f"{s['distinct_targets']:,} distinct; stats below over "
+                      "every vertex")
         t.add_row("sources reaching every vertex", f"{s['sources_reaching_all']:,}", "", "")
     row("diameter", s["diameter"])
     row("radius", s["radius"])
