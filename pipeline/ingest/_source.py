@@ -35,6 +35,30 @@ def _tar_header(block: bytes) -> bool:
     return True
 
 
+def _appended_archive(fileobj, pos: int) -> int | None:
+    """Read ``fileobj`` (at ``pos``, past an archive's end blocks) to its end; the offset
+    of the first record (``tarfile.RECORDSIZE`` bytes, from the start) that begins with a
+    tar header, or ``None``.  ``cat a.tar b.tar`` puts ``b``'s first header at such a
+    record: tar and tarfile stop at ``a``'s end without a word.  Blocks inside the last
+    record are not looked at: tar ignores them, and SuiteSparse's tarballs have old
+    buffer contents there.  Reading stops at such a header (the input is refused)."""
+    rec = tarfile.RECORDSIZE
+    while True:
+        start = -(-pos // rec) * rec  # the next record's start
+        skip = start - pos
+        while skip > 0:  # read on (compressed text cannot seek forward any cheaper)
+            got = len(fileobj.read(min(skip, 1 << 20)))
+            if not got:
+                return None
+            skip -= got
+        block = fileobj.read(tarfile.BLOCKSIZE)
+        if not block:
+            return None
+        if _tar_header(block):
+            return start  # refused for that, whatever follows
+        pos = start + len(block)
+
+
 # what decompressors and tarfile raise on truncated or corrupt data (gzip's BadGzipFile
 # and bz2's "Invalid data stream" are OSErrors)
 _STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, tarfile.TarError, _ZstdError)
@@ -549,9 +573,10 @@ class Source:
                 # also ends tarfile's member list, without a word
                 stop = fileobj.read(tarfile.BLOCKSIZE)
                 after = fileobj.read(tarfile.BLOCKSIZE)  # the end is two zero blocks
-                if self.compression is not None:
-                    while fileobj.read(1 << 20):  # the compressed data must end cleanly too
-                        pass
+                # the rest is read through (the compressed data must end cleanly too),
+                # looking at each record's first block: another archive there is a
+                # concatenated one, which tar (without -i) and tarfile drop quietly
+                appended = _appended_archive(fileobj, end + len(stop) + len(after))
                 if self.compression == "zst" and (why := zstd_incomplete(self.path)):
                     raise _ZstdError(why)
             except (tarfile.TarError,) + _STREAM_ERRORS as exc:
@@ -570,6 +595,11 @@ class Source:
                 where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
                 raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {where} (after "
                                  f"{len(members):,} files) is followed by more files, which tar would read")
+            if appended is not None:
+                where = f"byte {appended:,} of its {kind} text" if kind else f"byte {appended:,}"
+                raise InputError(self.display, None, f"another tar archive starts at {where}, after this one's "
+                                 f"end ({len(members):,} files): tarballs joined with cat? tar reads the "
+                                 "first only (tar -i reads on); extract the graph file and give it alone")
             if not members:
                 raise InputError(self.display, None, "tar archive holds no files")
         except BaseException:

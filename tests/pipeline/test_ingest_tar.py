@@ -167,3 +167,36 @@ def test_trailing_garbage_cli_one_line(tmp_path):
     assert "Traceback" not in err and err.startswith(f"error: {p}: ") and len(err.splitlines()) == 1, err
     assert "bzip2" in err and "trailing garbage" in err
     assert sorted(f.name for f in tmp_path.iterdir()) == [p.name]
+
+
+@pytest.mark.parametrize("ext", [None, "gz", "xz", "zst"])
+def test_a_second_archive_appended_is_refused(tmp_path, ext):
+    # cat a.tar b.tar: tar (without -i) and tarfile stop at a's end blocks and drop b's
+    # files without a word; the ingest read a's graph and said nothing of the other
+    first = _tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"))
+    assert len(first) % tarfile.RECORDSIZE == 0
+    raw = first + _tar(("karate/karate.mtx", KARATE))
+    name = "karate.tar" + (f".{ext}" if ext else "")
+    p = tmp_path / name
+    p.write_bytes(COMPRESSORS[ext](raw) if ext else raw)
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "k.parquet")
+    e = ei.value
+    assert e.path == str(p) and e.line is None and "\n" not in str(e), e
+    assert f"another tar archive starts at byte {len(first):,}" in e.message and "after this one's end (1 files)" \
+        in e.message, e
+    assert sorted(f.name for f in tmp_path.iterdir()) == [p.name]
+
+
+def test_a_header_inside_the_last_record_is_old_buffer_bytes(tmp_path, plain_arcs):
+    # a stale header left in the last record's padding (buffer reuse) is not an archive:
+    # only a record's first block can start one
+    raw = bytearray(_tar(("karate/karate.mtx", KARATE)))
+    end = 512 + len(KARATE) + (-len(KARATE) % 512) + 1024
+    stale = _tar(("old/old.mtx", b"x\n"))[:512]
+    assert len(raw) - end >= 1024
+    raw[end + 512:end + 1024] = stale
+    p = tmp_path / "karate.tar"
+    p.write_bytes(bytes(raw))
+    ingest(p, tmp_path / "k.parquet")
+    assert _same(arcs(tmp_path / "k.parquet"), plain_arcs)
