@@ -119,6 +119,8 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
             ("self-loops", meta.get("self_loops")),
             ("parallel arcs", meta.get("parallel_arcs")),
         ]
+    if meta.get("source_member"):  # the tarball's member read (pipeline.ingest._source._main_member)
+        rows.insert(0, ("member", meta["source_member"]))
     for k, v in rows:
         t.add_row(k, fmt(v))
     if seconds is not None:

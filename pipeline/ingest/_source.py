@@ -35,6 +35,26 @@ def _tar_header(block: bytes) -> bool:
     return True
 
 
+def _main_member(members, stem: str):
+    """The member of a tarball named ``<stem>.tar[.*]`` that holds its graph: the one
+    named after the archive (``stem``; a ``.mtx`` first), else its one ``.mtx`` matrix
+    whose other ``.mtx`` members are SuiteSparse's extras (``<matrix>_gcs.mtx``, ...),
+    else its one file.  Any other choice would be a guess: ``ValueError`` listing them."""
+    mtx = [m for m in members if m.name.lower().endswith(".mtx")]
+    for pool in (mtx, members):
+        named = [m for m in pool if Path(m.name).stem == stem]
+        if named:
+            return named[-1]  # a name given twice: tar extracts the last one over the others
+    pool = mtx or members
+    main = min(pool, key=lambda m: (len(Path(m.name).name), m.name))
+    if all(m is main or Path(m.name).stem.startswith(Path(main.name).stem + "_") for m in pool):
+        return main
+    shown_names = ", ".join(m.name for m in sorted(pool, key=lambda m: m.name)[:5])
+    more = f", ... ({len(pool):,} in all)" if len(pool) > 5 else ""
+    raise ValueError(f"tar archive holds {len(pool):,} {'matrices' if mtx else 'files'} and none is named after "
+                     f"it ({stem}): {shown_names}{more}; extract the graph file and give it alone")
+
+
 def _appended_archive(fileobj, pos: int) -> int | None:
     """Read ``fileobj`` (at ``pos``, past an archive's end blocks) to its end; the offset
     of the first record (``tarfile.RECORDSIZE`` bytes, from the start) that begins with a
@@ -610,15 +630,11 @@ class Source:
         for suf in (".tar", ".tgz"):
             if stem.lower().endswith(suf):
                 stem = stem[: -len(suf)]
-        mtx = [m for m in members if m.name.lower().endswith(".mtx")]
-        pick = None
-        for m in mtx:
-            if Path(m.name).stem == stem:
-                pick = m
-        if pick is None:
-            # SuiteSparse extras (_gcs, _nodename, ...) have longer names than the matrix
-            pool = mtx or members
-            pick = min(pool, key=lambda m: (len(Path(m.name).name), m.name))
+        try:
+            pick = _main_member(members, stem)
+        except ValueError as exc:
+            fileobj.close()
+            raise InputError(self.display, None, str(exc)) from None
         self._tar = tar
         self.member = pick.name
         self.inner_name = Path(pick.name).name

@@ -200,3 +200,55 @@ def test_a_header_inside_the_last_record_is_old_buffer_bytes(tmp_path, plain_arc
     p.write_bytes(bytes(raw))
     ingest(p, tmp_path / "k.parquet")
     assert _same(arcs(tmp_path / "k.parquet"), plain_arcs)
+
+
+GR1 = b"p sp 3 2\na 1 2 5\na 2 3 7\n"
+GR2 = b"p sp 3 1\na 1 3 1\n"
+
+
+def test_two_graph_files_none_named_after_the_archive_refused(tmp_path):
+    # the shorter name was read without a word (and the other graph dropped)
+    p = tmp_path / "roads.tar"
+    p.write_bytes(_tar(("ny.gr", GR1), ("bay.gr", GR2)))
+    with pytest.raises(InputError) as ei:
+        ingest(p, tmp_path / "r.parquet")
+    e = ei.value
+    assert e.path == str(p) and "holds 2 files and none is named after it (roads): bay.gr, ny.gr" in e.message, e
+    assert sorted(f.name for f in tmp_path.iterdir()) == [p.name]
+
+
+def test_the_member_named_after_the_archive_or_a_lone_one_is_read(tmp_path):
+    p = tmp_path / "ny.tar"
+    p.write_bytes(_tar(("bay.gr", GR2), ("ny.gr", GR1)))
+    assert ingest(p, tmp_path / "a.parquet")["source_member"] == "ny.gr"
+    q = tmp_path / "whatever.tar"
+    q.write_bytes(_tar(("data/ny.gr", GR1)))
+    meta = ingest(q, tmp_path / "b.parquet")
+    assert meta["source_member"] == "data/ny.gr" and meta["vertices"] == 3
+
+
+def test_suitesparse_extras_beside_a_renamed_archive(tmp_path, plain_arcs):
+    # a downloaded copy renamed (karate (1).tar): the matrix is still the .mtx whose
+    # other .mtx members are its extras (karate_gcs.mtx)
+    p = tmp_path / "karate (1).tar"
+    p.write_bytes(_tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"),
+                       ("karate/karate.mtx", KARATE), ("karate/README", b"x\n")))
+    assert ingest(p, tmp_path / "k.parquet")["source_member"] == "karate/karate.mtx"
+    assert _same(arcs(tmp_path / "k.parquet"), plain_arcs)
+    q = tmp_path / "two (1).tar"
+    q.write_bytes(_tar(("a/karate.mtx", KARATE), ("a/other.mtx", KARATE)))
+    with pytest.raises(InputError, match=r"holds 2 matrices and none is named after it"):
+        ingest(q, tmp_path / "q.parquet")
+
+
+def test_ingest_table_names_the_member(tmp_path):
+    from gpu_sssp.workflows.cmd_ingest import summary_table
+    from rich.console import Console
+
+    p = tmp_path / "ny.tar"
+    p.write_bytes(_tar(("x/ny.gr", GR1)))
+    meta = ingest(p, tmp_path / "a.parquet")
+    con = Console(width=200, record=True)
+    con.print(summary_table(meta, tmp_path / "a.parquet"))
+    text = con.export_text()
+    assert "member" in text and "x/ny.gr" in text
