@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
-from gpu_sssp.pipeline.writers import (STATS_COMPRESSION, batch_name, fsync_file, wide_distance_table,
-                                       write_parquet_atomic)
+from gpu_sssp.pipeline.writers import (STATS_COMPRESSION, batch_name, encode_parquet, fsync_file,
+                                       wide_distance_table, write_bytes_atomic, write_parquet_atomic)
 
 _SOLVE_LOCK = threading.Lock()
 #: how a batch's statistics file is encoded (also what a worker's warm-up encodes once,
@@ -105,9 +105,11 @@ def _part(res, a: int, b: int, share: float):
 
 
 def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, outdir: Path,
-                 worker: str, fsync: bool, matrix_form: str | None = None) -> tuple[int, list, float]:
+                 worker: str, fsync: bool, matrix_form: str | None = None) -> tuple[int, list, dict]:
     """Write one batch's files (distances or its travel-time matrix before stats);
-    ``(bytes, files, stats_table_ms)``.  ``matrix_form``: a matrix study
+    ``(bytes, files, {"stats_table_ms", "stats_encode_ms", "stats_file_ms"})``: the
+    statistics file's steps (its rows built, encoded, written and renamed).
+    ``matrix_form``: a matrix study
     (:mod:`pipeline.study.matrix`) writes the batch's sources x targets matrix there."""
     from gpu_sssp.pipeline.study.plan import batch_folders
 
@@ -138,16 +140,19 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
         files.append(f"{folder}/{name}")
     t = time.perf_counter()
     stats = res.stats_table(graph.id_base, worker=worker, for_file=True)
-    t_table = (time.perf_counter() - t) * 1e3
+    t_table = time.perf_counter()
+    data = encode_parquet(stats, **STATS_PARQUET)
+    t_encode = time.perf_counter()
     # the statistics file marks the batch done, so it comes last.  It is renamed in place
     # unflushed: the caller flushes it once the batch is reported (solve_chunk), and its
     # folder once at the study's end (Study.finish).  A power loss before those flushes
     # may leave it missing or empty; the resume reads every statistics file's footer and
     # redoes such a batch.  (Distances and matrices are flushed before it, as it needs.)
-    nbytes += write_parquet_atomic(stats, outdir / "stats" / name, fsync=False, fsync_folder=False,
-                                   **STATS_PARQUET)
+    nbytes += write_bytes_atomic(data, outdir / "stats" / name, fsync=False, fsync_folder=False)
     files.append(f"stats/{name}")
-    return nbytes, files, t_table
+    steps = {"stats_table_ms": (t_table - t) * 1e3, "stats_encode_ms": (t_encode - t_table) * 1e3,
+             "stats_file_ms": (time.perf_counter() - t_encode) * 1e3}
+    return nbytes, files, steps
 
 
 def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: str, backend: str,
@@ -241,7 +246,7 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         share = len(p) / total
         tw = time.perf_counter()
         try:
-            nbytes, files, table_ms = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
+            nbytes, files, steps = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
                                                    outdir, worker, fsync, matrix_form if targets_file else None)
         except OSError as exc:
             # the output folder's trouble (full, read-only, a file size limit, removed):
@@ -256,7 +261,7 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
             "kernel_ms": kernel_ms * share,
             "solve_ms": (t2 - t1) * 1e3 * share,
             "write_ms": (time.perf_counter() - tw) * 1e3,
-            "stats_table_ms": table_ms,  # of write_ms: building the stats rows
+            **steps,  # of write_ms: the stats file's rows built, encoded, written and renamed
             "load_ms": (t_load - t0) * 1e3 * share,
             "wait_ms": (t1 - t_load) * 1e3 * share,  # for the GPU turn (this worker's other solve)
             "held_ms": held * share,  # the GPU turn held: set-up and launches

@@ -19,8 +19,12 @@ def breakdown(journal: Path, summary: Path, *, tasks_shown: int = 40) -> None:
     tasks = {}
     for line in Path(journal).read_text().splitlines():
         m = json.loads(line)
-        t = tasks.setdefault(m["task"], dict(m, write=0.0, load=0.0, wait=0.0, solve=0.0, n=0))
+        t = tasks.setdefault(m["task"], dict(m, write=0.0, load=0.0, wait=0.0, solve=0.0, n=0, table=0.0,
+                                             encode=0.0, file=0.0))
         t["write"] += m["write_ms"]
+        t["table"] += m.get("stats_table_ms", 0.0)
+        t["encode"] += m.get("stats_encode_ms", 0.0)
+        t["file"] += m.get("stats_file_ms", 0.0)
         t["load"] += m["load_ms"]
         t["wait"] += m["wait_ms"]
         t["solve"] += m["solve_ms"]
@@ -43,7 +47,8 @@ def breakdown(journal: Path, summary: Path, *, tasks_shown: int = 40) -> None:
         print(f"  last of {w[-5:]:>5}: kernel end {1e3 * (t['gpu_end'] - t0):6.1f}  +solve return "
               f"{1e3 * (t['solved'] - t['gpu_end']):4.1f}  +write {1e3 * (t['ended'] - t['solved']):4.1f}"
               f"  +to client {1e3 * (t.get('collected', float('nan')) - t['ended']):4.1f}"
-              f"  +until study end {1e3 * (end - t.get('collected', float('nan'))):5.1f}")
+              f"  +until study end {1e3 * (end - t.get('collected', float('nan'))):5.1f}"
+              f"  (write: stats rows {t['table']:.1f}, encode {t['encode']:.1f}, file {t['file']:.1f})")
 
 
 def main(paths):
