@@ -404,12 +404,20 @@ def run(args) -> int:
             return 128 + int(getattr(exc, "signum", 2))
         if "study" in state and not isinstance(exc, StudyError):
             fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
+            then = f"{fix}add --resume to continue"
+            from gpu_sssp.kernels import NegativeCycleError  # here: the module loads light
+
+            if isinstance(exc, NegativeCycleError):
+                # nothing to fix for a resume: the same graph meets the same cycle, and a
+                # graph without it has another fingerprint, whose resume is refused
+                then = ("a --resume stops at the same negative cycle; a graph without it is "
+                        "another study (another --out)")
             study = state["study"]
             written = study.unjournaled_files()
             more = (f" and {written} more batch file(s) were written (--resume keeps the complete ones)"
                     if written else "")
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; "
-                        f"{fix}add --resume to continue", label="note")
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; {then}",
+                        label="note")
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))

@@ -700,7 +700,13 @@ class Study:
 
         The statistics folder is flushed first: its files' renames were not flushed one
         by one (:func:`pipeline.study.task._write_batch`), and the summary must not
-        outlive them on a power loss."""
+        outlive them on a power loss.
+
+        Temporary files are removed here too, not only when a run starts: every task of
+        the run has ended by now, so one left is a writer's that died mid-write (a worker
+        killed while it wrote a batch, which Dask then ran again elsewhere), and a
+        finished folder holds none."""
+        remove_temporaries(self.out)
         fsync_folder(self.out / "stats")
         stats = self.stats_table()
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,

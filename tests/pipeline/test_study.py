@@ -532,3 +532,24 @@ def test_start_up_row_names_the_hierarchy_built_inside_the_wall():
     s["timings"]["startup"].update(client_hierarchy_s=0.0001, hierarchy_file=None)  # no phast: no hierarchy
     row = next(line for line in _table_lines(s) if "start-up" in line)
     assert "hierarchy" not in row and "cluster 0.94 s, workers ready" in row
+
+
+def test_a_complete_study_leaves_no_temporary_file_of_a_writer_killed_during_the_run(client, data, tmp_path):
+    # a worker killed (SIGKILL, out of memory) while it wrote a batch file leaves a
+    # `.batch-*.parquet.tmp-*` beside the files; Dask re-runs the batch elsewhere and the
+    # study completes. The temporary used to stay in the finished folder (only the start
+    # of a later run removed them): found with `kill -9` on a local CPU worker mid-study
+    path = grid_parquet(data, 30, 30)
+    out = tmp_path / "study"
+    torn = out / "distances" / ".batch-000003.parquet.tmp-0123456789ab"
+
+    def worker_killed_mid_write(meta, stats):
+        if meta["batch"] == 0 and not torn.exists():
+            torn.parent.mkdir(parents=True, exist_ok=True)
+            torn.write_bytes(b"PAR1 torn")
+
+    _, _, s = _run(client, path, out, random=40, seed=1, batch_size=5, outputs="distances",
+                   distance_form="wide", on_batch=worker_killed_mid_write)
+    assert s["complete"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert not list(out.rglob("*.tmp-*"))

@@ -435,3 +435,19 @@ def test_repeated_sources_are_a_note_not_a_log_warning(grid, tmp_path, capsys):
     assert rc == 0, got.err
     assert "note: 1 repeated source solved once (2 distinct)" in got.out
     assert "WARNING" not in got.err
+
+
+def test_negative_cycle_note_does_not_promise_a_resume_that_cannot_work(tmp_path, capsys):
+    # the note after a negative cycle said "fix the cause and add --resume to continue":
+    # a --resume on the same graph stops at the same cycle, and a graph without the cycle
+    # has another fingerprint, whose --resume is refused ("holds a different study")
+    from tests.pipeline.test_study_support import write_edge_parquet
+
+    g = write_edge_parquet(tmp_path / "neg.parquet", [1, 2, 3, 3], [2, 3, 1, 4], np.array([1, -3, 1, 2]),
+                           n=4, id_base=1)
+    args = ["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "o")]
+    assert main(args) == 3
+    note = [x for x in capsys.readouterr().err.splitlines() if x.startswith("note:")]
+    assert len(note) == 1 and "fix the cause and add --resume" not in note[0], note
+    assert "negative cycle" in note[0] and "another --out" in note[0], note
+    assert main(args + ["--resume"]) == 3  # as the note says: the same cycle again
