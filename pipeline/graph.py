@@ -642,12 +642,26 @@ _leases_lock = threading.RLock()
 
 #: errnos of a file system that has no flock (some NFS and FUSE mounts): no lease is
 #: taken and evictions go on as before
-_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
+#: (EBADF: NFS's emulation refused an exclusive lock on a copy it could open read-only only)
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL, errno.EBADF}
 
 
-def _open_copy(entry: Path) -> int:
-    """A read-only descriptor of the regular file ``entry`` (never blocks on a FIFO)."""
-    fd = os.open(entry, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+def _open_copy(entry: Path, write: bool = False) -> int:
+    """A descriptor of the regular file ``entry`` (never blocks on a FIFO), read-only, or
+    ``write``: read-write where it may be, for an exclusive lock, which NFS's emulation
+    of flock grants only on a descriptor open for writing (EBADF otherwise).  Opening
+    it so writes nothing: its times, which key its CSR cache, stay."""
+    flags = os.O_CLOEXEC | os.O_NONBLOCK
+    fd = -1
+    if write:
+        try:
+            fd = os.open(entry, os.O_RDWR | flags)
+        except FileNotFoundError:
+            raise
+        except OSError:  # a read-only file or mount: locked read-only
+            pass
+    if fd < 0:
+        fd = os.open(entry, os.O_RDONLY | flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(entry))
@@ -685,9 +699,7 @@ def _take_lease(entry: Path):
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)  # waits only for an eviction that is removing it
-        except OSError as exc:
-            if exc.errno not in _NO_FLOCK:
-                raise
+        except OSError as exc:  # never a reason not to load
             log.debug("no use lease on %s: %s (the file system has no flock)", entry, exc)
             return None  # the descriptor closed below
         if not _same_file(fd, entry):
@@ -760,7 +772,7 @@ def _remove_unused(entry: Path, why: str) -> bool:
     info, for a later eviction.  Returns whether it went.  Where the file system has no
     flock, it is removed as before leases."""
     try:
-        fd = _open_copy(entry)
+        fd = _open_copy(entry, write=True)
     except FileNotFoundError:
         _remove_entry(entry)  # derived files whose copy went: no one can hold them
         return True
@@ -775,8 +787,9 @@ def _remove_unused(entry: Path, why: str) -> bool:
                      "(a study or solve running); a later load removes it", entry, why)
             return False
         except OSError as exc:
-            if exc.errno not in _NO_FLOCK:
-                raise
+            if exc.errno not in _NO_FLOCK:  # not known to be free: kept
+                log.info("keeping cached copy %s for now (%s): it cannot be locked (%s)", entry, why, exc)
+                return False
             log.debug("removing %s without its lock: %s (the file system has no flock)", entry, exc)
         else:
             if not _same_file(fd, entry):  # replaced meanwhile: another copy now, not this one

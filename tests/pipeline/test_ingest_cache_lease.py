@@ -240,3 +240,51 @@ def test_a_read_only_copy_in_a_fallback_cache_is_leased(tmp_path, monkeypatch):
     g = load_graph(p)
     assert g.n == 3353 and _held(copy)
     assert sorted(f.name for f in cache.iterdir()) == before  # no lock file
+
+
+def test_nfs_exclusive_lock_refused_on_a_read_only_descriptor(tmp_path, monkeypatch):
+    """NFS emulates flock with byte-range locks: an exclusive one on a descriptor open
+    read-only fails with EBADF.  Evictions lock a read-write descriptor where they may,
+    and an EBADF left is a file system without flock (removed as before), never an error
+    out of load_graph."""
+    real_flock = fcntl.flock
+    seen = []
+
+    def writable(fd):
+        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+
+    def nfs_flock(fd, op):
+        if op & fcntl.LOCK_EX:
+            seen.append(writable(fd))
+            if not writable(fd):
+                raise OSError(errno.EBADF, "Bad file descriptor")
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(pgraph.fcntl, "flock", nfs_flock)
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    g = load_graph(p, weights=SPECS[0])
+    copy = _copy_of(cache, SPECS[0])
+    time.sleep(0.01)
+    _load_variants(p, SPECS[1:CACHE_VARIANTS + 1])
+    assert seen and all(seen)  # every exclusive lock on a read-write descriptor
+    assert copy.exists() and len(_copies(cache)) == CACHE_VARIANTS
+    del g
+    gc.collect()
+    # a copy that cannot be opened for writing (a read-only file): EBADF, removed as before
+    monkeypatch.setattr(pgraph, "_open_copy", lambda e, write=False: os.open(e, os.O_RDONLY | os.O_CLOEXEC))
+    load_graph(p, weights=SPECS[CACHE_VARIANTS + 1])
+    assert not copy.exists() and len(_copies(cache)) == CACHE_VARIANTS
+
+
+def test_an_unexpected_lock_error_neither_breaks_loading_nor_removes(tmp_path, monkeypatch):
+    def broken(fd, op):
+        raise OSError(errno.EIO, "Input/output error")
+
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    _load_variants(p, SPECS[:CACHE_VARIANTS])
+    monkeypatch.setattr(pgraph.fcntl, "flock", broken)
+    g = load_graph(p, weights=SPECS[CACHE_VARIANTS])  # not known to be free: kept
+    assert g.n == 3353 and len(_copies(cache)) == CACHE_VARIANTS + 1
+    assert load_graph(p, weights=SPECS[0]).n == 3353  # a cached copy, no lease: loads
