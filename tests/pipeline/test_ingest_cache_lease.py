@@ -288,3 +288,54 @@ def test_an_unexpected_lock_error_neither_breaks_loading_nor_removes(tmp_path, m
     g = load_graph(p, weights=SPECS[CACHE_VARIANTS])  # not known to be free: kept
     assert g.n == 3353 and len(_copies(cache)) == CACHE_VARIANTS + 1
     assert load_graph(p, weights=SPECS[0]).n == 3353  # a cached copy, no lease: loads
+
+
+def _worker_processes():
+    import psutil
+
+    out = []
+    for c in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(c.cmdline())
+        except psutil.Error:
+            continue
+        if "spawn_main" in cmd or "forkserver" in cmd and "resource_tracker" not in cmd:
+            out.append(c)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_study_keeps_its_copy_while_another_run_loads_more_variants(tmp_path):
+    """The case itself: a study on a local cluster (whose workers load the ingested copy)
+    runs while another process loads CACHE_VARIANTS more option variants of its input;
+    the study's copy and CSR cache stay, and a worker restarted after that loads it."""
+    import gpu_sssp
+
+    p = _input(tmp_path)
+    cache = tmp_path / ".sssp-cache"
+    seen = {}
+
+    def on_batch(meta, study):
+        if seen or len(study.done) < 3:
+            return
+        copy = _copy_of(cache, SPECS[0])
+        code = (f"from gpu_sssp.pipeline.graph import load_graph\n"
+                f"for s in {SPECS[1:CACHE_VARIANTS + 1]!r}: load_graph({str(p)!r}, weights=s)\n")
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+        seen["kept"] = copy.exists() and copy.with_name(copy.name + ".csr.npz").exists()
+        seen["copy"] = copy
+        workers = _worker_processes()
+        if workers:
+            workers[0].kill()  # restarted by its nanny: it loads the graph from the copy
+        seen["killed"] = bool(workers)
+
+    s = gpu_sssp.study(p, sources="all", batch_size=16, out=tmp_path / "study", cpu_workers=2,
+                       on_batch=on_batch, weights=SPECS[0])
+    assert seen["kept"] and seen["killed"]
+    assert s["complete"]
+    # the other run's least recently used copy that no one used went in the study's place
+    assert len(_copies(cache)) == CACHE_VARIANTS and _copy_of(cache, SPECS[1]) is None
+    load_graph(p, weights=SPECS[1])  # the study is over: the next load evicts its copy
+    assert not seen["copy"].exists() and len(_copies(cache)) == CACHE_VARIANTS
