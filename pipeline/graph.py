@@ -9,14 +9,19 @@ inputs (DIMACS, MatrixMarket, ...) are ingested once into ``.sssp-cache/`` by
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import glob
 import hashlib
 import json
 import logging
 import os
 import re
+import stat
+import threading
 import time
 import uuid
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -351,7 +356,11 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     recorded (``source_sha256``), hashed on each use until the input has been still
     that long; an input that changes while it is ingested is read again; and at most
     :data:`CACHE_VARIANTS` option variants of one input are kept (least recently used
-    first out).  The copy is written under a
+    first out).  A copy in use is never evicted: the returned Graph holds a shared
+    ``flock`` on its copy until it is collected (a study's client keeps its Graph for the
+    whole study, so its workers' copy and the hierarchy beside it stay); a stale copy or
+    a variant too many that is held is kept, and counted as used now, until a later
+    load finds it free.  The copy is written under a
     temporary name, flushed and renamed, so an interrupted ingestion never leaves a file
     that a later run trusts; a copy that cannot be read is ingested again.  A failed
     ingestion leaves no empty cache folder behind.
@@ -495,8 +504,13 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                     _remove_entry(out)
                 else:
                     _mark_used(out)
-                    g = read_parquet(out)
+                    held = _take_lease(out)  # before the read: no eviction removes it from here on
+                    g = _read_leased(out, held)
                     _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
+            except FileNotFoundError:
+                # removed since (another process's eviction, which held it then): made again
+                log.debug("cached copy %s went while it was opened: ingesting %s again", out, path)
+                g = None
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
                 _remove_entry(out)
@@ -514,7 +528,12 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
             if _settled(st, t0):
                 _mark_settled(out)
             _mark_used(out)
-            g = read_parquet(out)
+            try:
+                held = _take_lease(out)
+            except FileNotFoundError:  # removed at once by another process: made again
+                log.warning("the cached copy %s of %s went as it was made: reading it again", out, path)
+                return None
+            g = _read_leased(out, held)
         _evict_variants(base, prefix, skey, keep=out)
     except BaseException:
         if created:
@@ -578,14 +597,208 @@ def _drop_if_empty(base: Path) -> None:
 
 
 def _remove_entry(entry: Path) -> None:
-    """An ingested copy and everything derived from it (``<copy>.csr.npz``, ...)."""
-    for f in entry.parent.iterdir():
-        if f.name == entry.name or f.name.startswith(entry.name + "."):
-            try:
-                f.unlink()
-                log.debug("removed cache file %s", f)
-            except OSError:
-                pass
+    """An ingested copy and everything derived from it (``<copy>.csr.npz``, ...), the
+    copy last: a loader that finds it still there waits for the eviction's lock and then
+    sees it gone (:func:`_take_lease`), never a copy without its derived files removed
+    later under it.  Whether anyone uses it is not asked (:func:`_remove_unused`)."""
+    try:
+        found = [f for f in entry.parent.iterdir() if f.name.startswith(entry.name + ".")]
+    except OSError:
+        found = []
+    for f in [*found, entry]:
+        try:
+            f.unlink()
+            log.debug("removed cache file %s", f)
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------------ use leases
+#
+# A process that loaded an ingested copy holds a shared flock on the copy itself (opened
+# read-only: a read-only cache works, and no lock file is ever created or removed) for
+# as long as the Graph it returned lives; an eviction takes the exclusive lock, without
+# waiting, before it removes a copy and its derived files, and leaves a copy it cannot
+# lock for a later eviction.  A study's client process keeps its Graph (the plan's) for
+# the whole study, so the copy that its workers load, and the hierarchy beside it, stay.
+# flock locks belong to an open file description: two opens in one process conflict, so a
+# process's own Graphs protect their copies from its own evictions too.  One descriptor
+# per copy and process, however many Graphs share it; closed on exec (O_CLOEXEC) and in a
+# forked child (whose parent holds the lock still).
+
+
+class _Held:
+    """One process's shared lock on one copy: its descriptor and how many Graphs use it."""
+
+    __slots__ = ("key", "fd", "count")
+
+    def __init__(self, key, fd):
+        self.key, self.fd, self.count = key, fd, 1
+
+
+_leases: dict = {}  # (st_dev, st_ino) -> _Held
+# reentrant: a Graph collected while the table is changed releases its lease in that thread
+_leases_lock = threading.RLock()
+
+#: errnos of a file system that has no flock (some NFS and FUSE mounts): no lease is
+#: taken and evictions go on as before
+#: (EBADF: NFS's emulation refused an exclusive lock on a copy it could open read-only only)
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL, errno.EBADF}
+
+
+def _open_copy(entry: Path, write: bool = False) -> int:
+    """A descriptor of the regular file ``entry`` (never blocks on a FIFO), read-only, or
+    ``write``: read-write where it may be, for an exclusive lock, which NFS's emulation
+    of flock grants only on a descriptor open for writing (EBADF otherwise).  Opening
+    it so writes nothing: its times, which key its CSR cache, stay."""
+    flags = os.O_CLOEXEC | os.O_NONBLOCK
+    fd = -1
+    if write:
+        try:
+            fd = os.open(entry, os.O_RDWR | flags)
+        except FileNotFoundError:
+            raise
+        except OSError:  # a read-only file or mount: locked read-only
+            pass
+    if fd < 0:
+        fd = os.open(entry, os.O_RDONLY | flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(entry))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _same_file(fd: int, entry: Path) -> bool:
+    """Whether ``entry`` still names the file open as ``fd`` (not removed nor replaced)."""
+    a = os.fstat(fd)
+    try:
+        b = os.stat(entry)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _take_lease(entry: Path):
+    """Hold the ingested copy ``entry`` in use: a shared flock on it, taken once per
+    process (later calls count).  Returns the :class:`_Held` to give to :func:`_read_leased`,
+    or ``None`` when the file system has no flock (logged at debug: the copy loads
+    unprotected, as before leases).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``entry`` is gone, or was removed while the lock was awaited (an eviction held
+        it exclusively): the caller ingests it again.
+    OSError
+        It cannot be opened.
+    """
+    fd = _open_copy(entry)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only for an eviction that is removing it
+        except OSError as exc:  # never a reason not to load
+            log.debug("no use lease on %s: %s (the file system has no flock)", entry, exc)
+            return None  # the descriptor closed below
+        if not _same_file(fd, entry):
+            raise FileNotFoundError(errno.ENOENT, "removed while it was opened", str(entry))
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        with _leases_lock:
+            held = _leases.get(key)
+            if held is not None and held.fd >= 0:
+                held.count += 1
+            else:
+                held = _leases[key] = _Held(key, fd)
+                fd = -1  # kept: the table's now
+    finally:
+        if fd >= 0:
+            os.close(fd)  # this process held it already through another descriptor
+    return held
+
+
+def _release(held: _Held) -> None:
+    """One Graph of ``held``'s copy is gone; the last one closes the descriptor."""
+    with _leases_lock:
+        held.count -= 1
+        if held.count > 0 or held.fd < 0:
+            return
+        fd, held.fd = held.fd, -1
+        if _leases.get(held.key) is held:
+            del _leases[held.key]
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _read_leased(entry: Path, held) -> Graph:
+    """:func:`read_parquet` of the copy ``entry``, the Graph holding the lease ``held``
+    (:func:`_take_lease`; ``None``: none) until it is collected; a failed read gives the
+    lease back."""
+    try:
+        g = read_parquet(entry)
+        if held is not None:
+            weakref.finalize(g, _release, held)
+    except BaseException:
+        if held is not None:
+            _release(held)
+        raise
+    return g
+
+
+def _forget_leases_in_child() -> None:
+    """A forked child closes its copies of the lease descriptors (the parent's stay, and
+    with them the locks); its Graphs' leases are no-ops then."""
+    global _leases_lock
+    _leases_lock = threading.RLock()  # another thread may have held it at the fork
+    for held in list(_leases.values()):
+        try:
+            os.close(held.fd)
+        except OSError:
+            pass
+        held.fd = -1
+    _leases.clear()
+
+
+os.register_at_fork(after_in_child=_forget_leases_in_child)
+
+
+def _remove_unused(entry: Path, why: str) -> bool:
+    """Remove the ingested copy ``entry`` and its derived files (:func:`_remove_entry`)
+    unless a process holds it in use (:func:`_take_lease`); then it is kept, said at
+    info, for a later eviction.  Returns whether it went.  Where the file system has no
+    flock, it is removed as before leases."""
+    try:
+        fd = _open_copy(entry, write=True)
+    except FileNotFoundError:
+        _remove_entry(entry)  # derived files whose copy went: no one can hold them
+        return True
+    except OSError:  # not a regular file, or unreadable: no one loads it
+        _remove_entry(entry)
+        return True
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("keeping cached copy %s for now (%s): it is in use by a process that loaded it "
+                     "(a study or solve running); a later load removes it", entry, why)
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_FLOCK:  # not known to be free: kept
+                log.info("keeping cached copy %s for now (%s): it cannot be locked (%s)", entry, why, exc)
+                return False
+            log.debug("removing %s without its lock: %s (the file system has no flock)", entry, exc)
+        else:
+            if not _same_file(fd, entry):  # replaced meanwhile: another copy now, not this one
+                return False
+        log.info("removing cached copy %s (%s)", entry, why)
+        _remove_entry(entry)
+        return True
+    finally:
+        os.close(fd)  # the exclusive lock with it
 
 
 #: seconds a temporary file of a process that does not run here is left alone: on a
@@ -659,8 +872,7 @@ def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool)
     for f in files:
         fn = f.name
         if fn.startswith(prefix) and fn.endswith(".parquet") and not fn.endswith(f".{skey}.parquet"):
-            log.info("removing stale cached copy %s (its input has changed)", f)
-            _remove_entry(f)
+            _remove_unused(f, "stale: its input has changed")
         elif legacy and fn.startswith(name + ".") and _LEGACY.search(fn) and fn.count(".") == name.count(".") + 2:
             # the default folder sits beside the input: a name match is this input
             _remove_entry(f)
@@ -674,7 +886,10 @@ def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool)
 
 
 def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
-    """Keep at most CACHE_VARIANTS option variants of this input, newest use first."""
+    """Keep at most CACHE_VARIANTS option variants of this input, least recently used
+    out first.  A copy in use (:func:`_remove_unused`) counts as used now: the next
+    least recently used goes in its place, and while more than CACHE_VARIANTS are in use
+    at once, all of them stay."""
     entries = []
     for f in base.iterdir():
         if f.name.startswith(prefix) and f.name.endswith(f".{skey}.parquet") and f != keep:
@@ -682,7 +897,10 @@ def _evict_variants(base: Path, prefix: str, skey: str, keep: Path) -> None:
                 entries.append((_last_used(f), f))
             except OSError:
                 pass
-    entries.sort(reverse=True)
-    for _, f in entries[CACHE_VARIANTS - 1:]:
-        log.info("removing cached copy %s (more than %d option variants)", f, CACHE_VARIANTS)
-        _remove_entry(f)
+    entries.sort()  # least recently used first
+    excess = len(entries) - (CACHE_VARIANTS - 1)
+    for _, f in entries:
+        if excess <= 0:
+            break
+        if _remove_unused(f, f"more than {CACHE_VARIANTS} option variants"):
+            excess -= 1
