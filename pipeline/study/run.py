@@ -468,6 +468,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         reg: dict = {}
         reported: dict = {}
         try:
+            if client is None:  # a caller's slip (study() decides no cluster only for a complete study)
+                raise RuntimeError(f"{len(pending)} batch(es) to solve and no cluster (client=None)")
             # an "auto" study resumed goes on with the method its finished batches used
             work = _resumed_method(plan, study, backend, cluster_info)
             free = registered is not None and not setting("study.keep-graph", keep_graph, default=False)
@@ -595,8 +597,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
 
 def _connected(client) -> bool:
     """Whether ``client`` is connected to its scheduler (not reconnecting after losing it,
-    nor closed)."""
-    return getattr(client, "status", "running") == "running"
+    nor closed); ``None`` (no cluster) is not."""
+    return client is not None and getattr(client, "status", "running") == "running"
 
 
 def _lost_error(client, exc: BaseException):
@@ -1116,11 +1118,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     registered: list = []  # the graph's plugin, once this run registered it
     t_cluster = time.perf_counter()
     try:
-        if resume and not folder.pending and report is None:
+        if resume and plan.batches and not folder.pending and report is None:
             # a complete study resumed: its summary without a cluster (which took some 2 s
             # to start, or an attach to a scheduler, for nothing); the folder was checked
             # as ever (Study), and its batch files (a missing one would be pending).  Not
-            # with a report: Dask's performance report needs a cluster
+            # with a report: Dask's performance report needs a cluster.  Not before the
+            # batches are laid out: a resume that finds no study recorded, without
+            # --batch-size, has none yet (the workers' devices decide them, below)
             handle = ClusterHandle(None, None, "none", "auto")
         elif client is not None:
             handle = ClusterHandle(client, None, "attached", "auto")

@@ -165,3 +165,24 @@ def test_a_resume_that_finds_no_study_recorded_says_it_starts_as_given(tmp_path,
            "without targets: give --targets (or --random-targets) again for a matrix study" in text, text
     assert main([*argv[:-1], "--resume"]) == 0  # a resume of the study now recorded: no such note
     assert "holds no study yet" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("leftover", [False, True], ids=["no-folder", "lock-only"])
+def test_a_resume_with_no_study_recorded_and_no_batch_size_runs_the_study(tmp_path, capsys, leftover):
+    """Without --batch-size the batches are laid out only once the workers are known:
+    study() took the folder's empty pending list (no batches yet) for a complete study,
+    chose no cluster, and run_study then met the new batches with client=None
+    (AttributeError twice, the manifest left 'running')."""
+    graph = grid_parquet(tmp_path, 6, 6)
+    out = tmp_path / "o"
+    if leftover:
+        out.mkdir()
+        (out / ".lock").write_text("pid 1 on a host that is gone\n")
+    argv = ["study", str(graph), "--random", "12", "--seed", "3", "--cpu-workers", "1", "--no-dashboard",
+            "--out", str(out), "--resume"]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "holds no study yet" in text, text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["sources_solved"] == 12, summary
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
