@@ -254,6 +254,7 @@ SPECS: dict[str, Spec] = {
     "study.prompt-streams": Spec(_bool, _BOOL),
     "study.stream-interval": Spec(_at_least(0, _seconds), _seconds_at_least()),
     "study.ready-wait": Spec(_at_least(0, _seconds), _seconds_at_least(" (0: no wait)")),
+    "study.lost-client-grace": Spec(_at_least(0, _seconds), _seconds_at_least()),
     "cluster.cpu-workers": Spec(_optional(_at_least(1, _whole)), f"{_WHOLE} >= 1, or null (one per core)"),
     "cluster.host": Spec(_optional(_host), "an interface address: an IP address such as 127.0.0.1 or "
                          "0.0.0.0, or a host name (null: 127.0.0.1)"),

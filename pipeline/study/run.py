@@ -272,6 +272,7 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
 
     names = [plugin_name(fingerprint, h) for h in (True, False)]
     client_id = str(client.id)
+    grace = float(setting("study.lost-client-grace", None, default=40.0))
 
     async def on_scheduler(dask_scheduler=None):
         s = dask_scheduler
@@ -287,12 +288,13 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
             if free_if_lost:
                 frees[user] = True
             if _WATCH not in s.plugins:
-                s.add_plugin(_watch_class()(), name=_WATCH)
+                s.add_plugin(_watch_class()(grace), name=_WATCH)
             return []
         users.pop(user, None)
         frees.pop(user, None)
+        away = s.__dict__.get("_sssp_graph_away", {})
         for u, cid in list(users.items()):
-            if cid not in s.clients:  # its client left (ended or killed)
+            if cid not in s.clients and cid not in away:  # its client left (ended or killed) for good
                 del users[u]
                 frees.pop(u, None)
         if users:
@@ -315,25 +317,54 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
         from distributed.diagnostics.plugin import SchedulerPlugin
 
         class GraphUsersWatch(SchedulerPlugin):
-            """Ends the graph uses of a client that left without ending them; a graph
-            left with no user, one of whose lost users would have freed it, has its
-            worker plugins unregistered (unless a new user came first)."""
+            """Ends the graph uses of a client that left without ending them, once it
+            has stayed away ``grace`` seconds (a client whose connection broke comes
+            back under the same id within Dask's reconnection time, its study going
+            on); a graph left with no user, one of whose lost users would have freed
+            it, has its worker plugins unregistered (unless a new user came first)."""
+
+            def __init__(self, grace: float = 40.0):
+                self.grace = float(grace)
 
             def remove_client(self, scheduler=None, client=None):
+                if not any(client in users.values()
+                           for users in scheduler.__dict__.get("_sssp_graph_users", {}).values()):
+                    return
+                away = scheduler.__dict__.setdefault("_sssp_graph_away", {})
+                away[client] = away.get(client, 0) + 1
+                tasks = scheduler._ongoing_background_tasks
+                if not tasks.closed:  # (closed: the scheduler is stopping)
+                    tasks.call_soon(self._after_grace, scheduler, client)
+
+            async def _after_grace(self, scheduler, client):
+                import asyncio
+
+                try:
+                    await asyncio.sleep(self.grace)
+                finally:
+                    away = scheduler.__dict__.get("_sssp_graph_away", {})
+                    away[client] = away.get(client, 1) - 1
+                    if away[client] <= 0:
+                        del away[client]
+                if client in scheduler.clients or client in away:
+                    return  # back (reconnected), or away again since: a later check decides
+                self._lost(scheduler, client)
+
+            def _lost(self, scheduler, client):
                 table = scheduler.__dict__.get("_sssp_graph_users", {})
                 frees = scheduler.__dict__.get("_sssp_graph_frees", {})
                 for fp, users in list(table.items()):
                     lost = [u for u, cid in users.items() if cid == client]
                     if not lost:
                         continue
-                    free = any(frees.pop(u, False) for u in lost)
+                    free = any([frees.pop(u, False) for u in lost])  # (a list: every flag popped)
                     for u in lost:
                         del users[u]
                     if users:
                         continue
                     del table[fp]
                     tasks = scheduler._ongoing_background_tasks
-                    if free and not tasks.closed:  # (closed: the scheduler is stopping)
+                    if free and not tasks.closed:
                         tasks.call_soon(self._free, scheduler, fp)
 
             async def _free(self, scheduler, fp):

@@ -627,7 +627,17 @@ def _wait_holds(client, fp, want, timeout=15.0):
         time.sleep(0.1)
 
 
-def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path):
+@pytest.fixture
+def short_grace():
+    """A lost client's uses end 0.3 s after it left (``sssp.study.lost-client-grace``;
+    read by the client that installs the scheduler's watch)."""
+    import dask
+
+    with dask.config.set({"sssp.study.lost-client-grace": 0.3}):
+        yield 0.3
+
+
+def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path, short_grace):
     """A client killed mid-study never ends its use of the graph, so the workers held it
     until another study of it ended.  The scheduler now ends a leaving client's uses: the
     graph's plugin is unregistered (the workers' copies go) when no other user is left,
@@ -647,8 +657,8 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path)
         register_graph(kept, plan, "cpu", free_if_lost=False)
         wait_for_workers(kept, fp)
         kept.close()  # no forget_graph: as a killed client
+        time.sleep(1.0)  # the grace
         assert client.run_on_scheduler(_graph_users) == {}
-        time.sleep(0.5)
         assert set(client.run(_holds, fp).values()) == {(True, True)}
 
         # two runs that would free it, from two clients: the first lost leaves it to the other
@@ -658,7 +668,7 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path)
         register_graph(other, plan, "cpu", free_if_lost=True)
         wait_for_workers(lost, fp)
         lost.close()
-        time.sleep(0.5)
+        time.sleep(1.0)
         assert set(client.run(_holds, fp).values()) == {(True, True)}
         assert len(client.run_on_scheduler(_graph_users)[fp]) == 1
         other.close()
@@ -669,7 +679,7 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path)
         cluster.close()
 
 
-def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp_path, caplog):
+def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp_path, caplog, short_grace):
     """A long-lived scheduler may hold the users of a client of the previous version, as
     ``{user: client id}``: the watch of lost clients read them as pairs (``ValueError``,
     the graph never unregistered, an ERROR traceback on the scheduler per leaving
@@ -713,3 +723,75 @@ def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp
     finally:
         client.close()
         cluster.close()
+
+
+def _abort_and_reconnect(client, timeout=20.0):
+    """Break ``client``'s connection to its scheduler (a network blip); Dask reconnects
+    it under the same id.  Returns once it is running again."""
+    client.scheduler_comm.comm.abort()
+    time.sleep(0.3)
+    deadline = time.monotonic() + timeout
+    while client.status != "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.status == "running"
+
+
+def test_a_client_that_reconnects_keeps_its_graph(tmp_path):
+    """Dask reconnects a client whose connection broke, under the same id, and its study
+    goes on; the scheduler saw it leave and at once ended its uses and unregistered the
+    graph's plugins under the running study (whose workers then loaded the graph
+    outside any plugin, never to free it).  A client's uses now end only once it has
+    stayed away sssp.study.lost-client-grace seconds."""
+    import dask
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.run import forget_graph, register_graph, wait_for_workers
+
+    path = grid_parquet(tmp_path, 12, 12)
+    fp = read_parquet(path).fingerprint
+    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
+    cluster, client = _cluster(2)
+    try:
+        from distributed import Client
+
+        b = Client(cluster.scheduler_address)
+        with dask.config.set({"sssp.study.lost-client-grace": 3.0}):
+            reg = register_graph(b, plan, "cpu", free_if_lost=True)
+        wait_for_workers(b, fp)
+        _abort_and_reconnect(b)
+        time.sleep(4.0)  # past the grace
+        assert client.run_on_scheduler(_graph_users) == {fp: {reg["user"]: str(b.id)}}
+        assert set(client.run(_holds, fp).values()) == {(True, True)}
+        forget_graph(b, plan, reg["user"])  # the study's end frees it as ever
+        assert _wait_holds(client, fp, {(False, False)}) == {(False, False)}
+        b.close()
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_the_watch_drops_every_flag_of_a_lost_client():
+    """``any(frees.pop(u) for u in lost)`` stopped at the first True: the other lost
+    users' flags stayed in the scheduler's table for good."""
+    import asyncio
+    import types
+
+    from gpu_sssp.pipeline.study import run
+
+    sched = types.SimpleNamespace(plugins={}, clients={"c1": object()}, worker_plugins={},
+                                  _ongoing_background_tasks=types.SimpleNamespace(closed=True))
+    sched.add_plugin = lambda plugin, name: sched.plugins.__setitem__(name, plugin)
+
+    class FakeClient:
+        id = "c1"
+
+        def run_on_scheduler(self, fn):
+            return asyncio.run(fn(dask_scheduler=sched))
+
+    for u in ("u1", "u2", "u3"):
+        run.graph_users(FakeClient(), "fp", u, add=True, free_if_lost=True)
+    assert sched._sssp_graph_frees == {"u1": True, "u2": True, "u3": True}
+    watch = sched.plugins["sssp-graph-users"]
+    del sched.clients["c1"]
+    watch._lost(sched, "c1")
+    assert sched._sssp_graph_users == {} and sched._sssp_graph_frees == {}
