@@ -414,7 +414,8 @@ def run(args) -> int:
                         "another study (another --out)")
             study = state["study"]
             written = study.unjournaled_files()
-            more = (f" and {written} more batch file(s) were written (--resume keeps the complete ones)"
+            more = (f" and {written} more batch(es) were written but not yet journaled (--resume keeps the "
+                    "complete ones)"
                     if written else "")
             print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; {then}",
                         label="note")
