@@ -339,8 +339,9 @@ def run(args) -> int:
         if getattr(study, "nothing_to_resume", False):
             # (the folder's settings - a matrix study's targets, --stats-over, --matrix-form -
             # are taken over only from a recorded study)
-            console.print(f"note: {shown(args.out)} holds no study yet (a run stopped before recording it): "
-                          "starting the study as given"
+            why = ("did not exist (a new folder: check --out)" if getattr(study, "_created", False)
+                   else "holds no study yet (a run stopped before recording it)")
+            console.print(f"note: {shown(args.out)} {why}: starting the study as given"
                           + (", without targets: give --targets (or --random-targets) again for a matrix study"
                              if plan.targets is None else ""), highlight=False)
         if args.resume and study.redone:

@@ -182,7 +182,11 @@ def test_a_resume_with_no_study_recorded_and_no_batch_size_runs_the_study(tmp_pa
             "--out", str(out), "--resume"]
     assert main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "holds no study yet" in text, text
+    if leftover:
+        assert f"note: {out} holds no study yet (a run stopped before recording it): starting the study as given" \
+            in text, text
+    else:  # a mistyped --out: not "a run stopped"
+        assert f"note: {out} did not exist (a new folder: check --out): starting the study as given" in text, text
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["sources_solved"] == 12, summary
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
