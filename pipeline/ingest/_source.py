@@ -611,10 +611,12 @@ class Source:
                                  "archive; the files after it cannot be read")
             if not stop.strip(b"\0") and _tar_header(after):
                 # one zero block, then a header: tarfile ends the list at the first zero
-                # block, tar reads on ("A lone zero block"): the files after it were dropped
+                # block, and so does GNU tar (it warns "A lone zero block" and lists only
+                # the files before it): the files after it would be dropped
                 where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
                 raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {where} (after "
-                                 f"{len(members):,} files) is followed by more files, which tar would read")
+                                 f"{len(members):,} files) is followed by more files, which tar and tarfile "
+                                 "both stop before (tar warns 'A lone zero block'): the archive is damaged")
             if appended is not None:
                 where = f"byte {appended:,} of its {kind} text" if kind else f"byte {appended:,}"
                 raise InputError(self.display, None, f"another tar archive starts at {where}, after this one's "
