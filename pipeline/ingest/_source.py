@@ -357,16 +357,41 @@ class _TarText(io.RawIOBase):
     reads through :meth:`Source._decompressor`'s streams, which refuse it as they do
     for a plain compressed file. Forward seeks read on; a backward seek starts again
     from the file's start (as ``GzipFile`` does).
+
+    The raw file under each opening is opened here and closed here, on a backward
+    seek and on :meth:`close`: ``GzipFile(fileobj=...)`` (and the other readers) do
+    not close a file they were given, which left a descriptor per opening to the
+    garbage collector.
     """
 
     _SKIP = 1 << 20
 
     def __init__(self, path, opener):
         self._path = path
-        self._opener = opener  # () -> the text stream from the file's start
-        self._s = opener()
-        self._pos = 0
+        self._opener = opener  # (raw file at its start) -> the text stream over it
+        self._raw = None
+        self._s = None
         self._skip = None
+        self._open()
+
+    def _open(self):
+        raw = io.FileIO(self._path, "rb")
+        try:
+            s = self._opener(raw)
+        except BaseException:
+            raw.close()
+            raise
+        self._raw, self._s, self._pos = raw, s, 0
+
+    def _close_stream(self):
+        s, raw = self._s, self._raw
+        self._s = self._raw = None
+        try:
+            if s is not None:
+                s.close()
+        finally:
+            if raw is not None:
+                raw.close()
 
     def readable(self):
         return True
@@ -393,9 +418,8 @@ class _TarText(io.RawIOBase):
         if offset < 0:
             raise ValueError(f"negative seek position {offset}")
         if offset < self._pos:
-            self._s.close()
-            self._s = self._opener()
-            self._pos = 0
+            self._close_stream()
+            self._open()
         if self._skip is None and offset > self._pos:
             self._skip = bytearray(self._SKIP)
         while self._pos < offset:
@@ -411,7 +435,7 @@ class _TarText(io.RawIOBase):
 
     def close(self):
         try:
-            self._s.close()
+            self._close_stream()
         finally:
             super().close()
 
@@ -564,9 +588,10 @@ class Source:
             return False
         return len(head) >= 262 and head[257:262] == b"ustar"
 
-    def _open_text(self):
-        """The file's decompressed text from its start (for :class:`_TarText`)."""
-        return self._decompressor(io.FileIO(self.path, "rb"))
+    def _open_text(self, raw):
+        """The decompressed text of ``raw``, the file from its start (for :class:`_TarText`,
+        which closes ``raw``)."""
+        return self._decompressor(raw)
 
     def _open_tar(self):
         """Open the archive and pick its main member. The whole archive is read once here
@@ -659,10 +684,14 @@ class Source:
         try:
             self.stream.close()
         finally:
-            if self._tar is not None:
-                self._tar.close()
-            if self._tar_file is not None:
-                self._tar_file.close()
+            try:
+                if self._tar is not None:
+                    self._tar.close()
+                if self._tar_file is not None:
+                    self._tar_file.close()
+            finally:
+                if self._raw is not None:  # GzipFile & co. leave the file they read open
+                    self._raw.close()
 
     def __enter__(self):
         return self
