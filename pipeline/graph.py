@@ -354,7 +354,9 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     :data:`SETTLE_NS` of the input's last change, which an edit in the same timestamp
     tick would not change, is served only while the input's SHA-256 is the one it
     recorded (``source_sha256``), hashed on each use until the input has been still
-    that long; an input that changes while it is ingested is read again; and at most
+    that long; an input that changes while it is ingested (its stat moves, or a
+    tarball's bytes differ between the read of its headers and that of its member:
+    ``ChangedWhileRead``) is read again; and at most
     :data:`CACHE_VARIANTS` option variants of one input are kept (least recently used
     first out).  A copy in use is never evicted: the returned Graph holds a shared
     ``flock`` on its copy until it is collected (a study's client keeps its Graph for the
@@ -516,8 +518,12 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                 _remove_entry(out)
         if g is None:
             t0 = _now_ns()
-            _ingest.ingest(path, out, **ingest_options)
-            if not _same_state(_stat(path), st) or path.resolve() != resolved:
+            try:
+                _ingest.ingest(path, out, **ingest_options)
+                changed = False
+            except _ingest.ChangedWhileRead:  # its bytes differed between two reads (tarballs)
+                changed = True
+            if changed or not _same_state(_stat(path), st) or path.resolve() != resolved:
                 # what was read may be neither the old content nor the new one, and the
                 # copy's name keys the state before: never kept
                 log.warning("%s changed while it was read: reading it again", path)

@@ -32,7 +32,7 @@ from ._limits import Limits
 from ._records import _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
-from ._source import LineCursor, Source, TruncatedInput, peek_text, strip_compression
+from ._source import ChangedWhileRead, LineCursor, Source, TruncatedInput, peek_text, strip_compression
 
 __all__ = ["ingest", "read_meta", "parse_weights_spec", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]

@@ -357,16 +357,53 @@ class _TarText(io.RawIOBase):
     reads through :meth:`Source._decompressor`'s streams, which refuse it as they do
     for a plain compressed file. Forward seeks read on; a backward seek starts again
     from the file's start (as ``GzipFile`` does).
+
+    The raw file under each opening is opened here and closed here, on a backward
+    seek and on :meth:`close`: ``GzipFile(fileobj=...)`` (and the other readers) do
+    not close a file they were given, which left a descriptor per opening to the
+    garbage collector.
+
+    The file's bytes are hashed as they are read (:class:`_CheckedReader`), and each
+    opening checks them against what the openings before it read: the archive is read
+    once for its headers and again for its member, and :meth:`digest` is the SHA-256
+    of the bytes both read, or :class:`ChangedWhileRead` when they differ.
     """
 
     _SKIP = 1 << 20
 
     def __init__(self, path, opener):
         self._path = path
-        self._opener = opener  # () -> the text stream from the file's start
-        self._s = opener()
-        self._pos = 0
+        self._opener = opener  # (raw file at its start) -> the text stream over it
+        self._raw = None
+        self._reader = None
+        self._s = None
         self._skip = None
+        self._marks = []  # (bytes read, their sha256, whether that was the end) per opening closed
+        self.changed = None  # why the file's bytes differed between openings
+        self._open()
+
+    def _open(self):
+        raw = io.FileIO(self._path, "rb")
+        try:
+            reader = _CheckedReader(raw, self)
+            s = self._opener(reader)
+        except BaseException:
+            raw.close()
+            raise
+        self._raw, self._reader, self._s, self._pos = raw, reader, s, 0
+
+    def _close_stream(self):
+        s, raw, reader = self._s, self._raw, self._reader
+        self._s = self._raw = self._reader = None
+        if reader is not None and reader.count:
+            self._marks.append((reader.count, reader.hash.digest(), reader.eof))
+            self._marks.sort(key=lambda m: m[0])
+        try:
+            if s is not None:
+                s.close()
+        finally:
+            if raw is not None:
+                raw.close()
 
     def readable(self):
         return True
@@ -393,9 +430,8 @@ class _TarText(io.RawIOBase):
         if offset < 0:
             raise ValueError(f"negative seek position {offset}")
         if offset < self._pos:
-            self._s.close()
-            self._s = self._opener()
-            self._pos = 0
+            self._close_stream()
+            self._open()
         if self._skip is None and offset > self._pos:
             self._skip = bytearray(self._SKIP)
         while self._pos < offset:
@@ -409,11 +445,84 @@ class _TarText(io.RawIOBase):
         while self.readinto(buf):
             pass
 
+    def check(self, display=None):
+        """Raise :class:`ChangedWhileRead` (naming the file ``display``) when an opening
+        read other bytes than one before it."""
+        if self.changed:
+            raise ChangedWhileRead(display or self._path, None, f"the file changed while it was read "
+                                   f"({self.changed}): read it again once it is no longer being written")
+
+    def digest(self, display=None) -> str:
+        """SHA-256 of the file as the current opening read it, read on to its end (under
+        the decompressor, which has used what it needed), once it is checked against
+        every opening before (:meth:`check`)."""
+        self._reader.drain()
+        self.check(display)
+        return self._reader.hash.hexdigest()
+
     def close(self):
         try:
-            self._s.close()
+            self._close_stream()
         finally:
             super().close()
+
+
+class ChangedWhileRead(InputError):
+    """The input's bytes differ between two reads of it (a tarball is read once for its
+    headers and again for its member): an edit landed while it was read, which its
+    stat need not show (a timestamp tick that did not move).  Read it again."""
+
+
+class _CheckedReader(io.RawIOBase):
+    """One opening of a file for :class:`_TarText`: hashes what it hands out and, as
+    its reads pass the end of what an earlier opening read, compares the two hashes;
+    at the end of the file, it must end where an earlier opening found the end."""
+
+    def __init__(self, f, owner):
+        self._f = f
+        self._owner = owner
+        self.hash = hashlib.sha256()
+        self.count = 0  # bytes of the file read so far
+        self.eof = False
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = self._f.readinto(b)
+        if n:
+            with memoryview(b) as view, view.cast("B") as got:
+                start, done = self.count, 0
+                for end, digest, _ in self._owner._marks:
+                    if start < end <= start + n:  # an earlier opening stopped here
+                        self.hash.update(got[done : end - start])
+                        done = end - start
+                        if self.hash.digest() != digest:
+                            self._changed(f"its first {end:,} bytes differ between two reads")
+                self.hash.update(got[done:n])
+            self.count += n
+        elif n == 0 and len(b) and not self.eof:
+            self.eof = True
+            for end, _, at_eof in self._owner._marks:
+                if end > self.count:
+                    self._changed(f"it ended at byte {self.count:,}, after {end:,} bytes an earlier read found")
+                elif at_eof and end < self.count:
+                    self._changed(f"it ended at byte {end:,} when read first, at byte {self.count:,} later")
+        return n
+
+    def _changed(self, why):
+        if not self._owner.changed:
+            self._owner.changed = why
+
+    def drain(self):
+        """Read (and hash) what the decompressor left unread, to the file's end."""
+        buf = bytearray(1 << 20)
+        while self.readinto(buf):
+            pass
+
+    def close(self):
+        self._f.close()
+        super().close()
 
 
 class _HashingReader(io.RawIOBase):
@@ -493,8 +602,8 @@ def sha256_file(path) -> str:
 class Source:
     """A decompressed binary text stream over an input file.
 
-    ``stream`` yields the text; ``sha256()`` (after reading) is the digest of the file
-    on disk. Tarballs (SuiteSparse ``.tar.gz``) are opened at their main member.
+    ``stream`` yields the text; ``sha256()`` (after reading) is the digest of the file's
+    bytes as they were read. Tarballs (SuiteSparse ``.tar.gz``) are opened at their main member.
     """
 
     def __init__(self, path):
@@ -564,9 +673,10 @@ class Source:
             return False
         return len(head) >= 262 and head[257:262] == b"ustar"
 
-    def _open_text(self):
-        """The file's decompressed text from its start (for :class:`_TarText`)."""
-        return self._decompressor(io.FileIO(self.path, "rb"))
+    def _open_text(self, raw):
+        """The decompressed text of ``raw``, the file from its start (for :class:`_TarText`,
+        which closes ``raw``)."""
+        return self._decompressor(raw)
 
     def _open_tar(self):
         """Open the archive and pick its main member. The whole archive is read once here
@@ -576,10 +686,9 @@ class Source:
         padding, or xz's stream padding), as for a plain compressed file: trailing
         garbage is refused, not dropped. What follows the end block inside the text
         (the rest of the last record) is ignored, as ``tar`` does."""
-        if self.compression is None:  # seeks for real
-            fileobj = open(self.path, "rb", buffering=1 << 20)
-        else:
-            fileobj = io.BufferedReader(_TarText(self.path, self._open_text), buffer_size=1 << 20)
+        # also a plain tar: its bytes are hashed as they are read (a forward seek reads
+        # on), so that sha256() is that of the bytes the member was read from
+        fileobj = io.BufferedReader(_TarText(self.path, self._open_text), buffer_size=1 << 20)
         kind = _KIND.get(self.compression)
         try:
             try:
@@ -599,7 +708,9 @@ class Source:
                 appended = _appended_archive(fileobj, end + len(stop) + len(after))
                 if self.compression == "zst" and (why := zstd_incomplete(self.path)):
                     raise _ZstdError(why)
+                fileobj.raw.check(self.display)  # a backward seek of the scan read the file again
             except (tarfile.TarError,) + _STREAM_ERRORS as exc:
+                fileobj.raw.check(self.display)  # an edit, not a damaged archive
                 if kind and not isinstance(exc, tarfile.TarError):
                     raise InputError(self.display, None, f"unreadable tar archive: its {kind} data ends "
                                      f"early or is corrupt: {exc}") from None
@@ -611,10 +722,12 @@ class Source:
                                  "archive; the files after it cannot be read")
             if not stop.strip(b"\0") and _tar_header(after):
                 # one zero block, then a header: tarfile ends the list at the first zero
-                # block, tar reads on ("A lone zero block"): the files after it were dropped
+                # block, and so does GNU tar (it warns "A lone zero block" and lists only
+                # the files before it): the files after it would be dropped
                 where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
                 raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {where} (after "
-                                 f"{len(members):,} files) is followed by more files, which tar would read")
+                                 f"{len(members):,} files) is followed by more files, which tar and tarfile "
+                                 "both stop before (tar warns 'A lone zero block'): the archive is damaged")
             if appended is not None:
                 where = f"byte {appended:,} of its {kind} text" if kind else f"byte {appended:,}"
                 raise InputError(self.display, None, f"another tar archive starts at {where}, after this one's "
@@ -643,11 +756,23 @@ class Source:
         self.stream = io.BufferedReader(tar.extractfile(pick), buffer_size=1 << 20)
 
     def sha256(self) -> str:
+        """SHA-256 of the file's bytes as they were read (read on to the end of the file
+        for bytes the text did not need), not of the file as it is now: an ingested
+        copy records it, and an edit during the read must not pass for its source.
+
+        Raises
+        ------
+        ChangedWhileRead
+            A tarball whose bytes differ between the read of its headers and that of
+            its member.
+        """
         if self._digest is None:
             if self._raw is not None:
                 self._raw.drain()
                 self._digest = self._raw.hash.hexdigest()
-            else:
+            elif self._tar_file is not None:
+                self._digest = self._tar_file.raw.digest(self.display)
+            else:  # pragma: no cover - every Source reads through one of the above
                 self._digest = sha256_file(self.path)
         return self._digest
 
@@ -657,21 +782,45 @@ class Source:
         try:
             self.stream.close()
         finally:
-            if self._tar is not None:
-                self._tar.close()
-            if self._tar_file is not None:
-                self._tar_file.close()
+            try:
+                if self._tar is not None:
+                    self._tar.close()
+                if self._tar_file is not None:
+                    self._tar_file.close()
+            finally:
+                if self._raw is not None:  # GzipFile & co. leave the file they read open
+                    self._raw.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.close()
+        try:
+            if isinstance(exc, InputError) and not isinstance(exc, ChangedWhileRead):
+                self._changed_instead(exc)
+        finally:
+            self.close()
         if isinstance(exc, NumberTooLarge) and not exc.located:
             # raised while a reader parsed the line its cursor handed out last
             exc.path, exc.located = self.display, True
             if exc.line is None:
                 exc.line = self.last_line
+
+    def _changed_instead(self, exc):
+        """A tarball's text that is found malformed may be an edit that landed between the
+        read of its headers and that of its member (what the member's headers said is
+        not what is there now): raise :class:`ChangedWhileRead` from ``exc`` then.  The
+        file is read on to its end for it, on this error path only."""
+        if self._tar_file is None or self._tar_file.closed:
+            return
+        for stop in list(self._closers):  # no read-ahead thread under the drain
+            stop()
+        try:
+            self._tar_file.raw.digest(self.display)
+        except ChangedWhileRead as changed:
+            raise changed from exc
+        except Exception:  # the file cannot be read on: the error stands as it is
+            pass
 
     def _failed(self, exc, detail=None) -> TruncatedInput:
         what = f"{_KIND[self.compression]} data" if self.compression else "the file"
