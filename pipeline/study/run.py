@@ -287,7 +287,10 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
             users[user] = client_id
             if free_if_lost:
                 frees[user] = True
-            if _WATCH not in s.plugins:
+            if getattr(s.plugins.get(_WATCH), "version", 0) < _WATCH_VERSION:
+                # none yet, or an earlier version's (a long-lived scheduler): this one
+                # replaces it (an earlier version's client never replaces a later one)
+                s.plugins.pop(_WATCH, None)
                 s.add_plugin(_watch_class()(grace), name=_WATCH)
             return []
         users.pop(user, None)
@@ -312,6 +315,7 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
         return gone
 
     _WATCH = "sssp-graph-users"
+    _WATCH_VERSION = 2  # 2: the lost-client grace
 
     def _watch_class():
         from distributed.diagnostics.plugin import SchedulerPlugin
@@ -322,6 +326,8 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
             back under the same id within Dask's reconnection time, its study going
             on); a graph left with no user, one of whose lost users would have freed
             it, has its worker plugins unregistered (unless a new user came first)."""
+
+            version = _WATCH_VERSION
 
             def __init__(self, grace: float = 40.0):
                 self.grace = float(grace)

@@ -795,3 +795,32 @@ def test_the_watch_drops_every_flag_of_a_lost_client():
     del sched.clients["c1"]
     watch._lost(sched, "c1")
     assert sched._sssp_graph_users == {} and sched._sssp_graph_frees == {}
+
+
+def test_an_earlier_versions_watch_is_replaced():
+    """The scheduler's watch was installed once, by whichever client came first: on a
+    long-lived scheduler an earlier version's watch (freeing a lost client's graph at
+    once) stayed for good.  A later version's replaces it; its own stays."""
+    import asyncio
+    import types
+
+    from gpu_sssp.pipeline.study import run
+
+    class OldWatch:  # an earlier version's: no version attribute
+        pass
+
+    sched = types.SimpleNamespace(plugins={"sssp-graph-users": OldWatch()}, clients={"c1": object()},
+                                  worker_plugins={}, _ongoing_background_tasks=types.SimpleNamespace(closed=True))
+    sched.add_plugin = lambda plugin, name: sched.plugins.__setitem__(name, plugin)
+
+    class FakeClient:
+        id = "c1"
+
+        def run_on_scheduler(self, fn):
+            return asyncio.run(fn(dask_scheduler=sched))
+
+    run.graph_users(FakeClient(), "fp", "u1", add=True)
+    watch = sched.plugins["sssp-graph-users"]
+    assert not isinstance(watch, OldWatch) and watch.version >= 2
+    run.graph_users(FakeClient(), "fp", "u2", add=True)
+    assert sched.plugins["sssp-graph-users"] is watch
