@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.result import STATS_DICTIONARY_COLUMNS
-from gpu_sssp.pipeline.writers import (STATS_COMPRESSION, batch_name, encode_parquet, fsync_file,
+from gpu_sssp.pipeline.writers import (STATS_COMPRESSION, STATS_STATISTICS, batch_name, encode_parquet, fsync_file,
                                        wide_distance_table, write_bytes_atomic, write_parquet_atomic)
 
 _SOLVE_LOCK = threading.Lock()
@@ -21,7 +21,7 @@ _SOLVE_LOCK = threading.Lock()
 #: table is ``Result.stats_table(for_file=True)``, whose one-value columns are already
 #: dictionaries; without the Arrow schema the file reads back in ``STATS_SCHEMA``
 STATS_PARQUET = {"use_dictionary": STATS_DICTIONARY_COLUMNS, "compression": STATS_COMPRESSION,
-                 "store_schema": False}
+                 "store_schema": False, "write_statistics": STATS_STATISTICS}
 
 
 class _Turn:

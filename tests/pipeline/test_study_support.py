@@ -280,6 +280,17 @@ def test_statistics_file_reads_back_as_the_statistics_table(tmp_path):
     assert back.equals(plain)
     assert back.column("worker").to_pylist() == ["w-1"] * 4
     assert parquet_bytes(res.stats_table(worker="w-1", for_file=True), **STATS_PARQUET) > 0
+    # as a task writes it (encoded in memory): LZ4, min/max statistics for the sources only
+    from gpu_sssp.pipeline.study.task import _write_batch
+
+    _write_batch(res, g, 1, ("stats",), "long", tmp_path, "w-1", False)
+    f1 = tmp_path / "stats" / "batch-000001.parquet"
+    assert pq.read_table(f1).equals(plain)
+    rg = pq.ParquetFile(f1).metadata.row_group(0)
+    cols = {rg.column(i).path_in_schema: rg.column(i) for i in range(rg.num_columns)}
+    assert {c.compression for c in cols.values()} <= {"LZ4", "LZ4_RAW"}
+    assert cols["source"].statistics is not None and cols["source"].statistics.min == 0
+    assert cols["eccentricity"].statistics is None
 
 
 def test_journal_honours_the_umask_of_a_group_shared_folder(tmp_path):
