@@ -12,7 +12,7 @@ import os
 
 from gpu_sssp.kernels.errors import SsspError, UsageError
 
-__all__ = ["InputError", "StudyError", "BatchError", "SettingError"]
+__all__ = ["InputError", "LimitError", "StudyError", "BatchError", "SettingError"]
 
 
 class InputError(SsspError, ValueError):
@@ -48,6 +48,12 @@ class InputError(SsspError, ValueError):
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.message))
+
+
+class LimitError(InputError):
+    """An input above a size limit of ``sssp.ingest.*`` (max-vertices, max-arcs,
+    max-isolated-vertices): the file may be sound, the setting refuses it.  An
+    ingested copy refused so is not a damaged one (``pipeline.graph`` keeps it)."""
 
 
 class StudyError(SsspError, ValueError):

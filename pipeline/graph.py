@@ -28,7 +28,7 @@ import numpy as np
 
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
-from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.pipeline.errors import InputError, LimitError
 from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
@@ -503,7 +503,7 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                 if not _verified(path, out, st):
                     log.info("ingesting %s again: its content is not what its cached copy %s was made "
                              "from (an edit that left its size and times as they were)", path, out)
-                    _remove_entry(out)
+                    _remove_for_new(out, "made from another content of its input")
                 else:
                     _mark_used(out)
                     held = _take_lease(out)  # before the read: no eviction removes it from here on
@@ -513,9 +513,13 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                 # removed since (another process's eviction, which held it then): made again
                 log.debug("cached copy %s went while it was opened: ingesting %s again", out, path)
                 g = None
+            except LimitError as exc:
+                # the copy is sound: a size limit of this process's settings refuses the
+                # graph (its input would be refused alike); the copy stays, the input is named
+                raise LimitError(shown(path), None, exc.message) from None
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
-                _remove_entry(out)
+                _remove_for_new(out, "unreadable")
         if g is None:
             t0 = _now_ns()
             try:
@@ -643,6 +647,8 @@ class _Held:
 
 
 _leases: dict = {}  # (st_dev, st_ino) -> _Held
+#: seconds a load waits for an exclusive lock on its copy to go (an eviction)
+LEASE_WAIT_S = 10.0
 # reentrant: a Graph collected while the table is changed releases its lease in that thread
 _leases_lock = threading.RLock()
 
@@ -650,6 +656,33 @@ _leases_lock = threading.RLock()
 #: taken and evictions go on as before
 #: (EBADF: NFS's emulation refused an exclusive lock on a copy it could open read-only only)
 _NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL, errno.EBADF}
+
+
+#: file systems whose flock is not the kernel's own per-file-description lock: NFS's
+#: client emulates it with POSIX locks, which any close() of the file by the process drops
+#: (pyarrow's read of the copy would end the lease at once); no leases there
+_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "9p", "afs", "glusterfs")
+_fs_kind: dict = {}  # st_dev -> whether leases hold there
+
+
+def _leases_hold(fd: int) -> bool:
+    """Whether the file open as ``fd`` lies on a file system where a lease holds (not a
+    network one, :data:`_NETWORK_FS`, nor FUSE), from ``/proc/self/mountinfo`` (once per
+    device; where it cannot be read, assumed so)."""
+    dev = os.fstat(fd).st_dev
+    if dev not in _fs_kind:
+        kind = None
+        try:
+            want = f"{os.major(dev)}:{os.minor(dev)}"
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    left, _, right = line.partition(" - ")
+                    if left.split()[2:3] == [want]:
+                        kind = right.split()[0] if right.split() else None
+        except OSError:
+            pass
+        _fs_kind[dev] = not (kind and (kind in _NETWORK_FS or kind.startswith("fuse")))
+    return _fs_kind[dev]
 
 
 def _open_copy(entry: Path, write: bool = False) -> int:
@@ -703,11 +736,27 @@ def _take_lease(entry: Path):
     """
     fd = _open_copy(entry)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only for an eviction that is removing it
-        except OSError as exc:  # never a reason not to load
-            log.debug("no use lease on %s: %s (the file system has no flock)", entry, exc)
-            return None  # the descriptor closed below
+        if not _leases_hold(fd):
+            log.debug("no use lease on %s: a network file system (its flock is not one)", entry)
+            return None
+        # an exclusive holder is an eviction removing the copy (a few ms): asked again
+        # until it is gone, never waited on blindly (a child forked during an eviction
+        # holds its lock as long as it lives); past LEASE_WAIT_S the copy loads unleased
+        deadline = time.monotonic() + LEASE_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not _same_file(fd, entry):
+                    raise FileNotFoundError(errno.ENOENT, "removed while it was opened", str(entry)) from None
+                if time.monotonic() > deadline:
+                    log.debug("no use lease on %s: held exclusively for %.0f s", entry, LEASE_WAIT_S)
+                    return None
+                time.sleep(0.01)
+            except OSError as exc:  # never a reason not to load
+                log.debug("no use lease on %s: %s (the file system has no flock)", entry, exc)
+                return None  # the descriptor closed below
         if not _same_file(fd, entry):
             raise FileNotFoundError(errno.ENOENT, "removed while it was opened", str(entry))
         st = os.fstat(fd)
@@ -772,6 +821,34 @@ def _forget_leases_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_leases_in_child)
 
 
+def _remove_for_new(entry: Path, why: str) -> None:
+    """Remove the copy ``entry`` so that the input is ingested again under its name
+    (:func:`_load_copy`), unless another process holds it in use (:func:`_remove_unused`):
+    then this process stops, naming the copy, rather than delete a copy under a running
+    study (which may read it well: a damage this process saw may be its own).  This
+    process's own Graphs of the copy give up their lease first: the copy is to be
+    replaced for this process's sake."""
+    try:
+        st = os.stat(entry)
+    except OSError:
+        st = None
+    if st is not None:
+        with _leases_lock:
+            held = _leases.pop((st.st_dev, st.st_ino), None)
+            fd = held.fd if held is not None else -1
+            if held is not None:
+                held.fd = -1  # its Graphs' releases are no-ops now
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if not _remove_unused(entry, why):
+        raise OSError(errno.EBUSY, f"the cached copy {shown(entry)} is {why} here but in use by another "
+                      "process (a study or solve running): run again once it has ended, or remove the copy",
+                      str(entry))
+
+
 def _remove_unused(entry: Path, why: str) -> bool:
     """Remove the ingested copy ``entry`` and its derived files (:func:`_remove_entry`)
     unless a process holds it in use (:func:`_take_lease`); then it is kept, said at
@@ -787,6 +864,8 @@ def _remove_unused(entry: Path, why: str) -> bool:
         return True
     try:
         try:
+            if not _leases_hold(fd):  # no one holds a lease there: removed as before leases
+                raise OSError(errno.ENOLCK, "a network file system")
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             log.info("keeping cached copy %s for now (%s): it is in use by a process that loaded it "

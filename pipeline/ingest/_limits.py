@@ -39,7 +39,7 @@ import numpy as np
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.graph import path_bound_ok
 
-from ..errors import InputError
+from ..errors import InputError, LimitError
 
 EXACT_LIMIT = 2.0**53
 
@@ -102,7 +102,7 @@ class Limits:
 
     def arcs(self, count: int, noun: str, line, header: str):
         if self.max_arcs is not None and count > self.max_arcs:
-            raise InputError(self.display, line,
+            raise LimitError(self.display, line,
                              f"header '{header}' announces {_fmt(count)} {noun}, above the limit "
                              f"sssp.ingest.max-arcs = {_fmt(self.max_arcs)}; "
                              + _how_to_raise("max-arcs", "--max-arcs"))
@@ -115,7 +115,7 @@ class Limits:
         if cap is None or seen + count <= cap:
             return
         line = batch.line_of(cap - seen) if batch is not None else None
-        raise InputError(self.display, line,
+        raise LimitError(self.display, line,
                          f"{noun} number {_fmt(cap + 1)} is above the limit sssp.ingest.max-arcs = "
                          f"{_fmt(cap)} (an edge list has no header: its {noun}s are counted as they are read); "
                          + _how_to_raise("max-arcs", "--max-arcs"))
@@ -124,12 +124,12 @@ class Limits:
         """``n`` vertices for ``records`` records (each touches at most two vertices)."""
         what = what or f"header '{header}' declares"
         if self.max_vertices is not None and n > self.max_vertices:
-            raise InputError(self.display, line,
+            raise LimitError(self.display, line,
                              f"{what} {_fmt(n)} vertices, above the limit sssp.ingest.max-vertices = "
                              f"{_fmt(self.max_vertices)}; " + _how_to_raise("max-vertices", "--max-vertices"))
         isolated = n - 2 * records
         if self.max_isolated is not None and isolated > self.max_isolated:
-            raise InputError(self.display, line,
+            raise LimitError(self.display, line,
                              f"{what} {_fmt(n)} vertices, but its {_fmt(records)} {noun} touch at most "
                              f"{_fmt(2 * records)} of them: at least {_fmt(isolated)} vertices would have no "
                              f"arc, above the limit sssp.ingest.max-isolated-vertices = "

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -339,3 +340,101 @@ def test_a_study_keeps_its_copy_while_another_run_loads_more_variants(tmp_path):
     assert len(_copies(cache)) == CACHE_VARIANTS and _copy_of(cache, SPECS[1]) is None
     load_graph(p, weights=SPECS[1])  # the study is over: the next load evicts its copy
     assert not seen["copy"].exists() and len(_copies(cache)) == CACHE_VARIANTS
+
+
+def test_a_size_limit_refusing_a_cached_copy_leaves_it(tmp_path):
+    """A stricter sssp.ingest.max-vertices in a second process refused the cached copy
+    as it read it; that was taken for a damaged copy, and the copy and the hierarchy
+    beside it were removed under the study that held them (the refusal came back from
+    the input all the same).  The refusal names the input and the copy stays."""
+    import dask
+
+    from gpu_sssp.pipeline.errors import LimitError
+
+    src = tmp_path / "g.gr"
+    src.write_text("p sp 5 4\na 1 2 1\na 2 3 1\na 3 4 1\na 4 5 1\n")
+    g = load_graph(src)
+    copy = Path(g.path)
+    with dask.config.set({"sssp.ingest.max-vertices": 3}):
+        with pytest.raises(LimitError) as ei:
+            load_graph(src)
+    assert ei.value.path == str(src) and "max-vertices" in ei.value.message
+    assert copy.exists()
+    del g
+
+
+def test_a_copy_in_use_elsewhere_found_unreadable_is_not_removed(tmp_path, monkeypatch):
+    """A copy this process cannot read (or whose input's hash differs) was removed even
+    while another process held it in use; now the load stops with one line and the copy
+    stays."""
+    src = tmp_path / "g.gr"
+    src.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    g = load_graph(src)
+    copy = Path(g.path)
+    fd = os.open(copy, os.O_RDONLY)  # another process's lease: its own open file description
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        del g
+        gc.collect()  # this process's own lease gone
+
+        def broken(path, **kw):
+            raise OSError("damaged")
+
+        monkeypatch.setattr(pgraph, "read_parquet", broken)
+        with pytest.raises(OSError) as ei:
+            load_graph(src)
+        assert ei.value.errno == errno.EBUSY and "in use by another process" in str(ei.value), ei.value
+        assert copy.exists()
+    finally:
+        os.close(fd)
+
+
+def test_a_lasting_exclusive_lock_does_not_hang_a_load(tmp_path, monkeypatch):
+    """The shared lock was awaited without limit: an exclusive lock that an eviction's
+    forked child inherited (held as long as that child lives) hung every load of the
+    copy.  The lock is asked again and again; past LEASE_WAIT_S the copy loads unleased."""
+    src = tmp_path / "g.gr"
+    src.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    g = load_graph(src)
+    copy = Path(g.path)
+    del g
+    gc.collect()
+    monkeypatch.setattr(pgraph, "LEASE_WAIT_S", 0.3)
+    fd = os.open(copy, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        g2 = load_graph(src)
+        assert g2.n == 3 and time.monotonic() - t0 < 5.0
+    finally:
+        os.close(fd)
+
+
+def test_no_lease_on_a_network_file_system(tmp_path, monkeypatch):
+    """NFS's client emulates flock with POSIX locks, which any close() of the file by the
+    holder drops (pyarrow's own read of the copy): a lease there protected nothing while
+    it claimed to.  Copies on a network file system take none and are evicted as before
+    leases; the mount's kind comes from /proc/self/mountinfo."""
+    src = tmp_path / "g.gr"
+    src.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    dev = os.stat(tmp_path).st_dev
+    monkeypatch.setitem(pgraph._fs_kind, dev, False)
+    g = load_graph(src)
+    copy = Path(g.path)
+    fd = os.open(copy, os.O_RDONLY)
+    try:
+        assert pgraph._take_lease(copy) is None
+    finally:
+        os.close(fd)
+    assert pgraph._remove_unused(copy, "a test") and not copy.exists()
+    assert g.n == 3  # the Graph itself is in memory
+
+
+def test_the_mount_kind_is_read_from_mountinfo(tmp_path, monkeypatch):
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        dev = os.fstat(fd).st_dev
+        monkeypatch.delitem(pgraph._fs_kind, dev, raising=False)
+        assert pgraph._leases_hold(fd) in (True, False) and dev in pgraph._fs_kind
+    finally:
+        os.close(fd)
