@@ -618,6 +618,35 @@ def test_run_study_on_its_own_keeps_the_plugin_and_leaves_no_count_behind(tmp_pa
         cluster.close()
 
 
+def _graph_study_cluster(tmp_path):
+    """The graph-users tests' set-up: a 12 x 12 grid graph's fingerprint, a 20-source
+    study plan of it, and a two-worker cluster with its client."""
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    path = grid_parquet(tmp_path, 12, 12)
+    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
+    return (read_parquet(path).fingerprint, plan, *_cluster(2))
+
+
+def _fake_scheduler(plugins=None):
+    """A stand-in scheduler with one client ``c1`` (what graph_users' scheduler-side
+    functions touch) and that client, whose ``run_on_scheduler`` runs them on it."""
+    import asyncio
+    import types
+
+    sched = types.SimpleNamespace(plugins=dict(plugins or {}), clients={"c1": object()}, worker_plugins={},
+                                  _ongoing_background_tasks=types.SimpleNamespace(closed=True))
+    sched.add_plugin = lambda plugin, name: sched.plugins.__setitem__(name, plugin)
+
+    class FakeClient:
+        id = "c1"
+
+        def run_on_scheduler(self, fn):
+            return asyncio.run(fn(dask_scheduler=sched))
+
+    return sched, FakeClient()
+
+
 def _wait_holds(client, fp, want, timeout=15.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -644,13 +673,9 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path,
     unless the lost run was to keep it."""
     from distributed import Client
 
-    from gpu_sssp.pipeline.graph import read_parquet
     from gpu_sssp.pipeline.study.run import register_graph, wait_for_workers
 
-    path = grid_parquet(tmp_path, 12, 12)
-    fp = read_parquet(path).fingerprint
-    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
-    cluster, client = _cluster(2)
+    fp, plan, cluster, client = _graph_study_cluster(tmp_path)
     try:
         # a run that keeps the graph (keep-graph, or run_study on its own) and is lost
         kept = Client(cluster.scheduler_address)
@@ -687,13 +712,9 @@ def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp
     graph is to be freed logs no error."""
     from distributed import Client
 
-    from gpu_sssp.pipeline.graph import read_parquet
     from gpu_sssp.pipeline.study.run import forget_graph, register_graph, wait_for_workers
 
-    path = grid_parquet(tmp_path, 12, 12)
-    fp = read_parquet(path).fingerprint
-    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
-    cluster, client = _cluster(2)
+    fp, plan, cluster, client = _graph_study_cluster(tmp_path)
     try:
         old = Client(cluster.scheduler_address)
 
@@ -744,13 +765,9 @@ def test_a_client_that_reconnects_keeps_its_graph(tmp_path):
     stayed away sssp.study.lost-client-grace seconds."""
     import dask
 
-    from gpu_sssp.pipeline.graph import read_parquet
     from gpu_sssp.pipeline.study.run import forget_graph, register_graph, wait_for_workers
 
-    path = grid_parquet(tmp_path, 12, 12)
-    fp = read_parquet(path).fingerprint
-    plan = _plan(path, tmp_path / "a", random=20, seed=1, batch_size=4)
-    cluster, client = _cluster(2)
+    fp, plan, cluster, client = _graph_study_cluster(tmp_path)
     try:
         from distributed import Client
 
@@ -773,23 +790,11 @@ def test_a_client_that_reconnects_keeps_its_graph(tmp_path):
 def test_the_watch_drops_every_flag_of_a_lost_client():
     """``any(frees.pop(u) for u in lost)`` stopped at the first True: the other lost
     users' flags stayed in the scheduler's table for good."""
-    import asyncio
-    import types
-
     from gpu_sssp.pipeline.study import run
 
-    sched = types.SimpleNamespace(plugins={}, clients={"c1": object()}, worker_plugins={},
-                                  _ongoing_background_tasks=types.SimpleNamespace(closed=True))
-    sched.add_plugin = lambda plugin, name: sched.plugins.__setitem__(name, plugin)
-
-    class FakeClient:
-        id = "c1"
-
-        def run_on_scheduler(self, fn):
-            return asyncio.run(fn(dask_scheduler=sched))
-
+    sched, client = _fake_scheduler()
     for u in ("u1", "u2", "u3"):
-        run.graph_users(FakeClient(), "fp", u, add=True, free_if_lost=True)
+        run.graph_users(client, "fp", u, add=True, free_if_lost=True)
     assert sched._sssp_graph_frees == {"u1": True, "u2": True, "u3": True}
     watch = sched.plugins["sssp-graph-users"]
     del sched.clients["c1"]
@@ -801,26 +806,14 @@ def test_an_earlier_versions_watch_is_replaced():
     """The scheduler's watch was installed once, by whichever client came first: on a
     long-lived scheduler an earlier version's watch (freeing a lost client's graph at
     once) stayed for good.  A later version's replaces it; its own stays."""
-    import asyncio
-    import types
-
     from gpu_sssp.pipeline.study import run
 
     class OldWatch:  # an earlier version's: no version attribute
         pass
 
-    sched = types.SimpleNamespace(plugins={"sssp-graph-users": OldWatch()}, clients={"c1": object()},
-                                  worker_plugins={}, _ongoing_background_tasks=types.SimpleNamespace(closed=True))
-    sched.add_plugin = lambda plugin, name: sched.plugins.__setitem__(name, plugin)
-
-    class FakeClient:
-        id = "c1"
-
-        def run_on_scheduler(self, fn):
-            return asyncio.run(fn(dask_scheduler=sched))
-
-    run.graph_users(FakeClient(), "fp", "u1", add=True)
+    sched, client = _fake_scheduler({"sssp-graph-users": OldWatch()})
+    run.graph_users(client, "fp", "u1", add=True)
     watch = sched.plugins["sssp-graph-users"]
     assert not isinstance(watch, OldWatch) and watch.version >= 2
-    run.graph_users(FakeClient(), "fp", "u2", add=True)
+    run.graph_users(client, "fp", "u2", add=True)
     assert sched.plugins["sssp-graph-users"] is watch
