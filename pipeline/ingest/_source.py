@@ -55,6 +55,13 @@ def _main_member(members, stem: str):
                      f"it ({stem}): {shown_names}{more}; extract the graph file and give it alone")
 
 
+def _read_through(readinto) -> None:
+    """Call ``readinto`` with a 1 MiB buffer until it reads nothing: to the end."""
+    buf = bytearray(1 << 20)
+    while readinto(buf):
+        pass
+
+
 def _appended_archive(fileobj, pos: int) -> int | None:
     """Read ``fileobj`` (at ``pos``, past an archive's end blocks) to its end; the offset
     of the first record (``tarfile.RECORDSIZE`` bytes, from the start) that begins with a
@@ -441,9 +448,7 @@ class _TarText(io.RawIOBase):
         return self._pos
 
     def _read_to_end(self):
-        buf = bytearray(self._SKIP)
-        while self.readinto(buf):
-            pass
+        _read_through(self.readinto)
 
     def check(self, display=None):
         """Raise :class:`ChangedWhileRead` (naming the file ``display``) when an opening
@@ -516,9 +521,7 @@ class _CheckedReader(io.RawIOBase):
 
     def drain(self):
         """Read (and hash) what the decompressor left unread, to the file's end."""
-        buf = bytearray(1 << 20)
-        while self.readinto(buf):
-            pass
+        _read_through(self.readinto)
 
     def close(self):
         self._f.close()
@@ -715,22 +718,23 @@ class Source:
                     raise InputError(self.display, None, f"unreadable tar archive: its {kind} data ends "
                                      f"early or is corrupt: {exc}") from None
                 raise InputError(self.display, None, f"unreadable tar archive: {exc}") from None
+
+            def at(offset: int) -> str:  # where in the archive's text
+                return f"byte {offset:,} of its {kind} text" if kind else f"byte {offset:,}"
+
             if stop.strip(b"\0"):
-                where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
-                raise InputError(self.display, None, f"damaged tar archive: the block at {where} (after "
+                raise InputError(self.display, None, f"damaged tar archive: the block at {at(end)} (after "
                                  f"{len(members):,} files) is neither a file's header nor the end of the "
                                  "archive; the files after it cannot be read")
-            if not stop.strip(b"\0") and _tar_header(after):
+            if _tar_header(after):  # (the block before it is zeros: refused above otherwise)
                 # one zero block, then a header: tarfile ends the list at the first zero
                 # block, and so does GNU tar (it warns "A lone zero block" and lists only
                 # the files before it): the files after it would be dropped
-                where = f"byte {end:,} of its {kind} text" if kind else f"byte {end:,}"
-                raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {where} (after "
+                raise InputError(self.display, None, f"damaged tar archive: a lone zero block at {at(end)} (after "
                                  f"{len(members):,} files) is followed by more files, which tar and tarfile "
                                  "both stop before (tar warns 'A lone zero block'): the archive is damaged")
             if appended is not None:
-                where = f"byte {appended:,} of its {kind} text" if kind else f"byte {appended:,}"
-                raise InputError(self.display, None, f"another tar archive starts at {where}, after this one's "
+                raise InputError(self.display, None, f"another tar archive starts at {at(appended)}, after this one's "
                                  f"end ({len(members):,} files): tarballs joined with cat? tar reads the "
                                  "first only (tar -i reads on); extract the graph file and give it alone")
             if not members:
