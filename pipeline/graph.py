@@ -774,19 +774,26 @@ def _take_lease(entry: Path):
     return held
 
 
+def _close_lease(held: _Held) -> None:
+    """Close ``held``'s descriptor (and with it the lock); its Graphs' releases are
+    no-ops after."""
+    fd, held.fd = held.fd, -1
+    if fd >= 0:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _release(held: _Held) -> None:
     """One Graph of ``held``'s copy is gone; the last one closes the descriptor."""
     with _leases_lock:
         held.count -= 1
         if held.count > 0 or held.fd < 0:
             return
-        fd, held.fd = held.fd, -1
         if _leases.get(held.key) is held:
             del _leases[held.key]
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+        _close_lease(held)
 
 
 def _read_leased(entry: Path, held) -> Graph:
@@ -810,11 +817,7 @@ def _forget_leases_in_child() -> None:
     global _leases_lock
     _leases_lock = threading.RLock()  # another thread may have held it at the fork
     for held in list(_leases.values()):
-        try:
-            os.close(held.fd)
-        except OSError:
-            pass
-        held.fd = -1
+        _close_lease(held)
     _leases.clear()
 
 
@@ -835,14 +838,8 @@ def _remove_for_new(entry: Path, why: str) -> None:
     if st is not None:
         with _leases_lock:
             held = _leases.pop((st.st_dev, st.st_ino), None)
-            fd = held.fd if held is not None else -1
             if held is not None:
-                held.fd = -1  # its Graphs' releases are no-ops now
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+                _close_lease(held)
     if not _remove_unused(entry, why):
         raise OSError(errno.EBUSY, f"the cached copy {shown(entry)} is {why} here but in use by another "
                       "process (a study or solve running): run again once it has ended, or remove the copy",
