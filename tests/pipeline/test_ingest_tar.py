@@ -34,6 +34,15 @@ def _tar(*members) -> bytes:
 
 
 KARATE = (DATA / "karate.mtx").read_bytes()
+#: a SuiteSparse extra member (a 1 x 1 empty matrix), not the archive's graph
+GCS = ("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n")
+
+
+def _tarball(tmp_path, raw, ext):
+    """``karate.tar`` holding ``raw`` (a tar's bytes), compressed as ``ext`` (None: plain)."""
+    p = tmp_path / ("karate.tar" + (f".{ext}" if ext else ""))
+    p.write_bytes(COMPRESSORS[ext](bytes(raw)) if ext else bytes(raw))
+    return p
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +116,7 @@ def test_old_buffer_bytes_after_the_end_blocks_ignored_as_tar_does(tmp_path, ext
     end = 512 + len(KARATE) + (-len(KARATE) % 512) + 1024  # header, data blocks, the two end blocks
     assert not raw[end - 1024:].strip(b"\0") and end < len(raw)
     raw[end:] = (b"1988\n" * len(raw))[: len(raw) - end]
-    name = "karate.tar" + (f".{ext}" if ext else "")
-    p = tmp_path / name
-    p.write_bytes(COMPRESSORS[ext](bytes(raw)) if ext else bytes(raw))
+    p = _tarball(tmp_path, raw, ext)
     ingest(p, tmp_path / "k.parquet")
     assert _same(arcs(tmp_path / "k.parquet"), plain_arcs)
 
@@ -119,14 +126,11 @@ def test_a_damaged_header_that_ends_the_member_list_refused(tmp_path, ext):
     # tarfile ends its member list quietly at a block that is not a valid header: the
     # files after it were dropped, and here the archive's main matrix with them (the
     # extra member was read as the graph)
-    raw = bytearray(_tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"),
-                         ("karate/karate.mtx", KARATE)))
+    raw = bytearray(_tar(GCS, ("karate/karate.mtx", KARATE)))
     second = 512 + 512  # the first member's header and its one data block
     assert raw[second + 257:second + 262] == b"ustar"
     raw[second + 148:second + 156] = b"9999999\0"  # its checksum
-    name = "karate.tar" + (f".{ext}" if ext else "")
-    p = tmp_path / name
-    p.write_bytes(COMPRESSORS[ext](bytes(raw)) if ext else bytes(raw))
+    p = _tarball(tmp_path, raw, ext)
     with pytest.raises(InputError) as ei:
         ingest(p, tmp_path / "k.parquet")
     e = ei.value
@@ -139,12 +143,10 @@ def test_a_lone_zero_block_before_more_files_refused(tmp_path, ext):
     # tarfile ends the member list at the first zero block, and so does GNU tar 1.34
     # (it warns "A lone zero block" and lists only the files before it): the files
     # after it would be dropped without a word
-    one = _tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"))
+    one = _tar(GCS)
     end = 512 + 512  # its header and one data block; the end blocks follow
     raw = one[:end] + b"\0" * 512 + _tar(("karate/karate.mtx", KARATE))
-    name = "karate.tar" + (f".{ext}" if ext else "")
-    p = tmp_path / name
-    p.write_bytes(COMPRESSORS[ext](raw) if ext else raw)
+    p = _tarball(tmp_path, raw, ext)
     with pytest.raises(InputError) as ei:
         ingest(p, tmp_path / "k.parquet")
     e = ei.value
@@ -177,12 +179,10 @@ def test_trailing_garbage_cli_one_line(tmp_path):
 def test_a_second_archive_appended_is_refused(tmp_path, ext):
     # cat a.tar b.tar: tar (without -i) and tarfile stop at a's end blocks and drop b's
     # files without a word; the ingest read a's graph and said nothing of the other
-    first = _tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"))
+    first = _tar(GCS)
     assert len(first) % tarfile.RECORDSIZE == 0
     raw = first + _tar(("karate/karate.mtx", KARATE))
-    name = "karate.tar" + (f".{ext}" if ext else "")
-    p = tmp_path / name
-    p.write_bytes(COMPRESSORS[ext](raw) if ext else raw)
+    p = _tarball(tmp_path, raw, ext)
     with pytest.raises(InputError) as ei:
         ingest(p, tmp_path / "k.parquet")
     e = ei.value
@@ -235,8 +235,7 @@ def test_suitesparse_extras_beside_a_renamed_archive(tmp_path, plain_arcs):
     # a downloaded copy renamed (karate (1).tar): the matrix is still the .mtx whose
     # other .mtx members are its extras (karate_gcs.mtx)
     p = tmp_path / "karate (1).tar"
-    p.write_bytes(_tar(("karate/karate_gcs.mtx", b"%%MatrixMarket matrix coordinate pattern general\n1 1 0\n"),
-                       ("karate/karate.mtx", KARATE), ("karate/README", b"x\n")))
+    p.write_bytes(_tar(GCS, ("karate/karate.mtx", KARATE), ("karate/README", b"x\n")))
     assert ingest(p, tmp_path / "k.parquet")["source_member"] == "karate/karate.mtx"
     assert _same(arcs(tmp_path / "k.parquet"), plain_arcs)
     q = tmp_path / "two (1).tar"
