@@ -317,6 +317,29 @@ def _lighter_graph_arc(d):
     d["up_weight"] = w
 
 
+def load_counting_builds(g, caplog):
+    """``pipeline.hierarchy.load_hierarchy(g)`` with the hierarchy builds it made counted
+    and its warnings in ``caplog``: ``(hierarchy, graphs built)``."""
+    import logging
+
+    from gpu_sssp.pipeline import hierarchy as ph
+
+    built = []
+    real = hmod.build_hierarchy
+
+    def counting(graph):
+        built.append(graph)
+        return real(graph)
+
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.hierarchy"):
+        try:
+            hmod.build_hierarchy = counting
+            h = ph.load_hierarchy(g)
+        finally:
+            hmod.build_hierarchy = real
+    return h, built
+
+
 @pytest.mark.parametrize("damage, why", [
     (lambda p: _redigest(p, _swap_in_level), "arc"),
     (lambda p: _redigest(p, _lighter_graph_arc), "arc"),
@@ -342,21 +365,7 @@ def test_corrupt_or_stale_cache_rebuilt(rome_parquet, damage, why, caplog):
     g2 = _fresh(rome_parquet)
     bad, reason = ph.read_cache(g2, cpath)
     assert bad is None and why in reason
-    built = []
-    real = hmod.build_hierarchy
-
-    def counting(graph):
-        built.append(graph)
-        return real(graph)
-
-    import logging
-
-    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.hierarchy"):
-        try:
-            hmod.build_hierarchy = counting
-            h2 = ph.load_hierarchy(g2)
-        finally:
-            hmod.build_hierarchy = real
+    h2, built = load_counting_builds(g2, caplog)
     assert len(built) == 1 and "rebuilding" in caplog.text
     assert np.array_equal(numpy_phast(h2, [0, 7]), scipy_int(g2, [0, 7]))
     # the rebuilt file replaced the bad one and is good again

@@ -4,14 +4,14 @@ file (what a crash left before the writer flushed) rebuilds it, never crashes or
 wrong."""
 from __future__ import annotations
 
-import logging
 import os
 
 import numpy as np
 import pytest
 
 from gpu_sssp.kernels import hierarchy as hmod
-from tests.kernels.test_hierarchy import _fresh, numpy_phast, rome_parquet, scipy_int  # noqa: F401 (a fixture)
+from tests.kernels.test_hierarchy import (_fresh, load_counting_builds, numpy_phast, rome_parquet,  # noqa: F401
+                                          scipy_int)  # (rome_parquet: a fixture)
 
 
 def _what(fd_or_path):
@@ -68,19 +68,7 @@ def test_a_file_a_crash_left_is_rebuilt(rome_parquet, crash, caplog):
     g2 = _fresh(rome_parquet)
     bad, why = ph.read_cache(g2, cpath)
     assert bad is None and why
-    built = []
-    real = hmod.build_hierarchy
-
-    def counting(graph):
-        built.append(graph)
-        return real(graph)
-
-    with caplog.at_level(logging.WARNING, logger="gpu_sssp.pipeline.hierarchy"):
-        try:
-            hmod.build_hierarchy = counting
-            h2 = ph.load_hierarchy(g2)
-        finally:
-            hmod.build_hierarchy = real
+    h2, built = load_counting_builds(g2, caplog)
     assert len(built) == 1 and "rebuilding" in caplog.text
     assert np.array_equal(numpy_phast(h2, [0, 9]), scipy_int(g2, [0, 9]))
     assert ph.read_cache(_fresh(rome_parquet), cpath)[0] is not None
