@@ -3,7 +3,8 @@
 Every file appears under its final name complete or not at all: it is written to a
 temporary name in the same folder, flushed to disk, then renamed with ``os.replace``
 (atomic on POSIX file systems).  A process killed mid-write leaves at most a
-``.tmp-*`` file, which :func:`remove_temporaries` clears on resume.
+temporary ``.NAME.tmp-<12 hex digits>`` beside ``NAME``, which :func:`remove_temporaries`
+clears where the caller says (a study: in its own folders only, on start and finish).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -25,6 +27,11 @@ from gpu_sssp.pipeline.fsnames import arrow_file
 log = logging.getLogger(__name__)
 
 TMP_MARK = ".tmp-"
+#: hex digits of a temporary name's random part (:func:`_temp_for`)
+_TMP_RANDOM = 12
+#: the whole name of a temporary file of :func:`atomic_path`: ``.NAME.tmp-<12 hex>``
+#: (group ``name``: the final name it was to be renamed to)
+_TMP_NAME = re.compile(r"\.(?P<name>.+)" + re.escape(TMP_MARK) + f"[0-9a-f]{{{_TMP_RANDOM}}}", re.DOTALL)
 #: codec of a study's per-batch statistics files: small files on a task's critical path.
 #: LZ4 (Parquet's LZ4_RAW) encodes an 8,192-row file faster than snappy and into fewer
 #: bytes (1.26 against 1.89 ms on an H200 host's Xeon, 211 against 230 KB; zstd 1.79 ms,
@@ -89,8 +96,24 @@ def batch_name(index: int) -> str:
     return f"batch-{int(index):06d}.parquet"
 
 
+_BATCH_NAME = re.compile(r"batch-[0-9]{6,}\.parquet")
+
+
+def is_batch_name(name: str) -> bool:
+    """Whether ``name`` is a batch file's name (:func:`batch_name`)."""
+    return _BATCH_NAME.fullmatch(name) is not None
+
+
 def _temp_for(path: Path) -> Path:
-    return path.with_name(f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:12]}")
+    return path.with_name(f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:_TMP_RANDOM]}")
+
+
+def temporary_of(name: str) -> str | None:
+    """The final name whose temporary file of :func:`atomic_path` ``name`` is
+    (``".batch-000003.parquet.tmp-0123456789ab"`` -> ``"batch-000003.parquet"``), or None
+    for a name no writer here makes (``"notes.tmp-1.txt"``, ``".x.tmp-abc"``)."""
+    m = _TMP_NAME.fullmatch(name)
+    return m.group("name") if m else None
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -314,16 +337,43 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def remove_temporaries(folder) -> int:
-    """Delete leftover temporary files (from a killed writer) under ``folder``."""
+def remove_temporaries(folder, finals) -> int:
+    """Delete the temporary files that killed writers of :func:`atomic_path` left in
+    ``folder``; return how many.
+
+    Only ``folder``'s own entries are looked at, never its subfolders (a folder inside
+    may be another's: a study run with its ``--out`` inside this one, a user's own
+    files), and only files named as :func:`atomic_path` names a temporary
+    (``.NAME.tmp-<12 hex digits>``, :func:`temporary_of`) whose final ``NAME`` is one of
+    ``finals``: another program's temporary in the same folder (``sssp solve -o`` writing
+    there at the same time) is not ours to remove.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A folder (a missing one holds nothing).
+    finals : collection of str, or callable
+        The final names whose temporaries to remove, or a test of a final name
+        (``finals(name) -> bool``).
+    """
     folder = Path(folder)
+    wanted = finals if callable(finals) else frozenset(finals).__contains__
     count = 0
-    if not folder.is_dir():
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
         return 0
-    for p in folder.rglob(f"*{TMP_MARK}*"):
-        if p.is_file():
-            p.unlink(missing_ok=True)
-            count += 1
+    for entry in entries:
+        final = temporary_of(entry.name)
+        if final is None or not wanted(final):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        Path(entry.path).unlink(missing_ok=True)
+        count += 1
     return count
 
 

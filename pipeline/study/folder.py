@@ -15,14 +15,18 @@ from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
 from gpu_sssp.pipeline.study.summary import summarize
 from gpu_sssp.pipeline.study.versions import versions
-from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, refuse_file_as_folder,
-                                       remove_temporaries, write_json_atomic, write_parquet_atomic)
+from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, is_batch_name,
+                                       refuse_file_as_folder, remove_temporaries, write_json_atomic,
+                                       write_parquet_atomic)
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 SUMMARY = "summary.json"
+GRAPH_FILE = "graph.parquet"
+#: the files a study writes atomically at the top of its folder (the journal is appended)
+_TOP_FILES = (MANIFEST, SUMMARY, GRAPH_FILE, _matrix.TARGETS_FILE)
 
 
 def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> str:
@@ -67,7 +71,7 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     p = getattr(graph, "path", None)
     if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
         return os.fspath(Path(p).resolve())
-    target = Path(out_dir) / "graph.parquet"
+    target = Path(out_dir) / GRAPH_FILE
     if target.exists():
         try:
             if read_parquet(target).fingerprint == graph.fingerprint:
@@ -366,7 +370,7 @@ class Study:
                 raise StudyError(f"{out} holds a different study, cannot resume "
                                  f"({_explain_difference(diff, old, self.plan, batch_given=batch_given)})")
             self.manifest = old
-        elif out.exists() and any(p.name not in ("graph.parquet",) and not p.name.startswith(".")
+        elif out.exists() and any(p.name not in (GRAPH_FILE,) and not p.name.startswith(".")
                                   for p in out.iterdir()):
             if resume:
                 raise StudyError(f"{out}: no study to resume here (no {MANIFEST})")
@@ -521,6 +525,20 @@ class Study:
         written batches: a resume keeps those that are complete, :meth:`_written_batch`)."""
         return len(self._unjournaled_written())
 
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files that killed writers of this study left in its folder
+        (``pipeline.writers.remove_temporaries``); return how many.  Only the study's own:
+        those of its top-level files (manifest, summary, ``graph.parquet``,
+        ``targets.parquet``) and of the batch files in its batch folders
+        (``plan.batch_folders``).  Nothing else in the folder is looked at: not a user's
+        files (a folder of hidden files or a ``graph.parquet`` is taken as empty), not
+        another study run with its ``--out`` inside this folder, whose writers' temporaries
+        are live, not another program writing here."""
+        count = remove_temporaries(self.out, _TOP_FILES)
+        for sub in self.plan.batch_folders:
+            count += remove_temporaries(self.out / sub, is_batch_name)
+        return count
+
     # .................................................................. state
     @property
     def pending(self) -> list[int]:
@@ -585,7 +603,7 @@ class Study:
             The folder or its files cannot be written.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        remove_temporaries(self.out)
+        self.remove_temporaries()
         g = self.plan.graph
         if not self.plan.graph_path:
             shared = (cluster_info or {}).get("mode") == "attached"  # workers may be elsewhere
@@ -706,7 +724,7 @@ class Study:
         the run has ended by now, so one left is a writer's that died mid-write (a worker
         killed while it wrote a batch, which Dask then ran again elsewhere), and a
         finished folder holds none."""
-        remove_temporaries(self.out)
+        self.remove_temporaries()
         fsync_folder(self.out / "stats")
         stats = self.stats_table()
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,

@@ -337,7 +337,7 @@ def test_resume_and_refusals(client, data, tmp_path):
     (out / "journal.jsonl").write_text("\n".join(keep) + "\n")
     (out / "stats" / "batch-000005.parquet").unlink()
     (out / "stats" / "batch-000007.parquet").unlink()
-    (out / "stats" / ".batch-000008.parquet.tmp-deadbeef").write_bytes(b"torn")
+    (out / "stats" / ".batch-000008.parquet.tmp-00000000beef").write_bytes(b"torn")
     (out / "stats" / "batch-000009.parquet").write_bytes(b"")  # renamed but never flushed
     redone = []
     _, plan, s = _run(client, path, out, random=100, seed=1, batch_size=10, resume=True,

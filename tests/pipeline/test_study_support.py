@@ -186,8 +186,9 @@ def test_writers_atomic_and_journal(tmp_path):
     assert [p.name for p in (tmp_path / "x").iterdir()] == ["t.parquet"]
     write_json_atomic({"a": np.int64(3)}, tmp_path / "m.json")
     assert json.loads((tmp_path / "m.json").read_text()) == {"a": 3}
-    (tmp_path / "x" / ".t2.parquet.tmp-abc").write_bytes(b"partial")
-    assert remove_temporaries(tmp_path) == 1
+    (tmp_path / "x" / ".t2.parquet.tmp-0123456789ab").write_bytes(b"partial")  # a killed writer's
+    assert remove_temporaries(tmp_path, ["t2.parquet"]) == 0  # not below the folder given
+    assert remove_temporaries(tmp_path / "x", ["t2.parquet"]) == 1
     j = Journal(tmp_path / "journal.jsonl")
     j.append({"batch": 0})
     with open(tmp_path / "journal.jsonl", "a") as fh:
