@@ -26,13 +26,17 @@ except ImportError:  # pragma: no cover
 
 def _tar_header(block: bytes) -> bool:
     """Whether ``block`` is a tar header (its checksum holds), not zeros or other data."""
+    return _header_info(block) is not None
+
+
+def _header_info(block: bytes) -> tarfile.TarInfo | None:
+    """The tar header ``block`` is (its checksum holds), or None: zeros or other data."""
     if len(block) < tarfile.BLOCKSIZE or not block.strip(b"\0"):
-        return False
+        return None
     try:
-        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+        return tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
     except tarfile.HeaderError:
-        return False
-    return True
+        return None
 
 
 def _main_member(members, stem: str):
@@ -64,26 +68,49 @@ def _read_through(readinto) -> None:
 
 def _appended_archive(fileobj, pos: int) -> int | None:
     """Read ``fileobj`` (at ``pos``, past an archive's end blocks) to its end; the offset
-    of the first record (``tarfile.RECORDSIZE`` bytes, from the start) that begins with a
-    tar header, or ``None``.  ``cat a.tar b.tar`` puts ``b``'s first header at such a
-    record: tar and tarfile stop at ``a``'s end without a word.  Blocks inside the last
-    record are not looked at: tar ignores them, and SuiteSparse's tarballs have old
-    buffer contents there.  Reading stops at such a header (the input is refused)."""
+    where another archive starts, or ``None``.
+
+    ``cat a.tar b.tar`` puts ``b``'s first header at the start of a record
+    (``tarfile.RECORDSIZE`` bytes, from the start): tar and tarfile stop at ``a``'s end
+    without a word.  Other blocks are looked at only where such a header leads: tar ignores
+    what follows the end blocks, and SuiteSparse's tarballs have old buffer contents there.
+    A header at a record's start is followed, member by member (its data, the next header): it begins
+    another archive when they come to an end block, or to a block that is neither a header
+    nor zeros (a damaged one, refused all the same); when the input ends first, it was old
+    bytes too.  A writer that reuses its record buffer leaves the previous record's bytes
+    after the end blocks (every byte of Lederberg.tar.gz's rest equals the one 10,240
+    before it), and in records larger than tar's default (``tar -b 40``: 20 KiB) a header
+    among them can sit at a 10 KiB boundary; what follows it is a copy of the archive's
+    earlier bytes, cut off by the end of the input before any end block.  Reading stops at
+    the end of an archive found (the input is refused)."""
     rec = tarfile.RECORDSIZE
+    chains: dict[int, int] = {}  # where a followed header's next header is -> where it began
     while True:
-        start = -(-pos // rec) * rec  # the next record's start
-        skip = start - pos
+        boundary = -(-pos // rec) * rec  # the next record's start
+        at = min(boundary, *chains) if chains else boundary
+        skip = at - pos
         while skip > 0:  # read on (compressed text cannot seek forward any cheaper)
             got = len(fileobj.read(min(skip, 1 << 20)))
             if not got:
                 return None
             skip -= got
         block = fileobj.read(tarfile.BLOCKSIZE)
-        if not block:
-            return None
-        if _tar_header(block):
-            return start  # refused for that, whatever follows
-        pos = start + len(block)
+        pos = at + len(block)
+        began = chains.pop(at, None)
+        info = _header_info(block)
+        if began is None:
+            if info is None:  # a record's first block, neither a header nor followed
+                if not block:
+                    return None
+                continue
+            began = at
+        elif len(block) < tarfile.BLOCKSIZE:
+            return None  # the input ends where a followed member's next header would be
+        elif info is None:
+            return began  # an end block (or a damaged archive): another archive
+        # the next header after this member's data (a record's start may begin another)
+        nxt = pos + -(-info.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+        chains[nxt] = min(began, chains.get(nxt, began))
 
 
 # what decompressors and tarfile raise on truncated or corrupt data (gzip's BadGzipFile
