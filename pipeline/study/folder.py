@@ -45,8 +45,9 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
         The input the graph was loaded from.
     out_dir : str or os.PathLike
         The study folder.  An existing ``graph.parquet`` there is reused when its
-        fingerprint matches (a resumed study does not rewrite it), and rewritten
-        otherwise.
+        fingerprint matches (a resumed study does not rewrite it), rewritten when a
+        study wrote it (its metadata's ``written_by``), and refused otherwise: a
+        user's own file is not replaced.
     shared : bool
         The workers run elsewhere (an attached cluster).
 
@@ -57,6 +58,8 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
 
     Raises
     ------
+    StudyError
+        ``graph.parquet`` holds another graph that no study wrote.
     RuntimeError
         The written file does not load back to the same graph (fingerprint
         mismatch), which would make the workers solve a different graph.
@@ -76,8 +79,13 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
         try:
             if read_parquet(target).fingerprint == graph.fingerprint:
                 return os.fspath(target.resolve())
-        except Exception:  # rewritten below
+        except Exception:  # rewritten below, when a study wrote it
             pass
+        if not _written_by_study(target):
+            # a folder holding only a graph.parquet is taken as empty (a run stopped
+            # before its manifest leaves one): one that is not a study's is the user's
+            raise StudyError(f"{target}: a different graph, not written by sssp study; not replaced "
+                             "(move it, or choose another --out)")
     tails = graph.tails().astype(np.int64) + graph.id_base
     meta = dict(graph.meta)
     meta.update(vertices=graph.n, arcs=graph.m, directed=graph.directed, id_base=graph.id_base,
@@ -89,6 +97,19 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
         raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
+
+
+def _written_by_study(path: Path) -> bool:
+    """Whether the Parquet file ``path`` is a ``graph.parquet`` that a study wrote (its
+    ``sssp`` metadata says ``written_by: sssp study``); False for any other file,
+    unreadable ones included."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = (pq.read_schema(path).metadata or {}).get(b"sssp")
+        return bool(meta) and json.loads(meta).get("written_by") == "sssp study"
+    except Exception:
+        return False
 
 
 class FolderLock:

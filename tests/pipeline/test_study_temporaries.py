@@ -98,3 +98,37 @@ def test_a_study_leaves_alone_the_temporaries_of_a_study_running_inside_its_fold
     # B's own end removes them (its writers are done)
     _finish(b)
     assert not any(p.exists() for p in live)
+
+
+def test_graph_parquet_of_the_user_is_not_replaced(tmp_path):
+    """A folder holding only a ``graph.parquet`` is taken as empty (a run stopped before
+    its manifest leaves one), so a study may meet a user's own file there: it is replaced
+    only when a study wrote it (its metadata says so), reused when it is the same graph,
+    and otherwise refused with the file named - it was silently overwritten."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.study.folder import graph_parquet_path
+    from gpu_sssp.pipeline.study.plan import StudyError
+
+    mine = read_parquet(grid_parquet(tmp_path, 6, 6, seed=1), cache=False)
+    other = read_parquet(grid_parquet(tmp_path, 7, 7, seed=2), cache=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    user_file = out / "graph.parquet"
+    user_file.write_bytes(grid_parquet(tmp_path, 6, 6, seed=1).read_bytes())  # the user's own, not a study's
+    before = user_file.read_bytes()
+    with pytest.raises(StudyError, match=r"graph\.parquet: a different graph, not written by sssp study"):
+        graph_parquet_path(other, tmp_path / "other.gr", out, shared=True)
+    assert user_file.read_bytes() == before
+    # the same graph is read from it, not rewritten
+    assert graph_parquet_path(mine, tmp_path / "mine.gr", out, shared=True) == str(user_file.resolve())
+    assert user_file.read_bytes() == before
+    # a study's own graph.parquet of another graph is replaced
+    user_file.unlink()
+    graph_parquet_path(mine, tmp_path / "mine.gr", out, shared=True)
+    graph_parquet_path(other, tmp_path / "other.gr", out, shared=True)
+    assert read_parquet(user_file, cache=False).fingerprint == other.fingerprint
+    # an unreadable file that no study wrote is refused too
+    user_file.write_bytes(b"not parquet")
+    with pytest.raises(StudyError, match="not written by sssp study"):
+        graph_parquet_path(other, tmp_path / "other.gr", out, shared=True)
+    assert user_file.read_bytes() == b"not parquet"
