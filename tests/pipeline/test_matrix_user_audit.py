@@ -61,6 +61,9 @@ def test_a_studys_targets_parquet_is_a_targets_file(rome, tmp_path):
     # rows out of column order: the column order wins
     pq.write_table(pa.table({"column": [1, 0, 2, 3], "target": [17, 3353, 17, 1]}, schema=TARGETS_SCHEMA), f)
     assert read_target_file(f, g).tolist() == [3353, 17, 17, 1]
+    # one rule for sources and targets files: the columns may be a study's sources too
+    from gpu_sssp.pipeline.sources import read_source_file
+    assert read_source_file(f, g).tolist() == [3353, 17, 17, 1]
     assert plan_targets(g, targets=str(f)).targets.tolist() == [3352, 16, 16, 0]
 
 
