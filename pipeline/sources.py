@@ -161,7 +161,9 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
 
     - a DIMACS ``.ss`` file, ``s ID`` lines;
     - one vertex id per line;
-    - an ingested ``.ss`` Parquet table (``sssp ingest F.ss``, its ``source`` column).
+    - an ingested ``.ss`` Parquet table (``sssp ingest F.ss``, its ``source`` column), or
+      a matrix study's ``targets.parquet`` (its ``target`` column in ``column`` order:
+      one study's columns given to the next).
 
     Blank lines and lines starting with ``c``, ``#`` or ``%`` are skipped; the text may
     be compressed (``.gz``, ``.xz``, ``.bz2``, ``.zst``).  A file holds one of the two
@@ -184,7 +186,8 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     ------
     InputError
         A missing or empty file, a malformed line, a header whose count differs, an id
-        that is not a vertex of ``graph`` (``FILE:LINE: message``, one line).
+        that is not a vertex of ``graph`` (``FILE:LINE: message``, one line; a Parquet
+        file's row is named in the message: ``FILE: row 3 of its 'source' column: ...``).
     """
     from gpu_sssp.pipeline.errors import InputError
 
@@ -195,16 +198,18 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
         raise InputError(path, None, f"is a folder, not a {what}s file")
     lo, hi = graph.id_base, graph.id_base + graph.n - 1
 
-    def check(ids, line_of, display):
+    def check(ids, line_of, display, row_of=None):
         bad = (ids < lo) | (ids > hi)
         if bad.any():
             i = int(np.argmax(bad))
-            raise InputError(display, line_of(i), f"{what} {int(ids[i])} is not a vertex of {graph.name} "
+            # a Parquet file has rows, not lines: its row is named in the message
+            where = f"{row_of(i)}: " if row_of is not None else ""
+            raise InputError(display, line_of(i), f"{where}{what} {int(ids[i])} is not a vertex of {graph.name} "
                              f"(its ids run {lo}..{hi})")
 
-    if path.suffix.lower() == ".parquet":  # an ingested .ss file
-        ids = _read_id_table(path, what)
-        check(ids, lambda i: None, str(path))
+    if path.suffix.lower() == ".parquet":  # an ingested .ss file, or a matrix study's targets.parquet
+        ids, column, rows = _read_id_table(path, what)
+        check(ids, lambda i: None, str(path), lambda i: f"row {int(rows[i]) + 1:,} of its '{column}' column")
         header, display = None, str(path)
     else:
         ids, header, display, _ = _read_id_text(path, what, check)
@@ -217,8 +222,11 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     return ids
 
 
-def _read_id_table(path: Path, what: str) -> np.ndarray:
-    """The ``source`` column of an ingested ``.ss`` Parquet file."""
+def _read_id_table(path: Path, what: str) -> tuple[np.ndarray, str, np.ndarray]:
+    """The ids of a Parquet sources or targets file: the ``source`` column of an ingested
+    ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
+    columns, taken in the order of its ``column`` column, which must number them 0..T-1).
+    ``(ids, column name, file row of each id)``, the rows 0-based, for messages."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
@@ -228,14 +236,31 @@ def _read_id_table(path: Path, what: str) -> np.ndarray:
         names = read_metadata(path).schema.names
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
-    if "source" not in names:
+    if "source" in names:
+        name = "source"
+    elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA
+        name = "target"
+    else:
         raise InputError(path, None, f"a Parquet {what}s file is an ingested .ss file (`sssp ingest F.ss`), "
-                         f"with a 'source' column; this one has {', '.join(names) or 'no columns'}")
-    col = read_table(path, columns=["source"]).column("source")
-    if col.null_count or not pa.types.is_integer(col.type):
-        raise InputError(path, None, f"its 'source' column holds {col.type} values with {col.null_count} "
-                         "missing: expected vertex ids (integers)")
-    return col.to_numpy().astype(np.int64)
+                         "with a 'source' column, or a matrix study's targets.parquet ('column', 'target'); "
+                         f"this one has {', '.join(names) or 'no columns'}")
+    cols = [name] if name == "source" else ["column", name]
+    table = read_table(path, columns=cols)
+    for c in cols:
+        col = table.column(c)
+        if col.null_count or not pa.types.is_integer(col.type):
+            raise InputError(path, None, f"its '{c}' column holds {col.type} values with {col.null_count} "
+                             f"missing: expected {'vertex ids' if c == name else 'column numbers'} (integers)")
+    ids = table.column(name).to_numpy().astype(np.int64)
+    rows = np.arange(len(ids), dtype=np.int64)
+    if name == "target":  # the matrix's columns, in their order
+        order = table.column("column").to_numpy().astype(np.int64)
+        if not np.array_equal(np.sort(order), rows):
+            raise InputError(path, None, f"its 'column' column does not number the {len(ids):,} targets "
+                             f"0..{len(ids) - 1} once each (a matrix study's targets.parquet does)")
+        rows = np.argsort(order, kind="stable")
+        ids = ids[rows]
+    return ids, name, rows
 
 
 def _read_id_text(path: Path, what: str, check):

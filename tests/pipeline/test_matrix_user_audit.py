@@ -1,0 +1,102 @@
+"""Found by a new user's audit of matrix studies (``--targets``): Parquet targets and
+sources files.  A bad id in a Parquet file is refused naming the file and its row (as a
+text file names its line); a matrix study's own ``targets.parquet`` (its columns) is a
+targets file for another study."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.pipeline.test_study_support import rome_parquet
+
+
+@pytest.fixture(scope="module")
+def rome(tmp_path_factory):
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    path = rome_parquet(tmp_path_factory.mktemp("matrix-user-data"))
+    return path, read_parquet(path)
+
+
+def _ss_parquet(path, ids):
+    """An ingested ``.ss`` file as ``sssp ingest F.ss`` writes it: a ``source`` column."""
+    pq.write_table(pa.table({"source": pa.array(ids, pa.int32())}), path)
+    return path
+
+
+@pytest.mark.parametrize("what", ["source", "target"])
+def test_parquet_id_out_of_range_names_its_row(rome, tmp_path, capsys, what):
+    """A text file's bad id is refused at its line; a Parquet file's named no place at
+    all ('ids.parquet: target 4000 is not a vertex'), leaving the user to search it."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_id_file
+    from gpu_sssp.workflows.cli import main
+
+    path, g = rome
+    f = _ss_parquet(tmp_path / "ids.parquet", [5, 7, 4000, 9])
+    with pytest.raises(InputError) as e:
+        read_id_file(f, g, what)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}: ") and "row 3" in msg and f"{what} 4000 is not a vertex of" in msg, msg
+    option = "--sources-file" if what == "source" else "--targets"
+    rc = main(["study", str(path), "--random" if what == "target" else "--random-targets", "3", option, str(f),
+               "--out", str(tmp_path / "o"), "--cpu-workers", "1", "--no-dashboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "row 3" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_studys_targets_parquet_is_a_targets_file(rome, tmp_path):
+    """``targets.parquet`` (columns ``column``, ``target``) was refused as ``--targets
+    FILE`` ("a Parquet targets file is an ingested .ss file ... this one has column,
+    target"): the columns of one matrix study could not be given to the next.  Read in
+    ``column`` order, repeats kept."""
+    from gpu_sssp.pipeline.study.matrix import TARGETS_SCHEMA
+    from gpu_sssp.pipeline.targets import plan_targets, read_target_file
+
+    path, g = rome
+    f = tmp_path / "targets.parquet"
+    # rows out of column order: the column order wins
+    pq.write_table(pa.table({"column": [1, 0, 2, 3], "target": [17, 3353, 17, 1]}, schema=TARGETS_SCHEMA), f)
+    assert read_target_file(f, g).tolist() == [3353, 17, 17, 1]
+    # one rule for sources and targets files: the columns may be a study's sources too
+    from gpu_sssp.pipeline.sources import read_source_file
+    assert read_source_file(f, g).tolist() == [3353, 17, 17, 1]
+    assert plan_targets(g, targets=str(f)).targets.tolist() == [3352, 16, 16, 0]
+
+
+@pytest.mark.parametrize("columns, why", [
+    ([0, 2, 3], "'column'"),       # a column missing
+    ([0, 1, 1], "'column'"),       # a column twice
+])
+def test_a_targets_parquet_with_broken_columns_is_refused(rome, tmp_path, columns, why):
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.study.matrix import TARGETS_SCHEMA
+    from gpu_sssp.pipeline.targets import read_target_file
+
+    path, g = rome
+    f = tmp_path / "targets.parquet"
+    pq.write_table(pa.table({"column": columns, "target": [5, 6, 7]}, schema=TARGETS_SCHEMA), f)
+    with pytest.raises(InputError, match=why) as e:
+        read_target_file(f, g)
+    assert str(e.value).startswith(f"{f}: ")
+
+
+def test_a_previous_studys_targets_give_the_same_columns(rome, tmp_path):
+    """End to end: a second study given the first one's ``targets.parquet`` writes the
+    same ``targets.parquet`` and the same matrix columns."""
+    from gpu_sssp.workflows.cli import main
+
+    path, g = rome
+    t = tmp_path / "t.txt"
+    t.write_text("3353\n1\n17\n17\n200\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    common = [str(path), "--source", "1", "--source", "17", "--cpu-workers", "1", "--no-dashboard"]
+    assert main(["study", *common, "--targets", str(t), "--out", str(a)]) == 0
+    assert main(["study", *common, "--targets", str(a / "targets.parquet"), "--out", str(b)]) == 0
+    ta, tb = pq.read_table(a / "targets.parquet"), pq.read_table(b / "targets.parquet")
+    assert ta.column("target").to_pylist() == tb.column("target").to_pylist() == [3353, 1, 17, 17, 200]
+    ma, mb = pq.read_table(a / "matrix"), pq.read_table(b / "matrix")
+    assert ma.column("distance").to_pylist() == mb.column("distance").to_pylist()
