@@ -10,6 +10,7 @@ a batch finishes in fewer iterations.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,7 +209,7 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
                              f"(its ids run {lo}..{hi})")
 
     if path.suffix.lower() == ".parquet":  # an ingested .ss file, or a matrix study's targets.parquet
-        ids, column, rows = _read_id_table(path, what)
+        ids, column, rows = _read_id_table(path, what, graph)
         check(ids, lambda i: None, str(path), lambda i: f"row {int(rows[i]) + 1:,} of its '{column}' column")
         header, display = None, str(path)
     else:
@@ -222,20 +223,33 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     return ids
 
 
-def _read_id_table(path: Path, what: str) -> tuple[np.ndarray, str, np.ndarray]:
+def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.ndarray]:
     """The ids of a Parquet sources or targets file: the ``source`` column of an ingested
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
     columns, taken in the order of its ``column`` column, which must number them 0..T-1).
-    ``(ids, column name, file row of each id)``, the rows 0-based, for messages."""
+    ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
+    ingested ``.ss`` file whose recorded ``id_base`` is not ``graph``'s is refused: its
+    ids would name other vertices (each one off by one) without a word."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
     from gpu_sssp.pipeline.fsnames import read_metadata, read_table
 
     try:
-        names = read_metadata(path).schema.names
+        md = read_metadata(path)
+        names = md.schema.names
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    try:
+        recorded = json.loads((md.metadata or {}).get(b"sssp") or b"{}")
+    except ValueError:
+        recorded = {}
+    if isinstance(recorded, dict) and recorded.get("format") == "ss" and "id_base" in recorded:
+        base = int(recorded["id_base"])
+        if base != int(graph.id_base):
+            flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
+            raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
+                             f"every {what} would be another vertex (ingest the .ss file again {flag})")
     if "source" in names:
         name = "source"
     elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA

@@ -189,7 +189,8 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
-        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format))
+        meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format),
+                           zero_based=zero_based)
     else:
         id_type = None
         while True:
@@ -322,7 +323,10 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             raise
 
 
-def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
+def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based=False):
+    """A DIMACS ``.ss`` or ``.co`` file to Parquet; its ids are 1-based, or 0-based with
+    ``zero_based`` (as the graph's: ``--zero-based``), recorded as ``id_base``."""
+    base = 0 if zero_based else 1
     with Source(path) as src:
         display = src.display
         refuse_other_format(path, display, fmt, forced)
@@ -338,9 +342,10 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
                                  f"(from '{htext}' at line {hline})")
             lines_seen += len(b)
             ids = b.cols[0]
-            if len(ids) and ids.min() < 0:
-                i = int(np.argmax(ids < 0))
-                raise InputError(display, b.line_of(i), f"vertex id {ids[i]} is negative")
+            if len(ids) and ids.min() < base:
+                i = int(np.argmax(ids < base))
+                raise InputError(display, b.line_of(i), f"vertex id {ids[i]} is negative" if ids[i] < 0 else
+                                 "vertex id 0: DIMACS ids start at 1 (--zero-based for a 0-based file)")
             cols_all.append(b.cols)
         if lines_seen != count:
             raise InputError(display, cursor.lineno, f"record count does not match the header: expected "
@@ -354,7 +359,7 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False):
         id_pa = pa.int32() if (len(ids) == 0 or ids.max() <= np.iinfo(np.int32).max) else pa.int64()
         meta = {"source_file": Path(path).name, "source_sha256": src.sha256(), "format": fmt,
                 "created_by": f"sssp-ingest {__version__}", "header": htext, "count": int(count),
-                "id_base": 1}
+                "id_base": base}
         if fmt == "ss":
             schema = pa.schema([("source", id_pa)])
             meta["duplicates"] = int(len(ids) - len(np.unique(ids)))

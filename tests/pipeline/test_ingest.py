@@ -113,6 +113,38 @@ def test_zero_based_option(tmp_path):
     assert read_sources(DATA / "clrs-p659-zero-based.ss", vertices=5, id_base=0).tolist() == [0]
 
 
+def test_zero_based_sources_file_records_its_base(tmp_path):
+    """``ingest F.ss --zero-based`` records ``id_base`` 0 (it recorded 1 whatever the ids
+    were); without it an id 0 is refused as the graphs' ids are (it was taken); and an
+    ingested .ss file of another base than the graph's is refused where it is read as a
+    sources file, not read with every id naming another vertex."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.graph import load_graph
+    from gpu_sssp.pipeline.sources import read_id_file
+
+    zero = tmp_path / "zero.ss.parquet"
+    m = ingest(DATA / "clrs-p659-zero-based.ss", zero, zero_based=True)
+    assert m["id_base"] == 0 and json.loads(pq.read_schema(zero).metadata[b"sssp"])["id_base"] == 0
+    assert pq.read_table(zero).column("source").to_pylist() == [0]
+    with pytest.raises(InputError, match=r"clrs-p659-zero-based\.ss:2: vertex id 0: DIMACS ids start at 1"):
+        ingest(DATA / "clrs-p659-zero-based.ss", tmp_path / "one.ss.parquet")
+    one = tmp_path / "r4.ss.parquet"
+    assert ingest(DATA / "Random4-C.9.0.ss", one)["id_base"] == 1
+    g0 = load_graph(DATA / "clrs-p659-zero-based.gr", zero_based=True, cache_dir=tmp_path)
+    assert read_id_file(zero, g0).tolist() == [0]
+    with pytest.raises(InputError, match="its ids are 1-based but .*'s are 0-based"):
+        read_id_file(one, g0)
+    # a 1-based graph of 64 vertices: every id of zero.ss would be in range, one off
+    one_based = tmp_path / "z64.ss"
+    one_based.write_text("p aux sp ss 2\ns 0\ns 5\n")
+    z64 = tmp_path / "z64.ss.parquet"
+    ingest(one_based, z64, zero_based=True)
+    g1 = load_graph(DATA / "Random4-C.9.0.gr", cache_dir=tmp_path)
+    with pytest.raises(InputError, match="its ids are 0-based but .*'s are 1-based.*with.?out --zero-based"):
+        read_id_file(z64, g1)
+    assert read_id_file(one, g1).tolist()[0] == 59
+
+
 def _symmetric(s, d, w=None):
     fwd = arcset(s, d, w)
     bwd = arcset(d, s, w)
