@@ -1,0 +1,67 @@
+"""The README's Python interface as a new user calls it: ``gpu_sssp.matrix`` and
+``gpu_sssp.solve`` with values at the edges of what their documentation promises."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import scipy.sparse.csgraph as csg
+
+import gpu_sssp as sssp
+from gpu_sssp.kernels.errors import OptionError, OutputTooLargeError, UsageError
+
+ROME = Path(__file__).resolve().parents[1] / "data" / "rome99.gr"
+
+
+@pytest.fixture(scope="module")
+def rome(tmp_path_factory):
+    return sssp.load_graph(ROME, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_matrix_as_arrow_false_values_give_the_numpy_array(rome):
+    """``as_arrow`` accepted 0 and NumPy's False (they compare equal to False) and then
+    returned an Arrow table, since only the ``False`` and ``None`` objects themselves
+    gave the array; a false value gives the array, a true one the wide table, and
+    anything else is refused."""
+    want = csg.dijkstra(rome.to_scipy(), indices=[0])[:, [2]]
+    for false in (False, None, 0, np.False_):
+        m = sssp.matrix(rome, [1], [3], as_arrow=false, backend="cpu")
+        assert isinstance(m, np.ndarray), false
+        assert np.array_equal(m, want)
+    for true in (True, 1, np.True_, "wide"):
+        t = sssp.matrix(rome, [1], [3], as_arrow=true, backend="cpu")
+        assert isinstance(t, pa.Table) and t.column_names == ["source", "distance"], true
+        assert t.column("distance").to_pylist() == [want[0].tolist()]
+    for bad in (2, 1.0, "yes", [True]):
+        with pytest.raises(UsageError, match="as_arrow="):
+            sssp.matrix(rome, [1], [3], as_arrow=bad, backend="cpu")
+
+
+def test_matrix_refuses_a_graph_that_is_not_one(rome):
+    """``matrix(42, ...)`` ended in ``AttributeError: 'int' object has no attribute
+    'to_index'``; like ``solve``, it is a ``TypeError`` that says what a graph is."""
+    for bad in (42, None, [1, 2], rome.to_scipy()):
+        with pytest.raises(OptionError, match=r"graph must be a gpu_sssp\.Graph or a path"):
+            sssp.matrix(bad, [1], [3])
+
+
+def test_memory_refusal_of_predecessors_gives_advice_that_applies():
+    """A refused ``predecessors=True, distances=False`` call was told to "pass
+    distances=False", which it had done: the advice names what would help."""
+    big = sssp.Graph.from_edges([0], [1], [1], n=200_000_000)
+    with pytest.raises(OutputTooLargeError) as e:
+        sssp.solve(big, np.arange(2000), predecessors=True, distances=False)
+    msg = str(e.value)
+    assert "predecessors of 2,000 sources" in msg
+    assert "distances=False" not in msg
+    assert "predecessors=False" in msg
+    with pytest.raises(OutputTooLargeError) as e:
+        sssp.solve(big, np.arange(2000), predecessors=True)
+    msg = str(e.value)
+    assert "distances=False" in msg and "predecessors=False" in msg
+    with pytest.raises(OutputTooLargeError) as e:
+        sssp.solve(big, np.arange(2000))
+    msg = str(e.value)
+    assert "distances=False" in msg and "predecessors=False" not in msg
