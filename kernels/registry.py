@@ -295,8 +295,12 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
     else:
-        advice = ("solve fewer sources at a time, pass distances=False for the per-source statistics only, "
-                  "or run a study (sssp study), which writes the distances to files batch by batch")
+        # name only what would help this call: distances=False where it asked for them,
+        # predecessors=False where it asked for the trees
+        drop = [name for name, asked in (("distances=False", distances), ("predecessors=False", predecessors))
+                if asked]
+        advice = (f"solve fewer sources at a time, pass {' and '.join(drop)} for the per-source statistics "
+                  "only, or run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 
 
