@@ -397,10 +397,11 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    if path.suffix == ".parquet":
-        return read_parquet(path)
     from gpu_sssp.pipeline import ingest as _ingest
 
+    _check_ingest_options(path, ingest_options, _ingest.ingest)
+    if path.suffix == ".parquet":
+        return read_parquet(path)
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
     for _attempt in range(READS_WHILE_CHANGING):
@@ -412,6 +413,28 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
                          "in a row: load it once it is no longer being written")
     g.name = shown(Path(_ingest.strip_compression(path.name)).stem)  # printable (fsnames)
     return g
+
+
+def _check_ingest_options(path: Path, options: dict, ingest) -> None:
+    """Refuse what :func:`load_graph` would otherwise drop without a word: an option
+    ``ingest`` does not take (named, with those it takes, instead of ``ingest()``'s own
+    TypeError), and, for a Parquet edge list, which is loaded as it is, any option that
+    is not at its default (``sssp solve g.parquet --weights unit`` is refused the same
+    way: the graph would keep the file's weights)."""
+    import inspect
+
+    from gpu_sssp.kernels.errors import OptionError
+
+    takes = [name for name, p in inspect.signature(ingest).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    for name in options:
+        if name not in takes:
+            raise OptionError(f"load_graph: unknown option {name!r}; it takes cache_dir and the ingest options "
+                              f"{', '.join(takes)}")
+    if path.suffix == ".parquet":
+        given = sorted(name for name, value in options.items() if value is not None and value is not False)
+        if given:
+            raise OptionError(f"{shown(path)}: {', '.join(f'{n}=' for n in given)} apply to raw inputs, not to an "
+                              "ingested Parquet file, which is loaded as it is (ingest the raw input with them)")
 
 
 #: nanoseconds: an input whose last change (ctime) is this close to the time its copy

@@ -65,3 +65,25 @@ def test_memory_refusal_of_predecessors_gives_advice_that_applies():
         sssp.solve(big, np.arange(2000))
     msg = str(e.value)
     assert "distances=False" in msg and "predecessors=False" not in msg
+
+
+def test_load_graph_refuses_ingest_options_for_a_parquet_file(tmp_path):
+    """``load_graph("g.parquet", weights="unit")`` returned the file's own weights and
+    said nothing (``sssp solve g.parquet --weights unit`` is refused): options that would
+    change the graph are refused for a Parquet edge list, as on the command line, and an
+    option ``ingest`` does not take is named, not left to ``ingest()``'s TypeError."""
+    from gpu_sssp.pipeline.ingest import ingest
+
+    pq_path = tmp_path / "rome99.parquet"
+    ingest(ROME, pq_path)
+    for opts in ({"weights": "unit"}, {"undirected": True}, {"format": "gr"}, {"zero_based": True},
+                 {"weight_type": "float64"}):
+        with pytest.raises(OptionError, match=r"apply to raw inputs, not to an ingested Parquet file"):
+            sssp.load_graph(pq_path, **opts)
+    # the defaults change nothing and are accepted
+    g = sssp.load_graph(pq_path, weights=None, undirected=False)
+    assert g.n == 3353
+    for path in (pq_path, ROME):
+        with pytest.raises(OptionError, match=r"unknown option 'wieghts'.*weights"):
+            sssp.load_graph(path, wieghts="unit", cache_dir=tmp_path)
+    assert not (tmp_path / ".sssp-cache").exists()
