@@ -87,3 +87,29 @@ def test_load_graph_refuses_ingest_options_for_a_parquet_file(tmp_path):
         with pytest.raises(OptionError, match=r"unknown option 'wieghts'.*weights"):
             sssp.load_graph(path, wieghts="unit", cache_dir=tmp_path)
     assert not (tmp_path / ".sssp-cache").exists()
+
+
+@pytest.mark.parametrize("name, what", [("Random4-C.9.0.ss", "DIMACS source list"),
+                                        ("coords.co", "DIMACS coordinate table")])
+def test_a_sources_or_coordinates_file_given_as_the_graph_says_so(name, what, tmp_path):
+    """``load_graph("x.ss")`` (``sssp solve x.ss``) ingested the source list into the
+    cache, then failed naming the cached copy ("its 'sssp' metadata has no 'vertices'"),
+    and the next run warned that the copy was unreadable and ingested it again; the
+    ingested ``.ss`` Parquet file failed alike.  Both now say what the file is."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.ingest import ingest
+
+    src = tmp_path / name
+    if name.endswith(".ss"):
+        src.write_bytes((ROME.parent / name).read_bytes())
+    else:
+        src.write_text("p aux sp co 2\nv 1 10 20\nv 2 30 40\n")
+    for _ in range(2):
+        with pytest.raises(InputError, match=f"{name}: .*{what}.*not a graph"):
+            sssp.load_graph(src, cache_dir=tmp_path)
+    assert not list(tmp_path.glob(f"{name}.*.parquet"))  # nothing ingested into the cache
+    ingest(src, tmp_path / "aux.parquet")
+    with pytest.raises(InputError, match=f"aux.parquet: .*{what}.*not a graph"):
+        sssp.read_parquet(tmp_path / "aux.parquet")
+    with pytest.raises(InputError, match=f"aux.parquet: .*{what}.*not a graph"):
+        sssp.load_graph(tmp_path / "aux.parquet")
