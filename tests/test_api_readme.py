@@ -113,3 +113,18 @@ def test_a_sources_or_coordinates_file_given_as_the_graph_says_so(name, what, tm
         sssp.read_parquet(tmp_path / "aux.parquet")
     with pytest.raises(InputError, match=f"aux.parquet: .*{what}.*not a graph"):
         sssp.load_graph(tmp_path / "aux.parquet")
+
+
+def test_solve_names_an_out_of_range_source_among_python_ints(rome):
+    """``solve(g, [0, 2**63])``: NumPy makes that list float64, and the call was refused
+    as "sources must be integers, got float64" (a TypeError) although every source is an
+    int; it is the ValueError of an index out of range, naming it, as ``[2**63]`` alone."""
+    for bad in ([0, 2**63], [-1, 2**63], (1, 2**64 + 3), [0, np.uint64(2**63)]):
+        with pytest.raises(UsageError, match=r"source index -?\d+ out of range for rome99"):
+            sssp.solve(rome, bad)
+        with pytest.raises(UsageError, match=r"target index -?\d+ out of range for rome99"):
+            sssp.solve(rome, [0], targets=bad)
+    with pytest.raises(OptionError, match="sources must be integers, got float64"):
+        sssp.solve(rome, [0, 1.5])
+    # in range, the same mix is solved (int64 and uint64 are float64 together to NumPy)
+    assert sssp.solve(rome, [np.int64(1), np.uint64(2)], distances=False).sources.tolist() == [1, 2]
