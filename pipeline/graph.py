@@ -262,6 +262,10 @@ def _open_edge_list(path: Path, pf):
         raise bad(f"its 'sssp' metadata is {type(meta).__name__}, expected a JSON object")
     if meta.get("format") in _AUX_KINDS and "vertices" not in meta:  # sssp ingest x.ss / x.co
         raise bad(_aux_refusal(meta["format"]))
+    if "vertices" not in meta and not {"src", "dst"} <= set(schema.names):
+        # another of the project's tables (a distance or statistics file), not "no 'vertices'"
+        raise bad(f"not an sssp edge list: its columns are {', '.join(schema.names)} (an edge list has src, "
+                  "dst, weight: sssp ingest and sssp generate write one)")
 
     def whole(key, default=None, allowed=None):
         v = meta.get(key, default)

@@ -128,3 +128,18 @@ def test_solve_names_an_out_of_range_source_among_python_ints(rome):
         sssp.solve(rome, [0, 1.5])
     # in range, the same mix is solved (int64 and uint64 are float64 together to NumPy)
     assert sssp.solve(rome, [np.int64(1), np.uint64(2)], distances=False).sources.tolist() == [1, 2]
+
+
+def test_a_result_table_given_as_the_graph_names_its_columns(rome, tmp_path):
+    """A distance table (``sssp solve -o``, ``Result.to_table()``) given as the graph was
+    refused as "its 'sssp' metadata has no 'vertices'"; it is named for what it holds."""
+    import pyarrow.parquet as pq
+
+    t = sssp.solve(rome, [0]).to_table()
+    meta = {b"sssp": b'{"graph": "rome99", "id_base": 1}'}
+    pq.write_table(t.replace_schema_metadata(meta), tmp_path / "d.parquet")
+    from gpu_sssp.pipeline.errors import InputError
+
+    with pytest.raises(InputError, match=r"d.parquet: not an sssp edge list: its columns are source, vertex, "
+                                         r"distance, predecessor \(an edge list has src, dst, weight"):
+        sssp.read_parquet(tmp_path / "d.parquet")
