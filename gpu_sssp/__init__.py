@@ -163,7 +163,17 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     """
     import numpy as _np
 
-    g = load_graph(graph) if isinstance(graph, (str, _os.PathLike)) else graph
+    if isinstance(graph, (str, _os.PathLike)):
+        g = load_graph(graph)
+    else:
+        from gpu_sssp.kernels.graph import Graph as _Graph
+
+        if not isinstance(graph, _Graph):
+            from gpu_sssp.kernels.errors import OptionError
+
+            raise OptionError(f"graph must be a gpu_sssp.Graph or a path to an input file or Parquet edge "
+                              f"list, got {type(graph).__name__}")
+        g = graph
 
     def ids(x, what):
         if isinstance(x, str) and x == "all":
@@ -189,11 +199,17 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         # an id beyond 64 bits is refused with the range of ids, not an OverflowError
         return g.to_index(arr, what=what)
 
-    if as_arrow not in (False, None, True, "wide", "long"):
+    # False/None/0 (NumPy's bools too) give the array, True/1 the wide table: decided here
+    # once, since 0 and np.False_ compare equal to False but are not the False object
+    if isinstance(as_arrow, str) and as_arrow in ("wide", "long"):
+        form, table = as_arrow, True
+    elif as_arrow is None or (isinstance(as_arrow, (bool, _np.bool_, int, _np.integer))
+                              and as_arrow in (0, 1)):
+        form, table = "wide", bool(as_arrow)
+    else:
         from gpu_sssp.kernels.errors import UsageError
 
         raise UsageError(f"as_arrow={as_arrow!r}: use False (a NumPy array), True or 'wide', or 'long'")
-    form = "long" if as_arrow == "long" else "wide"
     src, tg = ids(sources, "source"), ids(targets, "target")
     _check_matrix_size(g, src, tg, max_distance_bytes, form)
     if method != "auto":
@@ -210,7 +226,7 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     from gpu_sssp.kernels import solve
 
     res = solve(g, src, method=method, backend=backend, targets=tg, stats_over=stats_over, **options)
-    if as_arrow is False or as_arrow is None:
+    if not table:
         return res.matrix
     return res.matrix_table(g.id_base, form)
 

@@ -216,6 +216,11 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
     if holds_bool(values):
         raise OptionError(f"{what}s must be integers, got a bool (True is not vertex 1)")
     v = np.atleast_1d(np.asarray(values))
+    if (v.dtype.kind == "f" and isinstance(values, (list, tuple)) and values
+            and all(isinstance(x, (int, np.integer)) for x in values)):
+        # ints that no one integer type holds ([0, 2**63]: int64 and uint64) are float64 to
+        # NumPy; kept as objects, the range check below names the one out of range
+        v = np.asarray(values, dtype=object)
     if v.size == 0:  # before the type: an empty list is float64 to NumPy
         raise UsageError(f"no {what}s given")
     if v.ndim != 1:
@@ -233,6 +238,7 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
         for x in v:
             if not 0 <= int(x) < graph.n:
                 raise out_of_range(x)
+        v = np.array([int(x) for x in v], dtype=np.int64)  # all in range
     if v.dtype.kind not in "iu":
         raise OptionError(f"{what}s must be integers, got {v.dtype}")
     if v.dtype.kind == "u" and v.dtype.itemsize >= 8:
@@ -295,8 +301,12 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
     else:
-        advice = ("solve fewer sources at a time, pass distances=False for the per-source statistics only, "
-                  "or run a study (sssp study), which writes the distances to files batch by batch")
+        # name only what would help this call: distances=False where it asked for them,
+        # predecessors=False where it asked for the trees
+        drop = [name for name, asked in (("distances=False", distances), ("predecessors=False", predecessors))
+                if asked]
+        advice = (f"solve fewer sources at a time, pass {' and '.join(drop)} for the per-source statistics "
+                  "only, or run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 
 

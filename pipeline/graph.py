@@ -260,6 +260,12 @@ def _open_edge_list(path: Path, pf):
         raise bad("its 'sssp' metadata is not valid JSON; the file is damaged (ingest the input again)") from None
     if not isinstance(meta, dict):
         raise bad(f"its 'sssp' metadata is {type(meta).__name__}, expected a JSON object")
+    if meta.get("format") in _AUX_KINDS and "vertices" not in meta:  # sssp ingest x.ss / x.co
+        raise bad(_aux_refusal(meta["format"]))
+    if "vertices" not in meta and not {"src", "dst"} <= set(schema.names):
+        # another of the project's tables (a distance or statistics file), not "no 'vertices'"
+        raise bad(f"not an sssp edge list: its columns are {', '.join(schema.names)} (an edge list has src, "
+                  "dst, weight: sssp ingest and sssp generate write one)")
 
     def whole(key, default=None, allowed=None):
         v = meta.get(key, default)
@@ -397,10 +403,12 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    if path.suffix == ".parquet":
-        return read_parquet(path)
     from gpu_sssp.pipeline import ingest as _ingest
 
+    _check_ingest_options(path, ingest_options, _ingest.ingest)
+    if path.suffix == ".parquet":
+        return read_parquet(path)
+    _refuse_aux_input(path, ingest_options.get("format"), _ingest)
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
     for _attempt in range(READS_WHILE_CHANGING):
@@ -412,6 +420,53 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
                          "in a row: load it once it is no longer being written")
     g.name = shown(Path(_ingest.strip_compression(path.name)).stem)  # printable (fsnames)
     return g
+
+
+#: what a DIMACS ``.ss`` / ``.co`` file (or its ingested Parquet table) is, for the
+#: refusal of one given as a graph
+_AUX_KINDS = {"ss": "a DIMACS source list ('s ID' lines, a 'source' column once ingested)",
+              "co": "a DIMACS coordinate table ('v ID X Y' lines, 'vertex', 'x', 'y' columns once ingested)"}
+_AUX_USE = {"ss": "give it as the sources (sssp study/solve --sources-file, sources_file=) and the graph's "
+                  ".gr file as GRAPH",
+            "co": "give the graph's .gr file as GRAPH"}
+
+
+def _aux_refusal(kind: str) -> str:
+    return f"{_AUX_KINDS[kind]}, not a graph: {_AUX_USE[kind]}"
+
+
+def _refuse_aux_input(path: Path, fmt, _ingest) -> None:
+    """A ``.ss`` or ``.co`` file given as a graph is refused before it is ingested: it
+    used to be ingested into the cache as its table, then refused naming the cached copy
+    ("its 'sssp' metadata has no 'vertices'"), and ingested again on the next run."""
+    try:
+        kind = _ingest.normalise_format(fmt) if fmt else _ingest.detect_format(path)
+    except (OSError, ValueError):  # unreadable or unknown: ingest() says so, in its words
+        return
+    if kind in _AUX_KINDS:
+        raise InputError(shown(path), None, _aux_refusal(kind))
+
+
+def _check_ingest_options(path: Path, options: dict, ingest) -> None:
+    """Refuse what :func:`load_graph` would otherwise drop without a word: an option
+    ``ingest`` does not take (named, with those it takes, instead of ``ingest()``'s own
+    TypeError), and, for a Parquet edge list, which is loaded as it is, any option that
+    is not at its default (``sssp solve g.parquet --weights unit`` is refused the same
+    way: the graph would keep the file's weights)."""
+    import inspect
+
+    from gpu_sssp.kernels.errors import OptionError
+
+    takes = [name for name, p in inspect.signature(ingest).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    for name in options:
+        if name not in takes:
+            raise OptionError(f"load_graph: unknown option {name!r}; it takes cache_dir and the ingest options "
+                              f"{', '.join(takes)}")
+    if path.suffix == ".parquet":
+        given = sorted(name for name, value in options.items() if value is not None and value is not False)
+        if given:
+            raise OptionError(f"{shown(path)}: {', '.join(f'{n}=' for n in given)} apply to raw inputs, not to an "
+                              "ingested Parquet file, which is loaded as it is (ingest the raw input with them)")
 
 
 #: nanoseconds: an input whose last change (ctime) is this close to the time its copy

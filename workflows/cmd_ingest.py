@@ -140,7 +140,9 @@ def run(args) -> int:
     path = Path(args.input)
     out = Path(args.output) if args.output else default_output(path)
     # (an output that is the input is refused by ingest() itself, before it reads anything)
-    check_output_file(out, option="-o" if args.output else "output", example=default_output(path).name)
+    # the name as given: Path("./-") is Path("-"), which the check refuses as standard output
+    check_output_file(args.output or out, option="-o" if args.output else "output",
+                      example=default_output(path).name)
     t0 = time.perf_counter()
     try:
         with no_new_folders_on_failure(out):  # the sink makes out's folders when it opens

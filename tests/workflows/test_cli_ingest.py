@@ -286,3 +286,18 @@ def test_metis_listing_each_edge_at_one_end_is_flagged(tmp_path, capsys, caplog)
     assert not caplog.records
     meta = read_meta(tmp_path / "u.parquet")
     assert meta["directed"] is False and meta["arcs"] == 4 and meta["metis_listing"] == "one-end"
+
+
+@pytest.mark.parametrize("family", [["ingest", DATA / "rome99.gr"], ["generate", "grid", "--rows", "3", "--cols", "3"]])
+def test_dot_slash_dash_names_a_file_called_dash(family, tmp_path, monkeypatch):
+    """The README: "`-o -` ... standard output is not offered: `./-` names a file called
+    `-`".  `sssp ingest -o ./-` was refused as `-o -` (the name went through Path, which
+    drops the `./`, before the check); `-o -` stays refused, `./-` writes the file."""
+    from gpu_sssp.kernels.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="-o -: standard output is not offered"):
+        _run([*family, "-o", "-", "-q"])
+    assert not (tmp_path / "-").exists()
+    assert _run([*family, "-o", "./-", "-q"]) == 0
+    assert read_meta(tmp_path / "-")["arcs"] > 0
