@@ -54,7 +54,8 @@ class Method:
         picks another entry of ``kernels.hierarchy.ADVICE`` than the backend's (``study``)."""
         if graph.has_negative and not self.negative_weights:
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
-                    f"{int((graph.weights < 0).sum())} negative arcs (use hbf, bellman-ford or auto)")
+                    f"{int((graph.weights < 0).sum())} negative arcs (use "
+                    f"{'hbf, bellman-ford' if self.backend == 'gpu' else 'bellman-ford'} or auto)")
         if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
             return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "
                     f"{graph.name} has weights {graph.min_weight}..{graph.max_weight} (use delta, phast or auto)")
