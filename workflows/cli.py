@@ -33,24 +33,50 @@ class Terminated(KeyboardInterrupt):
         return (type(self), (self.signum,))
 
 
+#: Dask's loggers, quieted for the rest of a command stopped by SIGTERM
+_DASK_LOGGERS = ("distributed", "dask_cuda")
+
+
+def _quiet_dask_after_stop() -> list:
+    """Raise Dask's loggers (and every one below them) to CRITICAL; returns their
+    ``(logger, level)`` to put back.  A SIGTERM sent to the command's whole process
+    group (``timeout``, a batch scheduler's stop) ends a local cluster's workers too,
+    and while the study stopped, the in-process scheduler and nannies logged it ("Removing
+    worker ... caused the cluster to lose already computed task(s)", "Restarting worker")
+    before the command's one line."""
+    kept = []
+    names = [n for n in list(logging.Logger.manager.loggerDict)
+             if any(n == d or n.startswith(d + ".") for d in _DASK_LOGGERS)]
+    for name in set(names) | set(_DASK_LOGGERS):
+        lg = logging.getLogger(name)
+        kept.append((lg, lg.level))
+        lg.setLevel(logging.CRITICAL)
+    return kept
+
+
 @contextlib.contextmanager
-def _sigterm_raises():
+def _sigterm_raises(quiet_dask: bool = False):
     """While a command runs, SIGTERM raises :class:`Terminated` in the main thread
     (Python's default is to die at once: exit 143, no clean-up, a study's manifest left
     ``running``).  Only the first one raises: a second SIGTERM during the clean-up is
     ignored, so that the clean-up ends (SIGKILL still stops everything).  The previous
-    handler comes back afterwards (``main`` can run inside another program)."""
+    handler comes back afterwards (``main`` can run inside another program).
+    ``quiet_dask``: Dask's log records are dropped from the signal on, until the block
+    ends (:func:`_quiet_dask_after_stop`)."""
     try:
         previous = signal.getsignal(signal.SIGTERM)
     except (AttributeError, ValueError):  # no SIGTERM here
         yield
         return
     fired = []
+    quieted = []
 
     def handler(signum, _frame):
         if fired:
             return
         fired.append(signum)
+        if quiet_dask:
+            quieted.extend(_quiet_dask_after_stop())
         raise Terminated(signum)
 
     try:
@@ -62,6 +88,8 @@ def _sigterm_raises():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for lg, lvl in quieted:
+            lg.setLevel(lvl)
 
 
 def _check_settings() -> None:
@@ -150,7 +178,7 @@ def main(argv=None) -> int:
     # the product's errors are caught here, once; anything else is a bug and keeps
     # its traceback
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(quiet_dask=args.verbose < 2):
             _check_settings()
             return int(args.func(args) or 0)
     except SsspError as exc:

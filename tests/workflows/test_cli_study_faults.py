@@ -87,16 +87,17 @@ def _group_gone(pgid: int, timeout: float = 30) -> bool:
     return False
 
 
-def _signal_mid_study(tmp_path, graph, sig, *, group_gone: bool = False):
-    """Send ``sig`` to the client alone (as a terminal's Ctrl-C or ``kill PID`` does)
-    once it journals 5 batches; ``(exit status, output, out folder, args)``.  With
+def _signal_mid_study(tmp_path, graph, sig, *, group_gone: bool = False, group: bool = False):
+    """Send ``sig`` to the client alone (as ``kill PID`` does), or with ``group`` to its
+    whole process group, workers included (as ``timeout`` and batch schedulers do), once
+    it journals 5 batches; ``(exit status, output, out folder, args)``.  With
     ``group_gone``: the workers went with their cluster, not left to the kernel."""
     out = tmp_path / "o"
     args = _study_args(graph, out)
     proc = _start(args, tmp_path)
     try:
         _wait_for_batches(proc, out, 5, journaled=True)
-        os.kill(proc.pid, sig)
+        (os.killpg if group else os.kill)(proc.pid, sig)
         rc = proc.wait(timeout=120)
         if group_gone:
             assert _group_gone(proc.pid), "worker processes outlived the client"
@@ -136,6 +137,20 @@ def test_sigterm_leaves_the_study_interrupted(tmp_path, rome99):
     assert m["status"] == "interrupted", (m["status"], text)
     assert m["failure"]["reason"] == "terminated by SIGTERM" and m["runs"][-1]["status"] == "interrupted"
     _resumes_to_complete(args, tmp_path, out)  # and it resumes from there
+
+
+def test_sigterm_to_the_whole_group_is_one_line(tmp_path, rome99):
+    """``timeout`` and batch schedulers signal every process of the command's group: the
+    local cluster's workers end at once, and Dask's in-process scheduler and nannies
+    logged it ("Removing worker ... caused the cluster to lose already computed
+    task(s)", "Restarting worker") before the command's own line."""
+    rc, text, out, args = _signal_mid_study(tmp_path, rome99, signal.SIGTERM, group=True)
+    assert rc == 128 + signal.SIGTERM, text
+    assert "distributed." not in text and "Traceback" not in text, text
+    assert [x for x in text.splitlines() if x.startswith(("error:", "stopped:"))] == \
+        ["stopped: terminated by SIGTERM"], text
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    _resumes_to_complete(args, tmp_path, out)
 
 
 def test_sigterm_handler_is_restored_after_main(rome99, capsys):
