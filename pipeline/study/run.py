@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import queue
+import threading
 import time
 import uuid
 
@@ -912,9 +913,34 @@ def _restore_worker_streams(client, old: dict, token: str) -> None:
     for addr, v in old.items():
         if v is not None and addr in live:
             by_value.setdefault(v, []).append(addr)
-    for v, addrs in by_value.items():
-        # a worker lost in between: its error is returned, not raised, and skipped
-        client.run(_worker_stream, restore=v, token=token, workers=addrs, on_error="return")
+    if not by_value:
+        return
+
+    def put_back():
+        for v, addrs in by_value.items():
+            # a worker lost in between: its error is returned, not raised, and skipped
+            client.run(_worker_stream, restore=v, token=token, workers=addrs, on_error="return")
+
+    # a worker that dies between the question and the call (as the study ends: a killed
+    # worker the scheduler has not yet removed) is still named, and the scheduler retries
+    # its refused connection for the whole connect timeout (30 s) before answering: the
+    # study does not wait for more than RESTORE_WAIT_S (the call goes on in the background)
+    t = threading.Thread(target=_best_effort, args=(put_back,), name="sssp-restore-streams", daemon=True)
+    t.start()
+    t.join(RESTORE_WAIT_S)
+    if t.is_alive():
+        log.debug("the workers' stream intervals are still being put back after %.0f s", RESTORE_WAIT_S)
+
+
+#: seconds a study's end waits for its workers' stream intervals to be put back
+RESTORE_WAIT_S = 3.0
+
+
+def _best_effort(fn) -> None:
+    try:
+        fn()
+    except Exception as exc:  # a worker or the scheduler gone meanwhile: nothing to put back
+        log.debug("a stream's interval not put back: %s", exc)
 
 
 def _prompt_streams(client, interval: float | None = None):
