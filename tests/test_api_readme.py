@@ -143,3 +143,17 @@ def test_a_result_table_given_as_the_graph_names_its_columns(rome, tmp_path):
     with pytest.raises(InputError, match=r"d.parquet: not an sssp edge list: its columns are source, vertex, "
                                          r"distance, predecessor \(an edge list has src, dst, weight"):
         sssp.read_parquet(tmp_path / "d.parquet")
+
+
+def test_a_study_of_a_graph_with_another_id_base_is_refused_before_any_folder(tmp_path):
+    """``Graph.from_edges(..., id_base=2)`` solves, but a study's workers read the graph
+    from a Parquet edge list (ids 0- or 1-based): the study failed once its folder and
+    cluster existed, reading back the ``graph.parquet`` it had written."""
+    import gpu_sssp
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.kernels.graph import Graph
+
+    g = Graph.from_edges([0, 1], [1, 2], [1, 2], n=3, id_base=2, name="based2")
+    with pytest.raises(UsageError, match="based2's id_base is 2: build it with id_base=0 or 1"):
+        gpu_sssp.study(g, sources="all", out=tmp_path / "o", cpu_workers=1)
+    assert not (tmp_path / "o").exists()

@@ -1164,6 +1164,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     else:
         g = graph
         graph_path = g.path or ""
+        if int(g.id_base) not in (0, 1):
+            # the workers read the graph from a Parquet edge list, whose ids are 0- or
+            # 1-based: refused here, not once the folder and the cluster exist
+            from gpu_sssp.kernels.errors import UsageError
+
+            raise UsageError(f"a study's graph has 0- or 1-based ids (its workers read it from a Parquet edge "
+                             f"list); {g.name}'s id_base is {g.id_base}: build it with id_base=0 or 1")
     if all(v is None for v in (sources, ids, sources_file, random)):
         sources = "all"
     sp = plan_sources(g, sources=sources, ids=ids, sources_file=sources_file, random=random, seed=seed,
