@@ -408,7 +408,6 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     _check_ingest_options(path, ingest_options, _ingest.ingest)
     if path.suffix == ".parquet":
         return read_parquet(path)
-    _refuse_aux_input(path, ingest_options.get("format"), _ingest)
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
     for _attempt in range(READS_WHILE_CHANGING):
@@ -576,6 +575,9 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
                 _remove_for_new(out, "unreadable")
         if g is None:
+            # here, where it is about to be ingested, not on every load: finding a
+            # tarball's format reads the whole archive (a cached copy was read in ms)
+            _refuse_aux_input(path, ingest_options.get("format"), _ingest)
             t0 = _now_ns()
             try:
                 _ingest.ingest(path, out, **ingest_options)

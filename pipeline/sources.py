@@ -245,7 +245,10 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
     except ValueError:
         recorded = {}
     if isinstance(recorded, dict) and recorded.get("format") == "ss" and "id_base" in recorded:
-        base = int(recorded["id_base"])
+        base = recorded["id_base"]
+        if isinstance(base, bool) or base not in (0, 1):  # damaged metadata: not a traceback
+            raise InputError(path, None, f"its 'sssp' metadata says id_base = {json.dumps(base)}: expected 0 or 1 "
+                             "(ingest the .ss file again)")
         if base != int(graph.id_base):
             flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
             raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "

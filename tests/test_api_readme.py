@@ -115,6 +115,27 @@ def test_a_sources_or_coordinates_file_given_as_the_graph_says_so(name, what, tm
         sssp.load_graph(tmp_path / "aux.parquet")
 
 
+def test_a_cached_tarball_is_not_read_again_to_find_its_format(tmp_path, monkeypatch):
+    """The refusal of a ``.ss``/``.co`` given as the graph found the input's format from
+    its content on every load_graph: a tarball's is found by reading the whole archive,
+    so a cache hit (milliseconds) decompressed the whole tarball first.  Its format is
+    looked at only where it is about to be ingested."""
+    import tarfile
+
+    from gpu_sssp.pipeline.ingest import _source
+
+    tgz = tmp_path / "rome99.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(ROME, arcname="rome99.gr")
+    first = sssp.load_graph(tgz, cache_dir=tmp_path)
+    opened = []
+    real = _source.Source._open_tar
+    monkeypatch.setattr(_source.Source, "_open_tar", lambda self: opened.append(self.path) or real(self))
+    again = sssp.load_graph(tgz, cache_dir=tmp_path)
+    assert again.fingerprint == first.fingerprint
+    assert opened == []  # read from the cache, the tarball left unread
+
+
 def test_solve_names_an_out_of_range_source_among_python_ints(rome):
     """``solve(g, [0, 2**63])``: NumPy makes that list float64, and the call was refused
     as "sources must be integers, got float64" (a TypeError) although every source is an

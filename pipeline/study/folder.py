@@ -76,12 +76,14 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
         return os.fspath(Path(p).resolve())
     target = Path(out_dir) / GRAPH_FILE
     if target.exists():
+        ours = _written_by_study(target)
         try:
-            if read_parquet(target).fingerprint == graph.fingerprint:
+            # a user's file is only looked at: no CSR cache (<file>.csr.npz) is left beside it
+            if read_parquet(target, cache=ours).fingerprint == graph.fingerprint:
                 return os.fspath(target.resolve())
         except Exception:  # rewritten below, when a study wrote it
             pass
-        if not _written_by_study(target):
+        if not ours:
             # a folder holding only a graph.parquet is taken as empty (a run stopped
             # before its manifest leaves one): one that is not a study's is the user's
             raise StudyError(f"{target}: a different graph, not written by sssp study; not replaced "

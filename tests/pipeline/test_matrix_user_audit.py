@@ -100,3 +100,23 @@ def test_a_previous_studys_targets_give_the_same_columns(rome, tmp_path):
     assert ta.column("target").to_pylist() == tb.column("target").to_pylist() == [3353, 1, 17, 17, 200]
     ma, mb = pq.read_table(a / "matrix"), pq.read_table(b / "matrix")
     assert ma.column("distance").to_pylist() == mb.column("distance").to_pylist()
+
+
+@pytest.mark.parametrize("recorded", [None, "zero", 1.5, True, 2])
+def test_an_ingested_ss_file_with_a_damaged_id_base_is_refused_in_one_line(rome, tmp_path, recorded):
+    """The id base of an ingested ``.ss`` file is checked against the graph's: a damaged
+    ``id_base`` in its metadata (null, a word) ended in int()'s TypeError or ValueError
+    with a traceback, and 1.5 was taken as 1."""
+    import json
+
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_id_file
+
+    path, g = rome
+    meta = {"format": "ss", "id_base": recorded, "count": 2}
+    f = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"source": pa.array([5, 7], pa.int32())}).replace_schema_metadata(
+        {b"sssp": json.dumps(meta).encode()}), f)
+    with pytest.raises(InputError, match=r"metadata says id_base = .*: expected 0 or 1") as e:
+        read_id_file(f, g, "source")
+    assert str(e.value).startswith(f"{f}: ")

@@ -119,6 +119,8 @@ def test_graph_parquet_of_the_user_is_not_replaced(tmp_path):
     with pytest.raises(StudyError, match=r"graph\.parquet: a different graph, not written by sssp study"):
         graph_parquet_path(other, tmp_path / "other.gr", out, shared=True)
     assert user_file.read_bytes() == before
+    # refused, it leaves nothing beside the user's file (its CSR cache was written there)
+    assert sorted(p.name for p in out.iterdir()) == ["graph.parquet"]
     # the same graph is read from it, not rewritten
     assert graph_parquet_path(mine, tmp_path / "mine.gr", out, shared=True) == str(user_file.resolve())
     assert user_file.read_bytes() == before

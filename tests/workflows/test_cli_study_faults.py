@@ -163,6 +163,32 @@ def test_sigterm_handler_is_restored_after_main(rome99, capsys):
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_dask_loggers_quieted_by_a_sigterm_are_put_back_after_the_command():
+    """A SIGTERM quiets Dask's loggers for the rest of the command only: a program that
+    runs ``main`` (or the block) and goes on keeps its own levels."""
+    import logging
+
+    from gpu_sssp.workflows.cli import Terminated, _sigterm_raises
+
+    import distributed  # noqa: F401  (its loggers exist)
+
+    sched = logging.getLogger("distributed.scheduler")
+    old = sched.level
+    sched.setLevel(logging.INFO)
+    try:
+        levels = {n: logging.getLogger(n).level for n in list(logging.Logger.manager.loggerDict)
+                  if n == "distributed" or n.startswith("distributed.")}
+        with pytest.raises(Terminated):
+            with _sigterm_raises(quiet_dask=True):
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(100):  # the handler runs between two bytecodes of this thread
+                    time.sleep(0.01)
+        assert {n: logging.getLogger(n).level for n in levels} == levels
+        assert sched.level == logging.INFO
+    finally:
+        sched.setLevel(old)
+
+
 def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path, rome99):
     out = tmp_path / "o"
     args = _study_args(rome99, out, workers=1)
