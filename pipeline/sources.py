@@ -251,8 +251,9 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
                              "(ingest the .ss file again)")
         if base != int(graph.id_base):
             flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
+            older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
             raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
-                             f"every {what} would be another vertex (ingest the .ss file again {flag})")
+                             f"every {what} would be another vertex (ingest the .ss file again {flag}{older})")
     if "source" in names:
         name = "source"
     elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA
