@@ -209,3 +209,20 @@ def test_bench_bad_first_graph_leaves_no_out_folder(rome99, tmp_path, graphs, ca
     assert lines[-1].startswith("error: ") and str(bad) in lines[-1] and "Traceback" not in err, err
     assert not (tmp_path / "new").exists()
 
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_study_report_where_no_file_can_be_made(rome99, tmp_path, capsys):
+    """`sssp study ... --report /proc/x.html` (a folder that exists but takes no file)
+    ran the whole study and failed only when Dask wrote the report, with the OS's bare
+    words ("[Errno 2] No such file or directory: '/proc/x.html'"), a note to --resume a
+    finished study, and its folder left behind.  Found by tests/fuzz_cli.py (seed 9105).
+    Now refused before the cluster, naming --report."""
+    pytest.importorskip("bokeh")
+    out = tmp_path / "s"
+    rc = main(["study", str(rome99), "--random", "2", "--seed", "1", "--cpu-workers", "1", "--no-dashboard",
+               "--out", str(out), "--report", "/proc/x.html"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --report /proc/x.html") and "Traceback" not in err, err
+    assert not out.exists()
