@@ -316,8 +316,9 @@ def ref_lines(data):
     if parts and parts[-1] == b"":
         parts.pop()
     elif parts and parts[-1] == b"\r":
+        # "...\n\r": an empty last line ended by the CR that ends the file (README); it
+        # was glued onto the line before, which then held a lone CR (seed 9107, case 2616)
         parts.pop()
-        parts[-1:] = [parts[-1] + b"\r"] if parts else []
     out = []
     for i, ln in enumerate(parts, 1):
         if ln.endswith(b"\r"):

@@ -182,20 +182,23 @@ def _load_graph(raw: str, opts: dict, names: set):
 
 
 def _check_later_graphs(graphs, opts: dict) -> None:
-    """Read every GRAPH after the first before any is timed, so that one that fails
-    ingest (or a Parquet file that is no edge list) stops the bench with its one line
-    at the start, not after hours of timing the graphs before it.  A raw input is
-    ingested into its cache here (the timed pass reads it back from there); a Parquet
-    file's footer (metadata, columns, sizes) is checked.  The first graph is read at
-    once anyway."""
+    """Read every GRAPH before any is timed, so that one that fails ingest (or a Parquet
+    file that is no edge list) stops the bench with its one line at the start, not after
+    hours of timing the graphs before it.  A raw input is ingested into its cache here
+    (the timed pass reads it back from there); a Parquet file's footer (metadata,
+    columns, sizes) is checked.  The first graph too: it used to be read only by the
+    timed pass, after ``--out`` had its partial rows and summary, so a refused first
+    input left a new ``--out`` folder behind."""
     from gpu_sssp.pipeline.graph import check_parquet, load_graph
 
-    for raw in list(graphs)[1:]:
+    for i, raw in enumerate(graphs):
         path = Path(raw)
         if path.suffix == ".parquet":
             check_parquet(path)
         else:
-            console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)", highlight=False)
+            if i:
+                console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)",
+                              highlight=False)
             load_graph(path, **opts)  # dropped at once: one graph in memory at a time
 
 

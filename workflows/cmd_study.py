@@ -275,6 +275,10 @@ def run(args) -> int:
             raise StudyError(f"--report {where}: is a directory; give an HTML file name (e.g. {where / 'report.html'})")
         if not where.parent.is_dir():
             raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
+        # a folder that takes no file (/proc, read-only): refused now, not after the study
+        from gpu_sssp.workflows.common import refuse_unwritable_folder
+
+        refuse_unwritable_folder(where.parent, f"--report {where}")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
     if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import ipaddress
+import os
 import urllib.error
 import urllib.request
 
@@ -253,6 +254,21 @@ def test_a_busy_dashboard_port_gives_no_dask_warning(recwarn):
 def test_zero_cpu_workers_is_refused_not_taken_as_unset():
     with pytest.raises(UsageError, match="--cpu-workers must be at least 1, got 0"):
         start_cluster(cpu_workers=0)
+
+
+@pytest.mark.parametrize("n", [10**6, 4 * (os.cpu_count() or 1) + 1])
+def test_cpu_workers_far_past_the_cores_is_refused(monkeypatch, n):
+    """`sssp study ... --cpu-workers 1000000` tried to start a million worker processes:
+    no output until it was killed (tests/fuzz_cli.py, seed 9105, at its 120 s timeout).
+    More than 4 single-thread workers per core is refused before any is started."""
+    import distributed
+
+    def no_cluster(*a, **kw):
+        raise AssertionError(f"a LocalCluster of {kw.get('n_workers')} workers was started")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    with pytest.raises(UsageError, match=f"--cpu-workers {n}: more than 4 workers per core"):
+        start_cluster(cpu_workers=n, dashboard=False)
 
 
 # ---------------------------------------------------------------- plugin teardown

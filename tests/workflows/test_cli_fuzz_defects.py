@@ -189,3 +189,40 @@ def test_output_that_is_not_a_regular_file_is_refused(rome99, tmp_path, command,
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "not a regular file" in lines[0], err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("graphs", [["bad.gr"], ["bad.gr", "rome99"]])
+def test_bench_bad_first_graph_leaves_no_out_folder(rome99, tmp_path, graphs, capsys):
+    """`sssp bench bad.gr --out new` wrote its partial rows.parquet / summary.md into
+    `new` before the first graph was read, so a refused first input left the folder
+    behind (only the graphs after the first were read ahead).  Found by
+    tests/fuzz_cli.py (seed 9105: a sources file given as the first GRAPH)."""
+    bad = tmp_path / "bad.gr"
+    bad.write_text("p sp 3 2\na 1 2 1\na x 3 1\n")
+    out = tmp_path / "new" / "b"
+    argv = ["bench", *[str(rome99) if g == "rome99" else str(bad) for g in graphs],
+            "--algorithms", "dijkstra", "--baselines", "scipy", "--no-plots", "--out", str(out)]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("error: ") and str(bad) in lines[-1] and "Traceback" not in err, err
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_study_report_where_no_file_can_be_made(rome99, tmp_path, capsys):
+    """`sssp study ... --report /proc/x.html` (a folder that exists but takes no file)
+    ran the whole study and failed only when Dask wrote the report, with the OS's bare
+    words ("[Errno 2] No such file or directory: '/proc/x.html'"), a note to --resume a
+    finished study, and its folder left behind.  Found by tests/fuzz_cli.py (seed 9105).
+    Now refused before the cluster, naming --report."""
+    pytest.importorskip("bokeh")
+    out = tmp_path / "s"
+    rc = main(["study", str(rome99), "--random", "2", "--seed", "1", "--cpu-workers", "1", "--no-dashboard",
+               "--out", str(out), "--report", "/proc/x.html"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --report /proc/x.html") and "Traceback" not in err, err
+    assert not out.exists()
