@@ -182,23 +182,20 @@ def _load_graph(raw: str, opts: dict, names: set):
 
 
 def _check_later_graphs(graphs, opts: dict) -> None:
-    """Read every GRAPH before any is timed, so that one that fails ingest (or a Parquet
-    file that is no edge list) stops the bench with its one line at the start, not after
-    hours of timing the graphs before it.  A raw input is ingested into its cache here
-    (the timed pass reads it back from there); a Parquet file's footer (metadata,
-    columns, sizes) is checked.  The first graph too: it used to be read only by the
-    timed pass, after ``--out`` had its partial rows and summary, so a refused first
-    input left a new ``--out`` folder behind."""
+    """Read every GRAPH after the first before any is timed, so that one that fails
+    ingest (or a Parquet file that is no edge list) stops the bench with its one line
+    at the start, not after hours of timing the graphs before it.  A raw input is
+    ingested into its cache here (the timed pass reads it back from there); a Parquet
+    file's footer (metadata, columns, sizes) is checked.  The first graph is loaded
+    right after, once, before ``--out`` gets its partial rows (``run``)."""
     from gpu_sssp.pipeline.graph import check_parquet, load_graph
 
-    for i, raw in enumerate(graphs):
+    for raw in list(graphs)[1:]:
         path = Path(raw)
         if path.suffix == ".parquet":
             check_parquet(path)
         else:
-            if i:
-                console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)",
-                              highlight=False)
+            console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)", highlight=False)
             load_graph(path, **opts)  # dropped at once: one graph in memory at a time
 
 
@@ -272,6 +269,10 @@ def run(args) -> int:
             raise FileNotFoundError(f"{raw}: no such file")
     opts = graph_options(args)
     _check_later_graphs(args.graphs, opts)
+    # the first graph before --out gets its partial rows: a refused first input left a
+    # new --out folder (empty rows, a summary) behind; kept for the timed pass
+    names: set = set()  # the graphs' labels, made distinct
+    first = _load_graph(args.graphs[0], opts, names)
     env = environment()
     console.print(f"device: {env.get('gpu') or 'none (CPU only)'}; timing: "
                   + ", ".join(v.label for v in variants), highlight=False, markup=False)
@@ -288,7 +289,7 @@ def run(args) -> int:
     # after each method (a run cut short keeps what it measured)
     import pyarrow as pa
 
-    tables, notes, infos, names = [], [], [], set()
+    tables, notes, infos = [], [], []
     ctx: dict = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as bar:
@@ -313,7 +314,8 @@ def run(args) -> int:
                 bar.console.print(f"[yellow]note:[/] {escape(info['text'])}", highlight=False)
 
         for k, raw in enumerate(args.graphs):
-            graph = _load_graph(raw, opts, names)
+            graph = first if k == 0 else _load_graph(raw, opts, names)
+            first = None  # one graph in memory at a time
             outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
             del graph
             tables.append(outcome.table)
