@@ -105,11 +105,10 @@ def _written_by_study(path: Path) -> bool:
     """Whether the Parquet file ``path`` is a ``graph.parquet`` that a study wrote (its
     ``sssp`` metadata says ``written_by: sssp study``); False for any other file,
     unreadable ones included."""
-    import pyarrow.parquet as pq
+    from gpu_sssp.pipeline.ingest import read_meta
 
     try:
-        meta = (pq.read_schema(path).metadata or {}).get(b"sssp")
-        return bool(meta) and json.loads(meta).get("written_by") == "sssp study"
+        return read_meta(path).get("written_by") == "sssp study"
     except Exception:
         return False
 
