@@ -141,11 +141,13 @@ __device__ void search_reset(int lane, int B, int L, const int* __restrict__ lev
 //   dn_ptr[n+1], dn_src[], dn_w[]        downward arcs into each position; dn_src = row
 //   row[n]                               row of each position or -1
 //   src_pos[B]                           each lane's source position (-1: idle lane)
-//   log_g                                log2(B / V)
+//   G                                    lane groups, B / V (a power of two up to 256 or a
+//                                         multiple of 256: the grid's thread count is a
+//                                         multiple of G, so a thread's group is fixed)
 //   reached, ecc, total [B]              per-lane results (added / max-ed atomically)
 template <typename T, int V, bool SEARCH>
 __global__ void __launch_bounds__(256) phast_sweep(
-    int L, int B, int log_g, const int* __restrict__ level_ptr, const int* __restrict__ up_end,
+    int L, int B, int G, const int* __restrict__ level_ptr, const int* __restrict__ up_end,
     const int* __restrict__ up_ptr, const int* __restrict__ up_src, const T* __restrict__ up_w,
     const int* __restrict__ dn_ptr, const int* __restrict__ dn_src, const T* __restrict__ dn_w,
     const int* __restrict__ row, const int* __restrict__ src_pos, T* lab,
@@ -156,8 +158,11 @@ __global__ void __launch_bounds__(256) phast_sweep(
   cg::grid_group grid = cg::this_grid();
   const long long nthreads = (long long)gridDim.x * blockDim.x;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const int G = 1 << log_g;
-  const int g = (int)(tid & (G - 1));  // this thread's lane group, fixed (nthreads % G == 0)
+  // this thread's lane group g, fixed (nthreads % G == 0), and its first vertex offset
+  // j0 and stride: the (vertex, group) items i = j * G + g of a level, i = tid + k *
+  // nthreads, are the vertices j = j0 + k * jstep
+  const int g = (int)(tid % G);
+  const long long j0 = tid / G, jstep = nthreads / G;
   const int lane0 = g * V;
   const T INF = inf_of<T>();
   int sp[V];
@@ -176,9 +181,9 @@ __global__ void __launch_bounds__(256) phast_sweep(
   }
   for (int l = SEARCH ? -1 : L - 1; l >= 0; --l) {
     const int a = level_ptr[l];
-    const long long items = (long long)(up_end[l] - a) << log_g;
-    for (long long i = tid; i < items; i += nthreads) {
-      const int p = a + (int)(i >> log_g);
+    const long long cnt_l = up_end[l] - a;
+    for (long long j = j0; j < cnt_l; j += jstep) {
+      const int p = a + (int)j;
       Vec<T, V> d;
 #pragma unroll
       for (int k = 0; k < V; ++k) d.x[k] = (sp[k] == p) ? (T)0 : INF;
@@ -215,9 +220,9 @@ __global__ void __launch_bounds__(256) phast_sweep(
   for (int l = 0; l < L; ++l) {
     const int a = level_ptr[l];
     const int ue = up_end[l];
-    const long long items = (long long)(level_ptr[l + 1] - a) << log_g;
-    for (long long i = tid; i < items; i += nthreads) {
-      const int p = a + (int)(i >> log_g);
+    const long long cnt_l = level_ptr[l + 1] - a;
+    for (long long j = j0; j < cnt_l; j += jstep) {
+      const int p = a + (int)j;
       const int r = row[p];
       Vec<T, V> d;
       if (p < ue) {
@@ -357,7 +362,7 @@ __global__ void phast_pred_zero(int n, int B, int nb, int r, const long long* __
 // phast_sweep and are put back to rest at the end.
 template <typename T, int V>
 __global__ void __launch_bounds__(256) phast_restricted(
-    int L, int Lsel, int B, int log_g, const int* __restrict__ level_ptr,
+    int L, int Lsel, int B, int G, const int* __restrict__ level_ptr,
     const int* __restrict__ sel_level_ptr, const int* __restrict__ sel_pos,
     const int* __restrict__ sdn_ptr, const int* __restrict__ sdn_src, const T* __restrict__ sdn_w,
     const int* __restrict__ src_pos, T* lab, const int* __restrict__ level_of,
@@ -366,8 +371,8 @@ __global__ void __launch_bounds__(256) phast_restricted(
   cg::grid_group grid = cg::this_grid();
   const long long nthreads = (long long)gridDim.x * blockDim.x;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const int G = 1 << log_g;
-  const int lane0 = (int)(tid & (G - 1)) * V;
+  const int lane0 = (int)(tid % G) * V;  // as in phast_sweep
+  const long long j0 = tid / G, jstep = nthreads / G;
   const T INF = inf_of<T>();
   const int warps = (int)(nthreads >> 5);
   const int warp = (int)(tid >> 5);
@@ -378,9 +383,9 @@ __global__ void __launch_bounds__(256) phast_restricted(
   grid.sync();
   for (int l = 0; l < Lsel; ++l) {
     const int a = sel_level_ptr[l];
-    const long long items = (long long)(sel_level_ptr[l + 1] - a) << log_g;
-    for (long long i = tid; i < items; i += nthreads) {
-      const int r = a + (int)(i >> log_g);
+    const long long cnt_l = sel_level_ptr[l + 1] - a;
+    for (long long j = j0; j < cnt_l; j += jstep) {
+      const int r = a + (int)j;
       const Vec<unsigned, V> u = load_vec<unsigned, V>(upd + (size_t)sel_pos[r] * B + lane0);
       Vec<T, V> d;
 #pragma unroll

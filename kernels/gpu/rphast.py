@@ -181,16 +181,16 @@ def solve_targets(graph, prep, sources, targets, *, stats_over="targets", batch_
     with _kept_arrays_guard():
         for i, s0 in enumerate(starts):
             k = min(kmax, N - s0)
-            B, V, log_g, per_sm = lanes_of(k, blocks_per_sm)
+            B, V, G, per_sm = lanes_of(k, blocks_per_sm)
             if restricted:
                 kern = mod.get_function(f"phast::phast_restricted<{ct}, {V}>")
-                args = (np.int32(prep.levels), np.int32(len(sel.sel_level_ptr) - 1), np.int32(B), np.int32(log_g),
+                args = (np.int32(prep.levels), np.int32(len(sel.sel_level_ptr) - 1), np.int32(B), np.int32(G),
                         arrs["level_ptr"], sd["sel_level_ptr"], sd["sel_pos"], sd["sdn_ptr"], sd["sdn_src"],
                         sd["sdn_w"], src_pos_d[i], lab, arrs["level_of"], arrs["push_ptr"], arrs["push_head"],
                         arrs["push_w"], upd, bucket, bcount)
             else:
                 kern = mod.get_function(f"phast::phast_sweep<{ct}, {V}, true>")
-                args = sweep_args(prep, arrs, work, B, log_g, src_pos_d[i], reached[i], ecc[i], total[i])
+                args = sweep_args(prep, arrs, work, B, G, src_pos_d[i], reached[i], ecc[i], total[i])
             ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
             ev0.record()
             if prep.levels:

@@ -285,6 +285,49 @@ def test_gpu_rome99(_gpu):
         gpu_check(g, src[:60] if bs in (1, 3) else src, batch_size=bs)
 
 
+def test_lanes_of_a_batch():
+    """Up to LANE_STEP sources a sweep runs in the next power of two of lanes, above it
+    in the next multiple of LANE_STEP (8,742 sources in 9,216 lanes, not 16,384); the lane
+    groups then divide the grid's thread count, and the rows that fit in a number of
+    lanes are the inverse."""
+    step = phast.LANE_STEP
+    assert [phast.lanes_for(k) for k in (1, 2, 3, 5, 32, 33, 1000, 1024)] == [1, 2, 4, 8, 32, 64, 1024, 1024]
+    assert [phast.lanes_for(k) for k in (1025, 2048, 2202, 3072, 8192, 8742, 9293)] == \
+        [2048, 2048, 3072, 3072, 8192, 9216, 10240]
+    for k in list(range(1, 3 * step + 3)) + [8742, 16383, 16384, 16385]:
+        B, V, G, _ = phast.lanes_of(k)
+        assert B >= k and B == phast.lanes_for(k) and G * V == B
+        # a grid of 256-thread blocks has a thread count divisible by G
+        assert (G <= phast._BLOCK and phast._BLOCK % G == 0) or G % phast._BLOCK == 0, k
+        assert phast.lanes_for(phast._rows_within(B)) <= B and phast._rows_within(B) >= k
+        assert phast._rows_within(B) + 1 > B or phast.lanes_for(phast._rows_within(B) + 1) > B
+
+
+@need_gpu
+def test_gpu_batches_above_the_lane_step(_gpu):
+    """Batches of more than LANE_STEP sources that are not powers of two (their lanes a
+    multiple of LANE_STEP, their lane groups several blocks each) exactly against the CPU
+    reference, distances, predecessors and statistics; the matrix sweep too."""
+    g = rome99()
+    src = np.random.default_rng(8).integers(0, g.n, 2500)
+    src[10] = src[2400]
+    for bs, lanes in ((1025, 2048), (2202, 3072), (2500, 3072)):
+        got = gpu_check(g, src, batch_size=bs, predecessors=bs == 2202)
+        assert got.counters["lanes"] == lanes
+    every = np.arange(g.n)
+    full = kernels.solve(g, every, method="phast", distances=False, batch_size=3353, force=True)
+    assert full.counters["lanes"] == 4096
+    want = kernels.solve(g, every, method="dijkstra")
+    assert np.array_equal(full.sum_distance, np.asarray(want.sum_distance).astype(np.int64))
+    assert np.array_equal(full.eccentricity, want.eccentricity, equal_nan=True)
+    t = np.random.default_rng(9).integers(0, g.n, 200)
+    for stats_over in ("targets", "all"):
+        m = kernels.solve(g, src[:2300], method="phast", targets=t, stats_over=stats_over, batch_size=2300,
+                          force=True)
+        assert m.counters["lanes"] == 3072
+        assert np.array_equal(m.matrix, scipy_dist(g, src[:2300])[:, t])
+
+
 @need_gpu
 def test_gpu_random_isolated_unreachable_16bit(_gpu):
     seed = int(time.time_ns() % 2**31)
