@@ -244,16 +244,23 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
         recorded = json.loads((md.metadata or {}).get(b"sssp") or b"{}")
     except ValueError:
         recorded = {}
-    if isinstance(recorded, dict) and recorded.get("format") == "ss" and "id_base" in recorded:
+    if isinstance(recorded, dict) and "id_base" in recorded and ("source" in names or "target" in names):
+        # an ingested .ss file, a matrix study's targets.parquet (pipeline.study.matrix),
+        # any id file whose 'sssp' metadata records the id base its ids are written in
+        ss = recorded.get("format") == "ss"
         base = recorded["id_base"]
         if isinstance(base, bool) or base not in (0, 1):  # damaged metadata: not a traceback
             raise InputError(path, None, f"its 'sssp' metadata says id_base = {json.dumps(base)}: expected 0 or 1 "
-                             "(ingest the .ss file again)")
+                             + ("(ingest the .ss file again)" if ss else "(a damaged file)"))
         if base != int(graph.id_base):
-            flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
-            older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
+            if ss:
+                flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
+                older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
+                fix = f"ingest the .ss file again {flag}{older}"
+            else:  # a study's targets.parquet of a graph read with the other id base
+                fix = f"the file's ids are those of a {base}-based graph; give {graph.name}'s own ids"
             raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
-                             f"every {what} would be another vertex (ingest the .ss file again {flag}{older})")
+                             f"every {what} would be another vertex ({fix})")
     if "source" in names:
         name = "source"
     elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA
