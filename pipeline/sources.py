@@ -228,8 +228,10 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
     columns, taken in the order of its ``column`` column, which must number them 0..T-1).
     ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
-    ingested ``.ss`` file whose recorded ``id_base`` is not ``graph``'s is refused: its
-    ids would name other vertices (each one off by one) without a word."""
+    ingested ``.ss`` file (or any id file, a ``targets.parquet`` among them) whose
+    recorded ``id_base`` is not ``graph``'s is refused: its ids would name other vertices
+    (each one off by one) without a word.  So is a table of results with a ``source``
+    column (a travel-time matrix, a distance table): its sources are not a list of ids."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
@@ -237,9 +239,18 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
 
     try:
         md = read_metadata(path)
-        names = md.schema.names
+        names = md.schema.to_arrow_schema().names  # top-level columns (a list column is one)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    if "source" in names and "distance" in names:
+        # a result of the project (kernels.result): its 'source' column is not a list of
+        # sources (a long matrix repeats each one per target), nor of targets
+        kind = ("a travel-time matrix in long form (source, target, distance)" if "target" in names
+                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
+                else "a travel-time matrix (source, distance)")
+        raise InputError(path, None, f"{kind}, not a {what}s file: a Parquet {what}s file is an ingested .ss file "
+                         "(`sssp ingest F.ss`), with a 'source' column, or a matrix study's targets.parquet "
+                         "('column', 'target')")
     try:
         recorded = json.loads((md.metadata or {}).get(b"sssp") or b"{}")
     except ValueError:

@@ -162,3 +162,33 @@ def test_a_studys_targets_parquet_of_another_id_base_is_refused(rome, tmp_path, 
 def _ids(path, ids):
     path.write_text("".join(f"{i}\n" for i in ids))
     return path
+
+
+@pytest.mark.parametrize("kind, table", [
+    ("a travel-time matrix in long form", {"source": [5, 5, 9, 9], "target": [1, 2, 1, 2],
+                                           "distance": [1.0, 2.0, 3.0, 4.0]}),
+    ("a travel-time matrix (source, distance)", {"source": [5, 9], "distance": [[1.0, 2.0], [3.0, 4.0]]}),
+    ("a distance table", {"source": [5, 5], "vertex": [5, 6], "distance": [0.0, 1.0], "predecessor": [-1, 5]}),
+])
+@pytest.mark.parametrize("what", ["source", "target"])
+def test_a_table_of_results_is_not_an_id_file(rome, tmp_path, capsys, kind, table, what):
+    """A long-form matrix file (``source``, ``target``, ``distance``) was taken as a
+    sources file for its ``source`` column (each source repeated per target, the repeats
+    dropped with a note) and, as ``--targets``, gave the matrix's sources as the targets.
+    A matrix or distance table is refused in one line saying what it is."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_id_file
+    from gpu_sssp.workflows.cli import main
+
+    path, g = rome
+    f = tmp_path / "result.parquet"
+    pq.write_table(pa.table(table), f)
+    with pytest.raises(InputError) as e:
+        read_id_file(f, g, what)
+    assert str(e.value).startswith(f"{f}: {kind}") and f"not a {what}s file" in str(e.value), str(e.value)
+    option = "--sources-file" if what == "source" else "--targets"
+    rc = main(["study", str(path), "--random" if what == "target" else "--random-targets", "3", option, str(f),
+               "--out", str(tmp_path / "o"), "--cpu-workers", "1", "--no-dashboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and kind in err[0], err
+    assert not (tmp_path / "o").exists()
