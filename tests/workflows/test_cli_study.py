@@ -260,6 +260,34 @@ def test_report_writes_the_performance_report(grid, tmp_path, capsys):
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["status"] == "complete"
 
 
+def test_report_that_fails_after_a_complete_study_says_the_study_is_complete(grid, tmp_path, capsys,
+                                                                             monkeypatch):
+    """The report is written when the study has ended: one that fails then (a full disk)
+    said "N finished batch(es) are recorded in DIR; fix the cause and add --resume to
+    continue" of a complete study, which a resume only summarises again.  It says that the
+    study is complete and only the report failed; the status stays non-zero."""
+    pytest.importorskip("bokeh")
+    import errno
+
+    import distributed
+
+    def full_disk(self, *exc_info):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.filename))
+
+    monkeypatch.setattr(distributed.performance_report, "__exit__", full_disk)
+    rep, out = tmp_path / "rep.html", tmp_path / "o"
+    rc = main(["study", str(grid), "--random", "20", "--out", str(out), "--cpu-workers", "1",
+               "--no-dashboard", "--report", str(rep)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert "--resume" not in err and "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[0].startswith(f"note: the study in {out} is complete") and "only its report" in lines[0], err
+    assert lines[1].startswith("error: ") and "No space left on device" in lines[1], err
+
+
 def test_report_in_a_folder_that_is_not_there_exit_2(grid, tmp_path, capsys):
     pytest.importorskip("bokeh")
     for bad, what in ((tmp_path, "is a directory"), (tmp_path / "no" / "rep.html", "no folder")):
