@@ -26,7 +26,9 @@ def parse_bytes(text: str) -> int:
     which the byte-size settings read too)."""
     try:
         return _parse_bytes(text)
-    except (ValueError, OverflowError):  # (1e400: float infinity, which int() refuses)
+    except ValueError as exc:  # not a size, or not a whole number of bytes (1.5)
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except OverflowError:  # (1e400: beyond float's range)
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
 
 
@@ -291,6 +293,9 @@ def run(args) -> int:
         refuse_unwritable_folder(where.parent, f"--report {where}")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
+    if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
+        raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
+                         "distances, predecessors (default stats)")
     if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):
         raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
                          "statistics only writes no distance files")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -76,12 +77,34 @@ def grid(tmp_path):
     # identity: a resume with the other --distance-form was refused as a different study
     (["--distance-form", "wide"], "--distance-form goes with --outputs distances or predecessors"),
     (["--outputs", "stats", "--distance-form", "long"], "--distance-form goes with --outputs"),
+    # an empty list was taken as stats without a word
+    (["--outputs", ""], "--outputs '': no output named"),
+    (["--outputs", " , "], "--outputs ' , ': no output named"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
     err = capsys.readouterr()
     assert rc == 2
     assert message in err.err + err.out
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("size", ["1.5", "0.5", "1.0001K"])
+def test_max_distance_bytes_not_a_whole_number_of_bytes_is_refused(grid, tmp_path, capsys, size):
+    """``--max-distance-bytes 1.5`` (and ``max_distance_bytes=1.5`` from Python) was taken
+    as 1 byte (0.5 as 0) without a word: refused in one line naming the option."""
+    with pytest.raises(SystemExit) as exc:
+        main(["study", str(grid), "--random", "3", "--outputs", "distances", "--out", str(tmp_path / "o"),
+              "--cpu-workers", "1", "--max-distance-bytes", size])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--max-distance-bytes" in err and "not a whole number of bytes" in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.study.run import study
+
+    value = float(size) if size == "1.5" else size
+    with pytest.raises(UsageError, match=f"max_distance_bytes: .*got {re.escape(repr(value))}$"):
+        study(grid, random=3, outputs="distances", out=tmp_path / "o", cpu_workers=1, max_distance_bytes=value)
     assert not (tmp_path / "o").exists()
 
 
