@@ -53,13 +53,22 @@ _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)
 def parse_bytes(text) -> int:
     """``"20e9"``, ``"300GB"``, ``"1.5T"``, ``"64GiB"`` -> bytes (powers of 1000, of 1024
     with ``i``), as ``sssp study --max-distance-bytes`` and the byte-size settings
-    (``pipeline.config``) read them; ``ValueError`` for anything else."""
+    (``pipeline.config``) read them; ``ValueError`` for anything else, a size that is not
+    a whole number of bytes among them (``1.5``, ``1.0001K``: taken as 1 and 1000 until
+    now), and ``OverflowError`` past float's range (``1e400``)."""
+    from fractions import Fraction
+
     m = _SIZE.match(str(text))
     if not m:
         raise ValueError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)")
-    value, unit, binary = float(m.group(1)), m.group(2).upper(), bool(m.group(3))
+    unit, binary = m.group(2).upper(), bool(m.group(3))
+    if float(m.group(1)) == float("inf"):
+        raise OverflowError(f"not a size: {text!r} (beyond float's range)")
     power = " KMGTP".index(unit) if unit else 0
-    return int(value * (1024 if binary else 1000) ** power)
+    value = Fraction(m.group(1)) * (1024 if binary else 1000) ** power  # exact: 1.1K is 1100
+    if value.denominator != 1:
+        raise ValueError(f"not a whole number of bytes: {text!r} ({float(value):,.6g} bytes)")
+    return int(value)
 
 
 def output_bytes(n_sources: int, n_columns: int, *, distances: bool = True, predecessors: bool = False,

@@ -228,8 +228,10 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
     columns, taken in the order of its ``column`` column, which must number them 0..T-1).
     ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
-    ingested ``.ss`` file whose recorded ``id_base`` is not ``graph``'s is refused: its
-    ids would name other vertices (each one off by one) without a word."""
+    ingested ``.ss`` file (or any id file, a ``targets.parquet`` among them) whose
+    recorded ``id_base`` is not ``graph``'s is refused: its ids would name other vertices
+    (each one off by one) without a word.  So is a table of results with a ``source``
+    column (a travel-time matrix, a distance table): its sources are not a list of ids."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
@@ -237,23 +239,39 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
 
     try:
         md = read_metadata(path)
-        names = md.schema.names
+        names = md.schema.to_arrow_schema().names  # top-level columns (a list column is one)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    if "source" in names and "distance" in names:
+        # a result of the project (kernels.result): its 'source' column is not a list of
+        # sources (a long matrix repeats each one per target), nor of targets
+        kind = ("a travel-time matrix in long form (source, target, distance)" if "target" in names
+                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
+                else "a travel-time matrix (source, distance)")
+        raise InputError(path, None, f"{kind}, not a {what}s file: a Parquet {what}s file is an ingested .ss file "
+                         "(`sssp ingest F.ss`), with a 'source' column, or a matrix study's targets.parquet "
+                         "('column', 'target')")
     try:
         recorded = json.loads((md.metadata or {}).get(b"sssp") or b"{}")
     except ValueError:
         recorded = {}
-    if isinstance(recorded, dict) and recorded.get("format") == "ss" and "id_base" in recorded:
+    if isinstance(recorded, dict) and "id_base" in recorded and ("source" in names or "target" in names):
+        # an ingested .ss file, a matrix study's targets.parquet (pipeline.study.matrix),
+        # any id file whose 'sssp' metadata records the id base its ids are written in
+        ss = recorded.get("format") == "ss"
         base = recorded["id_base"]
         if isinstance(base, bool) or base not in (0, 1):  # damaged metadata: not a traceback
             raise InputError(path, None, f"its 'sssp' metadata says id_base = {json.dumps(base)}: expected 0 or 1 "
-                             "(ingest the .ss file again)")
+                             + ("(ingest the .ss file again)" if ss else "(a damaged file)"))
         if base != int(graph.id_base):
-            flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
-            older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
+            if ss:
+                flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
+                older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
+                fix = f"ingest the .ss file again {flag}{older}"
+            else:  # a study's targets.parquet of a graph read with the other id base
+                fix = f"the file's ids are those of a {base}-based graph; give {graph.name}'s own ids"
             raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
-                             f"every {what} would be another vertex (ingest the .ss file again {flag}{older})")
+                             f"every {what} would be another vertex ({fix})")
     if "source" in names:
         name = "source"
     elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA

@@ -26,7 +26,9 @@ def parse_bytes(text: str) -> int:
     which the byte-size settings read too)."""
     try:
         return _parse_bytes(text)
-    except (ValueError, OverflowError):  # (1e400: float infinity, which int() refuses)
+    except ValueError as exc:  # not a size, or not a whole number of bytes (1.5)
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except OverflowError:  # (1e400: beyond float's range)
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)") from None
 
 
@@ -257,6 +259,16 @@ def _complete(study) -> bool:
         return False
 
 
+def _written_since(path, since: float) -> bool:
+    """Whether the file ``path`` was written at or after ``since`` (``time.time()``)."""
+    import os
+
+    try:
+        return os.stat(path).st_mtime >= since - 1.0  # (file systems' coarse clocks)
+    except OSError:
+        return False
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -281,6 +293,9 @@ def run(args) -> int:
         refuse_unwritable_folder(where.parent, f"--report {where}")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
+    if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
+        raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
+                         "distances, predecessors (default stats)")
     if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):
         raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
                          "statistics only writes no distance files")
@@ -383,6 +398,7 @@ def run(args) -> int:
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
                                              task.elapsed), highlight=False)
 
+    started = time.time()  # (a report older than this is not this run's)
     try:
         # the performance report needs the study's client: entered inside, once it exists
         summary = run_study(
@@ -407,6 +423,17 @@ def run(args) -> int:
             print_error(f"the study in {args.out} is complete (summary.json)",
                         label="stopped while closing the cluster")
             return 128 + int(getattr(exc, "signum", 2))
+        if "study" in state and isinstance(exc, Exception) and _complete(state["study"]):
+            # a failure once the study was complete (its summary and final manifest
+            # written): the performance report, written last, or the cluster's close;
+            # a --resume would only summarise it again
+            what = ("only its report (--report) was not written: Dask's report of a run cannot be made again"
+                    if args.report and (not _written_since(args.report, started)
+                                        or str(getattr(exc, "filename", "")) == str(args.report))
+                    else "what failed came after it")
+            print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; {what}",
+                        label="note")
+            raise
         if "study" in state and not isinstance(exc, StudyError):
             fix = "" if isinstance(exc, KeyboardInterrupt) else "fix the cause and "
             then = f"{fix}add --resume to continue"

@@ -75,19 +75,8 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
         return os.fspath(Path(p).resolve())
     target = Path(out_dir) / GRAPH_FILE
-    if target.exists():
-        ours = _written_by_study(target)
-        try:
-            # a user's file is only looked at: no CSR cache (<file>.csr.npz) is left beside it
-            if read_parquet(target, cache=ours).fingerprint == graph.fingerprint:
-                return os.fspath(target.resolve())
-        except Exception:  # rewritten below, when a study wrote it
-            pass
-        if not ours:
-            # a folder holding only a graph.parquet is taken as empty (a run stopped
-            # before its manifest leaves one): one that is not a study's is the user's
-            raise StudyError(f"{target}: a different graph, not written by sssp study; not replaced "
-                             "(move it, or choose another --out)")
+    if target.exists() and _same_graph_file(graph, target):
+        return os.fspath(target.resolve())
     tails = graph.tails().astype(np.int64) + graph.id_base
     meta = dict(graph.meta)
     meta.update(vertices=graph.n, arcs=graph.m, directed=graph.directed, id_base=graph.id_base,
@@ -99,6 +88,31 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
         raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
+
+
+def _same_graph_file(graph, target: Path, *, ours: bool | None = None) -> bool:
+    """Whether the existing ``target`` (a folder's ``graph.parquet``) holds ``graph``
+    (False: a study wrote it, and it is to be rewritten).
+
+    Raises :class:`StudyError` when it holds another graph (or cannot be read) and no
+    study wrote it: a user's own file, which is not replaced.  ``ours``: whether a study
+    wrote it, when already known (:func:`_written_by_study`)."""
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    if ours is None:
+        ours = _written_by_study(target)
+    try:
+        # a user's file is only looked at: no CSR cache (<file>.csr.npz) is left beside it
+        if read_parquet(target, cache=ours).fingerprint == graph.fingerprint:
+            return True
+    except Exception:  # rewritten, when a study wrote it
+        pass
+    if not ours:
+        # a folder holding only a graph.parquet is taken as empty (a run stopped
+        # before its manifest leaves one): one that is not a study's is the user's
+        raise StudyError(f"{target}: a different graph, not written by sssp study; not replaced "
+                         "(move it, or choose another --out)")
+    return False
 
 
 def _written_by_study(path: Path) -> bool:
@@ -128,6 +142,8 @@ class FolderLock:
     def __init__(self, folder):
         self.path = Path(folder) / self.NAME
         self._fh = None
+        #: the lock file was made by this :meth:`acquire` (none was there before)
+        self.made = False
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`StudyError` naming its holder."""
@@ -137,6 +153,7 @@ class FolderLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
+            made = not self.path.exists()
             fh = open(self.path, "a+")
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,6 +180,7 @@ class FolderLock:
         fh.write(f"pid {os.getpid()} on host {platform.node()} since {_now()}\n")
         fh.flush()
         self._fh = fh
+        self.made = made
 
     def release(self, *, remove: bool = False) -> None:
         """Give the lock up; ``remove`` deletes the lock file first (while still held,
@@ -320,7 +338,7 @@ class Study:
         folder holds a different study (the message names what differs).
     """
 
-    def __init__(self, plan: StudyPlan, *, resume: bool = False):
+    def __init__(self, plan: StudyPlan, *, resume: bool = False, shared: bool | None = None):
         self.plan = plan
         self.out = plan.out
         self.journal = Journal(self.out / JOURNAL)
@@ -334,6 +352,7 @@ class Study:
         self.lock.acquire()
         try:
             self._check_folder(resume)
+            self._check_graph_file(shared)
             # a resume that finds no study recorded (a run stopped while it started, before
             # its manifest): the study is started as given, with none of a recorded study's
             # settings taken over (a matrix study's targets among them): said by the caller
@@ -353,9 +372,12 @@ class Study:
     def close(self) -> None:
         """Release the folder's lock (also released when the process ends).  A folder
         this run created and never started a study in (the cluster would not start,
-        ...) is removed again rather than left holding only the lock file."""
-        unused = self._created and not self.manifest and self.lock.held
-        self.lock.release(remove=unused)
+        ...) is removed again rather than left holding only the lock file; in a folder
+        that holds no study (a user's folder, refused) the lock file this run made is
+        removed: the folder is left as it was found."""
+        no_study = not self.manifest and self.lock.held
+        unused = self._created and no_study
+        self.lock.release(remove=no_study and (self._created or self.lock.made))
         if unused:
             try:
                 self.out.rmdir()  # only if empty
@@ -363,6 +385,22 @@ class Study:
                 pass
 
     # .................................................................. folder checks
+    def _check_graph_file(self, shared: bool | None) -> None:
+        """Refuse now, before any cluster starts, a ``graph.parquet`` in the folder that
+        :meth:`start` would have to use (:func:`graph_parquet_path`) and that holds
+        another graph no study wrote: a non-Parquet input whose graph is in no Parquet
+        file here (an in-memory graph), or any non-Parquet input when the workers are
+        elsewhere (``shared``: an attached cluster; None: not known yet, then checked by
+        :meth:`start`)."""
+        plan = self.plan
+        target = self.out / GRAPH_FILE
+        if plan.graph_path or not target.is_file() or _written_by_study(target):
+            return  # a Parquet input is read in place; a study's own file is rewritten if stale
+        p = getattr(plan.graph, "path", None)
+        if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
+            return  # the workers may read the ingestion cache file (a local cluster)
+        _same_graph_file(plan.graph, target, ours=False)
+
     def _check_folder(self, resume: bool) -> None:
         out = self.out
         mpath = out / MANIFEST

@@ -139,7 +139,8 @@ def resumed_targets(out, kept: dict, graph):
 
 
 def start_folder(plan, out: Path) -> None:
-    """Create ``matrix/`` and write ``targets.parquet`` (the matrix's columns, file ids)."""
+    """Create ``matrix/`` and write ``targets.parquet`` (the matrix's columns, file ids;
+    its ``sssp`` metadata: ``targets``, ``digest`` and the graph's ``id_base``)."""
     t = getattr(plan, "targets", None)
     if t is None:
         return
@@ -149,7 +150,10 @@ def start_folder(plan, out: Path) -> None:
     ids = t.targets.astype(np.int64) + plan.graph.id_base
     table = pa.Table.from_pydict({"column": np.arange(len(ids), dtype=np.int64), "target": ids},
                                  schema=TARGETS_SCHEMA)
-    write_parquet_atomic(table, out / TARGETS_FILE, metadata={"targets": t.how, "digest": t.digest()})
+    # the id base recorded: the file given as another study's --targets is read in it
+    # (pipeline.sources.read_id_file refuses it for a graph of the other base)
+    write_parquet_atomic(table, out / TARGETS_FILE, metadata={"targets": t.how, "digest": t.digest(),
+                                                              "id_base": int(plan.graph.id_base)})
 
 
 def task_options(plan) -> dict:

@@ -283,3 +283,11 @@ def test_the_byte_sizes_of_the_option_and_of_the_setting_are_one_parser():
         parse_bytes("lots")
     with pytest.raises(argparse.ArgumentTypeError, match="not a size"):
         option("lots")
+    # exact decimal arithmetic: 1.1K is 1100 (float made it 1100.0000000000002)
+    assert parse_bytes("1.1K") == option("1.1K") == 1100 and parse_bytes(2.0) == 2
+    # a fraction of a byte was truncated (1.5 -> 1, 0.5 -> 0): refused
+    for text in ("1.5", 1.5, "0.5", "1.0001K"):
+        with pytest.raises(ValueError, match="not a whole number of bytes"):
+            parse_bytes(text)
+        with pytest.raises(argparse.ArgumentTypeError, match="not a whole number of bytes"):
+            option(str(text))

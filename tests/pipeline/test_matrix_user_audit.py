@@ -120,3 +120,75 @@ def test_an_ingested_ss_file_with_a_damaged_id_base_is_refused_in_one_line(rome,
     with pytest.raises(InputError, match=r"metadata says id_base = .*: expected 0 or 1") as e:
         read_id_file(f, g, "source")
     assert str(e.value).startswith(f"{f}: ")
+
+
+def test_a_studys_targets_parquet_of_another_id_base_is_refused(rome, tmp_path, capsys):
+    """A matrix study's ``targets.parquet`` holds file ids in its graph's id base (now
+    recorded in its ``sssp`` metadata, as an ingested ``.ss`` file's is): given as
+    ``--targets`` for a graph of the other base, every target was silently another
+    vertex (each off by one).  Refused in one line naming the file; the same base is
+    read as before."""
+    import json
+
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.targets import read_target_file
+    from gpu_sssp.workflows.cli import main
+    from tests.pipeline.test_study_support import _parse_gr, rome_source, write_edge_parquet
+
+    path, g = rome
+    a = tmp_path / "a"
+    assert main(["study", str(path), "--source", "1", "--targets", str(_ids(tmp_path / "t.txt", [3353, 1, 17])),
+                 "--cpu-workers", "1", "--no-dashboard", "--out", str(a)]) == 0
+    capsys.readouterr()
+    meta = json.loads(pq.read_schema(a / "targets.parquet").metadata[b"sssp"])
+    assert meta["id_base"] == 1
+    assert read_target_file(a / "targets.parquet", g).tolist() == [3353, 1, 17]  # the same base: read
+    # rome99 with 0-based ids: vertex 0 is rome's 1
+    n, s, d, w = _parse_gr(rome_source())
+    zero = write_edge_parquet(tmp_path / "rome0.parquet", s - 1, d - 1, w, n=n, id_base=0)
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    with pytest.raises(InputError, match="its ids are 1-based but .* are 0-based: every target would be another "
+                                         "vertex") as e:
+        read_target_file(a / "targets.parquet", read_parquet(zero))
+    assert str(e.value).startswith(f"{a / 'targets.parquet'}: ")
+    rc = main(["study", str(zero), "--source", "0", "--targets", str(a / "targets.parquet"), "--cpu-workers", "1",
+               "--no-dashboard", "--out", str(tmp_path / "b")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "targets.parquet: its ids are 1-based" in err[0], err
+    assert not (tmp_path / "b").exists()
+
+
+def _ids(path, ids):
+    path.write_text("".join(f"{i}\n" for i in ids))
+    return path
+
+
+@pytest.mark.parametrize("kind, table", [
+    ("a travel-time matrix in long form", {"source": [5, 5, 9, 9], "target": [1, 2, 1, 2],
+                                           "distance": [1.0, 2.0, 3.0, 4.0]}),
+    ("a travel-time matrix (source, distance)", {"source": [5, 9], "distance": [[1.0, 2.0], [3.0, 4.0]]}),
+    ("a distance table", {"source": [5, 5], "vertex": [5, 6], "distance": [0.0, 1.0], "predecessor": [-1, 5]}),
+])
+@pytest.mark.parametrize("what", ["source", "target"])
+def test_a_table_of_results_is_not_an_id_file(rome, tmp_path, capsys, kind, table, what):
+    """A long-form matrix file (``source``, ``target``, ``distance``) was taken as a
+    sources file for its ``source`` column (each source repeated per target, the repeats
+    dropped with a note) and, as ``--targets``, gave the matrix's sources as the targets.
+    A matrix or distance table is refused in one line saying what it is."""
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_id_file
+    from gpu_sssp.workflows.cli import main
+
+    path, g = rome
+    f = tmp_path / "result.parquet"
+    pq.write_table(pa.table(table), f)
+    with pytest.raises(InputError) as e:
+        read_id_file(f, g, what)
+    assert str(e.value).startswith(f"{f}: {kind}") and f"not a {what}s file" in str(e.value), str(e.value)
+    option = "--sources-file" if what == "source" else "--targets"
+    rc = main(["study", str(path), "--random" if what == "target" else "--random-targets", "3", option, str(f),
+               "--out", str(tmp_path / "o"), "--cpu-workers", "1", "--no-dashboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and kind in err[0], err
+    assert not (tmp_path / "o").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -76,12 +77,34 @@ def grid(tmp_path):
     # identity: a resume with the other --distance-form was refused as a different study
     (["--distance-form", "wide"], "--distance-form goes with --outputs distances or predecessors"),
     (["--outputs", "stats", "--distance-form", "long"], "--distance-form goes with --outputs"),
+    # an empty list was taken as stats without a word
+    (["--outputs", ""], "--outputs '': no output named"),
+    (["--outputs", " , "], "--outputs ' , ': no output named"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
     err = capsys.readouterr()
     assert rc == 2
     assert message in err.err + err.out
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("size", ["1.5", "0.5", "1.0001K"])
+def test_max_distance_bytes_not_a_whole_number_of_bytes_is_refused(grid, tmp_path, capsys, size):
+    """``--max-distance-bytes 1.5`` (and ``max_distance_bytes=1.5`` from Python) was taken
+    as 1 byte (0.5 as 0) without a word: refused in one line naming the option."""
+    with pytest.raises(SystemExit) as exc:
+        main(["study", str(grid), "--random", "3", "--outputs", "distances", "--out", str(tmp_path / "o"),
+              "--cpu-workers", "1", "--max-distance-bytes", size])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--max-distance-bytes" in err and "not a whole number of bytes" in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.study.run import study
+
+    value = float(size) if size == "1.5" else size
+    with pytest.raises(UsageError, match=f"max_distance_bytes: .*got {re.escape(repr(value))}$"):
+        study(grid, random=3, outputs="distances", out=tmp_path / "o", cpu_workers=1, max_distance_bytes=value)
     assert not (tmp_path / "o").exists()
 
 
@@ -258,6 +281,34 @@ def test_report_writes_the_performance_report(grid, tmp_path, capsys):
     assert "Dask Performance Report" in text and "-batch-" in text  # the study's tasks are in it
     assert f"report {rep}" in " ".join(out.out.split())
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_report_that_fails_after_a_complete_study_says_the_study_is_complete(grid, tmp_path, capsys,
+                                                                             monkeypatch):
+    """The report is written when the study has ended: one that fails then (a full disk)
+    said "N finished batch(es) are recorded in DIR; fix the cause and add --resume to
+    continue" of a complete study, which a resume only summarises again.  It says that the
+    study is complete and only the report failed; the status stays non-zero."""
+    pytest.importorskip("bokeh")
+    import errno
+
+    import distributed
+
+    def full_disk(self, *exc_info):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.filename))
+
+    monkeypatch.setattr(distributed.performance_report, "__exit__", full_disk)
+    rep, out = tmp_path / "rep.html", tmp_path / "o"
+    rc = main(["study", str(grid), "--random", "20", "--out", str(out), "--cpu-workers", "1",
+               "--no-dashboard", "--report", str(rep)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert "--resume" not in err and "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[0].startswith(f"note: the study in {out} is complete") and "only its report" in lines[0], err
+    assert lines[1].startswith("error: ") and "No space left on device" in lines[1], err
 
 
 def test_report_in_a_folder_that_is_not_there_exit_2(grid, tmp_path, capsys):
