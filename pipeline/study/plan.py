@@ -271,6 +271,8 @@ def parse_outputs(outputs) -> tuple:
         outputs = ("stats",)
     if isinstance(outputs, str):
         outputs = [o.strip() for o in outputs.split(",") if o.strip()]
+    if not outputs:
+        raise StudyError("outputs: no output named; give stats, distances or predecessors (default stats)")
     bad = [o for o in outputs if o not in OUTPUTS]
     if bad:
         raise StudyError(f"unknown output(s) {', '.join(bad)}; choose from {', '.join(OUTPUTS)}")

@@ -1183,7 +1183,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
                       outputs=outputs, distance_form=distance_form, max_distance_bytes=max_distance_bytes,
                       targets=tp, stats_over=stats_over, matrix_form=matrix_form)
-    folder = Study(plan, resume=resume)  # folder checks (and its lock) before any cluster starts
+    # folder checks (and its lock) before any cluster starts; with an attached cluster the
+    # workers may not share this machine's files, so the graph goes to the folder
+    folder = Study(plan, resume=resume,
+                   shared=client is not None or scheduler is not None or scheduler_file is not None)
     close = False
     registered: list = []  # the graph's plugin, once this run registered it
     t_cluster = time.perf_counter()

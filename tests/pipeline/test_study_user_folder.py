@@ -112,3 +112,31 @@ def test_study_refused_in_a_non_empty_folder_leaves_no_lock(tmp_path):
     with pytest.raises(StudyError, match="folder is not empty and holds no study"):
         Study(plan_study(g, path, plan_sources(g, random=5, seed=1), out=out, batch_size=5))
     assert sorted(p.name for p in out.iterdir()) == [".lock", "notes.txt"]
+
+
+def test_attached_study_refused_before_it_reaches_the_scheduler(tmp_path):
+    """With ``scheduler_file=`` a non-Parquet input goes to ``DIR/graph.parquet``: the
+    user's file there is refused before the scheduler is asked anything (here the file
+    names none: the refusal, not the attach's error, is what comes back)."""
+    from gpu_sssp.pipeline.study.plan import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    out = _user_folder(tmp_path)
+    gr = tmp_path / "rome99.gr"
+    gr.write_bytes(rome_source().read_bytes())
+    with pytest.raises(StudyError, match=r"graph\.parquet: a different graph, not written by sssp study"):
+        study(gr, random=5, seed=1, out=out, scheduler_file=str(tmp_path / "no-scheduler.json"))
+    assert sorted(p.name for p in out.iterdir()) == ["graph.parquet"]
+
+
+@pytest.mark.parametrize("outputs", ["", " , ", [], ()])
+def test_study_with_no_output_named_is_refused(tmp_path, outputs):
+    """``outputs=""`` (or an empty list) names no output: refused, not taken as stats."""
+    from gpu_sssp.pipeline.study.plan import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    gr = tmp_path / "rome99.gr"
+    gr.write_bytes(rome_source().read_bytes())
+    with pytest.raises(StudyError, match="no output named"):
+        study(gr, random=5, seed=1, out=tmp_path / "o", outputs=outputs, cpu_workers=1)
+    assert not (tmp_path / "o").exists()
