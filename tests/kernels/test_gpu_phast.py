@@ -371,6 +371,29 @@ def test_gpu_ny(_gpu):
 
 
 @need_gpu
+def test_gpu_ny_wide_batches(_gpu):
+    """NY in batches of 8,742 and 12,000 sources (9,216 and 12,288 lanes: lane groups of
+    9 and 12 blocks, grids that are multiples of them) against batches of 1,024 (a power
+    of two, one block's groups) and against SciPy for a sample (statistics; rome99's test
+    above checks distances and predecessors with more than 1,024 lanes)."""
+    from tests.kernels import batched_graphs as bg
+
+    g = bg.road("NY")
+    src = np.random.default_rng(31).integers(0, g.n, 12_000)
+    ref = kernels.solve(g, src, method="phast", distances=False, batch_size=1024)
+    for bs, lanes, upward in ((8742, 9216, "search"), (8742, 9216, "sweep"), (12_000, 12_288, "search")):
+        got = kernels.solve(g, src, method="phast", distances=False, batch_size=bs, upward=upward)
+        assert got.counters["lanes"] == lanes
+        assert np.array_equal(got.reached, ref.reached) and np.array_equal(got.sum_distance, ref.sum_distance)
+        assert np.array_equal(got.eccentricity, ref.eccentricity, equal_nan=True)
+    pick = np.random.default_rng(32).choice(len(src), 24, replace=False)
+    want = scipy_dist(g, src[pick])
+    fin = np.isfinite(want)
+    assert np.array_equal(ref.reached[pick], fin.sum(1))
+    assert np.array_equal(ref.sum_distance[pick], np.where(fin, want, 0).sum(1).astype(np.int64))
+
+
+@need_gpu
 def test_gpu_weights_at_the_edge_of_the_label_type(_gpu):
     """Path lengths just below the 16-bit +inf (65535) and at the hierarchy's 2**30 limit."""
     for n, w in ((300, 219), (200, 2**30 // 199)):
