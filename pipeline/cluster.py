@@ -42,6 +42,14 @@ class ClusterStartError(SsspError, RuntimeError):
     exit_code = 1
 
 
+class ReportNotWrittenError(SsspError, OSError):
+    """Dask's performance report (``--report``) could not be written at the end of its
+    block (a full disk, a folder gone): one line, exit status 2, as the machine's other
+    limits.  Raised as itself, so that a caller can tell it from the study's failures."""
+
+    exit_code = 2
+
+
 class SchedulerUnreachableError(SsspError, ConnectionError):
     """An attached study's scheduler address where nothing listens (every connection
     refused for :data:`REFUSED_GRACE_S`), or whose host name does not resolve: one line,
@@ -1055,7 +1063,8 @@ def performance_report(filename, client):
     the process's default (and it must be entered once a client exists: entered before,
     it raised "No global client found").  The report is written when the block ends,
     also after an error or an interruption (what ran until then); a report that cannot
-    be written then is logged, so that the block's own error is the one raised.
+    be written then is logged, so that the block's own error is the one raised.  One that
+    cannot be written after the block ran well raises :class:`ReportNotWrittenError`.
     """
     from distributed import performance_report as _report
 
@@ -1070,4 +1079,7 @@ def performance_report(filename, client):
             except Exception as rexc:
                 log.warning("performance report %s not written: %s", filename, rexc)
             raise
-        report.__exit__(None, None, None)
+        try:
+            report.__exit__(None, None, None)
+        except Exception as exc:
+            raise ReportNotWrittenError(f"performance report {filename} not written: {exc}") from exc

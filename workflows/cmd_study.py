@@ -259,16 +259,6 @@ def _complete(study) -> bool:
         return False
 
 
-def _written_since(path, since: float) -> bool:
-    """Whether the file ``path`` was written at or after ``since`` (``time.time()``)."""
-    import os
-
-    try:
-        return os.stat(path).st_mtime >= since - 1.0  # (file systems' coarse clocks)
-    except OSError:
-        return False
-
-
 def run(args) -> int:
     from pathlib import Path
 
@@ -398,7 +388,6 @@ def run(args) -> int:
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
                                              task.elapsed), highlight=False)
 
-    started = time.time()  # (a report older than this is not this run's)
     try:
         # the performance report needs the study's client: entered inside, once it exists
         summary = run_study(
@@ -427,10 +416,10 @@ def run(args) -> int:
             # a failure once the study was complete (its summary and final manifest
             # written): the performance report, written last, or the cluster's close;
             # a --resume would only summarise it again
+            from gpu_sssp.pipeline.cluster import ReportNotWrittenError
+
             what = ("only its report (--report) was not written: Dask's report of a run cannot be made again"
-                    if args.report and (not _written_since(args.report, started)
-                                        or str(getattr(exc, "filename", "")) == str(args.report))
-                    else "what failed came after it")
+                    if isinstance(exc, ReportNotWrittenError) else "what failed came after it")
             print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; {what}",
                         label="note")
             raise

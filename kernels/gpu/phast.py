@@ -54,8 +54,11 @@ LABEL_TYPES = {
     np.dtype(np.uint16): ("unsigned short", 0xFFFF),
     np.dtype(np.uint32): ("unsigned int", 0xFFFFFFFF),
 }
-#: largest default batch (lanes per sweep); lowered to fit device memory
-DEFAULT_MAX_BATCH = 4096
+#: largest default batch (sources per sweep); lowered to fit device memory.  A study's
+#: task leaves it to this default: its 8,192-source batches ran as two sweeps of 4,096
+#: until 2026-11-23, when one sweep of 8,192 took all NY sources' kernel time from 0.269 to
+#: 0.261 s on an H200 (FLA fits 7,168 lanes there: no change)
+DEFAULT_MAX_BATCH = 8192
 #: share of the free device memory the labels (and outputs) of one batch may take
 MEMORY_SHARE = 0.6
 #: the upward phase by default: "search" (per-source searches) or "sweep" (whole DAG)
@@ -63,8 +66,9 @@ DEFAULT_UPWARD = "search"
 _BLOCK = 256
 #: above this many sources a sweep's lanes are the next multiple of it, below it the next
 #: power of two: the kernel's lane groups (lanes / 4) then divide its grid's thread count.
-#: Powers of two throughout ran a batch of 8,742 sources in 16,384 lanes, at the cost of
-#: 16,384 sources (16.4 ms on NY on an H200, against 8.5 ms for 8,192)
+#: Idle lanes cost as much as used ones: with powers of two throughout, a sweep of 2,202
+#: sources ran in 4,096 lanes (4.4 ms on NY on an H200, now 3.3 ms in 3,072) and one of
+#: 8,742 in 16,384 (16.4 ms, now 9.5 ms in 9,216)
 LANE_STEP = 1024
 _PREP_KEY = "phast-prepared"
 

@@ -301,6 +301,35 @@ def test_lanes_of_a_batch():
         assert (G <= phast._BLOCK and phast._BLOCK % G == 0) or G % phast._BLOCK == 0, k
         assert phast.lanes_for(phast._rows_within(B)) <= B and phast._rows_within(B) >= k
         assert phast._rows_within(B) + 1 > B or phast.lanes_for(phast._rows_within(B) + 1) > B
+    # room for a number of lanes that is no lane count: the most sources whose lanes fit it
+    for fit, rows in ((1, 1), (3, 2), (1023, 512), (1024, 1024), (1500, 1024), (3500, 3072), (9000, 8192)):
+        assert phast._rows_within(fit) == rows, fit
+        assert phast.lanes_for(rows) <= fit < phast.lanes_for(rows + 1)
+
+
+def test_sweep_threads_cover_every_vertex_and_lane_group_once():
+    """A model of phast_sweep's work split: thread ``tid`` of a grid of ``bb`` 256-thread
+    blocks (``launch_sweep``: a multiple of ``G / 256``) serves lane group ``tid % G`` and
+    the vertices ``tid / G + m * (nthreads / G)`` of a level: every (vertex, group) pair of
+    the level exactly once, for the lanes of any batch and grids of any resident size."""
+    for k in (1, 2, 3, 31, 64, 700, 1024, 1025, 2202, 3000, 8742, 12_000, 16_385):
+        B, V, G, _ = phast.lanes_of(k)
+        mult = max(1, G // phast._BLOCK)
+        for most in (528, 522, 132, mult):
+            bb = (most // mult) * mult
+            nthreads = bb * phast._BLOCK
+            assert nthreads % G == 0
+            tid = np.arange(nthreads)
+            for count in (0, 1, 7, 1000):
+                seen = np.zeros((count, G), dtype=np.int64)
+                j, g, step = tid // G, tid % G, nthreads // G
+                while True:
+                    live = j < count
+                    if not live.any():
+                        break
+                    np.add.at(seen, (j[live], g[live]), 1)
+                    j = j + step
+                assert (seen == 1).all(), (k, most, count)
 
 
 @need_gpu

@@ -291,3 +291,20 @@ def test_the_byte_sizes_of_the_option_and_of_the_setting_are_one_parser():
             parse_bytes(text)
         with pytest.raises(argparse.ArgumentTypeError, match="not a whole number of bytes"):
             option(str(text))
+
+
+def test_byte_sizes_with_extreme_exponents_are_answered_at_once():
+    """The exact arithmetic grows with the exponent ("1e-20000000" took 20 s): far
+    exponents are answered before it, a size past 1e300 bytes is out of range."""
+    import time
+
+    from gpu_sssp.kernels.memory import parse_bytes
+
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match="not a whole number of bytes"):
+        parse_bytes("1e-20000000")
+    for text in ("1e20000000", "1e400", "1e308K"):
+        with pytest.raises(OverflowError):
+            parse_bytes(text)
+    assert parse_bytes("0e-99999") == 0 and parse_bytes("1e300") == 10**300
+    assert time.perf_counter() - t < 10  # a hang guard (the unbounded form ran for minutes), not a speed claim

@@ -283,18 +283,24 @@ def test_report_writes_the_performance_report(grid, tmp_path, capsys):
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.parametrize("made_first", [False, True])
 def test_report_that_fails_after_a_complete_study_says_the_study_is_complete(grid, tmp_path, capsys,
-                                                                             monkeypatch):
+                                                                             monkeypatch, made_first):
     """The report is written when the study has ended: one that fails then (a full disk)
     said "N finished batch(es) are recorded in DIR; fix the cause and add --resume to
     continue" of a complete study, which a resume only summarises again.  It says that the
-    study is complete and only the report failed; the status stays non-zero."""
+    study is complete and only the report failed; the status stays non-zero.  Dask opens
+    (creates) the file first and then fails in its write, with no file name in the error
+    (``made_first``): that is told apart too."""
     pytest.importorskip("bokeh")
     import errno
 
     import distributed
 
     def full_disk(self, *exc_info):
+        if made_first:
+            open(self.filename, "w").close()
+            raise OSError(errno.ENOSPC, "No space left on device")
         raise OSError(errno.ENOSPC, "No space left on device", str(self.filename))
 
     monkeypatch.setattr(distributed.performance_report, "__exit__", full_disk)
