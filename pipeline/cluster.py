@@ -44,8 +44,9 @@ class ClusterStartError(SsspError, RuntimeError):
 
 class SchedulerUnreachableError(SsspError, ConnectionError):
     """An attached study's scheduler address where nothing listens (every connection
-    refused for :data:`REFUSED_GRACE_S`), or whose host name does not resolve: one line,
-    exit status 1, after those few seconds instead of Dask's 30 s of retries."""
+    refused for :data:`REFUSED_GRACE_S`), whose host name does not resolve, or where what
+    listens is no Dask scheduler (an HTTP server, or no handshake reply): one line, exit
+    status 1, instead of Dask's 30 s of retries or its endless wait for a handshake."""
 
     exit_code = 1
 
@@ -334,48 +335,102 @@ def _nothing_there(address: str) -> str | None:
     return "refused" if infos else None
 
 
+def _speaks_http(address: str) -> bool:
+    """Whether an HTTP server answers at a ``tcp://`` ``address`` (a dashboard's port
+    given as the scheduler's): asked with a plain ``GET``, for at most 2 s."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme != "tcp":
+            return False
+        host, port = parse_host_port(loc)
+        with socket.create_connection((host, port), timeout=2.0) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\nHost: " + host.encode("idna") + b"\r\n\r\n")
+            return sock.recv(5) == b"HTTP/"
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
+#: seconds the probe waits for a scheduler's handshake once a connection is open before
+#: asking whether an HTTP server (a dashboard) listens there instead
+HANDSHAKE_FIRST_WAIT_S = 2.0
+
+
 def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> None:
     """Fail fast, in one line, where an attach cannot succeed: nothing listens at
-    ``address`` or its host does not resolve.  Dask's client retries both for
-    ``distributed.comm.timeouts.connect`` (30 s) before its own message.
+    ``address``, its host does not resolve, or what listens there is no Dask scheduler
+    (Dask's client waits for a handshake's reply without any limit, ``Client(timeout=)``
+    included: an HTTP server - the dashboard's port given as the scheduler's - or a
+    stopped scheduler hung the study silently).  Dask's client retries refused
+    connections for ``distributed.comm.timeouts.connect`` (30 s) before its own message.
 
     First a Dask connection with a handshake, closed at once (the scheduler logs
     nothing), for at most ``grace`` seconds (default :data:`REFUSED_GRACE_S`: Dask
     retries a refused connection meanwhile, for a scheduler that is still starting);
-    only when that fails is the network asked why (:func:`_nothing_there`).  Anything
-    but "refused" or "does not resolve" (a slow or filtered network, a TLS scheduler
-    that wants credentials) lets the attach go on under Dask's own timeout.  ``named``:
-    the option, as the message shows it.
+    only when that fails is the network asked why (:func:`_nothing_there`).  A
+    connection whose handshake gets no reply in :data:`HANDSHAKE_FIRST_WAIT_S` is asked
+    whether it speaks HTTP (refused at once), else given the connect timeout
+    (``distributed.comm.timeouts.connect``) to answer before it is refused.  Anything
+    else (a slow or filtered network, a TLS scheduler that wants credentials) lets the
+    attach go on under Dask's own timeout.  ``named``: the option, as the message shows it.
 
     Raises
     ------
     SchedulerUnreachableError
     """
+    import dask
+    from dask.utils import parse_timedelta
     from distributed.comm import connect
 
     grace = REFUSED_GRACE_S if grace is None else float(grace)
-    failed: list = []
+    patience = max(grace, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"),
+                                          default="seconds"))
 
-    async def attempt():
-        try:
-            comm = await connect(address, timeout=grace)
-        except Exception as exc:  # noqa: BLE001 - asked about below
-            failed.append(exc)
-        else:
-            await comm.close()
+    def attempt(limit: float) -> str:
+        """``"ok"``, ``"failed"`` (Dask's connect raised) or ``"silent"`` (no handshake
+        reply within ``limit`` seconds of the retries)."""
+        outcome: list = []
 
-    def run():  # its own thread and event loop: the caller may be inside one (a notebook)
-        import asyncio
+        async def handshake():
+            import asyncio
 
-        try:
-            asyncio.run(attempt())
-        except Exception as exc:  # noqa: BLE001
-            failed.append(exc)
+            try:
+                comm = await asyncio.wait_for(connect(address, timeout=grace), timeout=grace + limit)
+            except asyncio.TimeoutError:  # (before OSError: TimeoutError is one)
+                outcome.append("silent")
+            except Exception:  # noqa: BLE001 - asked about below
+                outcome.append("failed")
+            else:
+                outcome.append("ok")
+                await comm.close()
 
-    t = threading.Thread(target=run, name="sssp-scheduler-probe", daemon=True)
-    t.start()
-    t.join()
-    if not failed:
+        def run():  # its own thread and event loop: the caller may be inside one (a notebook)
+            import asyncio
+
+            try:
+                asyncio.run(handshake())
+            except Exception:  # noqa: BLE001
+                outcome.append("failed")
+
+        t = threading.Thread(target=run, name="sssp-scheduler-probe", daemon=True)
+        t.start()
+        t.join(grace + limit + 5.0)
+        return outcome[0] if outcome else "silent"
+
+    result = attempt(HANDSHAKE_FIRST_WAIT_S)
+    if result == "silent":
+        if _speaks_http(address):
+            raise SchedulerUnreachableError(
+                f"{named}: an HTTP server answers there, not a Dask scheduler (a dashboard's port? "
+                "the scheduler's own address is the one its scheduler file names, port 8786 by default)")
+        result = attempt(patience)
+        if result == "silent":
+            raise SchedulerUnreachableError(
+                f"{named}: no Dask scheduler answered in {patience:g} s (something accepts "
+                "connections there: another service on that port, or a scheduler that is stopped "
+                "or stuck)")
+    if result == "ok":
         return
     why = _nothing_there(address)
     if why == "refused":

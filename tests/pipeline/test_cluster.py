@@ -515,6 +515,68 @@ def test_a_scheduler_host_that_does_not_resolve_is_one_line():
             start_cluster(scheduler="tcp://no-such-host.invalid:8786")
 
 
+def _listener(speaks_http: bool):
+    """A localhost TCP server that is no Dask scheduler: an HTTP server (the dashboard's
+    port given by mistake), or a socket that accepts and never answers."""
+    import http.server
+    import socket
+    import threading
+
+    if speaks_http:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server.server_address[1], server.shutdown
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    return sock.getsockname()[1], sock.close
+
+
+@pytest.mark.parametrize("http", [True, False], ids=["http", "silent"])
+def test_an_address_where_no_scheduler_answers_is_one_line_not_a_hang(tmp_path, http):
+    """``--scheduler tcp://HOST:8787`` (the dashboard's port) or a stale scheduler file
+    whose port another service took: Dask's connect waits for the handshake's reply
+    without a limit, and the study hung silently (Client(timeout=...) too).  The probe
+    now says that an HTTP server answers there at once, or, where something accepts
+    connections but never answers, that no scheduler answered, after the connect
+    timeout."""
+    import re
+    import threading
+    import time
+
+    import dask
+    import distributed  # noqa: F401 - its config defaults loaded before the override below
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    port, stop = _listener(http)
+    try:
+        f = tmp_path / "scheduler.json"
+        f.write_text('{"address": "tcp://127.0.0.1:%d"}' % port)
+        why = "an HTTP server answers there" if http else "no Dask scheduler answered"
+        for kw, named in (({"scheduler": f"tcp://127.0.0.1:{port}"}, rf"--scheduler tcp://127.0.0.1:{port}"),
+                          ({"scheduler_file": str(f)}, r"--scheduler-file .*scheduler.json: its scheduler \S+")):
+            raised: list = []
+
+            def attach():
+                with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+                    try:
+                        start_cluster(**kw).close()
+                    except BaseException as exc:  # noqa: BLE001 - checked below
+                        raised.append(exc)
+
+            t0 = time.monotonic()
+            t = threading.Thread(target=attach, daemon=True)  # a hang fails the test, not the suite
+            t.start()
+            t.join(60)
+            assert not t.is_alive(), f"the attach to {kw} still hangs after 60 s"
+            assert time.monotonic() - t0 < 30
+            assert len(raised) == 1 and isinstance(raised[0], SchedulerUnreachableError), raised
+            assert re.match(rf"{named}: {why}", str(raised[0])), str(raised[0])
+    finally:
+        stop()
+
+
 def test_the_probe_leaves_a_listening_scheduler_alone():
     """Where a scheduler listens, the probe's connection is a Dask handshake (a plain
     TCP connect logged 'closed before handshake completed' on the scheduler) and the
