@@ -51,6 +51,15 @@ class SchedulerUnreachableError(SsspError, ConnectionError):
     exit_code = 1
 
 
+class WorkerEnvironmentError(SsspError, RuntimeError):
+    """Attached workers that cannot run this study's code: ``gpu_sssp`` does not import
+    there (another Python environment or ``PYTHONPATH``), or it is another version of
+    gpu-sssp than the client's.  One line naming the workers, exit status 1, before the
+    study folder is written (Dask's traceback came from the first call on the workers)."""
+
+    exit_code = 1
+
+
 class SchedulerLostError(SsspError, ConnectionError):
     """The client lost its scheduler during a study (the scheduler stopped, was
     restarted, or the network went): Dask cancels every task with
@@ -1003,13 +1012,25 @@ def study_page(link: str, path: str = "/status") -> str:
     return link.rsplit("/", 1)[0] + "/sssp"
 
 
+def _gpu_sssp_version() -> str:
+    """The installed gpu-sssp's version, ``"unknown"`` where none is installed (a
+    checkout on ``PYTHONPATH``)."""
+    try:
+        from importlib.metadata import version
+
+        return version("gpu-sssp")
+    except Exception:  # noqa: BLE001 - not installed, or unreadable metadata
+        return "unknown"
+
+
 def _worker_info(backend: str) -> dict:
     import platform
 
     from gpu_sssp.pipeline.plugins import use_gpu
 
     info = {"pid": os.getpid(), "host": platform.node(), "device": "cpu",
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu_sssp": _gpu_sssp_version()}
     if use_gpu(backend):
         try:
             from gpu_sssp.kernels import device_name
@@ -1067,7 +1088,7 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     if handle.mode == "attached":
         await_first_worker(client, notice)
     workers = _workers(client)
-    per = client.run(_worker_info, handle.backend)
+    per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
     out = []
     for addr, w in sorted(workers.items()):
         d = dict(per.get(addr, {}))
@@ -1079,6 +1100,42 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
             "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
             "dashboard": dash["link"], "dashboard_note": dash["note"], "study_page": dash["study_page"],
             "exposed": list(handle.info.get("exposed", []))}
+
+
+def _check_worker_code(per: dict, workers: dict) -> dict:
+    """``per`` (``client.run(_worker_info, on_error="return")``: a dict or an exception per
+    worker) without the workers that left meanwhile (a connection error); raises
+    :class:`WorkerEnvironmentError` naming the workers where ``gpu_sssp`` does not import
+    (or fails to) or whose gpu-sssp is another version than the client's."""
+    from distributed.comm.core import CommClosedError
+
+    ok, broken = {}, []
+    mine = _gpu_sssp_version()
+
+    def name(addr):
+        n = str(workers.get(addr, {}).get("name", "") or "")
+        return f"{n} ({addr})" if n and n != addr else addr
+
+    for addr, r in sorted(per.items()):
+        if isinstance(r, (CommClosedError, ConnectionError, TimeoutError)):
+            continue  # gone since the list was taken: not a worker of this study
+        if isinstance(r, BaseException):
+            # an error while the worker unpickles the call comes back as Exception(repr(error))
+            why = str(r) if type(r) is Exception and str(r) else \
+                (f"{type(r).__name__}: {r}" if str(r) else type(r).__name__)
+            broken.append(f"{name(addr)}: {why.strip().splitlines()[0] if why.strip() else why}")
+            continue
+        theirs = str(r.get("gpu_sssp", "unknown"))
+        if "unknown" not in (mine, theirs) and theirs != mine:
+            broken.append(f"{name(addr)}: gpu-sssp {theirs}, the client {mine}")
+            continue
+        ok[addr] = r
+    if broken:
+        shown = "; ".join(broken[:3]) + (f"; and {len(broken) - 3} more" if len(broken) > 3 else "")
+        raise WorkerEnvironmentError(
+            f"{len(broken)} of {len(per)} worker(s) cannot run this study's code ({shown}); start "
+            f"every worker in the client's Python environment (gpu-sssp {mine}, the same PYTHONPATH)")
+    return ok
 
 
 def worker_devices(info: dict) -> list:

@@ -669,3 +669,26 @@ def test_closing_a_local_cluster_with_a_busy_worker_prints_no_nanny_warning(tmp_
         nanny.removeHandler(keep)
     del fut
     assert not [r.getMessage() for r in records if "still alive" in r.getMessage()]
+
+
+def test_workers_of_another_environment_or_version_are_named_in_one_line():
+    """``describe_cluster``'s check of what ``client.run(_worker_info, on_error="return")``
+    brought back: a worker where ``gpu_sssp`` does not import, or of another gpu-sssp
+    version, is refused naming it; a worker that left meanwhile is left out."""
+    from distributed.comm.core import CommClosedError
+
+    from gpu_sssp.pipeline import cluster as C
+
+    mine = C._gpu_sssp_version()
+    good = {"device": "cpu", "gpu_sssp": mine}
+    workers = {"tcp://h:1": {"name": "a"}, "tcp://h:2": {"name": "b"}, "tcp://h:3": {"name": "c"}}
+    assert C._check_worker_code({"tcp://h:1": good, "tcp://h:3": CommClosedError("gone")}, workers) \
+        == {"tcp://h:1": good}
+    with pytest.raises(C.WorkerEnvironmentError,
+                       match=r"^1 of 2 worker\(s\) cannot run this study's code \(b \(tcp://h:2\): "
+                             r"ModuleNotFoundError\('No module named gpu_sssp.pipeline'\)\); start every worker"):
+        C._check_worker_code({"tcp://h:1": good, "tcp://h:2": Exception(
+            "ModuleNotFoundError('No module named gpu_sssp.pipeline')")}, workers)
+    if mine != "unknown":
+        with pytest.raises(C.WorkerEnvironmentError, match=rf"c \(tcp://h:3\): gpu-sssp 0.0.1a, the client {mine}"):
+            C._check_worker_code({"tcp://h:1": good, "tcp://h:3": dict(good, gpu_sssp="0.0.1a")}, workers)
