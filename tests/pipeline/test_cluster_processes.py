@@ -51,6 +51,14 @@ class ProcessCluster:
         self.file = root / "scheduler.json"
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
+        try:
+            self._begin(n, nthreads)
+        except BaseException:  # a start that fails leaves no scheduler or worker behind
+            self.close()
+            raise
+
+    def _begin(self, n: int, nthreads: int):
+        root = self.root
         self._start(_dask("scheduler", "--scheduler-file", str(self.file), "--host", "127.0.0.1", "--port", "0",
                           "--dashboard-address", "127.0.0.1:0"), root / "scheduler")
         deadline = time.monotonic() + 60
