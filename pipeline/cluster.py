@@ -371,7 +371,8 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
     ``address``, its host does not resolve, or what listens there is no Dask scheduler
     (Dask's client waits for a handshake's reply without any limit, ``Client(timeout=)``
     included: an HTTP server - the dashboard's port given as the scheduler's - or a
-    stopped scheduler hung the study silently).  Dask's client retries refused
+    stopped scheduler hung the study silently; a worker's or a nanny's address ended in
+    Dask's traceback: the probe asks the server's ``identity``).  Dask's client retries refused
     connections for ``distributed.comm.timeouts.connect`` (30 s) before its own message.
 
     First a Dask connection with a handshake, closed at once (the scheduler logs
@@ -396,6 +397,8 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
     patience = max(grace, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"),
                                           default="seconds"))
 
+    kind: list = []  # what answered, where the handshake succeeded
+
     def attempt(limit: float) -> str:
         """``"ok"``, ``"failed"`` (Dask's connect raised) or ``"silent"`` (no handshake
         reply within ``limit`` seconds of the retries)."""
@@ -412,7 +415,15 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 outcome.append("failed")
             else:
                 outcome.append("ok")
-                await comm.close()
+                try:  # a worker's or a nanny's address given for the scheduler's?
+                    await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), limit)
+                    reply = await asyncio.wait_for(comm.read(), limit)
+                    if isinstance(reply, dict) and isinstance(reply.get("type"), str):
+                        kind.append(reply["type"])
+                except Exception:  # noqa: BLE001 - not asked: the attach goes on as before
+                    pass
+                finally:
+                    await comm.close()
 
         def run():  # its own thread and event loop: the caller may be inside one (a notebook)
             import asyncio
@@ -440,6 +451,10 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 "connections there: another service on that port, or a scheduler that is stopped "
                 "or stuck)")
     if result == "ok":
+        if kind and kind[0] in ("Worker", "Nanny"):
+            raise SchedulerUnreachableError(
+                f"{named}: a Dask {kind[0]} listens there, not a scheduler (the scheduler's address is "
+                "the one its scheduler file names, or that `dask scheduler` logs as 'Scheduler at:')")
         return
     why = _nothing_there(address)
     if why == "refused":

@@ -577,6 +577,23 @@ def test_an_address_where_no_scheduler_answers_is_one_line_not_a_hang(tmp_path, 
         stop()
 
 
+def test_a_worker_address_given_as_the_scheduler_is_one_line():
+    """``--scheduler`` with a worker's (or nanny's) address, copied from a log: the Dask
+    handshake succeeds there, and the attach ended with Dask's traceback
+    (``TypeError: Worker.identity() got an unexpected keyword argument 'n_workers'``).
+    The probe asks the server what it is and names it."""
+    from distributed import LocalCluster
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    with LocalCluster(n_workers=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        (worker,) = cluster.scheduler_info["workers"]
+        with pytest.raises(SchedulerUnreachableError,
+                           match=rf"^--scheduler {worker}: a Dask Worker listens there, not a scheduler"):
+            start_cluster(scheduler=worker)
+
+
 def test_the_probe_leaves_a_listening_scheduler_alone():
     """Where a scheduler listens, the probe's connection is a Dask handshake (a plain
     TCP connect logged 'closed before handshake completed' on the scheduler) and the
