@@ -291,11 +291,10 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
-def check_scheduler_address(address: str) -> None:
-    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
-    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
-    was read): ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``:
-    a host and a port; ``inproc`` is of one process only)."""
+def _address_problem(address: str) -> str | None:
+    """Why ``address`` is no scheduler address a client can connect to, or None:
+    ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``: a host and a
+    port; ``inproc`` is of one process only)."""
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
@@ -307,8 +306,18 @@ def check_scheduler_address(address: str) -> None:
             if not host:
                 raise ValueError("no host")
     except ValueError as exc:
-        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({exc}); "
-                         "expected e.g. tcp://HOST:8786") from None
+        return str(exc)
+    return None
+
+
+def check_scheduler_address(address: str) -> None:
+    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
+    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
+    was read): :func:`_address_problem`."""
+    problem = _address_problem(address)
+    if problem is not None:
+        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({problem}); "
+                         "expected e.g. tcp://HOST:8786")
 
 
 def _nothing_there(address: str) -> str | None:
@@ -773,7 +782,8 @@ def read_scheduler_file(path) -> str:
     FileNotFoundError
         No such file.
     UsageError
-        A folder, or a file that is not such JSON (``--scheduler-file FILE: ...``, one line).
+        A folder, a file that is not such JSON, or whose address is none a client can
+        connect to (``--scheduler-file FILE: ...``, one line).
     """
     shown = os.fspath(path)
     if not os.path.exists(path):
@@ -795,7 +805,12 @@ def read_scheduler_file(path) -> str:
             continue
         address = cfg.get("address") if isinstance(cfg, dict) else None
         if isinstance(address, str) and address.strip():
-            return address.strip()
+            address = address.strip()
+            problem = _address_problem(address)  # Dask's ValueError traceback came later
+            if problem is not None:
+                raise UsageError(f"--scheduler-file {shown}: its address {address!r} is not a scheduler "
+                                 f"address ({problem}); `dask scheduler --scheduler-file FILE` writes one")
+            return address
         what = 'no "address" in it'
     raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")

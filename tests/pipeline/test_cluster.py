@@ -234,6 +234,24 @@ def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, conte
         start_cluster(scheduler_file=str(tmp_path / "missing.json"))
 
 
+@pytest.mark.parametrize("address, why", [
+    ("not an address", "missing port number"),
+    ("tcp://127.0.0.1", "missing port number"),
+    ("inproc://192.0.2.1/5/6", "an inproc address belongs to one process"),
+])
+def test_a_scheduler_file_whose_address_is_malformed_is_one_usage_error(tmp_path, address, why):
+    """A scheduler file with an "address" that is no address a client can connect to
+    (edited by hand, or written by something else): Dask's ``ValueError`` traceback came
+    after the file was read.  Now the same one line as ``--scheduler`` gives, naming the
+    file."""
+    bad = tmp_path / "sched.json"
+    bad.write_text('{"address": "%s"}' % address)
+    with pytest.raises(UsageError) as err:
+        start_cluster(scheduler_file=str(bad))
+    assert str(err.value).startswith(
+        f"--scheduler-file {bad}: its address {address!r} is not a scheduler address ({why}"), str(err.value)
+
+
 def test_a_busy_dashboard_port_gives_no_dask_warning(recwarn):
     """Dask serves the dashboard on another port and warns "Port N is already in use";
     the study prints where the dashboard is itself (the link names the real port)."""
