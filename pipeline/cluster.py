@@ -52,8 +52,18 @@ class ReportNotWrittenError(SsspError, OSError):
 
 class SchedulerUnreachableError(SsspError, ConnectionError):
     """An attached study's scheduler address where nothing listens (every connection
-    refused for :data:`REFUSED_GRACE_S`), or whose host name does not resolve: one line,
-    exit status 1, after those few seconds instead of Dask's 30 s of retries."""
+    refused for :data:`REFUSED_GRACE_S`), whose host name does not resolve, or where what
+    listens is no Dask scheduler (an HTTP server, or no handshake reply): one line, exit
+    status 1, instead of Dask's 30 s of retries or its endless wait for a handshake."""
+
+    exit_code = 1
+
+
+class WorkerEnvironmentError(SsspError, RuntimeError):
+    """Attached workers that cannot run this study's code: ``gpu_sssp`` does not import
+    there (another Python environment or ``PYTHONPATH``), or it is another version of
+    gpu-sssp than the client's.  One line naming the workers, exit status 1, before the
+    study folder is written (Dask's traceback came from the first call on the workers)."""
 
     exit_code = 1
 
@@ -289,11 +299,10 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
-def check_scheduler_address(address: str) -> None:
-    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
-    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
-    was read): ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``:
-    a host and a port; ``inproc`` is of one process only)."""
+def _address_problem(address: str) -> str | None:
+    """Why ``address`` is no scheduler address a client can connect to, or None:
+    ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``: a host and a
+    port; ``inproc`` is of one process only)."""
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
@@ -305,8 +314,18 @@ def check_scheduler_address(address: str) -> None:
             if not host:
                 raise ValueError("no host")
     except ValueError as exc:
-        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({exc}); "
-                         "expected e.g. tcp://HOST:8786") from None
+        return str(exc)
+    return None
+
+
+def check_scheduler_address(address: str) -> None:
+    """Refuse, as a usage error, a ``--scheduler`` that is no address a client can
+    connect to (Dask's own parsing raised ``ValueError`` with a traceback, after the graph
+    was read): :func:`_address_problem`."""
+    problem = _address_problem(address)
+    if problem is not None:
+        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({problem}); "
+                         "expected e.g. tcp://HOST:8786")
 
 
 def _nothing_there(address: str) -> str | None:
@@ -342,48 +361,117 @@ def _nothing_there(address: str) -> str | None:
     return "refused" if infos else None
 
 
+def _speaks_http(address: str) -> bool:
+    """Whether an HTTP server answers at a ``tcp://`` ``address`` (a dashboard's port
+    given as the scheduler's): asked with a plain ``GET``, for at most 2 s."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme != "tcp":
+            return False
+        host, port = parse_host_port(loc)
+        with socket.create_connection((host, port), timeout=2.0) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\nHost: " + host.encode("idna") + b"\r\n\r\n")
+            return sock.recv(5) == b"HTTP/"
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
+#: seconds the probe waits for a scheduler's handshake once a connection is open before
+#: asking whether an HTTP server (a dashboard) listens there instead
+HANDSHAKE_FIRST_WAIT_S = 2.0
+
+
 def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> None:
     """Fail fast, in one line, where an attach cannot succeed: nothing listens at
-    ``address`` or its host does not resolve.  Dask's client retries both for
-    ``distributed.comm.timeouts.connect`` (30 s) before its own message.
+    ``address``, its host does not resolve, or what listens there is no Dask scheduler
+    (Dask's client waits for a handshake's reply without any limit, ``Client(timeout=)``
+    included: an HTTP server - the dashboard's port given as the scheduler's - or a
+    stopped scheduler hung the study silently; a worker's or a nanny's address ended in
+    Dask's traceback: the probe asks the server's ``identity``).  Dask's client retries refused
+    connections for ``distributed.comm.timeouts.connect`` (30 s) before its own message.
 
     First a Dask connection with a handshake, closed at once (the scheduler logs
     nothing), for at most ``grace`` seconds (default :data:`REFUSED_GRACE_S`: Dask
     retries a refused connection meanwhile, for a scheduler that is still starting);
-    only when that fails is the network asked why (:func:`_nothing_there`).  Anything
-    but "refused" or "does not resolve" (a slow or filtered network, a TLS scheduler
-    that wants credentials) lets the attach go on under Dask's own timeout.  ``named``:
-    the option, as the message shows it.
+    only when that fails is the network asked why (:func:`_nothing_there`).  A
+    connection whose handshake gets no reply in :data:`HANDSHAKE_FIRST_WAIT_S` is asked
+    whether it speaks HTTP (refused at once), else given the connect timeout
+    (``distributed.comm.timeouts.connect``) to answer before it is refused.  Anything
+    else (a slow or filtered network, a TLS scheduler that wants credentials) lets the
+    attach go on under Dask's own timeout.  ``named``: the option, as the message shows it.
 
     Raises
     ------
     SchedulerUnreachableError
     """
+    import dask
+    from dask.utils import parse_timedelta
     from distributed.comm import connect
 
     grace = REFUSED_GRACE_S if grace is None else float(grace)
-    failed: list = []
+    patience = max(grace, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"),
+                                          default="seconds"))
 
-    async def attempt():
-        try:
-            comm = await connect(address, timeout=grace)
-        except Exception as exc:  # noqa: BLE001 - asked about below
-            failed.append(exc)
-        else:
-            await comm.close()
+    kind: list = []  # what answered, where the handshake succeeded
 
-    def run():  # its own thread and event loop: the caller may be inside one (a notebook)
-        import asyncio
+    def attempt(limit: float) -> str:
+        """``"ok"``, ``"failed"`` (Dask's connect raised) or ``"silent"`` (no handshake
+        reply within ``limit`` seconds of the retries)."""
+        outcome: list = []
 
-        try:
-            asyncio.run(attempt())
-        except Exception as exc:  # noqa: BLE001
-            failed.append(exc)
+        async def handshake():
+            import asyncio
 
-    t = threading.Thread(target=run, name="sssp-scheduler-probe", daemon=True)
-    t.start()
-    t.join()
-    if not failed:
+            try:
+                comm = await asyncio.wait_for(connect(address, timeout=grace), timeout=grace + limit)
+            except asyncio.TimeoutError:  # (before OSError: TimeoutError is one)
+                outcome.append("silent")
+            except Exception:  # noqa: BLE001 - asked about below
+                outcome.append("failed")
+            else:
+                outcome.append("ok")
+                try:  # a worker's or a nanny's address given for the scheduler's?
+                    await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), limit)
+                    reply = await asyncio.wait_for(comm.read(), limit)
+                    if isinstance(reply, dict) and isinstance(reply.get("type"), str):
+                        kind.append(reply["type"])
+                except Exception:  # noqa: BLE001 - not asked: the attach goes on as before
+                    pass
+                finally:
+                    await comm.close()
+
+        def run():  # its own thread and event loop: the caller may be inside one (a notebook)
+            import asyncio
+
+            try:
+                asyncio.run(handshake())
+            except Exception:  # noqa: BLE001
+                outcome.append("failed")
+
+        t = threading.Thread(target=run, name="sssp-scheduler-probe", daemon=True)
+        t.start()
+        t.join(grace + limit + 5.0)
+        return outcome[0] if outcome else "silent"
+
+    result = attempt(HANDSHAKE_FIRST_WAIT_S)
+    if result == "silent":
+        if _speaks_http(address):
+            raise SchedulerUnreachableError(
+                f"{named}: an HTTP server answers there, not a Dask scheduler (a dashboard's port? "
+                "the scheduler's own address is the one its scheduler file names, port 8786 by default)")
+        result = attempt(patience)
+        if result == "silent":
+            raise SchedulerUnreachableError(
+                f"{named}: no Dask scheduler answered in {patience:g} s (something accepts "
+                "connections there: another service on that port, or a scheduler that is stopped "
+                "or stuck)")
+    if result == "ok":
+        if kind and kind[0] in ("Worker", "Nanny"):
+            raise SchedulerUnreachableError(
+                f"{named}: a Dask {kind[0]} listens there, not a scheduler (the scheduler's address is "
+                "the one its scheduler file names, or that `dask scheduler` logs as 'Scheduler at:')")
         return
     why = _nothing_there(address)
     if why == "refused":
@@ -702,7 +790,8 @@ def read_scheduler_file(path) -> str:
     FileNotFoundError
         No such file.
     UsageError
-        A folder, or a file that is not such JSON (``--scheduler-file FILE: ...``, one line).
+        A folder, a file that is not such JSON, or whose address is none a client can
+        connect to (``--scheduler-file FILE: ...``, one line).
     """
     shown = os.fspath(path)
     if not os.path.exists(path):
@@ -724,7 +813,12 @@ def read_scheduler_file(path) -> str:
             continue
         address = cfg.get("address") if isinstance(cfg, dict) else None
         if isinstance(address, str) and address.strip():
-            return address.strip()
+            address = address.strip()
+            problem = _address_problem(address)  # Dask's ValueError traceback came later
+            if problem is not None:
+                raise UsageError(f"--scheduler-file {shown}: its address {address!r} is not a scheduler "
+                                 f"address ({problem}); `dask scheduler --scheduler-file FILE` writes one")
+            return address
         what = 'no "address" in it'
     raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")
@@ -956,13 +1050,25 @@ def study_page(link: str, path: str = "/status") -> str:
     return link.rsplit("/", 1)[0] + "/sssp"
 
 
+def _gpu_sssp_version() -> str:
+    """The installed gpu-sssp's version, ``"unknown"`` where none is installed (a
+    checkout on ``PYTHONPATH``)."""
+    try:
+        from importlib.metadata import version
+
+        return version("gpu-sssp")
+    except Exception:  # noqa: BLE001 - not installed, or unreadable metadata
+        return "unknown"
+
+
 def _worker_info(backend: str) -> dict:
     import platform
 
     from gpu_sssp.pipeline.plugins import use_gpu
 
     info = {"pid": os.getpid(), "host": platform.node(), "device": "cpu",
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu_sssp": _gpu_sssp_version()}
     if use_gpu(backend):
         try:
             from gpu_sssp.kernels import device_name
@@ -1020,7 +1126,7 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     if handle.mode == "attached":
         await_first_worker(client, notice)
     workers = _workers(client)
-    per = client.run(_worker_info, handle.backend)
+    per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
     out = []
     for addr, w in sorted(workers.items()):
         d = dict(per.get(addr, {}))
@@ -1032,6 +1138,42 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
             "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
             "dashboard": dash["link"], "dashboard_note": dash["note"], "study_page": dash["study_page"],
             "exposed": list(handle.info.get("exposed", []))}
+
+
+def _check_worker_code(per: dict, workers: dict) -> dict:
+    """``per`` (``client.run(_worker_info, on_error="return")``: a dict or an exception per
+    worker) without the workers that left meanwhile (a connection error); raises
+    :class:`WorkerEnvironmentError` naming the workers where ``gpu_sssp`` does not import
+    (or fails to) or whose gpu-sssp is another version than the client's."""
+    from distributed.comm.core import CommClosedError
+
+    ok, broken = {}, []
+    mine = _gpu_sssp_version()
+
+    def name(addr):
+        n = str(workers.get(addr, {}).get("name", "") or "")
+        return f"{n} ({addr})" if n and n != addr else addr
+
+    for addr, r in sorted(per.items()):
+        if isinstance(r, (CommClosedError, ConnectionError, TimeoutError)):
+            continue  # gone since the list was taken: not a worker of this study
+        if isinstance(r, BaseException):
+            # an error while the worker unpickles the call comes back as Exception(repr(error))
+            why = str(r) if type(r) is Exception and str(r) else \
+                (f"{type(r).__name__}: {r}" if str(r) else type(r).__name__)
+            broken.append(f"{name(addr)}: {why.strip().splitlines()[0] if why.strip() else why}")
+            continue
+        theirs = str(r.get("gpu_sssp", "unknown"))
+        if "unknown" not in (mine, theirs) and theirs != mine:
+            broken.append(f"{name(addr)}: gpu-sssp {theirs}, the client {mine}")
+            continue
+        ok[addr] = r
+    if broken:
+        shown = "; ".join(broken[:3]) + (f"; and {len(broken) - 3} more" if len(broken) > 3 else "")
+        raise WorkerEnvironmentError(
+            f"{len(broken)} of {len(per)} worker(s) cannot run this study's code ({shown}); start "
+            f"every worker in the client's Python environment (gpu-sssp {mine}, the same PYTHONPATH)")
+    return ok
 
 
 def worker_devices(info: dict) -> list:

@@ -234,6 +234,24 @@ def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, conte
         start_cluster(scheduler_file=str(tmp_path / "missing.json"))
 
 
+@pytest.mark.parametrize("address, why", [
+    ("not an address", "missing port number"),
+    ("tcp://127.0.0.1", "missing port number"),
+    ("inproc://192.0.2.1/5/6", "an inproc address belongs to one process"),
+])
+def test_a_scheduler_file_whose_address_is_malformed_is_one_usage_error(tmp_path, address, why):
+    """A scheduler file with an "address" that is no address a client can connect to
+    (edited by hand, or written by something else): Dask's ``ValueError`` traceback came
+    after the file was read.  Now the same one line as ``--scheduler`` gives, naming the
+    file."""
+    bad = tmp_path / "sched.json"
+    bad.write_text('{"address": "%s"}' % address)
+    with pytest.raises(UsageError) as err:
+        start_cluster(scheduler_file=str(bad))
+    assert str(err.value).startswith(
+        f"--scheduler-file {bad}: its address {address!r} is not a scheduler address ({why}"), str(err.value)
+
+
 def test_a_busy_dashboard_port_gives_no_dask_warning(recwarn):
     """Dask serves the dashboard on another port and warns "Port N is already in use";
     the study prints where the dashboard is itself (the link names the real port)."""
@@ -515,6 +533,85 @@ def test_a_scheduler_host_that_does_not_resolve_is_one_line():
             start_cluster(scheduler="tcp://no-such-host.invalid:8786")
 
 
+def _listener(speaks_http: bool):
+    """A localhost TCP server that is no Dask scheduler: an HTTP server (the dashboard's
+    port given by mistake), or a socket that accepts and never answers."""
+    import http.server
+    import socket
+    import threading
+
+    if speaks_http:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server.server_address[1], server.shutdown
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    return sock.getsockname()[1], sock.close
+
+
+@pytest.mark.parametrize("http", [True, False], ids=["http", "silent"])
+def test_an_address_where_no_scheduler_answers_is_one_line_not_a_hang(tmp_path, http):
+    """``--scheduler tcp://HOST:8787`` (the dashboard's port) or a stale scheduler file
+    whose port another service took: Dask's connect waits for the handshake's reply
+    without a limit, and the study hung silently (Client(timeout=...) too).  The probe
+    now says that an HTTP server answers there at once, or, where something accepts
+    connections but never answers, that no scheduler answered, after the connect
+    timeout."""
+    import re
+    import threading
+    import time
+
+    import dask
+    import distributed  # noqa: F401 - its config defaults loaded before the override below
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    port, stop = _listener(http)
+    try:
+        f = tmp_path / "scheduler.json"
+        f.write_text('{"address": "tcp://127.0.0.1:%d"}' % port)
+        why = "an HTTP server answers there" if http else "no Dask scheduler answered"
+        for kw, named in (({"scheduler": f"tcp://127.0.0.1:{port}"}, rf"--scheduler tcp://127.0.0.1:{port}"),
+                          ({"scheduler_file": str(f)}, r"--scheduler-file .*scheduler.json: its scheduler \S+")):
+            raised: list = []
+
+            def attach():
+                with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+                    try:
+                        start_cluster(**kw).close()
+                    except BaseException as exc:  # noqa: BLE001 - checked below
+                        raised.append(exc)
+
+            t0 = time.monotonic()
+            t = threading.Thread(target=attach, daemon=True)  # a hang fails the test, not the suite
+            t.start()
+            t.join(60)
+            assert not t.is_alive(), f"the attach to {kw} still hangs after 60 s"
+            assert time.monotonic() - t0 < 30
+            assert len(raised) == 1 and isinstance(raised[0], SchedulerUnreachableError), raised
+            assert re.match(rf"{named}: {why}", str(raised[0])), str(raised[0])
+    finally:
+        stop()
+
+
+def test_a_worker_address_given_as_the_scheduler_is_one_line():
+    """``--scheduler`` with a worker's (or nanny's) address, copied from a log: the Dask
+    handshake succeeds there, and the attach ended with Dask's traceback
+    (``TypeError: Worker.identity() got an unexpected keyword argument 'n_workers'``).
+    The probe asks the server what it is and names it."""
+    from distributed import LocalCluster
+
+    from gpu_sssp.pipeline.cluster import SchedulerUnreachableError
+
+    with LocalCluster(n_workers=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        (worker,) = cluster.scheduler_info["workers"]
+        with pytest.raises(SchedulerUnreachableError,
+                           match=rf"^--scheduler {worker}: a Dask Worker listens there, not a scheduler"):
+            start_cluster(scheduler=worker)
+
+
 def test_the_probe_leaves_a_listening_scheduler_alone():
     """Where a scheduler listens, the probe's connection is a Dask handshake (a plain
     TCP connect logged 'closed before handshake completed' on the scheduler) and the
@@ -607,3 +704,26 @@ def test_closing_a_local_cluster_with_a_busy_worker_prints_no_nanny_warning(tmp_
         nanny.removeHandler(keep)
     del fut
     assert not [r.getMessage() for r in records if "still alive" in r.getMessage()]
+
+
+def test_workers_of_another_environment_or_version_are_named_in_one_line():
+    """``describe_cluster``'s check of what ``client.run(_worker_info, on_error="return")``
+    brought back: a worker where ``gpu_sssp`` does not import, or of another gpu-sssp
+    version, is refused naming it; a worker that left meanwhile is left out."""
+    from distributed.comm.core import CommClosedError
+
+    from gpu_sssp.pipeline import cluster as C
+
+    mine = C._gpu_sssp_version()
+    good = {"device": "cpu", "gpu_sssp": mine}
+    workers = {"tcp://h:1": {"name": "a"}, "tcp://h:2": {"name": "b"}, "tcp://h:3": {"name": "c"}}
+    assert C._check_worker_code({"tcp://h:1": good, "tcp://h:3": CommClosedError("gone")}, workers) \
+        == {"tcp://h:1": good}
+    with pytest.raises(C.WorkerEnvironmentError,
+                       match=r"^1 of 2 worker\(s\) cannot run this study's code \(b \(tcp://h:2\): "
+                             r"ModuleNotFoundError\('No module named gpu_sssp.pipeline'\)\); start every worker"):
+        C._check_worker_code({"tcp://h:1": good, "tcp://h:2": Exception(
+            "ModuleNotFoundError('No module named gpu_sssp.pipeline')")}, workers)
+    if mine != "unknown":
+        with pytest.raises(C.WorkerEnvironmentError, match=rf"c \(tcp://h:3\): gpu-sssp 0.0.1a, the client {mine}"):
+            C._check_worker_code({"tcp://h:1": good, "tcp://h:3": dict(good, gpu_sssp="0.0.1a")}, workers)

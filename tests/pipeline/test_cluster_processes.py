@@ -51,6 +51,14 @@ class ProcessCluster:
         self.file = root / "scheduler.json"
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
+        try:
+            self._begin(n, nthreads)
+        except BaseException:  # a start that fails leaves no scheduler or worker behind
+            self.close()
+            raise
+
+    def _begin(self, n: int, nthreads: int):
+        root = self.root
         self._start(_dask("scheduler", "--scheduler-file", str(self.file), "--host", "127.0.0.1", "--port", "0",
                           "--dashboard-address", "127.0.0.1:0"), root / "scheduler")
         deadline = time.monotonic() + 60
@@ -65,14 +73,15 @@ class ProcessCluster:
         from distributed import Client
 
         with Client(scheduler_file=str(self.file), timeout=60) as c:
-            c.wait_for_workers(n, timeout=90)
+            if n:
+                c.wait_for_workers(n, timeout=90)
             self.dashboard = c.dashboard_link
 
-    def _start(self, cmd, home: Path):
+    def _start(self, cmd, home: Path, env: dict | None = None):
         home.mkdir(parents=True, exist_ok=True)
         log = home / "log.txt"
         self.logs.append(log)
-        self.procs.append(subprocess.Popen(cmd, cwd=home, env=_env(home), stdout=open(log, "wb"),
+        self.procs.append(subprocess.Popen(cmd, cwd=home, env=env or _env(home), stdout=open(log, "wb"),
                                            stderr=subprocess.STDOUT, start_new_session=True))
 
     def log(self) -> str:
@@ -268,5 +277,43 @@ def test_a_scheduler_lost_mid_study_ends_with_one_line_and_resume_continues(tmp_
                            timeout=300)
         assert r.returncode == 0, r.stdout.decode()[-3000:] + r.stderr.decode()[-3000:]
         assert json.loads((out / "summary.json").read_text())["sources_solved"] == 3353
+    finally:
+        cluster.close()
+
+
+def test_a_worker_that_cannot_import_gpu_sssp_is_one_line_naming_it(tmp_path):
+    """A worker started in another environment (here a ``PYTHONPATH`` whose ``gpu_sssp``
+    lacks ``pipeline``): the study ended with Dask's traceback of the first call on the
+    workers (``ModuleNotFoundError`` from the scheduler's broadcast).  Now one ``error:``
+    line names the worker and what to do, status 1, and no study folder is left."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=0)
+    try:
+        bad = tmp_path / "other-env" / "gpu_sssp"
+        (bad / "pipeline").mkdir(parents=True)
+        (bad / "__init__.py").write_text("")
+        (bad / "pipeline" / "__init__.py").write_text(
+            'raise ModuleNotFoundError("No module named gpu_sssp.pipeline", name="gpu_sssp.pipeline")\n')
+        home = tmp_path / "cluster" / "worker-other"
+        env = dict(_env(home), PYTHONPATH=str(bad.parent))
+        cluster._start(_dask("worker", "--scheduler-file", str(cluster.file), "--nthreads", "1",
+                             "--name", "other-env", "--host", "127.0.0.1", "--no-dashboard"), home, env)
+        from distributed import Client
+
+        with Client(scheduler_file=str(cluster.file), timeout=60) as c:
+            c.wait_for_workers(1, timeout=90)
+        client_home = tmp_path / "client"
+        client_home.mkdir()
+        out = tmp_path / "study"
+        r = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()),
+                            "--random", "5", "--seed", "1", "--scheduler-file", str(cluster.file),
+                            "--out", str(out)],
+                           cwd=client_home, env=_env(client_home), capture_output=True, timeout=300)
+        err = r.stderr.decode()
+        assert r.returncode == 1, r.stdout.decode()[-3000:] + err[-3000:] + cluster.log()
+        assert "Traceback" not in err, err
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: 1 of 1 worker(s) cannot run"), err
+        assert "other-env (tcp://127.0.0.1:" in lines[0] and "No module named gpu_sssp.pipeline" in lines[0], err
+        assert not out.exists()
     finally:
         cluster.close()
