@@ -438,6 +438,10 @@ def run(args) -> int:
             more = (f" and {written} more batch(es) were written but not yet journaled (--resume keeps the "
                     "complete ones)"
                     if written else "")
+            if args.scheduler or args.scheduler_file:
+                # an attached cluster outlives the client: its running tasks go on writing
+                more += ("; tasks still running on the attached cluster may write more batches "
+                         "(--resume keeps the complete ones)")
             print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; {then}",
                         label="note")
         raise

@@ -508,3 +508,34 @@ def test_negative_cycle_note_does_not_promise_a_resume_that_cannot_work(tmp_path
     assert len(note) == 1 and "fix the cause and add --resume" not in note[0], note
     assert "negative cycle" in note[0] and "another --out" in note[0], note
     assert main(args + ["--resume"]) == 3  # as the note says: the same cycle again
+
+
+def test_a_stop_on_an_attached_cluster_says_its_running_tasks_may_write_more(grid, tmp_path, capsys, monkeypatch):
+    """An attached cluster outlives the client: a study stopped there has tasks that go on
+    and write their batch files after the note was printed; the note says so."""
+    import logging
+
+    from distributed import LocalCluster
+
+    from gpu_sssp.pipeline.study.folder import Study
+
+    calls = []
+    real = Study.record_many
+
+    def fail_once(self, metas):
+        calls.append(len(metas))
+        if len(calls) == 1:
+            raise OSError("boom")
+        return real(self, metas)
+
+    monkeypatch.setattr(Study, "record_many", fail_once)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                           dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    try:
+        rc = main(["study", str(grid), "--random", "20", "--batch-size", "4", "--out", str(tmp_path / "o"),
+                   "--scheduler", cluster.scheduler_address, "--no-dashboard"])
+    finally:
+        cluster.close()
+    err = capsys.readouterr().err
+    assert rc != 0 and "boom" in err, err
+    assert "tasks still running on the attached cluster may write more batches" in err, err
