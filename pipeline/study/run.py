@@ -316,7 +316,7 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
         return gone
 
     _WATCH = "sssp-graph-users"
-    _WATCH_VERSION = 2  # 2: the lost-client grace
+    _WATCH_VERSION = 3  # 2: the lost-client grace; 3: a lost client's prompt streams put back
 
     def _watch_class():
         from distributed.diagnostics.plugin import SchedulerPlugin
@@ -358,6 +358,12 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
                 self._lost(scheduler, client)
 
             def _lost(self, scheduler, client):
+                try:  # the streams its studies made prompt (_prompt_streams): put back
+                    tokens = _lost_client_streams(scheduler, client)
+                except Exception:  # best effort: a study's results do not depend on it
+                    tokens = []
+                if tokens and not scheduler._ongoing_background_tasks.closed:
+                    scheduler._ongoing_background_tasks.call_soon(self._workers_back, scheduler, tokens)
                 table = scheduler.__dict__.get("_sssp_graph_users", {})
                 frees = scheduler.__dict__.get("_sssp_graph_frees", {})
                 for fp, users in list(table.items()):
@@ -373,6 +379,16 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
                     tasks = scheduler._ongoing_background_tasks
                     if free and not tasks.closed:
                         tasks.call_soon(self._free, scheduler, fp)
+
+            async def _workers_back(self, scheduler, tokens):
+                from distributed.protocol.pickle import dumps
+
+                try:
+                    await scheduler.broadcast(msg={"op": "run", "function": dumps(_worker_streams_end),
+                                                   "args": dumps(()), "kwargs": dumps({"tokens": list(tokens)}),
+                                                   "wait": True}, on_error="ignore")
+                except Exception:  # workers gone meanwhile: nothing to put back
+                    pass
 
             async def _free(self, scheduler, fp):
                 for name in scheduler.__dict__.get("_sssp_graph_plugins", {}).get(fp, ()):
@@ -864,7 +880,11 @@ def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, resto
     the study's) ends (:func:`_set_prompt`)."""
     old = {"client": None, "workers": {}}
     cc = dask_scheduler.client_comms.get(client_id)
+    # which client each study's token belongs to: a client lost without putting its streams
+    # back has its tokens ended by the scheduler's watch (graph_users' GraphUsersWatch)
+    owners = dask_scheduler.__dict__.setdefault("_sssp_stream_owners", {})
     if restore is not None:
+        owners.pop(token, None)
         if cc is not None and restore.get("client") is not None:
             cc.interval = restore["client"]
         for addr, v in restore.get("workers", {}).items():
@@ -872,12 +892,48 @@ def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, resto
             if bc is not None:
                 _set_prompt(dask_scheduler, addr, bc, None, v, token)
         return old
+    if token is not None:
+        owners[token] = client_id
     if cc is not None:
         old["client"] = cc.interval
         cc.interval = min(cc.interval, interval)
     for addr, bc in dask_scheduler.stream_comms.items():
         old["workers"][addr] = _set_prompt(dask_scheduler, addr, bc, interval, None, token)
     return old
+
+
+def _end_prompt(obj, key, comm, token) -> None:
+    """End study ``token``'s use of ``comm`` (:func:`_set_prompt`) where it has one: the
+    interval before the first study comes back when no study uses it any more."""
+    state = _prompt_state(obj, key)
+    if token not in state["users"]:
+        return
+    state["users"].discard(token)
+    if not state["users"]:
+        if state["orig"] is not None:
+            comm.interval = state["orig"]
+        state["orig"] = None
+
+
+def _lost_client_streams(dask_scheduler, client_id) -> list:
+    """On the scheduler: end the stream uses of the studies of ``client_id``, a client that
+    left without putting them back (killed): the scheduler's own streams to the workers
+    here; returns the tokens, whose uses the workers end (:func:`_worker_streams_end`)."""
+    owners = dask_scheduler.__dict__.get("_sssp_stream_owners", {})
+    tokens = [t for t, c in list(owners.items()) if c == client_id]
+    for t in tokens:
+        owners.pop(t, None)
+        for addr, bc in list(dask_scheduler.stream_comms.items()):
+            _end_prompt(dask_scheduler, addr, bc, t)
+    return tokens
+
+
+def _worker_streams_end(dask_worker=None, tokens=()) -> None:
+    """On a worker: end the stream uses of the studies ``tokens`` (a lost client's)."""
+    bs = getattr(dask_worker, "batched_stream", None)
+    if bs is not None:
+        for t in tokens:
+            _end_prompt(dask_worker, "scheduler", bs, t)
 
 
 def _worker_stream(dask_worker=None, interval=None, restore=None, token=None):

@@ -704,6 +704,46 @@ def test_a_client_that_leaves_without_ending_its_study_frees_the_graph(tmp_path,
         cluster.close()
 
 
+def _scheduler_intervals(dask_scheduler=None):
+    return {addr: bc.interval for addr, bc in dask_scheduler.stream_comms.items()}
+
+
+def _worker_interval(dask_worker=None):
+    return dask_worker.batched_stream.interval
+
+
+def test_a_lost_clients_prompt_streams_are_put_back(tmp_path, short_grace):
+    """A study makes the cluster's Dask streams prompt and puts them back at its end.  A
+    client killed mid-study never did: the streams stayed prompt for good, and the dead
+    study counted as a user, so later studies never put them back either.  The
+    scheduler's watch now ends a lost client's uses of the streams, on the scheduler and
+    on the workers, and the intervals from before come back."""
+    from distributed import Client
+
+    from gpu_sssp.pipeline.study.run import STREAM_INTERVAL, _prompt_streams, register_graph, wait_for_workers
+
+    fp, plan, cluster, client = _graph_study_cluster(tmp_path)
+    try:
+        sched_before = client.run_on_scheduler(_scheduler_intervals)
+        workers_before = client.run(_worker_interval)
+        assert STREAM_INTERVAL not in set(sched_before.values()) | set(workers_before.values())
+        lost = Client(cluster.scheduler_address)
+        register_graph(lost, plan, "cpu", free_if_lost=True)
+        wait_for_workers(lost, fp)
+        _prompt_streams(lost)  # never put back: as a killed client
+        assert set(client.run(_worker_interval).values()) == {STREAM_INTERVAL}
+        assert set(client.run_on_scheduler(_scheduler_intervals).values()) == {STREAM_INTERVAL}
+        lost.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and client.run(_worker_interval) != workers_before:
+            time.sleep(0.1)
+        assert client.run(_worker_interval) == workers_before
+        assert client.run_on_scheduler(_scheduler_intervals) == sched_before
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_graph_users_of_an_earlier_version_on_the_same_scheduler_still_count(tmp_path, caplog, short_grace):
     """A long-lived scheduler may hold the users of a client of the previous version, as
     ``{user: client id}``: the watch of lost clients read them as pairs (``ValueError``,
