@@ -431,7 +431,7 @@ def _worker_startup(client, fingerprint: str) -> dict:
 def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "auto",
               cluster_info: dict | None = None, on_batch=None, on_start=None,
               study: "Study | None" = None, registered: list | None = None,
-              keep_graph: bool | None = None) -> dict:
+              keep_graph: bool | None = None, on_wait=None) -> dict:
     """Run (or resume) a study on a connected client; return its summary.
 
     The pending batches go out in chunks of shrinking size, a bounded number in flight
@@ -454,6 +454,9 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         Called once the folder is ready (``study.sources_done`` already done).
     on_batch : callable(meta, study), optional
         Called on the client after each batch is recorded.
+    on_wait : callable(str), optional
+        Told once, when the cluster has no worker left while batches are pending (the
+        run waits for workers to join).
     study : Study, optional
         The folder, already checked (``Study(plan, resume=...)``); made here when absent.
     registered : list, optional
@@ -534,7 +537,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
-            reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}")
+            reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}", on_idle=on_wait)
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
                               else _prompt_client_stream(client))
             # every chunk goes to Dask at once: its scheduler queues them and hands a
@@ -766,6 +769,8 @@ def _drop_ended(reported: dict) -> None:
 
 #: seconds the run loop waits for a task's report before it looks at the futures
 REPORT_POLL_S = 0.05
+#: seconds without a report after which the run looks whether the cluster still has workers
+NO_WORKER_LOOK_S = 2.0
 
 
 class _Reports:
@@ -774,9 +779,10 @@ class _Reports:
     scheduler forwards them to subscribed clients on the same streams as the task's
     completion), so that no result is fetched per task."""
 
-    def __init__(self, client, topic: str):
+    def __init__(self, client, topic: str, on_idle=None):
         self.client = client
         self.topic = topic
+        self.on_idle = on_idle
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.subscribed = False
         try:
@@ -797,7 +803,8 @@ class _Reports:
         they come, several at once when several are waiting; every ``REPORT_POLL_S``
         without one, the futures that ended without a report (a product error, a failure
         after the retries: raised here; a lost report: the result fetched)."""
-        last_poll = time.perf_counter()
+        last_poll = last_report = last_look = time.perf_counter()
+        said = False
         while futures:
             got = []
             try:
@@ -825,7 +832,28 @@ class _Reports:
                         fut.result()
                         raise RuntimeError(f"task {key} ended as {fut.status}")
             if group:
+                last_report = time.perf_counter()
                 yield group
+            elif self.on_idle is not None and time.perf_counter() - max(last_report, last_look) > NO_WORKER_LOOK_S:
+                said = self._no_worker_note(said)
+                last_look = time.perf_counter()
+
+    def _no_worker_note(self, said: bool) -> bool:
+        """After ``NO_WORKER_LOOK_S`` without a report: when the cluster has no worker
+        left, say once (``on_idle``) that the study waits for workers (it printed nothing
+        while its progress line showed an ETA); again should they come and all go again.
+        Returns whether it is said for the workers' present absence."""
+        from gpu_sssp.pipeline.cluster import _workers
+
+        try:
+            none = not _workers(self.client)
+        except Exception:  # the scheduler lost: the futures say so
+            return said
+        if none and not said:
+            address = getattr(getattr(self.client, "scheduler", None), "address", None) or "the scheduler"
+            self.on_idle(f"no worker left on {address}: the study waits for workers to join (start them "
+                         "again, or Ctrl-C and --resume)")
+        return none
 
     def close(self) -> None:
         if self.subscribed:
@@ -1164,7 +1192,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     on_wait : callable(str), optional
         Told once, with one line, when an attached cluster (``client``, ``scheduler``,
         ``scheduler_file``) has no worker yet: the study waits for the first one
-        (``pipeline.cluster.await_first_worker``; default: a log warning).
+        (``pipeline.cluster.await_first_worker``; default: a log warning); and once
+        when the cluster has no worker left mid-study (:func:`run_study`).
     targets, random_targets, target_seed, stats_over, matrix_form : optional
         A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
         file ids, or ``random_targets`` K drawn with ``target_seed``
@@ -1275,7 +1304,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
 
         with (performance_report(report, handle.client) if report is not None else contextlib.nullcontext()):
             return run_study(handle.client, plan, resume=resume, backend=handle.backend, cluster_info=info,
-                             on_start=on_start, on_batch=on_batch, study=folder, registered=registered,
+                             on_start=on_start, on_batch=on_batch, on_wait=on_wait, study=folder,
+                             registered=registered,
                              # a cluster started here goes at the end, the graph with it
                              keep_graph=True if handle.cluster is not None else keep_graph)
     finally:

@@ -857,3 +857,43 @@ def test_an_earlier_versions_watch_is_replaced():
     assert not isinstance(watch, OldWatch) and watch.version >= 2
     run.graph_users(client, "fp", "u2", add=True)
     assert sched.plugins["sssp-graph-users"] is watch
+
+
+def test_a_study_whose_workers_are_all_gone_says_it_waits(tmp_path):
+    """A study on a cluster it did not start, whose workers all left, waited for new ones
+    printing nothing (its progress line still showed an ETA).  It says once that it waits
+    for workers, and ends well when one joins."""
+    import logging
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study.run import study
+
+    path = grid_parquet(tmp_path, 12, 12)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                           host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    client = Client(cluster)
+    notes: list = []
+    moved = threading.Event()
+
+    def away_and_back():
+        cluster.scale(0)
+        deadline = time.monotonic() + 30
+        while not notes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cluster.scale(1)
+
+    def on_batch(meta, _study):
+        if not moved.is_set():
+            moved.set()
+            threading.Thread(target=away_and_back, daemon=True).start()
+
+    try:
+        summary = study(path, random=60, seed=1, batch_size=2, out=tmp_path / "o", client=client,
+                        on_batch=on_batch, on_wait=notes.append)
+    finally:
+        client.close()
+        cluster.close()
+    assert summary["complete"] and summary["sources_solved"] == 60
+    assert len(notes) == 1 and "no worker left on" in notes[0] and "waits for workers" in notes[0], notes
