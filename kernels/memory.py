@@ -63,11 +63,12 @@ def parse_bytes(text) -> int:
         raise ValueError(f"not a size: {text!r} (e.g. 20e9, 300GB, 1.5TB)")
     unit, binary = m.group(2).upper(), bool(m.group(3))
     mantissa, _, exp = m.group(1).lower().partition("e")
+    exp = int(exp or 0)
     # the exponent is bounded before the exact arithmetic, which grows with it (Fraction of
     # "1e-20000000" took 20 s): no size is near 1e300 bytes, and no whole one below 1e-300
-    if (exp and int(exp) > 300) or float(m.group(1)) == float("inf"):
+    if exp > 300:
         raise OverflowError(f"not a size: {text!r} (beyond float's range)")
-    if exp and int(exp) < -300:
+    if exp < -300:
         if float(mantissa) == 0.0:
             return 0
         raise ValueError(f"not a whole number of bytes: {text!r}")

@@ -71,9 +71,9 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     input_path = Path(input_path or "")
     if input_path.suffix == ".parquet":
         return os.fspath(input_path.resolve())
-    p = getattr(graph, "path", None)
-    if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
-        return os.fspath(Path(p).resolve())
+    cached = _parquet_in_place(graph, shared)
+    if cached is not None:
+        return os.fspath(cached.resolve())
     target = Path(out_dir) / GRAPH_FILE
     if target.exists() and _same_graph_file(graph, target):
         return os.fspath(target.resolve())
@@ -88,6 +88,15 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
         raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
+
+
+def _parquet_in_place(graph, shared: bool | None) -> Path | None:
+    """The Parquet file ``graph`` was loaded from (its ingestion cache file), where the
+    workers may read it in place: a local cluster (not ``shared``) and a file that exists."""
+    p = getattr(graph, "path", None)
+    if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
+        return Path(p)
+    return None
 
 
 def _same_graph_file(graph, target: Path, *, ours: bool | None = None) -> bool:
@@ -396,8 +405,7 @@ class Study:
         target = self.out / GRAPH_FILE
         if plan.graph_path or not target.is_file() or _written_by_study(target):
             return  # a Parquet input is read in place; a study's own file is rewritten if stale
-        p = getattr(plan.graph, "path", None)
-        if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
+        if _parquet_in_place(plan.graph, shared) is not None:
             return  # the workers may read the ingestion cache file (a local cluster)
         _same_graph_file(plan.graph, target, ours=False)
 

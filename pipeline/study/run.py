@@ -931,16 +931,10 @@ def _scheduler_streams(dask_scheduler=None, client_id=None, interval=None, resto
 
 
 def _end_prompt(obj, key, comm, token) -> None:
-    """End study ``token``'s use of ``comm`` (:func:`_set_prompt`) where it has one: the
-    interval before the first study comes back when no study uses it any more."""
-    state = _prompt_state(obj, key)
-    if token not in state["users"]:
-        return
-    state["users"].discard(token)
-    if not state["users"]:
-        if state["orig"] is not None:
-            comm.interval = state["orig"]
-        state["orig"] = None
+    """End study ``token``'s use of ``comm`` where it has one (:func:`_set_prompt`: the
+    interval before the first study comes back when no study uses it any more)."""
+    if token in _prompt_state(obj, key)["users"]:
+        _set_prompt(obj, key, comm, None, comm.interval, token)
 
 
 def _lost_client_streams(dask_scheduler, client_id) -> list:
