@@ -66,11 +66,11 @@ def parse_bytes(text) -> int:
     exp = int(exp or 0)
     # the exponent is bounded before the exact arithmetic, which grows with it (Fraction of
     # "1e-20000000" took 20 s): no size is near 1e300 bytes, and no whole one below 1e-300
-    if exp > 300:
-        raise OverflowError(f"not a size: {text!r} (beyond float's range)")
-    if exp < -300:
-        if float(mantissa) == 0.0:
+    if abs(exp) > 300:
+        if float(mantissa) == 0.0:  # zero whatever its exponent ("0e400" as "0e-400")
             return 0
+        if exp > 0:
+            raise OverflowError(f"not a size: {text!r} (beyond float's range)")
         raise ValueError(f"not a whole number of bytes: {text!r}")
     power = " KMGTP".index(unit) if unit else 0
     value = Fraction(m.group(1)) * (1024 if binary else 1000) ** power  # exact: 1.1K is 1100
