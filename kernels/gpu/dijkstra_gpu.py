@@ -47,7 +47,8 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         raise UsageError(
             f"dijkstra-gpu would take about {est:,.0f} s for {len(sources)} source(s) on {graph.name} "
             f"({graph.n:,} vertices: one launch and an O(n) scan per settled vertex); "
-            f"pass force=True (CLI --force) to run it anyway, or use delta / locality")
+            f"pass force=True from Python (gpu_sssp.solve) to run it anyway (the command line has no such "
+            f"option), or use delta / locality")
     n = graph.n
     check_every = max(1, int(opts["check_every"]))
 

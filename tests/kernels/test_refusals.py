@@ -28,5 +28,7 @@ def test_dijkstra_gpu_refuses_an_hour_long_run_with_a_usage_error():
 
     n = 200_000
     g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, dtype=np.int64), n)
-    with pytest.raises(SsspError, match="would take about"):
+    with pytest.raises(SsspError, match="would take about") as err:
         dijkstra_gpu.solve(g, np.arange(1000, dtype=np.int64))
+    # the way on is Python's force=True: no command has a --force option
+    assert "force=True" in str(err.value) and "--force" not in str(err.value)
