@@ -223,6 +223,25 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     return ids
 
 
+def _results_kind(names) -> str | None:
+    """What a Parquet table of the project's results is, from its top-level columns
+    ``names`` (``None``: not one).  Its ``source`` column is not a list of sources (a
+    long matrix repeats each one per target, benchmark rows per method and run), nor of
+    targets: such a table is refused as a sources or targets file, saying what it is."""
+    if "source" not in names:
+        return None
+    if "distance" in names:  # kernels.result: DISTANCE_SCHEMA, MATRIX_SCHEMA, MATRIX_LONG_SCHEMA
+        return ("a travel-time matrix in long form (source, target, distance)" if "target" in names
+                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
+                else "a travel-time matrix (source, distance)")
+    if "reached" in names:
+        if "time_ms" in names and "run" in names:  # pipeline.bench_protocol.ROW_SCHEMA
+            return "benchmark rows (`sssp bench` rows.parquet: source, run, time_ms, reached, ...)"
+        # kernels.result.STATS_SCHEMA: a study's stats/batch-*.parquet, Result.stats_table()
+        return "per-source statistics (a study's stats/ file: source, reached, eccentricity, ...)"
+    return None
+
+
 def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.ndarray]:
     """The ids of a Parquet sources or targets file: the ``source`` column of an ingested
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
@@ -230,8 +249,9 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
     ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
     ingested ``.ss`` file (or any id file, a ``targets.parquet`` among them) whose
     recorded ``id_base`` is not ``graph``'s is refused: its ids would name other vertices
-    (each one off by one) without a word.  So is a table of results with a ``source``
-    column (a travel-time matrix, a distance table): its sources are not a list of ids."""
+    (each one off by one) without a word.  A table of results with a ``source`` column (a
+    travel-time matrix, a distance table, per-source statistics, benchmark rows:
+    :func:`_results_kind`) is refused too: its sources are not a list of ids."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
@@ -242,12 +262,8 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
         names = md.schema.to_arrow_schema().names  # top-level columns (a list column is one)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
-    if "source" in names and "distance" in names:
-        # a result of the project (kernels.result): its 'source' column is not a list of
-        # sources (a long matrix repeats each one per target), nor of targets
-        kind = ("a travel-time matrix in long form (source, target, distance)" if "target" in names
-                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
-                else "a travel-time matrix (source, distance)")
+    kind = _results_kind(names)
+    if kind is not None:
         raise InputError(path, None, f"{kind}, not a {what}s file: a Parquet {what}s file is an ingested .ss file "
                          "(`sssp ingest F.ss`), with a 'source' column, or a matrix study's targets.parquet "
                          "('column', 'target')")
