@@ -188,7 +188,10 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     InputError
         A missing or empty file, a malformed line, a header whose count differs, an id
         that is not a vertex of ``graph`` (``FILE:LINE: message``, one line; a Parquet
-        file's row is named in the message: ``FILE: row 3 of its 'source' column: ...``).
+        file's row is named in the message: ``FILE: row 3 of its 'source' column: ...``);
+        a Parquet file that is a table of results, or whose ids are of another id base
+        than ``graph``'s (recorded, or for an earlier version's ``targets.parquet`` told
+        by its digest; one whose digest tells no base is refused too).
     """
     from gpu_sssp.pipeline.errors import InputError
 
@@ -223,6 +226,25 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
     return ids
 
 
+def _results_kind(names) -> str | None:
+    """What a Parquet table of the project's results is, from its top-level columns
+    ``names`` (``None``: not one).  Its ``source`` column is not a list of sources (a
+    long matrix repeats each one per target, benchmark rows per method and run), nor of
+    targets: such a table is refused as a sources or targets file, saying what it is."""
+    if "source" not in names:
+        return None
+    if "distance" in names:  # kernels.result: DISTANCE_SCHEMA, MATRIX_SCHEMA, MATRIX_LONG_SCHEMA
+        return ("a travel-time matrix in long form (source, target, distance)" if "target" in names
+                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
+                else "a travel-time matrix (source, distance)")
+    if "reached" in names:
+        if "time_ms" in names and "run" in names:  # pipeline.bench_protocol.ROW_SCHEMA
+            return "benchmark rows (`sssp bench` rows.parquet: source, run, time_ms, reached, ...)"
+        # kernels.result.STATS_SCHEMA: a study's stats/batch-*.parquet, Result.stats_table()
+        return "per-source statistics (a study's stats/ file: source, reached, eccentricity, ...)"
+    return None
+
+
 def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.ndarray]:
     """The ids of a Parquet sources or targets file: the ``source`` column of an ingested
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
@@ -230,8 +252,11 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
     ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
     ingested ``.ss`` file (or any id file, a ``targets.parquet`` among them) whose
     recorded ``id_base`` is not ``graph``'s is refused: its ids would name other vertices
-    (each one off by one) without a word.  So is a table of results with a ``source``
-    column (a travel-time matrix, a distance table): its sources are not a list of ids."""
+    (each one off by one) without a word; a ``targets.parquet`` of an earlier version,
+    which recorded no id base, is checked by its digest (:func:`_check_older_targets`).
+    A table of results with a ``source`` column (a travel-time matrix, a distance table,
+    per-source statistics, benchmark rows: :func:`_results_kind`) is refused too: its
+    sources are not a list of ids."""
     import pyarrow as pa
 
     from gpu_sssp.pipeline.errors import InputError
@@ -242,12 +267,8 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
         names = md.schema.to_arrow_schema().names  # top-level columns (a list column is one)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
-    if "source" in names and "distance" in names:
-        # a result of the project (kernels.result): its 'source' column is not a list of
-        # sources (a long matrix repeats each one per target), nor of targets
-        kind = ("a travel-time matrix in long form (source, target, distance)" if "target" in names
-                else "a distance table (source, vertex, distance, predecessor)" if "vertex" in names
-                else "a travel-time matrix (source, distance)")
+    kind = _results_kind(names)
+    if kind is not None:
         raise InputError(path, None, f"{kind}, not a {what}s file: a Parquet {what}s file is an ingested .ss file "
                          "(`sssp ingest F.ss`), with a 'source' column, or a matrix study's targets.parquet "
                          "('column', 'target')")
@@ -269,9 +290,8 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
                 older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
                 fix = f"ingest the .ss file again {flag}{older}"
             else:  # a study's targets.parquet of a graph read with the other id base
-                fix = f"the file's ids are those of a {base}-based graph; give {graph.name}'s own ids"
-            raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
-                             f"every {what} would be another vertex ({fix})")
+                fix = None
+            _refuse_other_base(path, graph, what, base, fix)
     if "source" in names:
         name = "source"
     elif "target" in names and "column" in names:  # pipeline.study.matrix.TARGETS_SCHEMA
@@ -296,7 +316,63 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
                              f"0..{len(ids) - 1} once each (a matrix study's targets.parquet does)")
         rows = np.argsort(order, kind="stable")
         ids = ids[rows]
+        if isinstance(recorded, dict) and "id_base" not in recorded and "digest" in recorded and len(ids):
+            # a matrix study's targets.parquet written before its id base was recorded
+            # (its 'sssp' metadata: 'targets', 'digest'): not read unchecked, as it was
+            _check_older_targets(path, graph, what, ids, recorded["digest"])
     return ids, name, rows
+
+
+def _refuse_other_base(path, graph, what: str, base: int, fix: str | None = None):
+    """Refuse an id file whose ids are ``base``-based for ``graph`` of the other base:
+    every id would name another vertex (each off by one) without a word.
+
+    Raises
+    ------
+    InputError
+        Always (one line: the file, both bases, ``fix`` or what to give instead).
+    """
+    from gpu_sssp.pipeline.errors import InputError
+
+    fix = fix or f"the file's ids are those of a {base}-based graph; give {graph.name}'s own ids"
+    raise InputError(path, None, f"its ids are {base}-based but {graph.name}'s are {graph.id_base}-based: "
+                     f"every {what} would be another vertex ({fix})")
+
+
+def _check_older_targets(path, graph, what: str, ids: np.ndarray, digest) -> None:
+    """Check the id base of a matrix study's ``targets.parquet`` of an earlier version,
+    which recorded no ``id_base`` but the ``digest`` of its targets as internal indices
+    (``pipeline.targets.TargetPlan.digest``: the file ids ``ids``, in column order, less
+    the graph's id base).  The base whose indices give that digest is the file's (at most
+    one does for targets that are there): one of the other base than ``graph``'s is
+    refused, as a file that records it; one whose digest matches neither base (the file
+    was changed after its study wrote it, or is damaged) cannot be checked and is refused
+    too, rather than read in a base guessed.
+
+    Raises
+    ------
+    InputError
+        One line naming the file, what is wrong and how to go on.
+    """
+    import hashlib
+
+    from gpu_sssp.pipeline.errors import InputError
+
+    def digest_in(base: int) -> str:
+        return hashlib.sha256(np.ascontiguousarray(ids - base, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+    found = [b for b in (0, 1) if isinstance(digest, str) and digest_in(b) == digest]
+    if found == [int(graph.id_base)]:
+        return
+    if len(found) == 1:
+        _refuse_other_base(path, graph, what, found[0],
+                           f"a targets.parquet of an earlier version, which recorded no id base: its digest "
+                           f"says its ids are those of a {found[0]}-based graph; give {graph.name}'s own ids")
+    raise InputError(path, None, f"a targets.parquet of an earlier version records no id base, and its digest "
+                     f"({json.dumps(digest)}) is that of its targets in neither base (the file was changed or "
+                     f"damaged after its study wrote it): its ids cannot be checked against {graph.name}'s "
+                     f"({graph.id_base}-based); give the {what}s as a text file of {graph.name}'s own ids, "
+                     "one per line")
 
 
 def _read_id_text(path: Path, what: str, check):

@@ -399,6 +399,9 @@ def run(args) -> int:
             cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
             host=args.host, dashboard_address=args.dashboard_address,
             on_cluster=on_cluster, on_batch=on_batch, on_wait=lambda line: console.print(f"note: {line}"),
+            # this run's start (its manifest says "running" from then until its end): a
+            # failure after a complete study's summary is told from one before the run
+            on_start=lambda _study: state.__setitem__("started", True),
             targets=args.targets,
             random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
             matrix_form=args.matrix_form, report=args.report, **ingest_options)
@@ -406,20 +409,37 @@ def run(args) -> int:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:
             progress.stop()
-        if isinstance(exc, KeyboardInterrupt) and "study" in state and _complete(state["study"]):
+        # the folder's study is complete: this run completed it (it started, and its
+        # summary and final manifest are written), or it was complete before this run
+        # (a --resume), which stopped before it started (the performance report entered
+        # with a cluster, or anything before the run's start)
+        complete = "study" in state and _complete(state["study"])
+        before = ("it was complete before this run, which {} before it began (summary.json and "
+                  "manifest.json are those of the run that completed it)")
+        if isinstance(exc, KeyboardInterrupt) and complete:
             # Ctrl-C once the summary and the final manifest were written (while the
-            # cluster closes): nothing to resume; 128 + the signal all the same
-            print_error(f"the study in {args.out} is complete (summary.json)",
-                        label="stopped while closing the cluster")
+            # cluster closes), or before a resume's run began: nothing to resume; 128 +
+            # the signal all the same
+            if state.get("started"):
+                print_error(f"the study in {args.out} is complete (summary.json)",
+                            label="stopped while closing the cluster")
+            else:
+                print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; "
+                            + before.format("was stopped"), label="stopped")
             return 128 + int(getattr(exc, "signum", 2))
-        if "study" in state and isinstance(exc, Exception) and _complete(state["study"]):
+        if complete and isinstance(exc, Exception):
             # a failure once the study was complete (its summary and final manifest
             # written): the performance report, written last, or the cluster's close;
-            # a --resume would only summarise it again
+            # or before the run of a complete study resumed; a --resume would only
+            # summarise it again
             from gpu_sssp.pipeline.cluster import ReportNotWrittenError
 
-            what = ("only its report (--report) was not written: Dask's report of a run cannot be made again"
-                    if isinstance(exc, ReportNotWrittenError) else "what failed came after it")
+            if isinstance(exc, ReportNotWrittenError):  # raised once the run's block ended well
+                what = "only its report (--report) was not written: Dask's report of a run cannot be made again"
+            elif state.get("started"):
+                what = "what failed came after it"
+            else:
+                what = before.format("failed")
             print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; {what}",
                         label="note")
             raise

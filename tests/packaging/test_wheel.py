@@ -2,13 +2,16 @@
 without the source tree (not editable), under the one import namespace ``gpu_sssp``.
 
 Builds the wheel once per session (pip's isolated build fetches setuptools from the
-registry, as any user's `pip install .` does).
+registry, as any user's `pip install .` does), from a copy of what the build reads: a
+build in the checkout left its ``build/`` and ``gpu_sssp.egg-info/`` there.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -16,17 +19,66 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kernels", "pipeline", "workflows")
+#: what a build leaves where it runs, and caches: not copied for the build
+_NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.py[cod]", "*.egg-info", "build", "dist", ".sssp-cache",
+                                     "*.csr.npz", "*.ch.npz")
+
+
+def _build_tree(dest: Path) -> Path:
+    """A copy of what the wheel is built from: the checkout's top-level files
+    (``pyproject.toml``, ``README.md``, ``MANIFEST.in``, licence files) and the folders
+    of pyproject's ``package-dir`` (``gpu_sssp/``, ``kernels/``, ...), less caches and
+    earlier builds' leftovers.  A few hundred kilobytes: the copy costs milliseconds."""
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    folders = set(conf["tool"]["setuptools"]["package-dir"].values())
+    dest.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.is_file():
+            shutil.copy2(entry, dest / entry.name)
+    for folder in sorted(folders):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=_NOT_COPIED)
+    return dest
+
+
+def _checkout_state() -> dict[str, float]:
+    """The checkout's top-level entries and the package folders' files (with their
+    mtimes), caches apart: what a build could leave or change."""
+    state = {e.name: 0.0 for e in ROOT.iterdir()}
+    for folder in ("gpu_sssp", *PACKAGES):
+        for f in (ROOT / folder).rglob("*"):
+            if "__pycache__" not in f.parts:
+                state[f.relative_to(ROOT).as_posix()] = f.stat().st_mtime
+    return state
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, dict, dict]:
+    """``(wheel, checkout state before the build, after it)``."""
     out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+    before = _checkout_state()
+    src = _build_tree(out / "src")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
                           capture_output=True, text=True)
+    after = _checkout_state()
     if proc.returncode != 0:
         pytest.fail(f"pip wheel failed:\n{proc.stdout}\n{proc.stderr}")
     (whl,) = out.glob("gpu_sssp-*.whl")
-    return whl
+    return whl, before, after
+
+
+@pytest.fixture(scope="session")
+def wheel(built) -> Path:
+    return built[0]
+
+
+def test_building_the_wheel_leaves_the_checkout_as_it_was(built):
+    """``pip wheel <checkout>`` builds in the tree it is given: every run of this file
+    left ``build/`` and ``gpu_sssp.egg-info/`` in the checkout (``git status --ignored``),
+    and a later build or sdist could read the stale ``SOURCES.txt``."""
+    _whl, before, after = built
+    added = sorted(set(after) - set(before))
+    changed = sorted(k for k in before if k in after and after[k] != before[k])
+    assert not added and not changed, f"the wheel's build changed the checkout: added {added}, changed {changed}"
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +119,6 @@ def test_wheel_holds_every_subpackage_and_data_file(wheel):
 def test_every_package_folder_is_listed_in_pyproject():
     """A folder with an ``__init__.py`` missing from pyproject's list would be left out
     of wheels (editable installs hide it)."""
-    import tomllib
-
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {"gpu_sssp"}
     for pkg in PACKAGES:
@@ -83,7 +133,6 @@ def test_pyproject_uses_no_setuptools_deprecation():
     a warning that builds stop being supported after 2027-02-18 (``pip install .`` takes
     the newest setuptools).  The licence is an SPDX string, which needs setuptools >= 77."""
     import re
-    import tomllib
 
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert isinstance(conf["project"]["license"], str), conf["project"]["license"]

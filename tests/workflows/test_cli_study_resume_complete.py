@@ -190,3 +190,60 @@ def test_a_resume_with_no_study_recorded_and_no_batch_size_runs_the_study(tmp_pa
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["sources_solved"] == 12, summary
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("stop", ["error", "ctrl-c"])
+def test_a_report_that_fails_before_a_complete_studys_run_says_it_was_complete_before(study, starts, monkeypatch,
+                                                                                      capsys, tmp_path, stop):
+    """``--resume --report R`` of a complete study starts a cluster for Dask's report;
+    a report that failed as it began (before the study's run) was told "the study ... is
+    complete (summary.json), nothing to resume; what failed came after it" (Ctrl-C there:
+    "stopped while closing the cluster"): nothing came after the study in this run, it
+    was complete before.  Said so; the folder stays as the run that completed it left it."""
+    pytest.importorskip("bokeh")
+    import errno
+
+    import distributed
+
+    def fails(self):
+        if stop == "ctrl-c":
+            raise KeyboardInterrupt
+        raise OSError(errno.ECONNRESET, "Connection reset by peer")
+
+    monkeypatch.setattr(distributed.performance_report, "__enter__", fails)
+    manifest, summary = _manifest(study), (_out(study) / "summary.json").read_text()
+    rc = main([*study, "--resume", "--report", str(tmp_path / "rep.html")])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(starts) == 1 and "Traceback" not in err, err  # the report needs a cluster: started
+    said = (f"the study in {_out(study)} is complete (summary.json), nothing to resume; it was complete before "
+            f"this run, which {'was stopped' if stop == 'ctrl-c' else 'failed'} before it began (summary.json and "
+            "manifest.json are those of the run that completed it)")
+    if stop == "ctrl-c":
+        assert rc == 130 and lines == [f"stopped: {said}"], err
+    else:
+        assert rc == 2 and len(lines) == 2, err
+        assert lines[0] == f"note: {said}", err
+        assert lines[1].startswith("error: ") and "Connection reset by peer" in lines[1], err
+    assert "came after" not in err and "closing the cluster" not in err and "--resume" not in err, err
+    assert _manifest(study) == manifest and (_out(study) / "summary.json").read_text() == summary
+
+
+def test_a_failure_after_a_resumed_study_completed_says_it_came_after(study, monkeypatch, capsys, tmp_path):
+    """The other case, unchanged: a complete study resumed with --report is summarised on
+    the cluster (a run that starts and completes it again); what fails after that (the
+    cluster's close here) came after the study."""
+    pytest.importorskip("bokeh")
+    real_close = cluster.ClusterHandle.close
+
+    def close_then_fail(self):
+        real_close(self)
+        raise OSError("the cluster did not close")
+
+    monkeypatch.setattr(cluster.ClusterHandle, "close", close_then_fail)
+    rc = main([*study, "--resume", "--report", str(tmp_path / "rep.html")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(lines) == 2, lines
+    assert lines[0] == (f"note: the study in {_out(study)} is complete (summary.json), nothing to resume; what "
+                        "failed came after it"), lines
+    assert _manifest(study)["status"] == "complete" and len(_manifest(study)["runs"]) == 2
