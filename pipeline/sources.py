@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -510,9 +511,10 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     Parameters
     ----------
     graph : kernels.graph.Graph
-    sources : {"all"}, optional
-        Every vertex.
-    ids : sequence of int, optional
+    sources : "all", int, sequence of int, or str / os.PathLike, optional
+        ``"all"``: every vertex; otherwise as ``gpu_sssp.matrix`` takes them: file ids
+        (as ``ids``) or a file of ids (as ``sources_file``).
+    ids : int or sequence of int, optional
         Explicit source ids (the input file's ids).
     sources_file : path, optional
         A DIMACS ``.ss`` file (or one id per line).
@@ -532,12 +534,25 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     ValueError
         No choice or several choices, an unknown id, an empty file, K out of range.
     """
-    chosen = [k for k, v in (("all", sources), ("ids", ids), ("file", sources_file), ("random", random))
+    every = isinstance(sources, str) and sources == "all"
+    chosen = [k for k, v in (("all" if every or sources is None else "sources", sources), ("ids", ids),
+                             ("file", sources_file), ("random", random))
               if v is not None and v is not False]
     if len(chosen) > 1:
         raise UsageError(f"choose the sources one way only (got {', '.join(chosen)})")
-    if sources not in (None, "all"):
-        raise UsageError(f"--sources takes 'all', got {sources!r} (use --source ID or --sources-file F.ss)")
+    if chosen == ["sources"]:
+        # as gpu_sssp.matrix takes them (the command line's --sources is 'all' only): file
+        # ids, one or a sequence, or a file of ids
+        if isinstance(sources, (str, os.PathLike)):
+            sources, sources_file, chosen = None, sources, ["file"]
+        elif isinstance(sources, (bool, np.bool_, dict)) or not (
+                isinstance(sources, (int, np.integer)) or hasattr(sources, "__iter__")):
+            raise UsageError(f"sources takes 'all', file ids (one or a sequence) or a file of ids, got "
+                             f"{sources!r}")
+        else:
+            sources, ids, chosen = None, sources, ["ids"]
+    if isinstance(ids, (int, np.integer)) and not isinstance(ids, (bool, np.bool_)):
+        ids = [ids]  # one id
     if order not in ORDERS:
         raise UsageError(f"order must be one of {ORDERS}, got {order!r}")
     how: dict = {}

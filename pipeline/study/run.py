@@ -1152,8 +1152,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         An input file or Parquet edge list (loaded with ``pipeline.graph.load_graph`` and
         ``ingest_options``), or a graph already loaded from one (its ``path``).
     sources, ids, sources_file, random, seed, order
-        The sources (exactly one of ``sources="all"``, ``ids``, ``sources_file``,
-        ``random``; see ``pipeline.sources.plan_sources``).  Default: every vertex.
+        The sources (exactly one of ``sources``, ``ids``, ``sources_file``, ``random``;
+        see ``pipeline.sources.plan_sources``): ``sources`` is ``"all"`` or, as
+        :func:`gpu_sssp.matrix` takes it, file ids or a file of ids.  Default: every vertex.
     algorithm, batch_size, outputs, distance_form, max_distance_bytes, out, resume
         As the CLI's options (``pipeline.study.plan_study``).  On ``resume`` the batch
         size, distance form and order not given again are the folder's, also where

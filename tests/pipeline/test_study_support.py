@@ -309,3 +309,39 @@ def test_journal_honours_the_umask_of_a_group_shared_folder(tmp_path):
         os.umask(old)
     assert (tmp_path / "journal.jsonl").stat().st_mode & 0o777 == 0o664
     assert (tmp_path / "manifest.json").stat().st_mode & 0o777 == 0o664
+
+
+def test_plan_sources_takes_file_ids_and_files_as_sources_as_matrix_does(tmp_path):
+    """``study(sources=[...])`` is what a Python user writes first (``matrix`` takes it):
+    file ids, one or a sequence, or a file of ids - it was refused with the command
+    line's wording ('--sources takes all ... use --source ID')."""
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+
+    g = read_parquet(grid_parquet(tmp_path, 10, 10))
+    want = plan_sources(g, ids=[5, 7, 9], order="given")
+    for given in ([5, 7, 9], (5, 7, 9), np.array([5, 7, 9]), range(5, 10, 2)):
+        sp = plan_sources(g, sources=given, order="given")
+        assert sp.sources.tolist() == want.sources.tolist() and sp.how["kind"] == "list"
+    assert plan_sources(g, sources=7).sources.tolist() == [7]
+    assert plan_sources(g, sources=np.int32(7)).sources.tolist() == [7]
+    assert plan_sources(g, ids=7).sources.tolist() == [7]
+    f = tmp_path / "s.ss"
+    f.write_text("s 4\ns 8\n")
+    for given in (f, str(f)):
+        sp = plan_sources(g, sources=given, order="given")
+        assert sp.sources.tolist() == [4, 8] and sp.how == dict(sp.how, kind="file", file=str(f))
+    with pytest.raises(ValueError, match="source 100 does not exist"):
+        plan_sources(g, sources=[1, 100])
+    for bad in (True, 2.5, {"a": 1}, object()):
+        with pytest.raises(ValueError, match="sources takes 'all', file ids") as err:
+            plan_sources(g, sources=bad)
+        assert "--source" not in str(err.value)  # no command-line wording for a Python caller
+    with pytest.raises(ValueError, match=r"one way only \(got sources, ids\)"):
+        plan_sources(g, sources=[1], ids=[2])
+    with pytest.raises(ValueError, match=r"one way only \(got sources, random\)"):
+        plan_sources(g, sources=f, random=3)
+    with pytest.raises(ValueError, match=r"one way only \(got all, ids\)"):
+        plan_sources(g, sources="all", ids=[2])
+    with pytest.raises(ValueError, match="no such|not found|No such"):
+        plan_sources(g, sources=tmp_path / "absent.ss")
