@@ -1176,6 +1176,418 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
     return ok
 
 
+# --- workers that join a study mid-way (attached clusters) ---------------------------
+
+#: the scheduler plugin that holds the workers joining while studies run
+LATE_GATE = "sssp-late-workers"
+#: its version: a later client's gate replaces an earlier one on a long-lived scheduler
+LATE_GATE_VERSION = 1
+#: seconds one check on a held worker waits there for its graph plugin before answering
+LATE_CHECK_WAIT_S = 5.0
+#: seconds a held worker may go without the study's graph plugin (it never reached it:
+#: the worker stopped, or cannot unpickle it) before it is refused
+LATE_PLUGIN_MISSING_S = 30.0
+
+
+def _late_worker_check():
+    """The check a held worker runs (``Worker.run`` from the scheduler), built here so
+    that it is sent by value: it must run on a worker whose gpu_sssp is another one, or
+    none.  ``studies``: ``[{"plugin": name, "version": client's gpu-sssp}]``.  Returns
+    ``{"ok": version}``, ``{"refuse": reason}`` or ``{"wait": what}`` (asked again)."""
+
+    async def sssp_late_worker_check(studies, wait, dask_worker=None):
+        import asyncio
+        import logging
+        import time as _time
+
+        def refuse(reason):
+            logging.getLogger("distributed.worker").warning(
+                "refused by the sssp study running on the cluster: %s", reason)
+            return {"refuse": reason}
+
+        try:
+            import gpu_sssp.pipeline.plugins  # noqa: F401 - what the study's tasks import
+        except BaseException as exc:  # noqa: BLE001 - any failure to import is the reason
+            return refuse(f"gpu_sssp does not import there ({type(exc).__name__}: {exc})")
+        try:
+            from importlib.metadata import version
+
+            theirs = version("gpu-sssp")
+        except Exception:  # noqa: BLE001 - a checkout on PYTHONPATH
+            theirs = "unknown"
+        for st in studies:
+            if "unknown" not in (st["version"], theirs) and theirs != st["version"]:
+                return refuse(f"gpu-sssp {theirs} there, the study's {st['version']}")
+        end = _time.monotonic() + float(wait)
+        for st in studies:
+            # the worker adds the scheduler's plugins once it has registered: a moment later
+            while (plugin := dask_worker.plugins.get(st["plugin"])) is None:
+                if dask_worker.status.name not in ("init", "running", "paused"):
+                    return refuse(f"it is stopping ({dask_worker.status.name}) without the study's graph "
+                                  "plugin (see its log)")
+                if _time.monotonic() >= end:
+                    return {"wait": "plugin"}
+                await asyncio.sleep(0.02)
+            ready = getattr(plugin, "_ready", None)
+            while ready is not None and not ready.is_set():
+                if _time.monotonic() >= end:
+                    return {"wait": "loading"}
+                await asyncio.sleep(0.01)
+            error = getattr(plugin, "_error", None)
+            if error is not None:
+                return refuse(f"it cannot load the study's graph ({type(error).__name__}: {error})")
+        return {"ok": theirs}
+
+    return sssp_late_worker_check
+
+
+def _late_gate_class():
+    """The scheduler plugin :data:`LATE_GATE`, built here so that it is sent by value
+    (the scheduler needs no gpu_sssp)."""
+    import asyncio
+
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    missing_s = LATE_PLUGIN_MISSING_S
+    check_wait = LATE_CHECK_WAIT_S
+
+    class LateWorkerGate(SchedulerPlugin):
+        """While studies run (attached), a worker that joins is held: paused on the
+        scheduler (no task goes to it) until it has shown that it can serve every running
+        study (gpu_sssp imports there, the same gpu-sssp version as the study's client,
+        the study's graph plugin loaded); then it gets tasks as any worker.  One that
+        cannot is refused: it stays paused while the studies run, the scheduler logs why
+        and each study's client is told (an event on its topic).  The worker's own status
+        changes to ``running`` are kept back meanwhile (Dask would hand it tasks at
+        once); once no study runs, every worker held or refused is put back as it asked.
+        The studies of a client that left are ended after ``grace`` seconds away."""
+
+        version = LATE_GATE_VERSION
+
+        def __init__(self, check: bytes, grace: float):
+            self.check = check
+            self.grace = float(grace)
+            self.studies: dict = {}  # token -> {"plugin", "version", "client", "topic"}
+            self.held: dict = {}  # address -> the status the worker asked for meanwhile
+            self.refused: dict = {}  # address -> {"want": status, "reason": str}
+            self.away: dict = {}
+            self.orig = None
+
+        # the scheduler's handler of the workers' status changes, wrapped
+        def install(self, s):
+            if self.orig is None:
+                self.orig = s.stream_handlers["worker-status-change"]
+                s.stream_handlers["worker-status-change"] = self._status_change
+
+        def uninstall(self, s):
+            if self.orig is not None and s.stream_handlers.get("worker-status-change") == self._status_change:
+                s.stream_handlers["worker-status-change"] = self.orig
+            self.orig = None
+
+        def _status_change(self, status=None, worker=None, stimulus_id=None, **kw):
+            name = getattr(status, "name", status)
+            if worker in self.held or worker in self.refused:
+                if worker in self.held:
+                    self.held[worker] = name
+                else:
+                    self.refused[worker]["want"] = name
+                if name == "running":
+                    return None  # kept back: paused on the scheduler until admitted
+            return self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
+
+        def begin(self, s, token, study, vetted):
+            self.studies[token] = study
+            for addr in list(s.workers):
+                if addr not in vetted:  # joined since the study's start check
+                    self._hold(s, addr)
+
+        def end(self, s, token):
+            self.studies.pop(token, None)
+            if self.studies:
+                return
+            for addr in list(self.held):
+                self._put_back(s, addr, self.held.pop(addr))
+            for addr in list(self.refused):
+                self._put_back(s, addr, self.refused.pop(addr)["want"])
+
+        def add_worker(self, scheduler=None, worker=None):
+            if self.studies:
+                self._hold(scheduler, worker)
+
+        def remove_worker(self, scheduler=None, worker=None, **kwargs):
+            self.held.pop(worker, None)
+            self.refused.pop(worker, None)
+
+        def remove_client(self, scheduler=None, client=None):
+            if not any(st["client"] == client for st in self.studies.values()):
+                return
+            self.away[client] = self.away.get(client, 0) + 1
+            tasks = scheduler._ongoing_background_tasks
+            if not tasks.closed:
+                tasks.call_soon(self._after_grace, scheduler, client)
+
+        async def _after_grace(self, s, client):
+            try:
+                await asyncio.sleep(self.grace)
+            finally:
+                self.away[client] = self.away.get(client, 1) - 1
+                if self.away[client] <= 0:
+                    del self.away[client]
+            if client in s.clients or client in self.away:
+                return  # back (reconnected), or away again since: a later check decides
+            for token, st in list(self.studies.items()):
+                if st["client"] == client:
+                    self.end(s, token)
+
+        def _hold(self, s, addr):
+            from time import time
+
+            from distributed.core import Status
+
+            ws = s.workers.get(addr)
+            if ws is None or addr in self.held or addr in self.refused:
+                return
+            if ws.status not in (Status.init, Status.running, Status.paused):
+                return  # leaving: no task goes to it anyway
+            self.held[addr] = ws.status.name
+            s.handle_worker_status_change(Status.paused, ws, f"sssp-hold-{time()}")
+            if not s._ongoing_background_tasks.closed:
+                s._ongoing_background_tasks.call_soon(self._check, s, addr)
+
+        def _put_back(self, s, addr, want):
+            from time import time
+
+            from distributed.core import Status
+
+            ws = s.workers.get(addr)
+            if ws is not None and ws.status == Status.paused and want and want != "paused":
+                s.handle_worker_status_change(want, ws, f"sssp-admit-{time()}")
+
+        async def _ask(self, s, addr, studies):
+            """The check's answer (a dict), an exception (unreachable), or ``"stuck"``:
+            the worker went closing meanwhile; one that failed to start (a graph plugin
+            it could not unpickle: another environment) stays closing and answers nothing
+            (its server waits for its start), so it is not waited for."""
+            from distributed.protocol.pickle import dumps
+
+            ask = asyncio.ensure_future(s.broadcast(
+                msg={"op": "run", "function": self.check, "args": dumps((studies, check_wait)), "wait": True},
+                workers=[addr], on_error="raise"))
+            try:
+                while not ask.done():
+                    ws = s.workers.get(addr)
+                    if ws is None or ws.status.name in ("closing", "closed", "failed"):
+                        return "stuck"
+                    await asyncio.wait([ask], timeout=0.1)
+                try:
+                    resp = ask.result().get(addr)
+                except Exception as exc:  # noqa: BLE001 - unreachable
+                    return exc
+            finally:
+                if not ask.done():
+                    ask.cancel()
+            if isinstance(resp, dict) and resp.get("status") == "OK":
+                r = resp.get("result")
+                if hasattr(r, "header") and hasattr(r, "frames"):  # the scheduler leaves it serialized
+                    from distributed.protocol import deserialize
+
+                    r = deserialize(r.header, r.frames)
+                return r
+            # the check itself failed there (it could not even be unpickled)
+            text = resp.get("exception_text") if isinstance(resp, dict) else None
+            return {"refuse": f"the check failed there ({text or resp!r})"}
+
+        def _why_closing(self, s, addr):
+            for _t, msg in reversed(s.get_events(addr) or ()):
+                if isinstance(msg, dict) and msg.get("action") == "closing-worker":
+                    return str(msg.get("reason") or "")
+            return ""
+
+        async def _check(self, s, addr):
+            import logging
+            import time as _time
+
+            log = logging.getLogger("distributed.scheduler")
+            missing = None
+            failures = 0
+            while addr in self.held and self.studies:
+                studies = [{"plugin": st["plugin"], "version": st["version"]} for st in self.studies.values()]
+                r = await self._ask(s, addr, studies)
+                if addr not in self.held or addr not in s.workers:
+                    return  # gone, or put back (no study left)
+                if r == "stuck":
+                    why = self._why_closing(s, addr)
+                    self.held.pop(addr, None)
+                    if why.startswith("failure-to-start"):
+                        # Dask keeps such a worker "closing" for good (until worker-ttl):
+                        # every call to it would hang (the study's end, the next start check)
+                        import re
+
+                        m = re.search(r"'([^']+)'", why)
+                        cls = m.group(1).rsplit(".", 1)[-1] if m else why
+                        self._refused(s, addr, None, f"it failed to start ({cls}: gpu_sssp or the study's graph "
+                                                    "plugin does not load there; another Python environment? "
+                                                    "see its log) and is removed from the scheduler")
+                        await s.remove_worker(addr, stimulus_id=f"sssp-refused-{_time.time()}", close=False)
+                    return  # otherwise it is leaving: no task goes to it
+                if isinstance(r, BaseException):
+                    failures += 1
+                    if failures < 3:
+                        await asyncio.sleep(1.0)
+                        continue
+                    r = {"refuse": f"the scheduler cannot reach it ({type(r).__name__}: {r})"}
+                if isinstance(r, dict) and "wait" in r:
+                    if r["wait"] == "plugin":
+                        missing = missing or _time.monotonic()
+                        if _time.monotonic() - missing < missing_s:
+                            continue
+                        r = {"refuse": f"the study's graph plugin did not reach it in {missing_s:g} s "
+                                       "(see its log)"}
+                    else:
+                        missing = None
+                        continue
+                if isinstance(r, dict) and "ok" in r:
+                    self._put_back(s, addr, self.held.pop(addr))
+                    log.info("sssp: worker %s, joined while a study ran, admitted", addr)
+                    return
+                reason = r.get("refuse") if isinstance(r, dict) else repr(r)
+                self._refused(s, addr, self.held.pop(addr), str(reason))
+                return
+
+        def _refused(self, s, addr, want, reason):
+            import logging
+
+            ws = s.workers.get(addr)
+            name = str(getattr(ws, "name", "") or "")
+            if want is not None:  # kept paused while the studies run
+                self.refused[addr] = {"want": want, "reason": reason}
+            logging.getLogger("distributed.scheduler").warning(
+                "sssp: worker %s (%s), joined while a study ran, refused: %s", name, addr, reason)
+            for st in self.studies.values():
+                s.log_event(st["topic"], {"worker": addr, "name": name, "reason": reason})
+
+    return LateWorkerGate
+
+
+class LateWorkerHold:
+    """A study's hold on the workers that join its attached cluster while it runs
+    (:func:`hold_late_workers`); :meth:`close` ends it."""
+
+    def __init__(self, client, token: str, topic: str, on_refused=None):
+        self.client = client
+        self.token = token
+        self.topic = topic
+        self.on_refused = on_refused
+        self.subscribed = False
+        self.refused: list = []
+
+    def _event(self, event) -> None:
+        _t, msg = event
+        if not isinstance(msg, dict) or "worker" not in msg:
+            return
+        n, a = str(msg.get("name") or ""), str(msg["worker"])
+        who = f"{n} ({a})" if n and n != a else a
+        line = (f"worker {who} joined mid-study and is refused: {msg.get('reason')}; no batch goes to it, "
+                "the study goes on with the other workers")
+        self.refused.append(line)
+        (self.on_refused or log.warning)(line)
+
+    def close(self) -> None:
+        client, token = self.client, self.token
+
+        def on_scheduler(dask_scheduler=None):
+            gate = dask_scheduler.plugins.get(LATE_GATE)
+            if gate is not None:
+                gate.end(dask_scheduler, token)
+
+        if self.subscribed:
+            try:
+                client.unsubscribe_topic(self.topic)
+            except Exception as exc:  # noqa: BLE001
+                log.debug("refusals not unsubscribed: %s", exc)
+            self.subscribed = False
+        if token is None:  # never held (the gate could not be installed)
+            return
+        try:
+            client.run_on_scheduler(on_scheduler)
+        except Exception as exc:  # noqa: BLE001 - scheduler gone: its gate went with it
+            log.debug("late workers' hold not ended: %s", exc)
+
+
+def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=None,
+                      grace: float | None = None) -> LateWorkerHold:
+    """Hold the workers that join ``client``'s cluster while this study runs until they
+    have shown that they can serve it; refuse those that cannot.
+
+    A worker that joins an attached cluster mid-study is not in the start check
+    (:func:`describe_cluster`): one where ``gpu_sssp`` does not import, of another
+    gpu-sssp version, or that cannot load the study's graph plugin (``plugin``: its name)
+    got batches at once, and Dask kept the tasks of one that failed to unpickle the
+    plugin (a worker stuck "closing") for good: the study hung.  Now the scheduler (a
+    plugin, :data:`LATE_GATE`, sent by value) pauses each worker that joins, and those of
+    the workers present now that are not in ``vetted`` (the start check's addresses),
+    asks it (a check sent by value), and lets it take tasks only once it can serve every
+    running study; one that cannot stays paused while studies run, and ``on_refused``
+    (default: a log warning) is told one line naming it and why.  Returns the hold,
+    whose ``close()`` ends it (the scheduler ends it too once this client has stayed away
+    ``sssp.study.lost-client-grace`` seconds).
+    """
+    import uuid
+
+    from distributed.protocol.pickle import dumps
+
+    check = dumps(_late_worker_check())
+    gate_cls = _late_gate_class()
+    grace = float(setting("study.lost-client-grace", grace, default=40.0))
+    topic = f"sssp-refused-{token}-{uuid.uuid4().hex[:6]}"
+    study = {"plugin": str(plugin), "version": _gpu_sssp_version(), "client": str(client.id), "topic": topic}
+    vetted = sorted(str(a) for a in vetted)
+    name, gate_version = LATE_GATE, LATE_GATE_VERSION
+    hold = LateWorkerHold(client, token, topic, on_refused)
+    try:
+        client.subscribe_topic(topic, hold._event)
+        hold.subscribed = True
+    except Exception as exc:  # noqa: BLE001 - the refusals are still logged by the scheduler
+        log.debug("refusals not subscribed: %s", exc)
+
+    def on_scheduler(dask_scheduler=None):
+        s = dask_scheduler
+        gate = s.plugins.get(name)
+        if getattr(gate, "version", 0) < gate_version:
+            new = gate_cls(check, grace)
+            if gate is not None:  # an earlier version's: its state goes on in this one
+                if hasattr(gate, "uninstall"):
+                    gate.uninstall(s)
+                for attr in ("studies", "held", "refused", "away"):
+                    getattr(new, attr).update(getattr(gate, attr, {}) or {})
+                s.plugins.pop(name, None)
+            s.add_plugin(new, name=name)
+            gate = new
+        gate.install(s)
+        gate.begin(s, token, study, set(vetted))
+
+    try:
+        client.run_on_scheduler(on_scheduler)
+    except Exception as exc:  # noqa: BLE001 - the study runs as before (the graph plugin still
+        # refuses another gpu-sssp version: its tasks raise instead of solving)
+        log.warning("workers joining during the study are not checked (%s: %s)", type(exc).__name__, exc)
+        hold.token = None
+    return hold
+
+
+def serving_workers(client) -> list:
+    """The addresses of the cluster's workers, less those the late workers' gate
+    (:func:`hold_late_workers`) refused: a cluster left with refused workers only has no
+    worker for the study."""
+    name = LATE_GATE
+
+    def on_scheduler(dask_scheduler=None):
+        refused = getattr(dask_scheduler.plugins.get(name), "refused", None) or {}
+        return [a for a in dask_scheduler.workers if a not in refused]
+
+    return client.run_on_scheduler(on_scheduler)
+
+
 def worker_devices(info: dict) -> list:
     """Each worker's device, one entry per worker, from :func:`describe_cluster`'s
     ``info`` (its ``devices`` names each kind once): what a study's default batch size is

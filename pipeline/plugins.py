@@ -58,6 +58,22 @@ def _load(path: str, fingerprint: str):
         return g
 
 
+class WorkerVersionError(RuntimeError):
+    """A worker whose gpu-sssp is another version than the study's client's."""
+
+
+def _check_version(want: str | None) -> None:
+    """Raise :class:`WorkerVersionError` when this process's gpu-sssp is not ``want``."""
+    if not want:
+        return
+    from gpu_sssp.pipeline.cluster import _gpu_sssp_version
+
+    mine = _gpu_sssp_version()
+    if "unknown" not in (mine, want) and mine != want:
+        raise WorkerVersionError(f"gpu-sssp {mine} on this worker, the study's client has {want}: start "
+                                 "every worker in the client's Python environment")
+
+
 def use_gpu(backend: str) -> bool:
     """Whether this process solves on a GPU for ``backend`` ("gpu", "cpu" or "auto")."""
     if backend == "cpu":
@@ -101,6 +117,10 @@ class GraphPlugin(WorkerPlugin):
         The key of the hierarchy arrays the client checked or built
         (``pipeline.hierarchy.vouched``): a file with these verified checksums is not
         checked again for covering the graph (``kernels.hierarchy.check_covers``).
+    version : str, optional
+        The client's gpu-sssp version: a worker with another one does not load the graph
+        (its tasks raise instead of solving batches with other code; "unknown" on either
+        side, a checkout on ``PYTHONPATH``, is not compared).  ``None``: not checked.
     """
 
     #: registering it again (a second study of the same graph on a long-lived cluster)
@@ -109,7 +129,9 @@ class GraphPlugin(WorkerPlugin):
     idempotent = True
 
     def __init__(self, path: str, fingerprint: str, backend: str = "auto", hierarchy=False,
-                 method: str | None = None, unit: int = 1, hierarchy_key: str | None = None):
+                 method: str | None = None, unit: int = 1, hierarchy_key: str | None = None,
+                 version: str | None = None):
+        self.version = version
         self.hierarchy = hierarchy  # load the graph's cached contraction hierarchy (phast)
         self.hierarchy_key = hierarchy_key
         self.path = os.fspath(path)
@@ -148,6 +170,7 @@ class GraphPlugin(WorkerPlugin):
         tm = self.timings
         t0 = time.perf_counter()
         try:
+            _check_version(getattr(self, "version", None))
             graph = _load(self.path, self.fingerprint)
             tm["graph_load_s"] = time.perf_counter() - t0
             gpu = use_gpu(self.backend)

@@ -192,6 +192,7 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
         ``hierarchy_file`` (what the workers load, or None), ``register_s``, ``prefix``,
         ``user`` (this run's use of the graph on the scheduler, for :func:`forget_graph`).
     """
+    from gpu_sssp.pipeline.cluster import _gpu_sssp_version
     from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study, vouched
     from gpu_sssp.pipeline.plugins import GraphPlugin
 
@@ -211,10 +212,26 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
     client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
                                        hierarchy=hfile or False, method=plan.algorithm,
                                        unit=int(plan.batch_size or 1),
-                                       hierarchy_key=vouched(plan.graph) if hfile else None))
+                                       hierarchy_key=vouched(plan.graph) if hfile else None,
+                                       version=_gpu_sssp_version()))
     t2 = time.perf_counter()
     return {"client_hierarchy_s": t1 - t0, "hierarchy_file": hfile, "register_s": t2 - t1,
             "prefix": task_prefix(plan, devices), "user": user}
+
+
+def _hold_late_workers(client, reg: dict, plan: StudyPlan, cluster_info: dict, on_wait=None):
+    """On an attached cluster, the hold on the workers that join while this run goes on
+    (``pipeline.cluster.hold_late_workers``: paused until they can serve the study, or
+    refused with one line told to ``on_wait``); None on a cluster started here."""
+    from gpu_sssp.pipeline.cluster import hold_late_workers
+    from gpu_sssp.pipeline.plugins import plugin_name
+
+    if (cluster_info or {}).get("mode") != "attached":
+        return None
+    return hold_late_workers(client, reg["user"],
+                             plugin=plugin_name(plan.graph.fingerprint, bool(reg.get("hierarchy_file"))),
+                             vetted=[w["address"] for w in cluster_info.get("worker_list") or ()],
+                             on_refused=on_wait)
 
 
 def wait_for_workers(client, fingerprint: str) -> dict:
@@ -456,7 +473,9 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         Called on the client after each batch is recorded.
     on_wait : callable(str), optional
         Told once, when the cluster has no worker left while batches are pending (the
-        run waits for workers to join).
+        run waits for workers to join); and once for each worker that joins an attached
+        cluster mid-run and is refused (it cannot serve the study: another environment
+        or gpu-sssp version, or the graph not readable there; no batch goes to it).
     study : Study, optional
         The folder, already checked (``Study(plan, resume=...)``); made here when absent.
     registered : list, optional
@@ -521,7 +540,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     if pending:
         futures: dict = {}
         failed_batch = None
-        restore_stream = reports = None
+        restore_stream = reports = late = None
         reg: dict = {}
         reported: dict = {}
         try:
@@ -536,6 +555,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
             board = _board(client, plan, study, reg["prefix"], cluster_info)
+            late = _hold_late_workers(client, reg, plan, cluster_info, on_wait)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
             reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}", on_idle=on_wait)
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
@@ -606,6 +626,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 restore_stream()
             if reports is not None and _connected(client):
                 reports.close()
+            if late is not None and _connected(client):
+                late.close()
             if registered is None and reg.get("user") and _connected(client):
                 # called on its own (not through study(), which ends the use after the
                 # run): end this run's count of the graph now, keeping its plugin as before,
@@ -843,10 +865,10 @@ class _Reports:
         left, say once (``on_idle``) that the study waits for workers (it printed nothing
         while its progress line showed an ETA); again should they come and all go again.
         Returns whether it is said for the workers' present absence."""
-        from gpu_sssp.pipeline.cluster import _workers
+        from gpu_sssp.pipeline.cluster import serving_workers
 
-        try:
-            none = not _workers(self.client)
+        try:  # workers refused mid-study (pipeline.cluster.hold_late_workers) do not count
+            none = not serving_workers(self.client)
         except Exception:  # the scheduler lost: the futures say so
             return said
         if none and not said:
@@ -1187,8 +1209,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     on_wait : callable(str), optional
         Told once, with one line, when an attached cluster (``client``, ``scheduler``,
         ``scheduler_file``) has no worker yet: the study waits for the first one
-        (``pipeline.cluster.await_first_worker``; default: a log warning); and once
-        when the cluster has no worker left mid-study (:func:`run_study`).
+        (``pipeline.cluster.await_first_worker``; default: a log warning); once
+        when the cluster has no worker left mid-study, and once for each worker that
+        joins mid-study and is refused (:func:`run_study`).
     targets, random_targets, target_seed, stats_over, matrix_form : optional
         A matrix study (``pipeline.study.matrix``): targets ``"all"``, a targets file or
         file ids, or ``random_targets`` K drawn with ``target_seed``
