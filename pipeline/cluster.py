@@ -8,7 +8,7 @@ Modes, first match wins:
 2. ``gpus`` given, or a GPU visible here and ``dask_cuda`` importable (and no
    ``cpu_workers``): a ``LocalCUDACluster``, one worker per GPU
    (``gpus="0,1"`` becomes ``CUDA_VISIBLE_DEVICES``) with ``sssp.cluster.threads-per-gpu``
-   task threads (2: a batch's files are written while the next batch solves).
+   task threads (default 3: a batch's files are written while the next batch solves).
 3. Otherwise a local CPU ``LocalCluster`` of ``cpu_workers`` processes with one
    thread each, solving with the CPU backend.
 

@@ -73,9 +73,10 @@ def add_parser(sub) -> None:
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
     sol.add_argument("--batch-size", "-b", type=int, default=None,
                      help="sources per batch, the unit of the journal, the files and --resume (default: the folder's "
-                     "on --resume, else config sssp.study.batch-size; auto = 512 on GPUs, 8192 for statistics-only "
-                     "phast studies on GPUs (fewer for small studies), 256 for those on CPU workers, 64 for other CPU "
-                     "studies); tasks solve chunks of several batches, single batches at the end")
+                     "on --resume, else config sssp.study.batch-size; auto = 512 on GPUs, 8192 for phast "
+                     "studies of statistics or a matrix on GPUs (fewer for small studies), 256 for those on CPU "
+                     "workers, 64 for other CPU studies); tasks solve chunks of several batches, single batches at "
+                     "the end")
     sol.add_argument("--outputs", default="stats",
                      help="comma list of stats, distances, predecessors (default stats)")
     sol.add_argument("--distance-form", choices=("long", "wide"), default=None,
