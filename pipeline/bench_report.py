@@ -272,7 +272,9 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
             "vertices": first["vertices"], "rows": len(rs),
             "sources": len({r["source"] for r in rs}), "runs": len({r["run"] for r in rs}),
             "batch_size": max((r["batch_size"] or 1) for r in rs),
-            "mean_ms": float(np.mean(times)) if times else None,
+            # the mean kept within min..max: NumPy's mean of equal times (a batched call's,
+            # divided per source) can be an ulp off them, which broke the plot's error bars
+            "mean_ms": float(np.clip(np.mean(times), np.min(times), np.max(times))) if times else None,
             "min_ms": float(np.min(times)) if times else None,
             "max_ms": float(np.max(times)) if times else None,
             "kernel_ms": _mean([r["kernel_ms"] for r in rs]),
@@ -729,6 +731,7 @@ def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
         for ax, g, items, y in panels:
             means = np.array([a["mean_ms"] for a in items])
             err = np.array([[a["mean_ms"] - a["min_ms"] for a in items], [a["max_ms"] - a["mean_ms"] for a in items]])
+            err = np.maximum(err, 0.0)  # matplotlib refuses a negative error bar
             ax.barh(y, means, xerr=err, capsize=3, color=[_KIND_COLOURS.get(a["kind"], "C0") for a in items],
                     edgecolor=["red" if a["failures"] else "none" for a in items])
             ax.set_yticks(y, [a["variant"] for a in items], fontsize=8)
