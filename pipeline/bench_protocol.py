@@ -704,7 +704,7 @@ def _row(ctx: _Ctx, v: Variant, i: int, run: int, **vals) -> dict:
     if t and t > 0 and not math.isnan(t):
         row["mteps"] = graph.m / (t * 1e3)
         rel = row.get("relaxations")
-        row["edges_per_s"] = (rel / (t * 1e-3)) if rel else None
+        row["edges_per_s"] = (rel / (t * 1e-3)) if rel is not None else None
     return row
 
 
@@ -900,21 +900,24 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                 continue
             c = res.counters or {}
             relax = np.asarray(res.relaxations, dtype=np.int64)
+            # a count per source, or None where the method counted nothing (a source that
+            # scans no arc, a sink, counts 0: it is not left out of relax/|E| and edges/s)
+            known: list = [int(r) for r in relax] if relax.any() else [None] * b
             if not relax.any() and c.get("relaxations"):
-                relax = np.full(b, int(c["relaxations"]) // b, dtype=np.int64)
-            if not relax.any() and st.count_work:
+                known = [int(c["relaxations"]) // b] * b
+            if not relax.any() and not c.get("relaxations") and st.count_work:
                 missing = [int(i) for i in idx if int(i) not in counted]
                 if missing:
                     try:
                         rc = call(np.asarray(missing), count_work=True)
                         rr = np.asarray(rc.relaxations, dtype=np.int64)
-                        if not rr.any() and rc.counters.get("relaxations"):
+                        if not rr.any() and (rc.counters or {}).get("relaxations"):
                             rr = np.full(len(missing), int(rc.counters["relaxations"]) // len(missing))
                         counted.update({i: int(r) for i, r in zip(missing, rr)})
                     except Exception as exc:  # counting is a nicety; timing stands
                         note(f"{graph.name}: {v.label}: counting relaxations failed: {exc}")
-                        counted.update({i: 0 for i in missing})
-                relax = np.asarray([counted.get(int(i), 0) for i in idx], dtype=np.int64)
+                        counted.update({i: None for i in missing})
+                known = [counted.get(int(i)) for i in idx]
             its = np.asarray(res.iterations, dtype=np.int64)
             if not its.any():
                 its = np.full(b, int(c.get("iterations", 0)))
@@ -933,7 +936,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                     ctx, v, i, run, batch_size=b, time_ms=ms / b,
                     kernel_ms=(kms / b) if kms > 0 else (ms / b if v.kind == "cpu" else None),
                     iterations=int(its[j]), launches=float(c.get("launches", 0)) / b,
-                    host_syncs=float(c.get("host_syncs", 0)) / b, relaxations=int(relax[j]) or None,
+                    host_syncs=float(c.get("host_syncs", 0)) / b, relaxations=known[j],
                     reached=got.reached, checksum=got.checksum, ok=ok, warmup_ms=first_ms,
                     error=None if ok else (f"wrong answer: reached {got.reached} (reference "
                                            f"{ctx.refs[i].reached}), sum {got.total} "

@@ -264,7 +264,7 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
         rate_ms = _mean([r["kernel_ms"] if r["kernel_ms"] and r["kernel_ms"] > 0 else r["time_ms"]
                          for r in rs if r["time_ms"] is not None or r["kernel_ms"]])
         relax_ms = _mean([r["kernel_ms"] if r["kernel_ms"] and r["kernel_ms"] > 0 else r["time_ms"]
-                          for r in rs if r["relaxations"] and (r["time_ms"] is not None or r["kernel_ms"])])
+                          for r in rs if r["relaxations"] is not None and (r["time_ms"] is not None or r["kernel_ms"])])
         out.append({
             "graph": g, "graph_name": first["graph"], "run": first.get(RUN_COLUMN),
             "variant": var, "algorithm": first["algorithm"], "kind": first["kind"],
@@ -280,7 +280,7 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
             "kernel_ms": _mean([r["kernel_ms"] for r in rs]),
             "warmup_ms": _mean([r["warmup_ms"] for r in rs]),
             "mteps": (arcs / (rate_ms * 1e3)) if rate_ms else None,
-            "edges_per_s": (_mean([r["relaxations"] for r in rs if r["relaxations"]]) / (relax_ms * 1e-3))
+            "edges_per_s": (_mean([r["relaxations"] for r in rs if r["relaxations"] is not None]) / (relax_ms * 1e-3))
             if relax_ms else None,
             "relax_per_arc": (relax / arcs) if (relax is not None and arcs) else None,
             "iterations": _mean([r["iterations"] for r in rs]),

@@ -7,7 +7,7 @@ import pytest
 
 from gpu_sssp.pipeline import bench_protocol as bm
 from gpu_sssp.pipeline import bench_report as report
-from tests.pipeline.test_bench import _run, grid_graph
+from tests.pipeline.test_bench import _run, grid_graph, registry_guard  # noqa: F401 (a fixture)
 
 
 def _set(table: pa.Table, column: str, values) -> pa.Table:
@@ -30,3 +30,36 @@ def test_plots_survive_a_mean_one_ulp_off_its_equal_rows(tmp_path):
     assert {p.name for p in written["plots"]} >= {report.PLOT_FILES["time"], report.PLOT_FILES["speedup"]}
     a = report.aggregate(t)[0]
     assert a["min_ms"] <= a["mean_ms"] <= a["max_ms"]
+
+
+def _sink_graph():
+    """0 -> 1 -> 2 -> 0 (a cycle), 2 -> 3 -> 4: vertex 4 is a sink, it relaxes no arc."""
+    from gpu_sssp.pipeline.graph import Graph
+
+    return Graph.from_edges([0, 1, 2, 2, 3], [1, 2, 0, 3, 4], [5, 2, 1, 4, 1], 5, name="sink")
+
+
+def test_a_source_that_relaxes_no_arc_counts_zero_not_unknown():
+    """A method's row for a source that scans no arc (a sink) had ``relaxations`` None
+    (``int(r) or None``), so the summary's relax/|E| and edges/s were means over the other
+    sources only: `sssp bench pos.wel --algorithms cpu --sources 5` showed relax/|E| 0.800
+    for dijkstra and bellman-ford beside SciPy's 0.640, from the same sources."""
+    g = _sink_graph()
+    out, _ = _run([g], ["dijkstra", "bellman-ford"], baselines=["scipy"],
+                  settings={"sources": 5, "min_component": 1})
+    rows = out.table.to_pylist()
+    sink = [r for r in rows if r["source"] == 4]
+    assert {r["variant"] for r in sink} == {"dijkstra", "bellman-ford", "scipy"}
+    assert all(r["relaxations"] == 0 for r in sink), sink
+    per = {a["variant"]: a["relax_per_arc"] for a in report.aggregate(out.table)}
+    assert per["dijkstra"] == pytest.approx(per["scipy"]) and per["bellman-ford"] == pytest.approx(per["scipy"])
+
+
+def test_relaxations_not_counted_stay_unknown(registry_guard):
+    """With --no-count-work a method that counts only on request has no count: None (not 0)."""
+    registry_guard._VARIANTS.pop("harish", None)
+    registry_guard.register("harish", "cpu", "tests.pipeline.test_bench:fake_solver")
+    out, _ = _run([grid_graph()], ["harish"], baselines=[], settings={"count_work": False})
+    assert all(r["relaxations"] is None for r in out.table.to_pylist())
+    assert report.aggregate(out.table)[0]["relax_per_arc"] is None
+
