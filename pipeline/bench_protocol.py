@@ -301,11 +301,18 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
 
     for token in algorithms:
         name = str(token).partition("@")[0]
+        # each refusal names the option it came from (the command line's promise)
         if name == "auto":
-            raise UsageError("bench times named methods; 'auto' is not one (name the method it picks)")
+            raise UsageError("--algorithms auto: bench times named methods; 'auto' is not one "
+                             "(name the method it picks)")
         if name not in registered:
-            raise UsageError(f"unknown method {name!r}; registered: {', '.join(sorted(registered))}")
-        name, kind = kernels.registry.method_spec(token, backend)
+            raise UsageError(f"--algorithms {token}: unknown method {name!r}; registered: "
+                             f"{', '.join(sorted(registered))}")
+        try:
+            name, kind = kernels.registry.method_spec(token, backend)
+        except UsageError as exc:
+            by = f" (--backend {backend})" if backend != "auto" and "@" not in str(token) else ""
+            raise UsageError(f"--algorithms {token}{by}: {exc}") from None
         if name == "locality" and locality_k:
             for k in locality_k:
                 add(Variant(name, kind, _opts({"k": int(k)}), role="sweep"))
@@ -313,7 +320,7 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
             add(Variant(name, kind))
     for name in ablation:
         if name not in ABLATIONS:
-            raise UsageError(f"no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
+            raise UsageError(f"--ablation {name}: no ablation is defined for {name!r} (known: {', '.join(ABLATIONS)})")
         if name not in registered:
             raise UsageError(f"--ablation {name}: method {name!r} is not registered here")
         kind = kernels.registry.method_spec(name)[1]  # the ablations are of one backend's method
@@ -322,7 +329,7 @@ def plan_variants(algorithms, *, ablation=(), baselines=("scipy",), locality_k=(
             add(Variant(name, kind, _opts(opts), role="ablation", ablates=what))
     for name in baselines:
         if name not in bl.BASELINES:
-            raise UsageError(f"unknown baseline {name!r}; choose from {', '.join(bl.BASELINES)}")
+            raise UsageError(f"--baselines {name}: unknown baseline {name!r}; choose from {', '.join(bl.BASELINES)}")
         add(Variant(name, "baseline"))
     return out
 

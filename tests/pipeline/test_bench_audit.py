@@ -63,3 +63,26 @@ def test_relaxations_not_counted_stay_unknown(registry_guard):
     assert all(r["relaxations"] is None for r in out.table.to_pylist())
     assert report.aggregate(out.table)[0]["relax_per_arc"] is None
 
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["--algorithms", "nope"], "--algorithms nope: unknown method"),
+    (["--algorithms", "auto"], "--algorithms auto: "),
+    (["--algorithms", "dijkstra@gpu"], "--algorithms dijkstra@gpu: "),
+    (["--algorithms", "phast@tpu"], "--algorithms phast@tpu: "),
+    (["--algorithms", "dijkstra", "--backend", "gpu"], "--algorithms dijkstra (--backend gpu): "),
+    (["--algorithms", "dijkstra", "--baselines", "boost"], "--baselines boost: unknown baseline"),
+    (["--algorithms", "dijkstra", "--ablation", "foo"], "--ablation foo: no ablation"),
+])
+def test_a_bad_method_baseline_or_ablation_names_its_option(tmp_path, capsys, argv, start):
+    """`sssp bench rome99.gr --baselines boost` said "error: unknown baseline 'boost'" (and
+    --ablation foo, dijkstra@gpu the same way), naming neither the option nor, for
+    --backend gpu, why a CPU method was refused."""
+    from gpu_sssp.workflows.cli import main
+
+    rc = main(["bench", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "o"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith(f"error: {start}"), err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
