@@ -105,8 +105,9 @@ def add_parser(sub) -> None:
                    "slow); SciPy always runs (default 5000000)")
     p.add_argument("--exclude", default="", help="methods to leave out of 'gpu'/'cpu'/'all' (comma-separated)")
     p.add_argument("--slow-ms", type=_guard, default=None,
-                   help="a method whose warm-up call takes longer than this is timed on --slow-sources "
-                   "sources only (noted); default: no limit")
+                   help="a method whose warm-up call (its first timed call with --warmup 0) takes longer "
+                   "than this many ms is timed on --slow-sources sources only (noted; batched methods, "
+                   "one call for many sources, are not cut); default: no limit")
     p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
     p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
                    help="start no further method on a graph once this much time went into it (noted)")

@@ -86,3 +86,20 @@ def test_a_bad_method_baseline_or_ablation_names_its_option(tmp_path, capsys, ar
     assert err.startswith(f"error: {start}"), err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_the_slow_guard_applies_without_a_warm_up_call(registry_guard):
+    """--slow-ms judged a method by its warm-up call only: with --warmup 0 the warm-up
+    time was 0, never over the guard, which silently timed every source of a slow method
+    (`sssp bench G --slow-ms 0 --warmup 0` timed them all, with no note)."""
+    registry_guard.register("slow", "cpu", "tests.pipeline.test_bench:slow_solver")
+    out, events = _run([grid_graph()], ["slow", "dijkstra"], baselines=["scipy"],
+                       settings={"slow_ms": 10.0, "slow_sources": 2, "warmup": 0, "runs": 2})
+    rows = out.table.to_pylist()
+    slow = [r for r in rows if r["algorithm"] == "slow"]
+    assert len(slow) == 2 * 2 and {r["run"] for r in slow} == {0, 1}
+    assert len({r["source"] for r in slow}) == 2
+    assert len([r for r in rows if r["algorithm"] == "dijkstra"]) == 6 * 2
+    assert any("first timed call" in n and "--warmup 0" in n for n in out.notes)
+    total = [i["total"] for e, i in events if e == "graph"][0]
+    assert sum(i["advance"] for e, i in events if e == "step") == total
