@@ -907,6 +907,12 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                 res = call(idx)
                 ms = (time.perf_counter() - t0) * 1e3
             except Exception as exc:
+                if not st.warmup and run == 0 and gi == 0 and isinstance(exc, (TypeError, ValueError, MemoryError)):
+                    # with --warmup 0 this is the first call: a refusal of the graph or an
+                    # option is a skip, as in the warm-up (it failed every row, exit 1)
+                    note(f"{graph.name}: {v.label} skipped: {type(exc).__name__}: {exc}")
+                    progress("step", advance=st.runs * len(srcs))
+                    return []
                 failed = f"{type(exc).__name__}: {exc}"
                 note(f"{graph.name}: {v.label} failed: {failed}")
                 rows += [_error_row(ctx, v, int(i), run, failed, b) for i in idx]

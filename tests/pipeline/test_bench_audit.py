@@ -103,3 +103,18 @@ def test_the_slow_guard_applies_without_a_warm_up_call(registry_guard):
     assert any("first timed call" in n and "--warmup 0" in n for n in out.notes)
     total = [i["total"] for e, i in events if e == "graph"][0]
     assert sum(i["advance"] for e, i in events if e == "step") == total
+
+
+@pytest.mark.parametrize("warmup", [1, 0])
+def test_a_method_that_refuses_the_graph_is_skipped_with_or_without_warm_up(registry_guard, warmup):
+    """A refusal (ValueError/TypeError/MemoryError) in the warm-up is a skip with a note;
+    with --warmup 0 the same refusal in the first timed call failed all the method's rows
+    and made the bench exit 1."""
+    registry_guard.register("refuse", "cpu", "tests.pipeline.test_bench:refusing_solver")
+    out, events = _run([grid_graph()], ["refuse", "dijkstra"], baselines=["scipy"],
+                       settings={"warmup": warmup, "runs": 2})
+    assert out.failures == 0
+    assert not [r for r in out.table.to_pylist() if r["algorithm"] == "refuse"]
+    assert any("refuse skipped: ValueError" in n for n in out.notes)
+    total = [i["total"] for e, i in events if e == "graph"][0]
+    assert sum(i["advance"] for e, i in events if e == "step") == total
