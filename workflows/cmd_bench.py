@@ -232,6 +232,8 @@ def run(args) -> int:
                                                   plan_variants, run_benchmark)
     from gpu_sssp.pipeline.writers import check_output_dir
 
+    if not str(args.out).strip():  # Path("") is ".": an unset "$OUT" wrote into the current folder
+        raise UsageError(f"--out {args.out!r}: an empty folder name; give a folder (--out . for the current one)")
     out = Path(args.out)
     check_output_dir(out, option="--out")
     _check_out_writable(out)

@@ -118,3 +118,17 @@ def test_a_method_that_refuses_the_graph_is_skipped_with_or_without_warm_up(regi
     assert any("refuse skipped: ValueError" in n for n in out.notes)
     total = [i["total"] for e, i in events if e == "graph"][0]
     assert sum(i["advance"] for e, i in events if e == "step") == total
+
+
+@pytest.mark.parametrize("out", ["", " "])
+def test_an_empty_out_is_refused_not_the_current_folder(tmp_path, monkeypatch, capsys, out):
+    """`sssp bench G --out ""` (an unset "$OUT") wrote rows.parquet, summary.md and the
+    PNGs into the current folder (Path("") is "."), removing PNGs of ours found there."""
+    from gpu_sssp.workflows.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "g.parquet").write_bytes(b"")
+    rc = main(["bench", "g.parquet", "--algorithms", "dijkstra", "--out", out])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --out") and "empty" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parquet"]
