@@ -214,13 +214,16 @@ def _plain_label(path: Path) -> str:
 def _check_out_writable(out: Path) -> None:
     """Refuse, before any graph is read, an ``--out`` where the rows cannot be written:
     a folder (or the nearest existing one above it) that takes no new file, or a
-    ``rows.parquet`` / ``summary.md`` there that is a folder (the atomic rename fails).
+    ``rows.parquet`` / ``summary.md`` / plot there that is a folder (the atomic rename fails).
     The first write used to come only after the SciPy reference pass and the first
     method were timed, and said only the OS's words about a temporary file."""
     from gpu_sssp.pipeline import bench_report as report
     from gpu_sssp.workflows.common import refuse_unwritable_folder
 
-    for name in (report.ROWS_FILE, report.SUMMARY_FILE):
+    # the plots too: a PNG name that is a folder stopped the run at its first summary,
+    # after the graph was read, with only the OS's "Is a directory" (--no-plots as well:
+    # a stale plot of ours is removed)
+    for name in (report.ROWS_FILE, report.SUMMARY_FILE, *report.PLOT_FILES.values()):
         if (out / name).is_dir():
             raise UsageError(f"--out {shown(out)}: {shown(out / name)} is a folder; the bench writes a file there")
     refuse_unwritable_folder(out, f"--out {shown(out)}")

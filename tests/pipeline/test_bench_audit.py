@@ -132,3 +132,19 @@ def test_an_empty_out_is_refused_not_the_current_folder(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: --out") and "empty" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parquet"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--no-plots"]])
+def test_a_plot_name_that_is_a_folder_is_refused_before_the_graph_is_read(tmp_path, capsys, extra):
+    """`mkdir o/speedup.png; sssp bench rome99.gr --out o` read the graph, wrote empty
+    partial rows, then stopped with "error: [Errno 21] Is a directory: 'o/speedup.png'"
+    (no option named, no summary)."""
+    from gpu_sssp.workflows.cli import main
+
+    out = tmp_path / "o"
+    (out / report.PLOT_FILES["speedup"]).mkdir(parents=True)
+    (tmp_path / "g.parquet").write_bytes(b"")  # never read: the refusal comes first
+    rc = main(["bench", str(tmp_path / "g.parquet"), "--algorithms", "dijkstra", "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"error: --out {out}: ") and "speedup.png is a folder" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["speedup.png"]
