@@ -99,7 +99,8 @@ def add_parser(sub) -> None:
     p.add_argument("--locality-k", default="1,2,3,4,5", help="k values timed for 'locality' (default 1..5)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="sources per call for batched methods (default: all sources in one call); also the "
-                   "most for networkit-spsp, whose calls hand back at most about 16M distances")
+                   "most for networkit-spsp, whose calls hand back about 16M distances at most, or two "
+                   "sources per host core where the graph has more than 16M / (2 x cores) vertices")
     p.add_argument("--baseline-max-arcs", type=int, default=5_000_000,
                    help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
                    "slow); SciPy always runs (default 5000000)")
