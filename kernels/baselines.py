@@ -30,7 +30,8 @@ BATCHED_BASELINES = frozenset({"networkit-spsp"})
 SPSP_CELLS = 16_000_000
 
 _DESCRIPTIONS = {
-    "scipy": "scipy.sparse.csgraph.dijkstra (binary heap), one source per call",
+    "scipy": ("scipy.sparse.csgraph.dijkstra (binary heap), one source per call; scipy.sparse.csgraph.johnson "
+              "on the part the sources reach where the graph has negative arcs"),
     "networkit": ("networkit.distance.Dijkstra, one source per call; timed: its construction and run(), not "
                   "the conversion of the distances to Python"),
     "networkit-spsp": ("networkit.distance.SPSP (Dijkstra from every source of a call in parallel) on all "

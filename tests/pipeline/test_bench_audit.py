@@ -148,3 +148,14 @@ def test_a_plot_name_that_is_a_folder_is_refused_before_the_graph_is_read(tmp_pa
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith(f"error: --out {out}: ") and "speedup.png is a folder" in err, err
     assert sorted(p.name for p in out.iterdir()) == ["speedup.png"]
+
+
+def test_the_summary_says_scipy_ran_johnson_on_negative_arcs():
+    """On a graph with negative arcs the anchor is SciPy's Johnson, but the summary's
+    anchors line said only "scipy.sparse.csgraph.dijkstra (binary heap)"."""
+    from gpu_sssp.pipeline.graph import Graph
+
+    g = Graph.from_edges([0, 1, 2, 0], [1, 2, 3, 3], [4, -2, 1, 9], 4, name="neg")
+    out, _ = _run([g], ["bellman-ford"], baselines=["scipy"], settings={"sources": 2, "min_component": 2})
+    text = report.summary_markdown(out.table, report.context_of(out))
+    assert "csgraph.johnson" in text
