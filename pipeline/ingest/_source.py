@@ -655,6 +655,12 @@ class Source:
         if self.path.is_char_device() or self.path.is_block_device():
             # /dev/zero, /dev/urandom, a disk: endless or not a file of text (it read for ever)
             raise InputError(self.display, None, "is a device, expected a graph file")
+        if self.path.is_fifo() or self.path.is_socket():
+            # a pipe (`<(zcat g.gr)`, a mkfifo) is read more than once here (its first bytes
+            # for the format, then the text): the second read found it empty ("empty
+            # file" of a pipe that was not) or, for a named FIFO, waited for ever
+            raise InputError(self.display, None, "is a pipe (FIFO) or socket, not a file: an input is read "
+                             "more than once (its format, then its text); save it to a file first")
         with open(self.path, "rb") as f:
             magic = f.read(8)
         self.compression = compression_of(self.path, magic)
