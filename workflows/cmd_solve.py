@@ -10,8 +10,8 @@ from rich.table import Table
 
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
-from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
-                                      repeated_note, sources_from_args)
+from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
+                                      load_graph_from_args, repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -56,6 +56,7 @@ def run(args) -> int:
         if args.backend not in ("auto", backend):
             raise OptionError(f"--method {args.method} and --backend {args.backend} name different backends")
         args.method, args.backend = name, backend
+    check_method_name(args.method, args.backend)  # before the graph is read
     if args.out:
         check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
     graph = load_graph_from_args(args)

@@ -65,3 +65,27 @@ def test_to_table_rows_is_a_slice_of_the_whole_table():
     assert parts[1].column("source").to_pylist() == [3] and parts[1].column("vertex").to_pylist() == [3]
     with pytest.raises(TypeError, match="rows must be a slice"):
         res.to_table(rows=[0, 1])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backend", "gpu"], "error: --backend gpu needs a CUDA device; none is visible here"),
+    (["-m", "hbf"], "error: method 'hbf' needs a CUDA device; none is visible here"),
+    (["-m", "phast@gpu"], "error: method 'phast' needs a CUDA device; none is visible here"),
+])
+def test_no_gpu_is_exit_4_before_the_input_is_read(rome99, capsys, monkeypatch, argv, message):
+    """`solve G -s 1 --backend gpu` without a GPU ingested G first, then refused naming a
+    method never asked for ("method 'hbf' needs a CUDA device", or 'phast' once a
+    hierarchy was cached); a GPU method named was refused after the ingest too."""
+    from gpu_sssp import kernels
+    import gpu_sssp.workflows.cmd_solve as cs
+
+    monkeypatch.setattr(kernels, "device_count", lambda: 0)
+
+    def no_read(*a, **k):
+        raise AssertionError("the graph was read")
+
+    monkeypatch.setattr(cs, "load_graph_from_args", no_read)
+    assert main(["solve", str(rome99), "-s", "1", *argv]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(message) and len(err.splitlines()) == 1
+    assert not (rome99.parent / ".sssp-cache").exists()
