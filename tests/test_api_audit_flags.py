@@ -29,3 +29,18 @@ def test_true_false_0_1_are_taken(tmp_path, value, arcs):
     gr = tmp_path / "g.gr"
     gr.write_text(GR)
     assert gpu_sssp.load_graph(gr, undirected=value).m == arcs
+
+
+def test_backend_gpu_without_a_gpu_names_the_backend(monkeypatch):
+    """``solve(g, s, backend="gpu")`` and ``matrix(..., backend="gpu")`` without a GPU said
+    "method 'hbf' needs a CUDA device" (the method auto would pick), a name never given."""
+    import numpy as np
+
+    from gpu_sssp.kernels import registry
+    from gpu_sssp.kernels.errors import GPUUnavailableError
+
+    monkeypatch.setattr(registry, "device_count", lambda: 0)
+    g = gpu_sssp.Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([5, 7]), 3)
+    for call in (lambda: gpu_sssp.solve(g, [0], backend="gpu"), lambda: gpu_sssp.matrix(g, [0], [2], backend="gpu")):
+        with pytest.raises(GPUUnavailableError, match=r"^backend='gpu' needs a CUDA device; none is visible here"):
+            call()
