@@ -663,6 +663,11 @@ class Source:
                              "more than once (its format, then its text); save it to a file first")
         with open(self.path, "rb") as f:
             magic = f.read(8)
+        if magic[:4] == b"PAR1":
+            # a Parquet file under another name was read as text: "non-numeric source id
+            # 'PAR1\x15...'" (an edge list's first line, or a sources file's)
+            raise InputError(self.display, None, "is a Parquet file (it starts with PAR1), which is read as one "
+                             "only under a name ending in .parquet: rename it (or link it) to end in .parquet")
         self.compression = compression_of(self.path, magic)
         named = named_compression(self.path.name)
         if named is not None and named != self.compression:

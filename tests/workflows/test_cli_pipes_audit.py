@@ -69,3 +69,20 @@ def test_a_named_fifo_is_refused_not_waited_on(rome99, tmp_path, command):
     assert cp.stderr == f"error: {fifo}: is a pipe (FIFO) or socket, not a file: an input is read more " \
                         "than once (its format, then its text); save it to a file first\n"
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("where", ["graph", "sources", "ingest"])
+def test_a_parquet_file_under_another_name_is_named_as_such(rome99, tmp_path, capsys, where):
+    """A Parquet edge list named `g.pq` was read as a text edge list: "g.pq:1: non-numeric
+    source id 'PAR1\\x15\\x00...' (expected a decimal integer; 'U V')"."""
+    pq_file = tmp_path / "g.pq"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(tmp_path / "g.parquet"), "-q"]) == 0
+    (tmp_path / "g.parquet").rename(pq_file)
+    argv = {"graph": ["solve", str(pq_file), "-s", "0"],
+            "sources": ["solve", str(rome99), "--sources-file", str(pq_file)],
+            "ingest": ["ingest", str(pq_file), "-o", str(tmp_path / "o.parquet")]}[where]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {pq_file}: is a Parquet file (it starts with PAR1), which is read as one only under a "
+                   "name ending in .parquet: rename it (or link it) to end in .parquet\n")
