@@ -394,6 +394,10 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     graph.check_exact()
     backend = resolve_backend(method, backend)
     if method == "auto":
+        if backend == "gpu" and device_count() == 0:
+            # (it named the method auto would have chosen: "method 'hbf' needs a CUDA device")
+            raise _gpu.GPUUnavailableError("backend='gpu' needs a CUDA device; none is visible here (backend='cpu' "
+                                           "or 'auto' runs the CPU methods)")
         method = _choose(graph, len(src), backend)
     spec = get(method, backend)
     if spec.backend != backend:

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 22
 
+#: the largest n whose vertex pairs fit one int64 key u * n + v (n * n <= 2**63)
+_KEY_LIMIT = 3_037_000_499
+
 
 def _weights(rng, m, lo, hi, weight_type):
     if weight_type.startswith("float"):
@@ -211,26 +214,31 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     cap = n * (n - 1) // (2 if undirected else 1)
     if m > cap:
         raise UsageError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
+    if n - 1 > np.iinfo(np.int64).max:
+        raise UsageError(f"G(n={n}, m={m}): ids run up to 2**63 - 1 (int64)")
     weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
     rng = _rng(seed)
-    keys = np.zeros(0, dtype=np.int64)
-    while len(keys) < m:
-        k = int((m - len(keys)) * 1.1) + 16
+    # a pair is one int64 key u * n + v while n * n fits; beyond (n > 3,037,000,499) the
+    # key wrapped and wrote negative ids: pairs are then kept as two columns
+    keyed = n <= _KEY_LIMIT
+    pairs = np.zeros(0, dtype=np.int64) if keyed else np.zeros((0, 2), dtype=np.int64)
+    while len(pairs) < m:
+        k = int((m - len(pairs)) * 1.1) + 16
         u = rng.integers(0, n, size=k, dtype=np.int64)
         v = rng.integers(0, n, size=k, dtype=np.int64)
         ok = u != v
         u, v = u[ok], v[ok]
         if undirected:
             u, v = np.minimum(u, v), np.maximum(u, v)
-        new = u * n + v
-        # keep first occurrences in draw order, drop keys seen before
-        allk = np.concatenate([keys, new])
-        _, first = np.unique(allk, return_index=True)
-        keys = allk[np.sort(first)]  # first occurrences, in draw order
-    keys = keys[:m]
+        new = u * n + v if keyed else np.stack([u, v], axis=1)
+        # keep first occurrences in draw order, drop pairs seen before
+        allk = np.concatenate([pairs, new])
+        _, first = np.unique(allk, return_index=True, axis=None if keyed else 0)
+        pairs = allk[np.sort(first)]  # first occurrences, in draw order
+    pairs = pairs[:m]
     idt = np.int32 if n <= 2**31 else np.int64
-    src = (keys // n).astype(idt)
-    dst = (keys % n).astype(idt)
+    src = (pairs // n if keyed else pairs[:, 0]).astype(idt)
+    dst = (pairs % n if keyed else pairs[:, 1]).astype(idt)
     return _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction)
 
 
@@ -297,13 +305,24 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
 
 
 def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, weights_label=None,
-          row_group_size=1 << 20) -> dict:
+          row_group_size=1 << 20, display=None, drawn=None) -> dict:
     """Write generated arrays as the Parquet edge list (id base 0) with metadata.
+
+    The weights are held to the solvers' rule on path lengths, as ingestion holds a
+    file's (``kernels.graph.path_bound_of``): a graph whose shortest paths could pass
+    2**53 (integer weights) or float64's range was written and then refused by every
+    solve.  ``display`` names the graph and ``drawn`` the option that drew the weights
+    in that refusal.
 
     Returns
     -------
     dict
         The stored metadata.
+
+    Raises
+    ------
+    pipeline.errors.InputError
+        Weights too large for exact (finite) shortest paths; nothing is written.
     """
     from .ingest import __version__
 
@@ -312,12 +331,14 @@ def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, 
     if weights_label:
         wp.label_override = weights_label
     id_type = "int32" if n - 1 <= np.iinfo(np.int32).max else "int64"
-    sink = EdgeSink(out, str(out), vertices=int(n), id_base=0, expand=False, weights=wp, id_type=id_type,
-                    row_group_size=row_group_size)
+    sink = EdgeSink(out, display or str(out), vertices=int(n), id_base=0, expand=False, weights=wp,
+                    id_type=id_type, row_group_size=row_group_size,
+                    drawn=drawn or f"the generated weights ({weights_label or wt})")
     try:
         for lo in range(0, len(src), _CHUNK):
             hi = min(len(src), lo + _CHUNK)
             sink.add(src[lo:hi], dst[lo:hi], w[lo:hi], None)
+        sink.finish_checks(int(n))  # the solvers' bound on path lengths (the in-arc sum at commit)
         meta = {
             "vertices": int(n),
             "directed": bool(directed),
@@ -339,7 +360,7 @@ def planned_size(family: str, **kw) -> tuple[int, int, str] | None:
     ``None`` when the parameters are out of their domain (the generator refuses them)."""
     if family == "rmat":
         scale, ef = int(kw.get("scale", -1)), int(kw.get("edge_factor", 16))
-        if scale < 0 or ef < 0:
+        if not 0 <= scale <= 40 or ef < 0:  # (rmat's own refusal; 1 << 100000 was formatted)
             return None
         n = 1 << scale
         return (n, ef * n * (2 if kw.get("undirected") else 1),
@@ -365,11 +386,33 @@ def _arc_bytes(n: int, weight_type: str) -> int:
     return 2 * (4 if n <= 2**31 else 8) + np.dtype(WEIGHT_TYPES.get(weight_type, np.int64)).itemsize
 
 
-def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:
+def _count(v: int) -> str:
+    """``v`` with thousands separators, or its order of magnitude where it has more
+    digits than a message can hold (Python refuses to write integers of more than 4,300
+    digits, and a product of two such options has more)."""
+    v = int(v)
+    if v.bit_length() <= 300:
+        return f"{v:,}"
+    return f"about 10**{int(v.bit_length() * 0.30103)}"
+
+
+def _gigabytes(nbytes: int) -> str:
+    """``nbytes`` in GB with one decimal (an integer too large for a float was an
+    ``OverflowError`` traceback)."""
+    nbytes = int(nbytes)
+    if nbytes.bit_length() <= 1000:
+        return f"{nbytes / 1e9:,.1f}"
+    return _count(nbytes // 10**9)
+
+
+def check_size(family: str, *, max_vertices=None, max_arcs=None, max_isolated_vertices=None, **kw) -> None:
     """Refuse, before anything is allocated, a graph above the limits ingestion applies
-    to an input (``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``; an explicit
-    ``max_vertices`` / ``max_arcs`` wins, as for ``sssp ingest``), or one whose arrays
-    alone (two ids and a weight per arc) cannot fit in the memory available here.
+    to an input (``sssp.ingest.max-vertices``, ``sssp.ingest.max-arcs``,
+    ``sssp.ingest.max-isolated-vertices``; an explicit ``max_vertices`` / ``max_arcs`` /
+    ``max_isolated_vertices`` wins, as for ``sssp ingest``), or one whose arrays alone
+    (two ids and a weight per arc) cannot fit in the memory available here.  The
+    isolated-vertex limit is the one loading the written file applies (``vertices - 2 x
+    arcs``): a graph above it was written and then refused by every command that read it.
 
     Raises
     ------
@@ -382,35 +425,48 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, **kw) -> None:
     if size is None:
         return
     n, arcs, what = size
-    limits = Limits.from_settings(max_vertices, max_arcs)
+    limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)
 
     def how(key: str, option: str) -> str:
         env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
         return f"raise it with {option} N, the setting sssp.ingest.{key} or {env}=N"
 
     if limits.max_vertices is not None and n > limits.max_vertices:
-        raise UsageError(f"generate {what}: {n:,} vertices, above the limit sssp.ingest.max-vertices = "
-                         f"{limits.max_vertices:,}; {how('max-vertices', '--max-vertices')}")
+        raise UsageError(f"generate {what}: {_count(n)} vertices, above the limit sssp.ingest.max-vertices = "
+                         f"{_count(limits.max_vertices)}; {how('max-vertices', '--max-vertices')}")
+    if n - 1 > np.iinfo(np.int64).max:
+        raise UsageError(f"generate {what}: {_count(n)} vertices; ids run up to 2**63 - 1 (int64), "
+                         "generate a smaller graph")
+    if limits.max_isolated is not None and n - 2 * arcs > limits.max_isolated:
+        raise UsageError(f"generate {what}: {_count(n)} vertices, but its {_count(arcs)} arcs touch at most "
+                         f"{_count(2 * arcs)} of them: at least {_count(n - 2 * arcs)} vertices would have no arc, "
+                         f"above the limit sssp.ingest.max-isolated-vertices = {_count(limits.max_isolated)} "
+                         "(loading the file would refuse it); "
+                         f"{how('max-isolated-vertices', '--max-isolated-vertices')}")
     if limits.max_arcs is not None and arcs > limits.max_arcs:
-        raise UsageError(f"generate {what}: {arcs:,} arcs, above the limit sssp.ingest.max-arcs = "
-                         f"{limits.max_arcs:,}; {how('max-arcs', '--max-arcs')}")
+        raise UsageError(f"generate {what}: {_count(arcs)} arcs, above the limit sssp.ingest.max-arcs = "
+                         f"{_count(limits.max_arcs)}; {how('max-arcs', '--max-arcs')}")
     need = arcs * _arc_bytes(n, str(kw.get("weight_type", "int64")))
     avail = memory.available_memory()
     if avail is not None and need > avail:
-        raise UsageError(f"generate {what}: {n:,} vertices and {arcs:,} arcs need at least {need / 1e9:,.1f} GB "
-                         f"of memory (ids and weights alone; generation takes more), more than the "
-                         f"{avail / 1e9:,.1f} GB available here; generate a smaller graph")
+        raise UsageError(f"generate {what}: {_count(n)} vertices and {_count(arcs)} arcs need at least "
+                         f"{_gigabytes(need)} GB of memory (ids and weights alone; generation takes more), more "
+                         f"than the {avail / 1e9:,.1f} GB available here; generate a smaller graph")
 
 
-def generate(family: str, out, *, max_vertices=None, max_arcs=None, **kw) -> dict:
+def generate(family: str, out, *, max_vertices=None, max_arcs=None, max_isolated_vertices=None, **kw) -> dict:
     """Generate ``family`` (``rmat``, ``grid``, ``random``) and write it; returns metadata.
 
     The size is checked first (:func:`check_size`: the ingestion limits
-    ``sssp.ingest.max-vertices`` / ``max-arcs``, or ``max_vertices`` / ``max_arcs``
-    given here, and the memory available), before anything is allocated.
+    ``sssp.ingest.max-vertices`` / ``max-arcs`` / ``max-isolated-vertices``, or
+    ``max_vertices`` / ``max_arcs`` / ``max_isolated_vertices`` given here, and the
+    memory available), before anything is allocated.  The weights drawn are held to
+    the solvers' rule on path lengths as ingestion holds a file's (nothing is written
+    that the solvers would refuse).
     """
     t0 = time.perf_counter()
-    check_size(family, max_vertices=max_vertices, max_arcs=max_arcs, **kw)
+    check_size(family, max_vertices=max_vertices, max_arcs=max_arcs,
+               max_isolated_vertices=max_isolated_vertices, **kw)
     if family == "rmat":
         src, dst, w, n = rmat(**kw)
         directed = not kw.get("undirected", False)
@@ -432,7 +488,10 @@ def generate(family: str, out, *, max_vertices=None, max_arcs=None, **kw) -> dic
     label = f"uniform:{lo}:{hi}:{kw.get('seed', 0)}"
     if kw.get("negative_fraction", 0):
         label += f"+potentials:{kw['negative_fraction']}"
+    drawn = f"--weights {lo}:{hi} (seed {kw.get('seed', 0)}" + (
+        f", --negative-fraction {kw['negative_fraction']})" if kw.get("negative_fraction", 0) else ")")
+    what = planned_size(family, **kw)
     meta = write(out, src, dst, w, n, directed=directed, kind=f"generated:{family}", params=params,
-                 weights_label=label)
+                 weights_label=label, display=f"generate {what[2] if what else family}", drawn=drawn)
     log.info("generated %s: %d vertices, %d arcs in %.2fs", family, n, len(src), time.perf_counter() - t0)
     return meta

@@ -55,6 +55,10 @@ def _common(p, undirected_default=False, undirected=True):
     p.add_argument("--max-arcs", type=int, metavar="N",
                    help="refuse graphs of more arcs (default: setting sssp.ingest.max-arcs, none; a graph "
                    "whose arrays cannot fit in the memory available is refused anyway)")
+    p.add_argument("--max-isolated-vertices", type=int, metavar="N",
+                   help="refuse graphs with more than N vertices beyond twice the arcs (vertices no arc can "
+                   "touch; default: setting sssp.ingest.max-isolated-vertices, 16,777,216, which loading the "
+                   "file applies too)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
 
 
@@ -95,7 +99,7 @@ def run(args) -> int:
     check_output_file(args.output)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
                   negative_fraction=args.negative_fraction, max_vertices=args.max_vertices,
-                  max_arcs=args.max_arcs)
+                  max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
     if args.family == "rmat":
         kw = dict(scale=args.scale, edge_factor=args.edge_factor, a=args.a, b=args.b, c=args.c, d=args.d,
                   undirected=args.undirected, **common)

@@ -1,6 +1,7 @@
 """`sssp solve`: shortest paths from a few sources, written in the result schema."""
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -9,10 +10,13 @@ from rich.table import Table
 
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
-from gpu_sssp.workflows.common import (add_graph_options, check_method, check_output_file, load_graph_from_args,
-                                      repeated_note, sources_from_args)
+from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
+                                      load_graph_from_args, repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
+
+#: cells (source, vertex) of the distance table built and written at a time by -o
+PART_CELLS = 1 << 22
 
 
 def add_parser(sub) -> None:
@@ -37,7 +41,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from gpu_sssp import kernels
-    from gpu_sssp.pipeline.writers import write_parquet_atomic
+    from gpu_sssp.pipeline.writers import write_parquet_parts_atomic
 
     if args.all_vertices and not args.out:
         from gpu_sssp.kernels.errors import OptionError
@@ -52,6 +56,7 @@ def run(args) -> int:
         if args.backend not in ("auto", backend):
             raise OptionError(f"--method {args.method} and --backend {args.backend} name different backends")
         args.method, args.backend = name, backend
+    check_method_name(args.method, args.backend)  # before the graph is read
     if args.out:
         check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
     graph = load_graph_from_args(args)
@@ -89,16 +94,32 @@ def run(args) -> int:
     console.print(f"{len(src)} source(s) in {wall:.1f} ms ({res.counters.get('iterations', 0)} iterations, "
                   f"{res.counters.get('launches', 0)} launches)")
     if args.out:
-        out = res.to_table(graph.id_base, reachable_only=not args.all_vertices)
         meta = {"graph": graph.name, "fingerprint": graph.fingerprint, "method": res.method,
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,
                 "sources": graph.to_ids(src).tolist()[:1000]}
+        written = [0]
+
+        def parts():
+            # the long table a few million cells at a time: built whole it took about 40
+            # bytes a cell beside the 8 (16) of the distances solve checked against the
+            # memory (303 NY sources with 4 GB of address space: solved, then
+            # "Unable to allocate 1.19 GiB")
+            step = max(1, PART_CELLS // max(graph.n, 1))
+            for lo in range(0, len(src), step):
+                part = res.to_table(graph.id_base, reachable_only=not args.all_vertices,
+                                    rows=slice(lo, lo + step))
+                if lo == 0:
+                    part = part.replace_schema_metadata(
+                        {**(part.schema.metadata or {}), b"sssp": json.dumps(meta, default=str).encode()})
+                written[0] += part.num_rows
+                yield part
+
         try:
-            write_parquet_atomic(out, args.out, metadata=meta)
+            write_parquet_parts_atomic(parts(), args.out)
         except OSError as exc:  # (disk full, a folder gone since the check): name -o, not the temporary file
             from gpu_sssp.kernels.errors import UsageError
 
             raise UsageError(f"--out {shown(args.out)}: could not be written "
                              f"({exc.strerror or str(exc) or type(exc).__name__})") from None
-        console.print(f"wrote {out.num_rows:,} rows to {shown(args.out)}")
+        console.print(f"wrote {written[0]:,} rows to {shown(args.out)}")
     return 0

@@ -25,9 +25,11 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the "
                    "GPU when a device is visible, else the CPU); with 'all': only that backend's methods")
-    p.add_argument("--random", type=int, default=8, metavar="K",
-                   help="K distinct random sources of GRAPH (default 8; at most every vertex, noted)")
-    p.add_argument("--seed", type=int, default=0,
+    # (defaults None: given with -s/--sources-file they are refused, not ignored)
+    p.add_argument("--random", type=int, default=None, metavar="K",
+                   help="K distinct random sources of GRAPH (default 8; at most every vertex, noted); "
+                   "not with --source/--sources-file")
+    p.add_argument("--seed", type=int, default=None,
                    help="seed of the --random draw (default 0: the same sources every run; printed)")
     p.add_argument("--source", "-s", type=int, action="append", metavar="ID")
     p.add_argument("--sources-file", metavar="F.ss")
@@ -123,9 +125,18 @@ def run(args) -> int:
         if not gpu and any(b == "gpu" for _, b in todo):
             name = next(n for n, b in todo if b == "gpu")
             raise GPUUnavailableError(f"method {name!r} needs a CUDA device; none is visible here")
-    if not (args.source or args.sources_file):
+    if args.source or args.sources_file:
+        # as study: --random 3 -s 1 checked source 1 alone, the draw silently dropped
+        given = [o for o, v in (("--random", args.random), ("--seed", args.seed)) if v is not None]
+        if given:
+            named = [o for o, v in (("--source", args.source), ("--sources-file", args.sources_file)) if v]
+            raise UsageError(f"choose the sources one way only: --random K [--seed S] (a random draw) or "
+                             f"--source / --sources-file (got {' and '.join(given + named)})")
+    else:
         from gpu_sssp.pipeline.sources import check_seed
 
+        args.random = 8 if args.random is None else args.random
+        args.seed = 0 if args.seed is None else args.seed
         check_seed(args.seed, "--seed")  # before the graph is read
     graph = load_graph_from_args(args)
     if args.source or args.sources_file:

@@ -183,21 +183,44 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     return np.concatenate(chunks)
 
 
+def check_method_name(method: str, backend: str = "auto") -> None:
+    """Refuse what can be told of ``method`` and ``backend`` without the graph, before
+    the graph is read: an unknown name or another backend (usage errors, exit 2), and a
+    GPU method or ``--backend gpu`` where no CUDA device is visible (exit 4; it came only
+    after the input was ingested, and for ``auto`` named a method the user never asked
+    for: "method 'hbf' needs a CUDA device")."""
+    from gpu_sssp import kernels
+    from gpu_sssp.kernels.errors import GPUUnavailableError
+
+    if method != "auto":
+        if method not in kernels.available_methods():
+            raise UsageError(f"unknown method {method!r}; available: {', '.join(kernels.available_methods())}")
+        from gpu_sssp.kernels.registry import backends_of
+
+        on = backends_of(method)
+        if backend not in ("auto", *on):
+            raise OptionError(f"method {method!r} runs on the {' or '.join(on)} backend, not {backend!r}")
+    if kernels.device_count() > 0:
+        return
+    from gpu_sssp.kernels.registry import resolve_backend
+
+    if resolve_backend(method, backend) == "gpu":
+        if method == "auto":
+            raise GPUUnavailableError(f"--backend gpu needs a CUDA device; none is visible here (--backend cpu, or "
+                                      "auto, runs the CPU methods)")
+        raise GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
+
+
 def check_method(graph, method: str, backend: str = "auto") -> None:
     """Refuse, as a usage error, a method the user named that cannot solve ``graph``
     (unknown name, another backend, negative weights it does not take), before any
     work starts."""
     from gpu_sssp import kernels
 
+    check_method_name(method, backend)
     if method == "auto":
         return
-    if method not in kernels.available_methods():
-        raise UsageError(f"unknown method {method!r}; available: {', '.join(kernels.available_methods())}")
-    from gpu_sssp.kernels.registry import backends_of, resolve_backend
-
-    on = backends_of(method)
-    if backend not in ("auto", *on):
-        raise OptionError(f"method {method!r} runs on the {' or '.join(on)} backend, not {backend!r}")
+    from gpu_sssp.kernels.registry import resolve_backend
     # the registration solve will run (phast: the CPU one where no GPU is visible), so
     # that its refusal names that backend's fallback
     spec = kernels.get(method, resolve_backend(method, backend))

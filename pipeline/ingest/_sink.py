@@ -303,16 +303,21 @@ class EdgeSink:
         a self-loop is emitted once.
     weights : a :class:`WeightPlan`.
     id_type : "int32" or "int64".
+    drawn : the option that drew the weights (``sssp generate``'s ``--weights 1:100``),
+        named instead of a file line when a weight is refused; default: ``--weights``
+        with the plan's label where the plan draws them (``random:...``).
     """
 
     def __init__(self, out, display, *, vertices, id_base, expand, weights: WeightPlan,
                  id_type="int32", row_group_size=1 << 20, limits: Limits | None = None,
-                 header_line=None):
+                 header_line=None, drawn: str | None = None):
         self.display = display
         self.limits = limits or Limits()
         self.header_line = header_line
         self._integer = weights.weight_type.startswith("int")
-        self._generated = weights.kind in ("random", "random-float")  # weights not from the file
+        # weights not from the file: a refusal names the option that drew them
+        self._generated = drawn is not None or weights.kind in ("random", "random-float")
+        self._drawn = drawn
         self._wabs = 0.0        # largest |weight| so far, and where: (batch, row, weight)
         self._wabs_at = None
         self._bound_n = None    # set when the solvers' bound needs the in-arc sum (see commit)
@@ -448,10 +453,13 @@ class EdgeSink:
         else:
             where = f" (its largest vertex id is {self.max_id})"
         if self._generated:
-            raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {wv}, which "
+            raise InputError(self.display, None, f"{self._drawn_by()} drew weight {wv}, which "
                              + bound_message(wv, n, bound, self._integer, where, distance_bound))
         raise InputError(self.display, b.line_of(j) if b is not None else None,
                          f"weight {wv} " + bound_message(wv, n, bound, self._integer, where, distance_bound))
+
+    def _drawn_by(self) -> str:
+        return self._drawn or f"--weights {self.wp.label}"
 
     def _in_arc_sum(self, n: int):
         """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
@@ -521,7 +529,7 @@ class EdgeSink:
             i = int(np.argmax(bad))
             v = w[i].item()
             if self._generated:
-                raise InputError(self.display, None, f"--weights {self.wp.label} drew weight {v}, {what(i, v)}")
+                raise InputError(self.display, None, f"{self._drawn_by()} drew weight {v}, {what(i, v)}")
             raise InputError(self.display, batch.line_of(i) if batch else None, f"weight {v} {what(i, v)}")
 
         if w.dtype == t:

@@ -655,8 +655,19 @@ class Source:
         if self.path.is_char_device() or self.path.is_block_device():
             # /dev/zero, /dev/urandom, a disk: endless or not a file of text (it read for ever)
             raise InputError(self.display, None, "is a device, expected a graph file")
+        if self.path.is_fifo() or self.path.is_socket():
+            # a pipe (`<(zcat g.gr)`, a mkfifo) is read more than once here (its first bytes
+            # for the format, then the text): the second read found it empty ("empty
+            # file" of a pipe that was not) or, for a named FIFO, waited for ever
+            raise InputError(self.display, None, "is a pipe (FIFO) or socket, not a file: an input is read "
+                             "more than once (its format, then its text); save it to a file first")
         with open(self.path, "rb") as f:
             magic = f.read(8)
+        if magic[:4] == b"PAR1":
+            # a Parquet file under another name was read as text: "non-numeric source id
+            # 'PAR1\x15...'" (an edge list's first line, or a sources file's)
+            raise InputError(self.display, None, "is a Parquet file (it starts with PAR1), which is read as one "
+                             "only under a name ending in .parquet: rename it (or link it) to end in .parquet")
         self.compression = compression_of(self.path, magic)
         named = named_compression(self.path.name)
         if named is not None and named != self.compression:

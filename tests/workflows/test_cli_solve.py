@@ -92,6 +92,7 @@ def test_a_failed_write_names_out_not_its_temporary_file(rome99, tmp_path, capsy
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(writers, "write_parquet_atomic", full)
+    monkeypatch.setattr(writers, "write_parquet_parts_atomic", full)  # (-o writes its table in parts)
     out = tmp_path / "d.parquet"
     assert main(["solve", str(rome99), "-s", "1", "-o", str(out)]) == 2
     err = capsys.readouterr().err
