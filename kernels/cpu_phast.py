@@ -783,14 +783,24 @@ def _distinct(sources):
     return sources[keep], rank[inv]
 
 
+#: the most threads ``$SSSP_PHAST_THREADS`` may ask of one call (each is an OS thread)
+MAX_THREADS = 4096
+
+
 def default_threads() -> int:
     """Threads of a ``phast`` call when not given: ``$SSSP_PHAST_THREADS``, else the CPUs
     this process may run on, at most ``$OMP_NUM_THREADS`` when that is set (Dask's worker
     processes set it to 1, so a local CPU cluster of one worker per core does not
     oversubscribe the cores)."""
     env = os.environ.get("SSSP_PHAST_THREADS")
-    if env:
-        return max(1, int(env))
+    if env and env.strip():  # blank: as unset
+        text = env.strip()
+        if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+            from gpu_sssp.kernels.errors import UsageError
+
+            raise UsageError(f"SSSP_PHAST_THREADS must be a whole number from 1 to {MAX_THREADS}, got {env!r} "
+                             "(unset it for one thread per CPU this process may use)")
+        return int(text)
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux

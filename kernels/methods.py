@@ -28,7 +28,7 @@ register("bfs-hierarchical", "gpu", "gpu_sssp.kernels.gpu.bfs:hierarchical", neg
          description="level-synchronous BFS, per-warp hierarchical queues (paper 002); equal weights only")
 register("dijkstra-gpu", "gpu", "gpu_sssp.kernels.gpu.dijkstra_gpu:solve", negative_weights=False,
          description="Dijkstra with parallel-reduction extract-min, one launch per vertex (paper 003); "
-                     "refuses hour-long runs unless force=True")
+                     "refuses runs estimated over 10 minutes (its max_seconds) unless force=True")
 register("queue-bf", "gpu", "gpu_sssp.kernels.gpu.queue_bf:solve", negative_weights=True,
          description="Bellman-Ford driven by per-block queues of updated vertices (paper 003)")
 register("delta", "gpu", "gpu_sssp.kernels.gpu.delta:solve", negative_weights=False,

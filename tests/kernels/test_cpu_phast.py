@@ -303,3 +303,25 @@ def test_warmup_preload_thread(monkeypatch):
     assert t is not None and t.daemon
     t.join(120)
     assert not t.is_alive() and auto._warm_here()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5", "99999", " "])
+def test_phast_threads_from_the_environment_is_checked(monkeypatch, value):
+    """``SSSP_PHAST_THREADS=abc`` ended in int()'s traceback; ``0`` and ``-2`` were taken
+    as 1 and a huge count started that many threads: one line naming the variable."""
+    from gpu_sssp.kernels import cpu_phast
+    from gpu_sssp.kernels.errors import UsageError
+
+    monkeypatch.setenv("SSSP_PHAST_THREADS", value)
+    if not value.strip():  # blank: as unset
+        assert cpu_phast.default_threads() >= 1
+        return
+    with pytest.raises(UsageError, match="SSSP_PHAST_THREADS must be a whole number from 1 to 4096"):
+        cpu_phast.default_threads()
+
+
+def test_phast_threads_from_the_environment_is_used(monkeypatch):
+    from gpu_sssp.kernels import cpu_phast
+
+    monkeypatch.setenv("SSSP_PHAST_THREADS", "3")
+    assert cpu_phast.default_threads() == 3
