@@ -1181,7 +1181,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 1
+LATE_GATE_VERSION = 2
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
@@ -1256,7 +1256,8 @@ def _late_gate_class():
         scheduler (no task goes to it) until it has shown that it can serve every running
         study (gpu_sssp imports there, the same gpu-sssp version as the study's client,
         the study's graph plugin loaded); then it gets tasks as any worker.  One that
-        cannot is refused: it stays paused while the studies run, the scheduler logs why
+        cannot is refused: it stays paused while the studies that refused it run (then it
+        is checked again for the others), the scheduler logs why
         and each study's client is told (an event on its topic).  The worker's own status
         changes to ``running`` are kept back meanwhile (Dask would hand it tasks at
         once); once no study runs, every worker held or refused is put back as it asked.
@@ -1304,11 +1305,26 @@ def _late_gate_class():
         def end(self, s, token):
             self.studies.pop(token, None)
             if self.studies:
+                self._recheck_refused(s)
                 return
             for addr in list(self.held):
                 self._put_back(s, addr, self.held.pop(addr))
             for addr in list(self.refused):
                 self._put_back(s, addr, self.refused.pop(addr)["want"])
+
+        def _recheck_refused(self, s):
+            """A worker refused only by studies that have all ended is checked again for
+            those still running (their start check may have taken it: kept paused, it
+            served none of them until every study had ended)."""
+            for addr, r in list(self.refused.items()):
+                by = r.get("by")  # None: refused by an earlier gate, kept as it was
+                if by is None or any(t in self.studies for t in by):
+                    continue
+                del self.refused[addr]
+                if addr in s.workers:
+                    self.held[addr] = r["want"]
+                    if not s._ongoing_background_tasks.closed:
+                        s._ongoing_background_tasks.call_soon(self._check, s, addr)
 
         def add_worker(self, scheduler=None, worker=None):
             if self.studies:
@@ -1460,7 +1476,7 @@ def _late_gate_class():
             ws = s.workers.get(addr)
             name = str(getattr(ws, "name", "") or "")
             if want is not None:  # kept paused while the studies run
-                self.refused[addr] = {"want": want, "reason": reason}
+                self.refused[addr] = {"want": want, "reason": reason, "by": sorted(self.studies)}
             logging.getLogger("distributed.scheduler").warning(
                 "sssp: worker %s (%s), joined while a study ran, refused: %s", name, addr, reason)
             for st in self.studies.values():

@@ -196,3 +196,48 @@ def test_the_graph_plugin_refuses_another_gpu_sssp_version(tmp_path, monkeypatch
         q.setup()
         assert q.wait(30) is not None
     _GRAPHS.pop(fp, None)
+
+
+@pytest.mark.slow
+def test_a_worker_refused_by_one_study_serves_another_once_that_one_ends(tmp_path, monkeypatch):
+    """Two studies on one cluster (two clients): a worker refused by study A (A's graph
+    plugin never reached it: A's graph is not readable there) stayed paused until every
+    study had ended - also for study B, which began after the refusal and whose start
+    check accepted the worker: B got no batch to it even after A ended (with B's other
+    workers gone, B waited for ever with a healthy worker paused).  Now, once the studies
+    that refused it have ended, it is checked again for those still running."""
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from gpu_sssp.pipeline import cluster as C
+
+    monkeypatch.setattr(C, "LATE_PLUGIN_MISSING_S", 2.0)  # built into the gate sent to the scheduler
+
+    def status(c, name):
+        return c.run_on_scheduler(lambda dask_scheduler: {str(w.name): w.status.name
+                                                           for w in dask_scheduler.workers.values()}.get(name))
+
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    try:
+        with Client(scheduler_file=str(cluster.file), timeout=60) as ca, \
+                Client(scheduler_file=str(cluster.file), timeout=60) as cb:
+            a = C.hold_late_workers(ca, "study-a", plugin="sssp-graph-a-absent",
+                                    vetted=list(ca.scheduler_info()["workers"]), on_refused=lambda line: None)
+            _late_worker(cluster, "late", None)
+            deadline = time.monotonic() + 60
+            while not a.refused:
+                assert time.monotonic() < deadline, "the late worker was not refused by study A"
+                time.sleep(0.1)
+            assert status(ca, "late") == "paused"
+            cb.register_plugin(WorkerPlugin(), name="sssp-graph-b")  # study B's graph plugin, loaded everywhere
+            b = C.hold_late_workers(cb, "study-b", plugin="sssp-graph-b",
+                                    vetted=list(cb.scheduler_info()["workers"]), on_refused=lambda line: None)
+            a.close()  # A ends; B, whose start check took the late worker, goes on
+            deadline = time.monotonic() + 30
+            while status(cb, "late") != "running":
+                assert time.monotonic() < deadline, "the late worker stayed paused for study B"
+                time.sleep(0.1)
+            b.close()
+            assert status(cb, "late") == "running" and status(cb, "node0") == "running"
+    finally:
+        cluster.close()
