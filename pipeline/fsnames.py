@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import os
 
-__all__ = ["is_utf8", "shown", "safe_name", "arrow_file", "open_parquet", "read_table", "read_metadata"]
+__all__ = ["is_utf8", "shown", "safe_name", "refuse_pipe", "arrow_file", "open_parquet", "read_table", "read_metadata"]
 
 
 def is_utf8(path) -> bool:
@@ -47,6 +47,27 @@ def safe_name(name) -> str:
     return "input-" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
 
 
+def refuse_pipe(path, why: str, display=None) -> None:
+    """Refuse an input that is a pipe, FIFO or socket (``<(zcat g.gr)``, a ``mkfifo``):
+    it cannot be read as ``why`` says (a named FIFO was waited on for ever).
+
+    Raises
+    ------
+    pipeline.errors.InputError
+        One line naming ``display`` (default ``path``)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing or unreadable: the caller's own open says so
+        return
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        from .errors import InputError
+
+        raise InputError(display if display is not None else path, None,
+                         f"is a pipe (FIFO) or socket, not a file: {why}; save it to a file first")
+
+
 @contextlib.contextmanager
 def arrow_file(path, mode: str = "rb"):
     """Yield what to hand pyarrow for ``path``: the name (a ``str``) when pyarrow can
@@ -57,6 +78,8 @@ def arrow_file(path, mode: str = "rb"):
     interpreter, see ``pipeline.ingest._records.arrow_copy``).  Where ``/proc`` is not
     mounted, the file object itself is handed over."""
     p = os.fspath(path)
+    if mode == "rb":
+        refuse_pipe(p, "a Parquet file is read from its end (its footer) first")
     if is_utf8(p):
         yield os.fsdecode(p)
         return

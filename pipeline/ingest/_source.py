@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
+from ..fsnames import refuse_pipe
 from ._records import NumberTooLarge, lone_cr_note
 
 try:  # optional: .zst inputs
@@ -655,12 +656,10 @@ class Source:
         if self.path.is_char_device() or self.path.is_block_device():
             # /dev/zero, /dev/urandom, a disk: endless or not a file of text (it read for ever)
             raise InputError(self.display, None, "is a device, expected a graph file")
-        if self.path.is_fifo() or self.path.is_socket():
-            # a pipe (`<(zcat g.gr)`, a mkfifo) is read more than once here (its first bytes
-            # for the format, then the text): the second read found it empty ("empty
-            # file" of a pipe that was not) or, for a named FIFO, waited for ever
-            raise InputError(self.display, None, "is a pipe (FIFO) or socket, not a file: an input is read "
-                             "more than once (its format, then its text); save it to a file first")
+        # a pipe (`<(zcat g.gr)`, a mkfifo) is read more than once here (its first bytes
+        # for the format, then the text): the second read found it empty ("empty
+        # file" of a pipe that was not) or, for a named FIFO, waited for ever
+        refuse_pipe(self.path, "an input is read more than once (its format, then its text)", self.display)
         with open(self.path, "rb") as f:
             magic = f.read(8)
         if magic[:4] == b"PAR1":

@@ -86,3 +86,23 @@ def test_a_parquet_file_under_another_name_is_named_as_such(rome99, tmp_path, ca
     err = capsys.readouterr().err
     assert err == (f"error: {pq_file}: is a Parquet file (it starts with PAR1), which is read as one only under a "
                    "name ending in .parquet: rename it (or link it) to end in .parquet\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+@pytest.mark.parametrize("command", [["solve", "GRAPH", "--sources-file", "FIFO"], ["solve", "FIFO", "-s", "1"]])
+def test_a_named_fifo_with_a_parquet_name_is_refused_not_waited_on(rome99, tmp_path, command):
+    """The README says inputs are regular files and a FIFO is refused in one line: one
+    named ``*.parquet`` (a graph, a sources or targets file) went to pyarrow, which
+    waited on it for ever (SIGTERM did not stop it)."""
+    fifo = tmp_path / "fifo.parquet"
+    os.mkfifo(fifo)
+    argv = [{"GRAPH": str(rome99), "FIFO": str(fifo)}.get(a, a) for a in command]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        cp = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], capture_output=True,
+                            text=True, timeout=60, env=env, cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"sssp {' '.join(command)} waited on the FIFO")
+    assert cp.returncode == 2, cp.stderr
+    assert cp.stderr == f"error: {fifo}: is a pipe (FIFO) or socket, not a file: a Parquet file is read from " \
+                        "its end (its footer) first; save it to a file first\n"
