@@ -176,28 +176,22 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         g = graph
 
     def ids(x, what):
-        if isinstance(x, str) and x == "all":
-            return _np.arange(g.n, dtype=_np.int64)
-        from gpu_sssp.kernels.errors import UsageError
+        from gpu_sssp.kernels.errors import OptionError, UsageError
+        from gpu_sssp.pipeline.sources import id_choice
 
-        if isinstance(x, (str, _os.PathLike)):  # a file of ids, as the command line reads it
+        kind, value = id_choice(x, what, OptionError)  # the rule study(sources=, targets=) takes too
+        if kind == "all":
+            return _np.arange(g.n, dtype=_np.int64)
+        if kind == "file":  # a file of ids, as the command line reads it
             if what == "source":
                 from gpu_sssp.pipeline.sources import read_source_file as read
             else:
                 from gpu_sssp.pipeline.targets import read_target_file as read
-            return g.to_index(read(x, g), what=f"{what} in {_os.fspath(x)}")
-        if isinstance(x, (bool, _np.bool_)) or not (isinstance(x, (int, _np.integer, _np.ndarray))
-                                                    or hasattr(x, "__iter__")):
-            from gpu_sssp.kernels.errors import OptionError
-
-            raise OptionError(f"{what}s: expected 'all', an id, a sequence of ids or a file of ids, got {x!r}")
-        if isinstance(x, (int, _np.integer)):
-            x = [x]  # one id
-        arr = list(x) if not isinstance(x, _np.ndarray) else x
-        if _np.size(arr) == 0:
+            return g.to_index(read(value, g), what=f"{what} in {_os.fspath(value)}")
+        if _np.size(value) == 0:
             raise UsageError(f"no {what} ids given")
         # an id beyond 64 bits is refused with the range of ids, not an OverflowError
-        return g.to_index(arr, what=what)
+        return g.to_index(value, what=what)
 
     # False/None/0 (NumPy's bools too) give the array, True/1 the wide table: decided here
     # once, since 0 and np.False_ compare equal to False but are not the False object

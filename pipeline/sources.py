@@ -504,6 +504,46 @@ def first_occurrences(idx: np.ndarray) -> tuple[np.ndarray, int]:
     return (idx[np.sort(first)] if dropped else idx), int(dropped)
 
 
+def id_choice(x, what: str, error=UsageError, *, files: bool = True, name: str | None = None):
+    """What a Python caller's sources or targets value ``x`` names, by the one rule of
+    ``gpu_sssp.matrix``, ``study(sources=..., targets=...)`` and :func:`plan_sources` /
+    ``plan_targets``: ``("all", None)``; ``("file", path)`` for any other ``str``,
+    ``bytes`` or ``os.PathLike`` (``files=False``: refused); ``("ids", ids)`` for one
+    integer or a sequence (a list of them) or a 0- or 1-D array of them.
+
+    Raises ``error`` (one line naming ``what``) for anything else: a bool, a float,
+    ``None``, a set or a dict (no order: the matrix's rows and columns follow it), a 2-D
+    array, an empty name.  The ids themselves are checked by ``Graph.to_index``.  ``name``:
+    the parameter the line names (default ``what`` + "s")."""
+    label = name or f"{what}s"
+    if files and isinstance(x, str) and x == "all":
+        return "all", None
+    if isinstance(x, (bytes, bytearray)):
+        x = os.fsdecode(bytes(x))
+    if isinstance(x, (str, os.PathLike)):
+        if not files:  # ids=: a file goes as sources_file=
+            raise error(f"{label}: expected an id or a sequence of ids, got the name {os.fspath(x)!r} (a file of "
+                        f"ids goes as {what}s_file= or {what}s=)")
+        if not os.fspath(x).strip():  # Path("") is ".": "is a folder" would name no problem
+            raise error(f"{label}: an empty name is neither 'all' nor a file of ids")
+        return "file", x
+    ids = None
+    if isinstance(x, np.ndarray):
+        if x.ndim <= 1:
+            ids = x.reshape(-1)
+    elif isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        ids = [x]  # one id
+    elif not isinstance(x, (bool, np.bool_, set, frozenset, dict, float)) and hasattr(x, "__iter__"):
+        ids = list(x)
+    if ids is None:
+        shown = repr(x)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        why = " (a set or dict has no order: give a list)" if isinstance(x, (set, frozenset, dict)) else ""
+        want = "'all', an id, a sequence of ids or a file of ids" if files else "an id or a sequence of ids"
+        raise error(f"{label}: expected {want}, got {shown}{why}")
+    return "ids", ids
+
+
 def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
                  seed: int | None = None, order: str = "locality") -> SourcePlan:
     """Choose a study's sources.
@@ -541,18 +581,15 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     if len(chosen) > 1:
         raise UsageError(f"choose the sources one way only (got {', '.join(chosen)})")
     if chosen == ["sources"]:
-        # as gpu_sssp.matrix takes them (the command line's --sources is 'all' only): file
-        # ids, one or a sequence, or a file of ids
-        if isinstance(sources, (str, os.PathLike)):
-            sources, sources_file, chosen = None, sources, ["file"]
-        elif isinstance(sources, (bool, np.bool_, dict)) or not (
-                isinstance(sources, (int, np.integer)) or hasattr(sources, "__iter__")):
-            raise UsageError(f"sources takes 'all', file ids (one or a sequence) or a file of ids, got "
-                             f"{sources!r}")
+        # as gpu_sssp.matrix takes them (the command line's --sources is 'all' only)
+        kind, value = id_choice(sources, "source", UsageError)
+        sources = None
+        if kind == "file":
+            sources_file, chosen = value, ["file"]
         else:
-            sources, ids, chosen = None, sources, ["ids"]
-    if isinstance(ids, (int, np.integer)) and not isinstance(ids, (bool, np.bool_)):
-        ids = [ids]  # one id
+            ids, chosen = value, ["ids"]
+    elif ids is not None and ids is not False:
+        kind, ids = id_choice(ids, "source", UsageError, files=False, name="ids")
     if order not in ORDERS:
         raise UsageError(f"order must be one of {ORDERS}, got {order!r}")
     how: dict = {}

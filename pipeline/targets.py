@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, read_id_file
+from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, id_choice, read_id_file
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
 #: both options would otherwise draw the same vertices)
@@ -89,24 +89,20 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, "--target-seed")
         idx = draw_vertices(graph.n, k, seed, "--target-seed")
         how = {"kind": "random", "seed": seed}
-    elif isinstance(targets, str) and targets == "all":
-        idx = np.arange(graph.n, dtype=np.int64)
-        how = {"kind": "all"}
-    elif isinstance(targets, (str, os.PathLike)):
-        if not os.fspath(targets).strip():  # Path("") is ".": "is a folder" named no problem
-            raise UsageError("--targets: an empty name is neither 'all' nor a targets file")
-        file_ids = read_target_file(targets, graph)
-        idx = file_ids - graph.id_base
-        how = {"kind": "file", "file": os.fspath(targets)}
     else:
-        if isinstance(targets, (bool, np.bool_)) or not (isinstance(targets, (int, np.integer))
-                                                         or hasattr(targets, "__iter__")):
-            raise UsageError(f"targets: expected 'all', an id, a sequence of ids or a file of ids, got {targets!r}")
-        targets = [targets] if isinstance(targets, (int, np.integer)) else list(targets)  # one id: a list of one
-        if len(targets) == 0:
-            raise UsageError("no target ids given")
-        idx = graph.to_index(targets, what="target")
-        how = {"kind": "list"}
+        kind, value = id_choice(targets, "target", UsageError)
+        if kind == "all":
+            idx = np.arange(graph.n, dtype=np.int64)
+            how = {"kind": "all"}
+        elif kind == "file":
+            file_ids = read_target_file(value, graph)
+            idx = file_ids - graph.id_base
+            how = {"kind": "file", "file": os.fspath(value)}
+        else:
+            if len(value) == 0:
+                raise UsageError("no target ids given")
+            idx = graph.to_index(value, what="target")
+            how = {"kind": "list"}
     idx = np.asarray(idx, dtype=np.int64)
     how.update(count=int(len(idx)), distinct=int(len(np.unique(idx))))
     return TargetPlan(idx, how)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -215,9 +216,13 @@ def test_matrix_reads_id_files_and_takes_one_id(tmp_path):
     (tmp_path / "bad.txt").write_text("1\n99999\n")
     with pytest.raises(ValueError, match="bad.txt:2: target 99999 is not a vertex"):
         sssp.matrix(g, 1, tmp_path / "bad.txt")
-    for bad in (True, 1.5, None):
+    for bad in (True, 1.5, None, {1, 2}, np.ones((2, 2), dtype=np.int64)):
         with pytest.raises(sssp.kernels.errors.OptionError, match="expected 'all', an id"):
-            sssp.matrix(g, bad, 1)
+            sssp.matrix(g, bad, 1)  # a set: its order would be the matrix's rows
+    # one rule with study(sources=, targets=): a name as bytes is a file (it was read as
+    # a list of byte values), a 0-d array one id
+    assert np.array_equal(sssp.matrix(g, np.array(2), os.fsencode(str(tmp_path / "t.txt")), backend="cpu"),
+                          ref[:1, [0, 2, 2]])
 
 
 def test_solve_with_no_sources_says_so(tmp_path):

@@ -3,7 +3,9 @@ study's small parts: source planning, atomic writers, the journal, size estimate
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
 
 import numpy as np
 import pyarrow as pa
@@ -333,10 +335,19 @@ def test_plan_sources_takes_file_ids_and_files_as_sources_as_matrix_does(tmp_pat
         assert sp.sources.tolist() == [4, 8] and sp.how == dict(sp.how, kind="file", file=str(f))
     with pytest.raises(ValueError, match="source 100 does not exist"):
         plan_sources(g, sources=[1, 100])
-    for bad in (True, 2.5, {"a": 1}, object()):
-        with pytest.raises(ValueError, match="sources takes 'all', file ids") as err:
+    for bad in (True, 2.5, {"a": 1}, {5, 7}, object(), np.zeros((2, 2), dtype=np.int64)):
+        with pytest.raises(ValueError, match="sources: expected 'all', an id, a sequence of ids or a file") as err:
             plan_sources(g, sources=bad)
         assert "--source" not in str(err.value)  # no command-line wording for a Python caller
+    # the review's cases: a name as bytes is a file (it was read as a list of byte values),
+    # a 0-d array one id (a traceback), ids=True refused in one line (a traceback)
+    assert plan_sources(g, sources=os.fsencode(str(f)), order="given").sources.tolist() == [4, 8]
+    assert plan_sources(g, sources=np.array(7)).sources.tolist() == [7]
+    for bad in (True, "s.ss"):
+        with pytest.raises(ValueError, match="ids: expected an id"):
+            plan_sources(g, ids=bad)
+    with pytest.raises(ValueError, match="an empty name is neither 'all' nor a file of ids"):
+        plan_sources(g, sources="")
     with pytest.raises(ValueError, match=r"one way only \(got sources, ids\)"):
         plan_sources(g, sources=[1], ids=[2])
     with pytest.raises(ValueError, match=r"one way only \(got sources, random\)"):
