@@ -27,6 +27,13 @@ log = logging.getLogger(__name__)
 ORDERS = ("locality", "given")
 
 
+def ids_digest(idx) -> str:
+    """The digest of an ordered list of internal indices that identifies a study's sources
+    or targets (recorded in its manifest and in ``targets.parquet``'s metadata): the first
+    16 hex digits of the SHA-256 of their int64 bytes."""
+    return hashlib.sha256(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
 @dataclass
 class SourcePlan:
     """The sources of a study (internal 0-based indices, in solving order).
@@ -49,7 +56,7 @@ class SourcePlan:
 
     def digest(self) -> str:
         """A digest of the ordered source list (identifies the plan on resume)."""
-        return hashlib.sha256(np.ascontiguousarray(self.sources, dtype=np.int64).tobytes()).hexdigest()[:16]
+        return ids_digest(self.sources)
 
     def batches(self, batch_size: int, workers: int = 1, merge: bool = True) -> list[np.ndarray]:
         return make_batches(self.sources, batch_size, workers, merge)
@@ -355,12 +362,10 @@ def _check_older_targets(path, graph, what: str, ids: np.ndarray, digest) -> Non
     InputError
         One line naming the file, what is wrong and how to go on.
     """
-    import hashlib
-
     from gpu_sssp.pipeline.errors import InputError
 
     def digest_in(base: int) -> str:
-        return hashlib.sha256(np.ascontiguousarray(ids - base, dtype=np.int64).tobytes()).hexdigest()[:16]
+        return ids_digest(ids - base)
 
     found = [b for b in (0, 1) if isinstance(digest, str) and digest_in(b) == digest]
     if found == [int(graph.id_base)]:

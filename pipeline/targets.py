@@ -5,14 +5,13 @@ columns, in that order (a study writes them once to ``<out>/targets.parquet``).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, id_choice, read_id_file
+from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, id_choice, ids_digest, read_id_file
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
 #: both options would otherwise draw the same vertices)
@@ -38,7 +37,7 @@ class TargetPlan:
         return int(len(self.targets))
 
     def digest(self) -> str:
-        return hashlib.sha256(np.ascontiguousarray(self.targets, dtype=np.int64).tobytes()).hexdigest()[:16]
+        return ids_digest(self.targets)
 
 
 def read_target_file(path, graph) -> np.ndarray:

@@ -171,7 +171,7 @@ _LOADED: dict = {}
 def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
     """The targets (internal indices) from a study's ``targets.parquet``, read once per
     worker process and checked against the plan's digest."""
-    import hashlib
+    from gpu_sssp.pipeline.sources import ids_digest
 
     key = (path, digest)
     got = _LOADED.get(key)
@@ -180,7 +180,7 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
 
         ids = read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
         got = ids - id_base
-        mine = hashlib.sha256(np.ascontiguousarray(got).tobytes()).hexdigest()[:16]
+        mine = ids_digest(got)
         if mine != digest:
             raise StudyError(f"{path}: the targets differ from the study's (digest {mine}, expected {digest})")
         if len(_LOADED) >= 4:
