@@ -246,7 +246,8 @@ def run(args) -> int:
             raise OptionError("--from-rows summarises existing rows; give no GRAPH with it")
         try:
             table, ctx = report.load_rows(args.from_rows)
-        except ValueError as exc:  # not bench rows, or (pyarrow's ArrowInvalid) not Parquet at all
+        except (ValueError, FileNotFoundError) as exc:  # not bench rows, (pyarrow's ArrowInvalid) not
+            # Parquet at all, or no such file: the line names the option
             raise UsageError(f"--from-rows: {exc}") from None
         for text in ctx.pop("read_notes", []):
             console.print(f"[yellow]note:[/] {escape(text)}", highlight=False)

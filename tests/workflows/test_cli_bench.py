@@ -322,6 +322,7 @@ def _parquet_with_meta(path, meta_bytes):
     (lambda d: _parquet_with_meta(d / "list.parquet", b"[1, 2]"), "not a `sssp bench` rows file"),
     (lambda d: _parquet_with_meta(d / "cols.parquet", json.dumps({"kind": "bench-rows"}).encode()),
      "missing column"),
+    (lambda d: d / "nosuch.parquet", "--from-rows: "),  # it named no option
 ])
 def test_bench_from_rows_on_a_wrong_file_is_one_line_naming_it(tmp_path, capsys, make, match):
     """--from-rows /dev/zero said only 'error: /dev/zero'; a Parquet file whose 'sssp'
