@@ -154,17 +154,21 @@ def run(args) -> int:
     table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
-    failures = 0
+    failures = checked = 0
     for name, backend in todo:
         spec = kernels.get(name, backend)
         why = spec.unsuitable(graph)
         if why:
             table.add_row(name, spec.backend, f"[dim]skipped: {escape(why)}[/]", "")
             continue
+        checked += 1
         res = kernels.solve(graph, src, method=name, backend=spec.backend, predecessors=True)
         problems = compare(graph, ref, res)
         failures += bool(problems)
         table.add_row(name, spec.backend, "[green]ok[/]" if not problems else "[red]" + "; ".join(problems) + "[/]",
                       f"{res.counters.get('kernel_ms', 0):.2f}")
     console.print(table)
+    if todo and not checked:  # exit 0 said "verified" where nothing was
+        raise UsageError(f"nothing was checked: every method asked for was skipped on {graph.name} (the table says "
+                         "why); name one that can solve it (--methods all checks every one that can)")
     return 1 if failures else 0

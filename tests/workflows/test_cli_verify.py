@@ -172,9 +172,10 @@ def test_verify_all_skips_phast_with_the_reason(graph, why, request, capsys):
     rows = _rows(capsys.readouterr().out)
     assert rows["dijkstra@cpu"] == ("cpu", "ok")
     assert rows["phast@cpu"][1].startswith("skipped: phast:")
-    assert main(["verify", str(path), "--methods", "phast@cpu"]) == 0
-    out = capsys.readouterr().out
-    assert why in " ".join(out.split())
+    # phast alone: skipped with the reason, and nothing checked is exit 2, not a pass
+    assert main(["verify", str(path), "--methods", "phast@cpu"]) == 2
+    got = capsys.readouterr()
+    assert why in " ".join(got.out.split()) and "nothing was checked" in got.err
 
 
 @pytest.mark.parametrize("graph, why", [("not_road_like", "hop depth"), ("float_weights", "float64 weights")])

@@ -38,3 +38,16 @@ def test_the_defaults_still_draw_eight_sources_with_seed_0(rome99, capsys):
     assert main(["verify", str(rome99), "--methods", "dijkstra", "-s", "1", "-s", "1"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "random" not in out and "1 sources" in out
+
+
+def test_a_verify_that_checked_nothing_is_not_a_success(tmp_path, capsys):
+    """`verify NEG --methods dijkstra` skipped dijkstra (negative weights), printed its
+    table and exited 0 - 'verified' where nothing was checked.  Now one line, exit 2; a
+    run where one method of several is skipped still passes."""
+    g = tmp_path / "neg.gr"
+    g.write_text("p sp 3 2\na 1 2 -1\na 2 3 1\n")
+    assert main(["verify", str(g), "--methods", "dijkstra", "-s", "1"]) == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "nothing was checked: every method asked for was skipped" in errors[0], err
+    assert main(["verify", str(g), "--methods", "dijkstra,bellman-ford", "-s", "1"]) == 0
