@@ -107,6 +107,13 @@ def run(args) -> int:
         kw = dict(rows=args.rows, cols=args.cols, undirected=not args.asymmetric, **common)
     else:
         kw = dict(n=args.vertices, m=args.edges, undirected=args.undirected, **common)
+    if kw["undirected"] and args.weights[0] < 0:
+        # asked for, so made (a test graph for negative-cycle detection), but said: every
+        # negative edge is a negative cycle, there and back (--negative-fraction refuses it)
+        Console(stderr=True).print(
+            f"note: an undirected graph with weights down to {args.weights[0]}: every negative edge is a negative "
+            "cycle (there and back), so solvers will report one; a directed graph (no --undirected; grid "
+            "--asymmetric) with --negative-fraction has negative weights and no negative cycle", highlight=False)
     t0 = time.perf_counter()
     with no_new_folders_on_failure(args.output):  # (the writer makes its folders when it opens)
         meta = generate(args.family, Path(args.output), **kw)

@@ -117,3 +117,17 @@ def test_weights_within_the_bound_are_written_and_solved(tmp_path, capsys):
     rc, err, out = _gen(tmp_path, capsys, "grid", "--rows", "3", "--cols", "3", "--weights", "1:1000000000000000")
     assert rc == 0, err
     assert main(["solve", str(out), "-s", "0"]) == 0
+
+
+def test_an_undirected_graph_with_negative_weights_is_made_with_a_note(tmp_path, capsys):
+    """`generate grid --weights=-5:-1` (undirected by default) wrote a graph of negative
+    cycles without a word, while --negative-fraction refuses undirected graphs: it is
+    still made (a test input for negative-cycle detection), with a note that says so."""
+    out = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "3", "--cols", "3", "--weights=-5:-1", "-o", str(out), "-q"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert out.exists() and "note: an undirected graph with weights down to -5" in err and "negative cycle" in err
+    out2 = tmp_path / "d.parquet"
+    assert main(["generate", "grid", "--rows", "3", "--cols", "3", "--asymmetric", "--weights=-5:-1", "-o",
+                 str(out2), "-q"]) == 0
+    assert "note:" not in capsys.readouterr().err  # directed: no such note
