@@ -391,7 +391,7 @@ def _read_id_text(path: Path, what: str, check):
     from gpu_sssp.pipeline.ingest._records import RecordSpec, iter_batches
     from gpu_sssp.pipeline.ingest._source import LineCursor, Source
 
-    with Source(path) as src:
+    with Source(path, f"a {what}s file (one id per line or DIMACS .ss)") as src:
         display = src.display
         cursor = LineCursor(src, 1 << 22)
         header = None  # (count, line, text)

@@ -646,16 +646,16 @@ class Source:
     bytes as they were read. Tarballs (SuiteSparse ``.tar.gz``) are opened at their main member.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, what: str = "a graph file"):
         self.path = Path(path)
         self.display = str(path)
         if not self.path.exists():
             raise InputError(self.display, None, "no such file")
         if self.path.is_dir():
-            raise InputError(self.display, None, "is a directory, expected a graph file")
+            raise InputError(self.display, None, f"is a directory, expected {what}")
         if self.path.is_char_device() or self.path.is_block_device():
             # /dev/zero, /dev/urandom, a disk: endless or not a file of text (it read for ever)
-            raise InputError(self.display, None, "is a device, expected a graph file")
+            raise InputError(self.display, None, f"is a device, expected {what}")
         # a pipe (`<(zcat g.gr)`, a mkfifo) is read more than once here (its first bytes
         # for the format, then the text): the second read found it empty ("empty
         # file" of a pipe that was not) or, for a named FIFO, waited for ever

@@ -106,3 +106,12 @@ def test_a_named_fifo_with_a_parquet_name_is_refused_not_waited_on(rome99, tmp_p
     assert cp.returncode == 2, cp.stderr
     assert cp.stderr == f"error: {fifo}: is a pipe (FIFO) or socket, not a file: a Parquet file is read from " \
                         "its end (its footer) first; save it to a file first\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_a_device_as_a_sources_file_is_named_as_one_not_as_a_graph(rome99, capsys):
+    """`solve G --sources-file /dev/zero` said '/dev/zero: is a device, expected a graph
+    file' - the file asked for is a sources file."""
+    assert main(["solve", str(rome99), "--sources-file", "/dev/zero"]) == 2
+    err = capsys.readouterr().err
+    assert "is a device, expected a sources file" in err and "graph file" not in err
