@@ -53,8 +53,9 @@ class Method:
         graph that does not look road-like (:func:`kernels.hierarchy.refusal`); ``advice``
         picks another entry of ``kernels.hierarchy.ADVICE`` than the backend's (``study``)."""
         if graph.has_negative and not self.negative_weights:
+            k = int((graph.weights < 0).sum())
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
-                    f"{int((graph.weights < 0).sum())} negative arcs (use "
+                    f"{k:,} negative arc{'' if k == 1 else 's'} (use "
                     f"{'hbf, bellman-ford' if self.backend == 'gpu' else 'bellman-ford'} or auto)")
         if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
             return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "

@@ -47,7 +47,11 @@ def test_a_verify_that_checked_nothing_is_not_a_success(tmp_path, capsys):
     g = tmp_path / "neg.gr"
     g.write_text("p sp 3 2\na 1 2 -1\na 2 3 1\n")
     assert main(["verify", str(g), "--methods", "dijkstra", "-s", "1"]) == 2
-    err = capsys.readouterr().err
+    got = capsys.readouterr()
+    err = got.err
     errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "nothing was checked: every method asked for was skipped" in errors[0], err
+    # the skip's reason, in the singular for one arc ("1 negative arcs")
+    out = "".join(ch for ch in got.out if ch.isalnum() or ch in " '(")
+    assert "has 1 negative arc (use" in " ".join(out.split()), got.out
     assert main(["verify", str(g), "--methods", "dijkstra,bellman-ford", "-s", "1"]) == 0
