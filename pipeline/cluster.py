@@ -1200,10 +1200,11 @@ def _late_worker_check():
         import logging
         import time as _time
 
-        def refuse(reason):
+        def refuse(reason, plugin=None):
             logging.getLogger("distributed.worker").warning(
                 "refused by the sssp study running on the cluster: %s", reason)
-            return {"refuse": reason}
+            # plugin: the study (its graph plugin) that refused it, where one did
+            return {"refuse": reason} if plugin is None else {"refuse": reason, "plugin": plugin}
 
         try:
             import gpu_sssp.pipeline.plugins  # noqa: F401 - what the study's tasks import
@@ -1226,7 +1227,7 @@ def _late_worker_check():
                     return refuse(f"it is stopping ({dask_worker.status.name}) without the study's graph "
                                   "plugin (see its log)")
                 if _time.monotonic() >= end:
-                    return {"wait": "plugin"}
+                    return {"wait": "plugin", "plugin": st["plugin"]}
                 await asyncio.sleep(0.02)
             ready = getattr(plugin, "_ready", None)
             while ready is not None and not ready.is_set():
@@ -1235,7 +1236,7 @@ def _late_worker_check():
                 await asyncio.sleep(0.01)
             error = getattr(plugin, "_error", None)
             if error is not None:
-                return refuse(f"it cannot load the study's graph ({type(error).__name__}: {error})")
+                return refuse(f"it cannot load the study's graph ({type(error).__name__}: {error})", st["plugin"])
         return {"ok": theirs}
 
     return sssp_late_worker_check
@@ -1458,7 +1459,7 @@ def _late_gate_class():
                         if _time.monotonic() - missing < missing_s:
                             continue
                         r = {"refuse": f"the study's graph plugin did not reach it in {missing_s:g} s "
-                                       "(see its log)"}
+                                       "(see its log)", "plugin": r.get("plugin")}
                     else:
                         missing = None
                         continue
@@ -1467,16 +1468,20 @@ def _late_gate_class():
                     log.info("sssp: worker %s, joined while a study ran, admitted", addr)
                     return
                 reason = r.get("refuse") if isinstance(r, dict) else repr(r)
-                self._refused(s, addr, self.held.pop(addr), str(reason))
+                self._refused(s, addr, self.held.pop(addr), str(reason),
+                              r.get("plugin") if isinstance(r, dict) else None)
                 return
 
-        def _refused(self, s, addr, want, reason):
+        def _refused(self, s, addr, want, reason, plugin=None):
             import logging
 
             ws = s.workers.get(addr)
             name = str(getattr(ws, "name", "") or "")
-            if want is not None:  # kept paused while the studies run
-                self.refused[addr] = {"want": want, "reason": reason, "by": sorted(self.studies)}
+            if want is not None:  # kept paused while the studies that refused it run
+                # a graph plugin that failed there: the studies of that graph refused it
+                # (not every study running); otherwise (gpu_sssp, its version) all did
+                by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)
+                self.refused[addr] = {"want": want, "reason": reason, "by": by or sorted(self.studies)}
             logging.getLogger("distributed.scheduler").warning(
                 "sssp: worker %s (%s), joined while a study ran, refused: %s", name, addr, reason)
             for st in self.studies.values():

@@ -241,3 +241,44 @@ def test_a_worker_refused_by_one_study_serves_another_once_that_one_ends(tmp_pat
             assert status(cb, "late") == "running" and status(cb, "node0") == "running"
     finally:
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_worker_refused_by_one_of_two_running_studies_serves_the_other_once_that_one_ends(tmp_path, monkeypatch):
+    """As above, but study B already ran when the worker joined and A refused it (A's
+    graph plugin never reached it; B's was loaded there): the refusal was recorded as
+    by A and B both, so once A ended it stayed paused for B until B ended too."""
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from gpu_sssp.pipeline import cluster as C
+
+    monkeypatch.setattr(C, "LATE_PLUGIN_MISSING_S", 2.0)
+
+    def status(c, name):
+        return c.run_on_scheduler(lambda dask_scheduler: {str(w.name): w.status.name
+                                                           for w in dask_scheduler.workers.values()}.get(name))
+
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    try:
+        with Client(scheduler_file=str(cluster.file), timeout=60) as ca, \
+                Client(scheduler_file=str(cluster.file), timeout=60) as cb:
+            cb.register_plugin(WorkerPlugin(), name="sssp-graph-b")  # B's graph plugin, loaded everywhere
+            b = C.hold_late_workers(cb, "study-b", plugin="sssp-graph-b",
+                                    vetted=list(cb.scheduler_info()["workers"]), on_refused=lambda line: None)
+            a = C.hold_late_workers(ca, "study-a", plugin="sssp-graph-a-absent",
+                                    vetted=list(ca.scheduler_info()["workers"]), on_refused=lambda line: None)
+            _late_worker(cluster, "late", None)
+            deadline = time.monotonic() + 60
+            while not a.refused:
+                assert time.monotonic() < deadline, "the late worker was not refused by study A"
+                time.sleep(0.1)
+            assert status(ca, "late") == "paused"
+            a.close()  # A ends; B goes on
+            deadline = time.monotonic() + 30
+            while status(cb, "late") != "running":
+                assert time.monotonic() < deadline, "the late worker stayed paused for study B"
+                time.sleep(0.1)
+            b.close()
+    finally:
+        cluster.close()
