@@ -305,6 +305,11 @@ def run(args) -> int:
         read_scheduler_file(args.scheduler_file)
     from gpu_sssp.pipeline.sources import check_seed
 
+    if args.targets is not None and not args.targets.strip():
+        # (plan_targets' line names the Python parameter, "targets:")
+        from gpu_sssp.kernels.errors import UsageError
+
+        raise UsageError("--targets: an empty name is neither 'all' nor a targets file")
     for option, value in (("--seed", args.seed), ("--target-seed", args.target_seed)):
         if value is not None:
             check_seed(value, option)  # before the graph is read (plan_sources / plan_targets check it too)

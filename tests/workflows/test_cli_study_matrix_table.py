@@ -19,3 +19,14 @@ def test_the_summary_table_names_the_targets_whatever_the_statistics_are_over(tm
     # the row (its note wraps in a narrow table)
     assert any(x.startswith("targets 5 5 distinct; stats") for x in rows), out
     assert note.split()[-1] in " ".join(rows), out
+
+
+def test_an_empty_targets_name_names_the_option(tmp_path, capsys):
+    """`sssp study G --targets ""` said 'targets: an empty name ...' (the Python
+    parameter's word, since plan_targets shares id_choice) where it said '--targets:'."""
+    g = grid_parquet(tmp_path)
+    assert main(["study", str(g), "--random", "2", "--targets", "", "--cpu-workers", "1",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "error: --targets: an empty name is neither 'all' nor a targets file" in err, err
+    assert not (tmp_path / "out").exists()
