@@ -1181,7 +1181,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 2
+LATE_GATE_VERSION = 3
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
