@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
