@@ -64,7 +64,6 @@ def test_relaxations_not_counted_stay_unknown(registry_guard):
     assert report.aggregate(out.table)[0]["relax_per_arc"] is None
 
 
-
 @pytest.mark.parametrize("argv, start", [
     (["--algorithms", "nope"], "--algorithms nope: unknown method"),
     (["--algorithms", "auto"], "--algorithms auto: "),

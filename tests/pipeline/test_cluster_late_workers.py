@@ -198,6 +198,20 @@ def test_the_graph_plugin_refuses_another_gpu_sssp_version(tmp_path, monkeypatch
     _GRAPHS.pop(fp, None)
 
 
+def _status(client, name):
+    """The scheduler's status of the worker named ``name`` (None: no such worker)."""
+    return client.run_on_scheduler(lambda dask_scheduler: {str(w.name): w.status.name
+                                                            for w in dask_scheduler.workers.values()}.get(name))
+
+
+def _until(cond, seconds: float, failure: str) -> None:
+    """Wait until ``cond()`` is true, failing with ``failure`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_a_worker_refused_by_one_study_serves_another_once_that_one_ends(tmp_path, monkeypatch):
     """Two studies on one cluster (two clients): a worker refused by study A (A's graph
@@ -213,10 +227,6 @@ def test_a_worker_refused_by_one_study_serves_another_once_that_one_ends(tmp_pat
 
     monkeypatch.setattr(C, "LATE_PLUGIN_MISSING_S", 2.0)  # built into the gate sent to the scheduler
 
-    def status(c, name):
-        return c.run_on_scheduler(lambda dask_scheduler: {str(w.name): w.status.name
-                                                           for w in dask_scheduler.workers.values()}.get(name))
-
     cluster = ProcessCluster(tmp_path / "cluster", n=1)
     try:
         with Client(scheduler_file=str(cluster.file), timeout=60) as ca, \
@@ -224,21 +234,15 @@ def test_a_worker_refused_by_one_study_serves_another_once_that_one_ends(tmp_pat
             a = C.hold_late_workers(ca, "study-a", plugin="sssp-graph-a-absent",
                                     vetted=list(ca.scheduler_info()["workers"]), on_refused=lambda line: None)
             _late_worker(cluster, "late", None)
-            deadline = time.monotonic() + 60
-            while not a.refused:
-                assert time.monotonic() < deadline, "the late worker was not refused by study A"
-                time.sleep(0.1)
-            assert status(ca, "late") == "paused"
+            _until(lambda: a.refused, 60, "the late worker was not refused by study A")
+            assert _status(ca, "late") == "paused"
             cb.register_plugin(WorkerPlugin(), name="sssp-graph-b")  # study B's graph plugin, loaded everywhere
             b = C.hold_late_workers(cb, "study-b", plugin="sssp-graph-b",
                                     vetted=list(cb.scheduler_info()["workers"]), on_refused=lambda line: None)
             a.close()  # A ends; B, whose start check took the late worker, goes on
-            deadline = time.monotonic() + 30
-            while status(cb, "late") != "running":
-                assert time.monotonic() < deadline, "the late worker stayed paused for study B"
-                time.sleep(0.1)
+            _until(lambda: _status(cb, "late") == "running", 30, "the late worker stayed paused for study B")
             b.close()
-            assert status(cb, "late") == "running" and status(cb, "node0") == "running"
+            assert _status(cb, "late") == "running" and _status(cb, "node0") == "running"
     finally:
         cluster.close()
 
@@ -255,10 +259,6 @@ def test_a_worker_refused_by_one_of_two_running_studies_serves_the_other_once_th
 
     monkeypatch.setattr(C, "LATE_PLUGIN_MISSING_S", 2.0)
 
-    def status(c, name):
-        return c.run_on_scheduler(lambda dask_scheduler: {str(w.name): w.status.name
-                                                           for w in dask_scheduler.workers.values()}.get(name))
-
     cluster = ProcessCluster(tmp_path / "cluster", n=1)
     try:
         with Client(scheduler_file=str(cluster.file), timeout=60) as ca, \
@@ -269,16 +269,10 @@ def test_a_worker_refused_by_one_of_two_running_studies_serves_the_other_once_th
             a = C.hold_late_workers(ca, "study-a", plugin="sssp-graph-a-absent",
                                     vetted=list(ca.scheduler_info()["workers"]), on_refused=lambda line: None)
             _late_worker(cluster, "late", None)
-            deadline = time.monotonic() + 60
-            while not a.refused:
-                assert time.monotonic() < deadline, "the late worker was not refused by study A"
-                time.sleep(0.1)
-            assert status(ca, "late") == "paused"
+            _until(lambda: a.refused, 60, "the late worker was not refused by study A")
+            assert _status(ca, "late") == "paused"
             a.close()  # A ends; B goes on
-            deadline = time.monotonic() + 30
-            while status(cb, "late") != "running":
-                assert time.monotonic() < deadline, "the late worker stayed paused for study B"
-                time.sleep(0.1)
+            _until(lambda: _status(cb, "late") == "running", 30, "the late worker stayed paused for study B")
             b.close()
     finally:
         cluster.close()

@@ -51,20 +51,27 @@ def test_a_pipe_is_refused_in_one_line(rome99, tmp_path, capsys, filled_pipe, wh
                    "(its format, then its text); save it to a file first\n")
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
-@pytest.mark.parametrize("command", [["solve", "GRAPH", "--sources-file", "FIFO"], ["solve", "FIFO", "-s", "1"],
-                                     ["ingest", "FIFO", "-o", "OUT"], ["verify", "FIFO"]])
-def test_a_named_fifo_is_refused_not_waited_on(rome99, tmp_path, command):
-    fifo = tmp_path / "fifo"
+def _run_on_fifo(fifo, command, rome99, tmp_path):
+    """``sssp COMMAND`` in a process of its own, with the named FIFO ``fifo`` made for its
+    ``FIFO`` argument (``GRAPH``: rome99, ``OUT``: ``o.parquet`` in ``tmp_path``); fails the
+    test when the command waits on the FIFO."""
     os.mkfifo(fifo)
     argv = [{"GRAPH": str(rome99), "FIFO": str(fifo), "OUT": str(tmp_path / "o.parquet")}.get(a, a)
             for a in command]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
-        cp = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], capture_output=True,
-                            text=True, timeout=60, env=env, cwd=tmp_path)
+        return subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], capture_output=True,
+                              text=True, timeout=60, env=env, cwd=tmp_path)
     except subprocess.TimeoutExpired:
         pytest.fail(f"sssp {' '.join(command)} waited on the FIFO")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+@pytest.mark.parametrize("command", [["solve", "GRAPH", "--sources-file", "FIFO"], ["solve", "FIFO", "-s", "1"],
+                                     ["ingest", "FIFO", "-o", "OUT"], ["verify", "FIFO"]])
+def test_a_named_fifo_is_refused_not_waited_on(rome99, tmp_path, command):
+    fifo = tmp_path / "fifo"
+    cp = _run_on_fifo(fifo, command, rome99, tmp_path)
     assert cp.returncode == 2, cp.stderr
     assert cp.stderr == f"error: {fifo}: is a pipe (FIFO) or socket, not a file: an input is read more " \
                         "than once (its format, then its text); save it to a file first\n"
@@ -95,14 +102,7 @@ def test_a_named_fifo_with_a_parquet_name_is_refused_not_waited_on(rome99, tmp_p
     named ``*.parquet`` (a graph, a sources or targets file) went to pyarrow, which
     waited on it for ever (SIGTERM did not stop it)."""
     fifo = tmp_path / "fifo.parquet"
-    os.mkfifo(fifo)
-    argv = [{"GRAPH": str(rome99), "FIFO": str(fifo)}.get(a, a) for a in command]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    try:
-        cp = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], capture_output=True,
-                            text=True, timeout=60, env=env, cwd=tmp_path)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"sssp {' '.join(command)} waited on the FIFO")
+    cp = _run_on_fifo(fifo, command, rome99, tmp_path)
     assert cp.returncode == 2, cp.stderr
     assert cp.stderr == f"error: {fifo}: is a pipe (FIFO) or socket, not a file: a Parquet file is read from " \
                         "its end (its footer) first; save it to a file first\n"
