@@ -1061,6 +1061,13 @@ def _gpu_sssp_version() -> str:
         return "unknown"
 
 
+def _other_version(a: str, b: str) -> bool:
+    """Whether gpu-sssp versions ``a`` and ``b`` differ (``"unknown"`` on either side, a
+    checkout on ``PYTHONPATH``, is not compared).  The check sent by value to a worker
+    that joins mid-study (:func:`_late_worker_check`) applies the same rule itself."""
+    return "unknown" not in (a, b) and a != b
+
+
 def _worker_info(backend: str) -> dict:
     import platform
 
@@ -1164,7 +1171,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
             broken.append(f"{name(addr)}: {why.strip().splitlines()[0] if why.strip() else why}")
             continue
         theirs = str(r.get("gpu_sssp", "unknown"))
-        if "unknown" not in (mine, theirs) and theirs != mine:
+        if _other_version(mine, theirs):
             broken.append(f"{name(addr)}: gpu-sssp {theirs}, the client {mine}")
             continue
         ok[addr] = r

@@ -66,10 +66,10 @@ def _check_version(want: str | None) -> None:
     """Raise :class:`WorkerVersionError` when this process's gpu-sssp is not ``want``."""
     if not want:
         return
-    from gpu_sssp.pipeline.cluster import _gpu_sssp_version
+    from gpu_sssp.pipeline.cluster import _gpu_sssp_version, _other_version
 
     mine = _gpu_sssp_version()
-    if "unknown" not in (mine, want) and mine != want:
+    if _other_version(mine, want):
         raise WorkerVersionError(f"gpu-sssp {mine} on this worker, the study's client has {want}: start "
                                  "every worker in the client's Python environment")
 
