@@ -312,6 +312,15 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 
 
+def check_flag(value, name: str) -> bool:
+    """``value`` of the True/False option ``name`` as a bool: True, False, NumPy's bools,
+    or the integers 0 and 1; anything else (``"no"``, which is truthy) is an
+    :class:`OptionError` naming the option."""
+    if not isinstance(value, (bool, np.bool_)) and not (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        raise OptionError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
           predecessors: bool = False, distances: bool = True, turn=None, targets=None,
           stats_over: str = "targets", **options) -> Result:
@@ -377,9 +386,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
                           "(gpu_sssp.load_graph(path) reads an input file or a Parquet edge list)")
     for flag, value in (("predecessors", predecessors), ("distances", distances)):
         # predecessors="no" is truthy: it computed the trees (and their memory)
-        if not isinstance(value, (bool, np.bool_)) and not (
-                isinstance(value, (int, np.integer)) and value in (0, 1)):
-            raise OptionError(f"{flag} must be True or False, got {value!r}")
+        check_flag(value, flag)
     src = _vertex_indices(graph, sources, "source")
     if targets is not None:
         targets = check_targets(graph, targets)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.errors import UsageError
 
 from ..errors import InputError
 from ..writers import refuse_input_as_output
@@ -124,14 +124,10 @@ def warn_directed_reading(display, meta: dict) -> None:
 def _flag(value, name: str) -> bool:
     """A True/False option (or 0/1; ``None``: not given, False): ``undirected="no"`` is
     truthy and made an undirected graph (``load_graph(path, undirected="no")``: 9,662 arcs
-    of rome99's 8,859)."""
-    import numbers
+    of rome99's 8,859); the rule of ``solve``'s flags (``kernels.registry.check_flag``)."""
+    from gpu_sssp.kernels.registry import check_flag
 
-    if value is None:
-        return False
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
-        return bool(value)
-    raise OptionError(f"{name} must be True or False, got {value!r}")
+    return False if value is None else check_flag(value, name)
 
 
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
