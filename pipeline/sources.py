@@ -514,15 +514,18 @@ def id_choice(x, what: str, error=UsageError, *, files: bool = True, name: str |
     ``gpu_sssp.matrix``, ``study(sources=..., targets=...)`` and :func:`plan_sources` /
     ``plan_targets``: ``("all", None)``; ``("file", path)`` for any other ``str``,
     ``bytes`` or ``os.PathLike`` (``files=False``: refused); ``("ids", ids)`` for one
-    integer or a sequence (a list of them) or a 0- or 1-D array of them.
+    integer or a sequence (a list of them) or a 0- or 1-D array of them; a
+    ``memoryview`` of numbers is such an array (:func:`_memoryview_ids`).
 
     Raises ``error`` (one line naming ``what``) for anything else: a bool, a float,
     ``None``, a set or a dict (no order: the matrix's rows and columns follow it), a 2-D
-    array, an empty name.  The ids themselves are checked by ``Graph.to_index``.  ``name``:
-    the parameter the line names (default ``what`` + "s")."""
+    array, an empty name, a memoryview of bytes.  The ids themselves are checked by
+    ``Graph.to_index``.  ``name``: the parameter the line names (default ``what`` + "s")."""
     label = name or f"{what}s"
     if files and isinstance(x, str) and x == "all":
         return "all", None
+    if isinstance(x, memoryview):
+        x = _memoryview_ids(x, label, error)
     if isinstance(x, (bytes, bytearray)):
         x = os.fsdecode(bytes(x))
     if isinstance(x, (str, os.PathLike)):
@@ -541,12 +544,49 @@ def id_choice(x, what: str, error=UsageError, *, files: bool = True, name: str |
     elif not isinstance(x, (bool, np.bool_, set, frozenset, dict, float)) and hasattr(x, "__iter__"):
         ids = list(x)
     if ids is None:
-        shown = repr(x)
+        shown = (f"a {x.ndim}-D array of shape {x.shape}" if isinstance(x, np.ndarray) and x.ndim > 1
+                 else repr(x))  # (an array's repr is lines of rows)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         why = " (a set or dict has no order: give a list)" if isinstance(x, (set, frozenset, dict)) else ""
         want = "'all', an id, a sequence of ids or a file of ids" if files else "an id or a sequence of ids"
         raise error(f"{label}: expected {want}, got {shown}{why}")
     return "ids", ids
+
+
+#: the formats of a memoryview of bytes (``bytes``, ``bytearray``, ``mmap``: ``B``;
+#: ``view.cast("c")``: ``c``), with or without a byte-order character
+_BYTE_FORMATS = ("B", "c")
+
+
+def _memoryview_ids(view: memoryview, label: str, error) -> np.ndarray:
+    """The ids a ``memoryview`` holds, as the NumPy array of its buffer (its format read:
+    ``memoryview(np.array([1, 2]))`` and ``memoryview(array.array("q", ...))`` hold ids,
+    big-endian and strided views included); :func:`id_choice` then takes the array as
+    it takes any (0-D: one id; 2-D: refused).  Iterated as a sequence, a view of bytes
+    gave its byte values as ids (``memoryview(b"12")``: vertices 49 and 50) where the
+    ``bytes`` themselves are a file name, and a 0-D, 2-D or big-endian view a traceback.
+
+    A view of bytes (format ``B`` or ``c``: what ``bytes``, ``bytearray`` and ``mmap``
+    give, and a ``uint8`` array too) is refused: a file name and byte-sized ids are
+    the same buffer, and either reading would be wrong, silently, for the other intent.
+
+    Raises
+    ------
+    error
+        One line naming ``label``: a view of bytes, a released view, a format NumPy
+        cannot read."""
+    try:
+        fmt = view.format
+    except ValueError:  # released
+        raise error(f"{label}: the memoryview given is released (it holds no ids)") from None
+    if fmt.lstrip("@=<>!") in _BYTE_FORMATS:
+        raise error(f"{label}: a memoryview of bytes (format {fmt!r}) is ambiguous - a file name or byte-sized "
+                    "ids?; give bytes(view) for a file name, or an integer array for ids (e.g. "
+                    "numpy.frombuffer(view, dtype=numpy.uint8))")
+    try:
+        return np.asarray(view)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{label}: a memoryview of format {fmt!r} that cannot be read as numbers ({exc})") from None
 
 
 def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
