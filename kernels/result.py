@@ -292,13 +292,16 @@ class Result:
         return pa.Table.from_pydict(cols, schema=STATS_FILE_SCHEMA if for_file else STATS_SCHEMA)
 
     def to_table(self, id_base: int | None = None, *, reachable_only: bool = True,
-                 rows: slice | None = None) -> pa.Table:
+                 rows: slice | None = None, vertices: slice | None = None) -> pa.Table:
         """Long-form distances in :data:`DISTANCE_SCHEMA` (file ids: internal indices plus
         ``id_base``, by default the result's own :attr:`id_base`, the solved graph's).
 
         ``rows``: a slice of the result's sources (rows), to build the table a part at a
         time: the long form takes about 40 bytes a cell while it is built, five times
-        the distances themselves (``sssp solve -o`` writes it so, one part at a time)."""
+        the distances themselves (``sssp solve -o`` writes it so, one part at a time).
+        ``vertices``: a slice of consecutive vertices (internal indices, step 1), to cut
+        a row of a graph of billions of vertices into parts too; the tables of the
+        consecutive ranges of a row, in order, are that row's table."""
         id_base = self._base(id_base)
         if self.distances is None:
             raise TypeError("this result holds statistics only; solve with distances=True")
@@ -306,9 +309,14 @@ class Result:
             raise TypeError("this result holds a travel-time matrix: use matrix_table()")
         if rows is not None and not isinstance(rows, slice):
             raise TypeError(f"rows must be a slice of the result's sources, got {type(rows).__name__}")
+        if vertices is not None and not isinstance(vertices, slice):
+            raise TypeError(f"vertices must be a slice of the graph's vertices, got {type(vertices).__name__}")
+        first, last, step = (slice(None) if vertices is None else vertices).indices(self.distances.shape[1])
+        if step != 1:
+            raise ValueError(f"vertices must be a slice of consecutive vertices (step 1), got step {step}")
         part = slice(None) if rows is None else rows
-        distances = self.distances[part]
-        predecessors = None if self.predecessors is None else self.predecessors[part]
+        distances = self.distances[part, first:last]
+        predecessors = None if self.predecessors is None else self.predecessors[part, first:last]
         sources = np.asarray(self.sources)[part]
         b, n = distances.shape
         if reachable_only:
@@ -324,7 +332,7 @@ class Result:
         return pa.Table.from_pydict(
             {
                 "source": sources[rows].astype(np.int64) + id_base,
-                "vertex": cols.astype(np.int64) + id_base,
+                "vertex": cols.astype(np.int64) + (id_base + first),
                 "distance": dist.astype(np.float64),
                 "predecessor": pred.astype(np.int64),
             },

@@ -19,6 +19,22 @@ console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 PART_CELLS = 1 << 22
 
 
+def part_slices(rows: int, n: int, cells: int):
+    """``(rows, vertices)`` slices of a ``rows x n`` distance array that cover it in
+    order, each of at most ``cells`` cells (at least one vertex): whole rows, as many
+    as fit, or, where one row of ``n`` vertices is more than ``cells``, each row in
+    consecutive vertex ranges of ``cells`` (``vertices`` is ``None`` for whole rows)."""
+    cells = max(1, int(cells))
+    step = cells // max(n, 1)
+    if step >= 1:
+        for lo in range(0, rows, step):
+            yield slice(lo, lo + step), None
+        return
+    for i in range(rows):
+        for v in range(0, n, cells):
+            yield slice(i, i + 1), slice(v, v + cells)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("solve", help="shortest paths from given sources",
                        description="Solve SSSP from the given sources and write distances "
@@ -96,21 +112,24 @@ def run(args) -> int:
     if args.out:
         meta = {"graph": graph.name, "fingerprint": graph.fingerprint, "method": res.method,
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,
-                "sources": graph.to_ids(src).tolist()[:1000]}
+                "sources": graph.to_ids(src[:1000]).tolist()}
         written = [0]
 
         def parts():
             # the long table a few million cells at a time: built whole it took about 40
             # bytes a cell beside the 8 (16) of the distances solve checked against the
             # memory (303 NY sources with 4 GB of address space: solved, then
-            # "Unable to allocate 1.19 GiB")
-            step = max(1, PART_CELLS // max(graph.n, 1))
-            for lo in range(0, len(src), step):
+            # "Unable to allocate 1.19 GiB").  A row of more vertices than a part is cut
+            # into vertex ranges (one source of a graph of billions of vertices was one
+            # part, about 40 bytes a vertex)
+            for k, (rows, vertices) in enumerate(part_slices(len(src), graph.n, PART_CELLS)):
                 part = res.to_table(graph.id_base, reachable_only=not args.all_vertices,
-                                    rows=slice(lo, lo + step))
-                if lo == 0:
+                                    rows=rows, vertices=vertices)
+                if k == 0:
                     part = part.replace_schema_metadata(
                         {**(part.schema.metadata or {}), b"sssp": json.dumps(meta, default=str).encode()})
+                elif part.num_rows == 0:  # (a vertex range that source does not reach)
+                    continue
                 written[0] += part.num_rows
                 yield part
 
