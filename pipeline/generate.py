@@ -14,6 +14,9 @@ refused.
 
 Bad arguments are one line (``UsageError``): integer weight types need whole-number
 bounds (``--weights 0.2:0.9`` would draw only zeros), seeds are whole numbers >= 0.
+float32 weights are never subnormal: a nonzero bound below float32's smallest normal
+number in magnitude is refused, and a draw below it (a range around 0) is rounded to 0
+or to that number (:func:`_float32_normal`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,34 @@ _CHUNK = 1 << 22
 _KEY_LIMIT = 3_037_000_499
 
 
+#: float32's smallest normal number: nonzero weights below it in magnitude are subnormal
+#: (fewer significant bits; 0 on a GPU that flushes subnormals to zero)
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _float32_normal(x) -> np.ndarray:
+    """Real weights ``x`` (float64) as float32 with no subnormal value: each one rounded
+    to the nearest float32, and one whose magnitude is below float32's smallest normal
+    number (1.1754944e-38) to the nearer of 0 and that number (with its sign).  A
+    subnormal float32 weight keeps fewer significant bits than the type promises, and a
+    GPU kernel compiled to flush subnormals to zero (FTZ) reads it as 0: the solvers'
+    distances would differ from the exact ones by the weight itself.  Ingestion refuses
+    such weights in a file (``ingest._sink``); drawn weights are rounded so, which keeps
+    them within the bounds (a nonzero bound is at least that number in magnitude,
+    :func:`_weight_bounds`, so the band is reached only by a range around 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    w = x.astype(np.float32)
+    small = np.abs(x) < _FLOAT32_TINY
+    if small.any():
+        up = small & (np.abs(x) >= _FLOAT32_TINY / 2)
+        w[small] = 0.0
+        w[up] = np.copysign(np.float32(_FLOAT32_TINY), x[up]).astype(np.float32)
+    return w
+
+
 def _weights(rng, m, lo, hi, weight_type):
+    if weight_type == "float32":
+        return _float32_normal(rng.uniform(lo, hi, size=m))
     if weight_type.startswith("float"):
         return rng.uniform(lo, hi, size=m).astype(WEIGHT_TYPES[weight_type])
     # endpoint=True: the same draws as [lo, hi + 1), without hi + 1 overflowing at 2**63 - 1
@@ -93,6 +123,12 @@ def _weight_bounds(weights, weight_type):
             raise UsageError(f"{spec} do not fit {weight_type} (largest {top:.6g})")
         if not np.isfinite(float(hi) - float(lo)):
             raise UsageError(f"{spec}: the range HI - LO overflows float64")
+        small = [v for v in (lo, hi) if v != 0 and abs(float(v)) < _FLOAT32_TINY]
+        if weight_type == "float32" and small:
+            raise UsageError(f"{spec}: {small[0]} is below float32's smallest normal number ({_FLOAT32_TINY:.9g}) "
+                             "in magnitude: float32 would store it as 0 or as a subnormal, with fewer significant "
+                             "bits (a GPU flushing subnormals to zero reads 0); give bounds of 0 or at least "
+                             f"{_FLOAT32_TINY:.9g} in magnitude, or --weight-type float64")
     return lo, hi
 
 
@@ -301,7 +337,7 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
         if out.min() < info.min or out.max() > info.max:
             raise UsageError("reweighted values overflow the weight type; use int64")
         return np.rint(out).astype(w.dtype)
-    return out.astype(w.dtype)
+    return _float32_normal(out) if w.dtype == np.float32 else out.astype(w.dtype)
 
 
 def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, weights_label=None,
