@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import time
 from pathlib import Path
 
 from rich.console import Console
 
 HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
+
+
+#: a token that starts as a negative number does ("-5:-1", "-1e-3", "-.5:2", "-1_000",
+#: "-inf") is an option's value, not an option: the argparse of Python 3.11 took "-5"
+#: and "-0.5" only, so `--weights -5:-1` ended with "argument --weights: expected one
+#: argument" (later argparse versions take any dash and digit, r"-\.?\d", as here).  No option of the
+#: commands that use it starts with a dash and a digit (or "-inf", "-nan"), so no
+#: option is lost; an option matched first still wins.
+NEGATIVE_VALUE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
+
+
+def take_negative_values(parser):
+    """Let ``parser`` read :data:`NEGATIVE_VALUE` tokens as values (argparse keeps the
+    test in ``_negative_number_matcher``, set per parser; a version without it keeps
+    its own rule, where ``--weights=-5:-1`` still works).  Returns ``parser``."""
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = NEGATIVE_VALUE
+    return parser
 
 
 def _range(text: str):
@@ -87,12 +106,13 @@ def add_parser(subparsers):
     _common(e)
     for sp in (r, g, e):
         sp.set_defaults(func=run)
+        take_negative_values(sp)  # --weights -5:-1, -a -1e-3
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
-    from gpu_sssp.pipeline.generate import generate
+    from gpu_sssp.pipeline.generate import _weight_bounds, generate
     from gpu_sssp.workflows.cmd_ingest import summary_table
     from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
@@ -109,8 +129,10 @@ def run(args) -> int:
         kw = dict(n=args.vertices, m=args.edges, undirected=args.undirected, **common)
     if kw["undirected"] and args.weights[0] < 0:
         # asked for, so made (a test graph for negative-cycle detection), but said: every
-        # negative edge is a negative cycle, there and back (--negative-fraction refuses it)
-        Console(stderr=True).print(
+        # negative edge is a negative cycle, there and back (--negative-fraction refuses it).
+        # Bounds that are refused are refused first, without the note; the note is one line
+        _weight_bounds(args.weights, args.weight_type)
+        Console(stderr=True, soft_wrap=True).print(
             f"note: an undirected graph with weights down to {args.weights[0]}: every negative edge is a negative "
             "cycle (there and back), so solvers will report one; a directed graph (no --undirected; grid "
             "--asymmetric) with --negative-fraction has negative weights and no negative cycle", highlight=False)
