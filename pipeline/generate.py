@@ -123,6 +123,8 @@ def _weight_bounds(weights, weight_type):
             raise UsageError(f"{spec} do not fit {weight_type} (largest {top:.6g})")
         if not np.isfinite(float(hi) - float(lo)):
             raise UsageError(f"{spec}: the range HI - LO overflows float64")
+        # -0.0 is 0.0 (the label and the metadata said uniform:-0.0:1)
+        lo, hi = (0.0 if isinstance(v, (float, np.floating)) and v == 0 else v for v in (lo, hi))
         small = [v for v in (lo, hi) if v != 0 and abs(float(v)) < _FLOAT32_TINY]
         if weight_type == "float32" and small:
             raise UsageError(f"{spec}: {small[0]} is below float32's smallest normal number ({_FLOAT32_TINY:.9g}) "
@@ -433,11 +435,13 @@ def _count(v: int) -> str:
 
 
 def _gigabytes(nbytes: int) -> str:
-    """``nbytes`` in GB with one decimal (an integer too large for a float was an
-    ``OverflowError`` traceback)."""
+    """``nbytes`` in GB with one decimal, rounded down, in integer arithmetic (an
+    integer too large for a float was an ``OverflowError`` traceback, and one past 2**53
+    was written with a float's digits: "25,599,999,999,999,996.0 GB")."""
     nbytes = int(nbytes)
     if nbytes.bit_length() <= 1000:
-        return f"{nbytes / 1e9:,.1f}"
+        tenths = nbytes // 10**8
+        return f"{tenths // 10:,}.{tenths % 10}"
     return _count(nbytes // 10**9)
 
 
@@ -479,6 +483,13 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, max_isolated_ve
                          f"above the limit sssp.ingest.max-isolated-vertices = {_count(limits.max_isolated)} "
                          "(loading the file would refuse it); "
                          f"{how('max-isolated-vertices', '--max-isolated-vertices')}")
+    if family in ("random", "er", "gnm"):  # (random_graph's own refusal, before the memory's)
+        undirected = bool(kw.get("undirected"))
+        cap = n * (n - 1) // (2 if undirected else 1)
+        m = arcs // (2 if undirected else 1)
+        if m > cap:
+            raise UsageError(f"generate {what}: G(n, m) has at most {_count(cap)} distinct "
+                             f"{'edges' if undirected else 'arcs'} on {_count(n)} vertices, not {_count(m)}")
     if limits.max_arcs is not None and arcs > limits.max_arcs:
         raise UsageError(f"generate {what}: {_count(arcs)} arcs, above the limit sssp.ingest.max-arcs = "
                          f"{_count(limits.max_arcs)}; {how('max-arcs', '--max-arcs')}")

@@ -31,11 +31,27 @@ def take_negative_values(parser):
     return parser
 
 
+def _bound(text: str):
+    """One bound of ``--weights``: an int where the text is one (exact, any size), else
+    a float; a float that is not finite (``nan``, ``inf``, ``1e400``) is refused here,
+    as written (it was "expected LO:HI", or named ``inf`` for ``1e400``).  ``-0.0`` is
+    0.0 (the metadata and the label said ``uniform:-0.0:1``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    v = float(text)  # (ValueError: not a number)
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r}: the bounds must be finite numbers")
+    return v + 0.0
+
+
 def _range(text: str):
     try:
         lo, hi = text.split(":")
-        lo = float(lo) if "." in lo or "e" in lo.lower() else int(lo)
-        hi = float(hi) if "." in hi or "e" in hi.lower() else int(hi)
+        lo, hi = _bound(lo), _bound(hi)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {str(exc).split(': ', 1)[1]} (LO:HI, e.g. 1:100)") from None
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected LO:HI, e.g. 1:100") from None
     if hi < lo:

@@ -76,3 +76,53 @@ def test_the_python_api_refuses_too():
     with pytest.raises(UsageError, match=r"^--weights 0:1e-40: 1e-40 is below float32's smallest normal"):
         G.grid(3, 3, weights=(0, 1e-40), weight_type="float32")
     G.grid(3, 3, weights=(0, TINY), weight_type="float32")  # the smallest normal number is a bound
+
+
+# -- hostile values ------------------------------------------------------------------------
+def _run(tmp_path, capsys, *argv):
+    out = tmp_path / "g.parquet"
+    try:
+        status = main(["generate", *argv, "-o", str(out), "-q"])
+    except SystemExit as exc:  # argparse's own refusal
+        status = exc.code
+    return status, capsys.readouterr().err.strip().splitlines()[-1:], out
+
+
+@pytest.mark.parametrize("bounds", ["nan:1", "1:inf", "1:1e400", "-inf:0"])
+def test_bounds_that_are_not_finite_are_named_as_written(tmp_path, capsys, bounds):
+    """nan:1 and inf:1 said "expected LO:HI, e.g. 1:100" (they are LO:HI); 1:1e400 was
+    refused as "--weights 1:inf"."""
+    status, err, out = _run(tmp_path, capsys, "grid", "--rows", "3", "--cols", "3", f"--weights={bounds}",
+                            "--weight-type", "float64")
+    assert status == 2 and not out.exists()
+    assert err[0].endswith(f"argument --weights: '{bounds}': the bounds must be finite numbers (LO:HI, e.g. 1:100)")
+
+
+def test_negative_zero_bound_is_zero(tmp_path, capsys):
+    """--weights=-0.0:1 was recorded as uniform:-0.0:1 (label and generator metadata)."""
+    from gpu_sssp.pipeline.ingest import read_meta
+
+    status, _, out = _run(tmp_path, capsys, "grid", "--rows", "3", "--cols", "3", "--weights=-0.0:1",
+                          "--weight-type", "float64")
+    assert status == 0
+    meta = read_meta(out)
+    assert meta["weights"] == "uniform:0.0:1:0" and meta["generator"]["weights"] == [0.0, 1]
+    assert str(G.generate("grid", tmp_path / "h.parquet", rows=2, cols=2, weights=(-0.0, 1.0),
+                          weight_type="float32")["weights"]).startswith("uniform:0.0:1.0:")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["random", "-n", "5", "-m", "10" * 13], "G(n, m) has at most 20 distinct arcs on 5 vertices, not "),
+    (["random", "-n", "5", "-m", "11", "--undirected"], "G(n, m) has at most 10 distinct edges on 5 vertices, not 11"),
+])
+def test_more_edges_than_g_n_m_holds_says_so_first(tmp_path, capsys, argv, message):
+    """-n 5 -m 10**26 was refused for the memory its arcs would take (1.6e18 GB), not
+    for asking more arcs than 5 vertices have."""
+    status, err, out = _run(tmp_path, capsys, *argv)
+    assert status == 2 and message in err[0] and "memory" not in err[0]
+
+
+def test_gigabytes_are_written_exactly():
+    """25.6e15 GB was written "25,599,999,999,999,996.0" (a float's digits)."""
+    assert G._gigabytes(25_600_000_000_000_000 * 10**9) == "25,600,000,000,000,000.0"
+    assert G._gigabytes(1_234_567_890) == "1.2" and G._gigabytes(0) == "0.0"
