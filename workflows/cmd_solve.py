@@ -62,6 +62,13 @@ def run(args) -> int:
     from gpu_sssp import kernels
     from gpu_sssp.pipeline.writers import write_parquet_parts_atomic
 
+    from gpu_sssp.kernels.errors import UsageError
+
+    for option, name in (("--out", args.out), ("--sources-file", args.sources_file)):
+        # an empty name was taken for none: -o '' solved and wrote nothing, --sources-file ''
+        # solved the --source ids alone (or said "no sources"), without a word
+        if name is not None and not name.strip():
+            raise UsageError(f"{option} {name!r}: an empty name; give a file name")
     if args.all_vertices and not args.out:
         from gpu_sssp.kernels.errors import OptionError
 

@@ -70,3 +70,24 @@ def test_to_table_vertices_are_a_slice_of_a_row():
         res.to_table(vertices=[0, 1])
     with pytest.raises(ValueError, match="step 1"):
         res.to_table(vertices=slice(0, 4, 2))
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["-s", "1", "-o", ""], "--out ''"),
+    (["-s", "1", "-o", " "], "--out ' '"),
+    (["-s", "1", "--all-vertices", "-o", ""], "--out ''"),
+    (["-s", "1", "--sources-file", ""], "--sources-file ''"),
+    (["--sources-file", ""], "--sources-file ''"),
+])
+def test_an_empty_file_name_is_refused_not_ignored(tmp_path, capsys, monkeypatch, argv, option):
+    """-o '' solved and wrote nothing, --sources-file '' was dropped (the --source ids
+    alone solved, or "no sources: give --source ID"), both without a word; with
+    --all-vertices, -o '' said "--all-vertices goes with -o/--out"."""
+    monkeypatch.chdir(tmp_path)  # (-o ' ' wrote a file named ' ' in the current folder)
+    graph = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(graph), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(graph), *argv]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parquet"]
+    cap = capsys.readouterr()
+    assert cap.err.strip() == f"error: {option}: an empty name; give a file name" and "source(s) in" not in cap.out
