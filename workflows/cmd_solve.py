@@ -19,6 +19,16 @@ console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 PART_CELLS = 1 << 22
 
 
+def _mean(x) -> str:
+    """A mean distance for the table: two decimals, or six significant digits where
+    it is large (with two decimals, 7.1e38 was 41 digits, cut to '710,670,687,683,443,24…'
+    in the column) or small enough that two decimals say 0.00."""
+    x = float(x)
+    if x != x:
+        return "nan"
+    return f"{x:,.2f}" if x == 0 or 0.01 <= abs(x) < 1e15 else f"{x:,.6g}"
+
+
 def part_slices(rows: int, n: int, cells: int):
     """``(rows, vertices)`` slices of a ``rows x n`` distance array that cover it in
     order, each of at most ``cells`` cells (at least one vertex): whole rows, as many
@@ -113,7 +123,7 @@ def run(args) -> int:
     for i in range(min(len(src), 20)):
         table.add_row(str(int(src[i]) + graph.id_base), f"{int(res.reached[i]):,}",
                       fmt(res.eccentricity[i]) if np.isfinite(res.eccentricity[i]) else "-",
-                      fmt(res.sum_distance[i]), f"{mean[i]:,.2f}")
+                      fmt(res.sum_distance[i]), _mean(mean[i]))
     if len(src) > 20:
         table.caption = f"... {len(src) - 20} more sources"
     console.print(table)

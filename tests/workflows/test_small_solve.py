@@ -91,3 +91,19 @@ def test_an_empty_file_name_is_refused_not_ignored(tmp_path, capsys, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parquet"]
     cap = capsys.readouterr()
     assert cap.err.strip() == f"error: {option}: an empty name; give a file name" and "source(s) in" not in cap.out
+
+
+def test_large_and_small_mean_distances_are_shown_whole(tmp_path, capsys):
+    """The mean column wrote two decimals whatever the size: 7.1e38 was 41 digits, cut
+    to '710,670,687,683,443,24…' in the table; a mean of 1e-5 was '0.00'."""
+    from gpu_sssp.workflows.cmd_solve import _mean
+
+    assert _mean(7.106706876834432e38) == "7.10671e+38" and _mean(1e-5) == "1e-05"
+    assert _mean(12345.678) == "12,345.68" and _mean(0.0) == "0.00" and _mean(float("nan")) == "nan"
+    graph = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "--weights", "1e30:1e30",
+                 "--weight-type", "float64", "-o", str(graph), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(graph), "-s", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "1.33333e+30" in out and "…" not in out
