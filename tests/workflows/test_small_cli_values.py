@@ -1,7 +1,6 @@
 """Option values that start with a dash (`--weights -5:-1`), and generate's note."""
 from __future__ import annotations
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
