@@ -94,7 +94,9 @@ def run(args) -> int:
         args.method, args.backend = name, backend
     check_method_name(args.method, args.backend)  # before the graph is read
     if args.out:
-        check_output_file(args.out, option="--out", inputs=[args.graph], example="distances.parquet")
+        # the sources file is an input too: -o on it replaced the user's list of sources
+        inputs = [args.graph] + ([args.sources_file] if args.sources_file else [])
+        check_output_file(args.out, option="--out", inputs=inputs, example="distances.parquet")
     graph = load_graph_from_args(args)
     check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)

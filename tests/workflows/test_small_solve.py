@@ -107,3 +107,18 @@ def test_large_and_small_mean_distances_are_shown_whole(tmp_path, capsys):
     assert main(["solve", str(graph), "-s", "0"]) == 0
     out = capsys.readouterr().out
     assert "1.33333e+30" in out and "…" not in out
+
+
+def test_out_is_not_the_sources_file(tmp_path, capsys):
+    """`solve G --sources-file S -o S` read S, then replaced it by the distance table."""
+    graph = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(graph), "-q"]) == 0
+    src = tmp_path / "mysrc.txt"
+    src.write_text("1\n2\n")
+    (tmp_path / "link.txt").symlink_to(src)
+    capsys.readouterr()
+    for out in (src, tmp_path / "link.txt"):
+        assert main(["solve", str(graph), "--sources-file", str(src), "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: --out {out}: is the input file {src}; give another output name"
+    assert src.read_text() == "1\n2\n"
