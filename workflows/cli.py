@@ -121,7 +121,21 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         mod = importlib.import_module(f"gpu_sssp.workflows.cmd_{name}")
         mod.add_parser(sub)
+    _take_negative_values(parser)
     return parser
+
+
+def _take_negative_values(parser) -> None:
+    """``common.take_negative_values`` on ``parser`` and every parser under it: a value
+    that starts with a minus (``--weights -5:-1``, ``--max-distance-bytes -1GB``) reaches
+    its option's own check, not argparse's "expected one argument"."""
+    from gpu_sssp.workflows.common import take_negative_values
+
+    take_negative_values(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in set(action.choices.values()):
+                _take_negative_values(sp)
 
 
 def _interrupted(why: str = "interrupted", status: int = 130) -> int:

@@ -4,31 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import time
 from pathlib import Path
 
 from rich.console import Console
 
 HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
-
-
-#: a token that starts as a negative number does ("-5:-1", "-1e-3", "-.5:2", "-1_000",
-#: "-inf") is an option's value, not an option: the argparse of Python 3.11 took "-5"
-#: and "-0.5" only, so `--weights -5:-1` ended with "argument --weights: expected one
-#: argument" (later argparse versions take any dash and digit, r"-\.?\d", as here).  No option of the
-#: commands that use it starts with a dash and a digit (or "-inf", "-nan"), so no
-#: option is lost; an option matched first still wins.
-NEGATIVE_VALUE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
-
-
-def take_negative_values(parser):
-    """Let ``parser`` read :data:`NEGATIVE_VALUE` tokens as values (argparse keeps the
-    test in ``_negative_number_matcher``, set per parser; a version without it keeps
-    its own rule, where ``--weights=-5:-1`` still works).  Returns ``parser``."""
-    if hasattr(parser, "_negative_number_matcher"):
-        parser._negative_number_matcher = NEGATIVE_VALUE
-    return parser
 
 
 def _bound(text: str):
@@ -122,7 +103,6 @@ def add_parser(subparsers):
     _common(e)
     for sp in (r, g, e):
         sp.set_defaults(func=run)
-        take_negative_values(sp)  # --weights -5:-1, -a -1e-3
     p.set_defaults(func=run)
     return p
 

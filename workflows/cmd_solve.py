@@ -63,9 +63,6 @@ def add_parser(sub) -> None:
                    help="with --out: write unreachable vertices too (distance +inf); default: reached only")
     p.add_argument("--out", "-o", help="Parquet file for the distances (columns source, vertex, distance, predecessor)")
     p.set_defaults(func=run)
-    from gpu_sssp.workflows.cmd_generate import take_negative_values
-
-    take_negative_values(p)  # -s -1_000, -s -1e3: the id's own message, not "expected one argument"
 
 
 def run(args) -> int:

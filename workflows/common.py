@@ -227,3 +227,21 @@ def check_method(graph, method: str, backend: str = "auto") -> None:
     why = spec.unsuitable(graph)
     if why:
         raise UsageError(why)
+
+
+#: a token that starts as a negative number does ("-5:-1", "-1e-3", "-.5:2", "-1_000",
+#: "-inf") is an option's value, not an option: the argparse of Python 3.11 took "-5"
+#: and "-0.5" only, so `--weights -5:-1` ended with "argument --weights: expected one
+#: argument" (later argparse versions take any dash and digit, r"-\.?\d", as here).  No option of any
+#: command starts with a dash and a digit (or "-inf", "-nan"), so no
+#: option is lost (``cli.build_parser`` sets it on every parser); an option matched first still wins.
+NEGATIVE_VALUE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
+
+
+def take_negative_values(parser):
+    """Let ``parser`` read :data:`NEGATIVE_VALUE` tokens as values (argparse keeps the
+    test in ``_negative_number_matcher``, set per parser; a version without it keeps
+    its own rule, where ``--weights=-5:-1`` still works).  Returns ``parser``."""
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = NEGATIVE_VALUE
+    return parser

@@ -58,3 +58,25 @@ def test_the_undirected_negative_note_is_one_line_and_not_before_a_refusal(tmp_p
     assert main(argv + ["--weights=-1e-40:1", "--weight-type", "float32"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --weights -1e-40:1: ")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["study", "G", "--random", "3", "--max-distance-bytes", "-1GB"], "not a size: '-1GB'"),
+    (["verify", "G", "--random", "-1e3"], "argument --random: invalid int value: '-1e3'"),
+    (["bench", "G", "--slow-ms", "-1e3"], "argument --slow-ms: '-1e3': expected a finite number >= 0"),
+    (["ingest", "G", "--weights", "-5:5"], "--weights -5:5: expected file, unit"),
+])
+def test_every_command_reads_a_dashed_value_as_its_options(tmp_path, capsys, argv, message):
+    """`cli.build_parser` lets every command's options take a value that starts with a
+    minus: each of these said "argument ...: expected one argument" before."""
+    g = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(g), "-q"]) == 0
+    capsys.readouterr()
+    argv = [str(g) if a == "G" else a for a in argv]
+    try:
+        status = main(argv + (["-o", str(tmp_path / "o.parquet")] if argv[0] == "ingest" else []))
+    except SystemExit as exc:
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and "expected one argument" not in err
