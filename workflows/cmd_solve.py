@@ -11,7 +11,7 @@ from rich.table import Table
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
-                                      load_graph_from_args, repeated_note, sources_from_args)
+                                      load_graph_from_args, refuse_empty_names, repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -71,11 +71,9 @@ def run(args) -> int:
 
     from gpu_sssp.kernels.errors import UsageError
 
-    for option, name in (("--out", args.out), ("--sources-file", args.sources_file)):
-        # an empty name was taken for none: -o '' solved and wrote nothing, --sources-file ''
-        # solved the --source ids alone (or said "no sources"), without a word
-        if name is not None and not name.strip():
-            raise UsageError(f"{option} {name!r}: an empty name; give a file name")
+    # an empty name was taken for none: -o '' solved and wrote nothing, --sources-file ''
+    # solved the --source ids alone (or said "no sources"), without a word
+    refuse_empty_names(("--out", args.out), ("--sources-file", args.sources_file))
     if args.all_vertices and not args.out:
         from gpu_sssp.kernels.errors import OptionError
 

@@ -7,7 +7,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.workflows.common import add_graph_options, load_graph_from_args, repeated_note, sources_from_args
+from gpu_sssp.workflows.common import (add_graph_options, load_graph_from_args, refuse_empty_names, repeated_note,
+                                       sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -125,7 +126,8 @@ def run(args) -> int:
         if not gpu and any(b == "gpu" for _, b in todo):
             name = next(n for n, b in todo if b == "gpu")
             raise GPUUnavailableError(f"method {name!r} needs a CUDA device; none is visible here")
-    if args.source or args.sources_file:
+    refuse_empty_names(("--sources-file", args.sources_file))  # it was ignored: a random draw was checked
+    if args.source or args.sources_file is not None:
         # as study: --random 3 -s 1 checked source 1 alone, the draw silently dropped
         given = [o for o, v in (("--random", args.random), ("--seed", args.seed)) if v is not None]
         if given:
@@ -139,7 +141,7 @@ def run(args) -> int:
         args.seed = 0 if args.seed is None else args.seed
         check_seed(args.seed, "--seed")  # before the graph is read
     graph = load_graph_from_args(args)
-    if args.source or args.sources_file:
+    if args.source or args.sources_file is not None:
         from gpu_sssp.pipeline.sources import first_occurrences
 
         src, repeated = first_occurrences(sources_from_args(graph, args.source, args.sources_file))

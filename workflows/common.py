@@ -42,6 +42,16 @@ def print_error(message, *, label: str = "error", file=None) -> None:
     out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
 
 
+def refuse_empty_names(*named) -> None:
+    """Refuse, in one line, an option given an empty (or blank) file name: ``named`` are
+    ``(option, value)`` pairs, ``None`` for an option not given.  An empty name was taken
+    for none (``solve -o ''`` solved and wrote nothing, ``verify --sources-file ''``
+    checked a random draw) or for the current folder (``-o .: is a directory``)."""
+    for option, name in named:
+        if name is not None and not str(name).strip():
+            raise UsageError(f"{option} {str(name)!r}: an empty name; give a file name")
+
+
 def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet") -> None:
     """Refuse, before any input is read, an output file that cannot be written as one:
     an existing directory (the atomic rename would fail late, naming its temporary
@@ -57,6 +67,11 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
         # a file named "-" was written in the current folder where a user meant stdout
         raise UsageError(f"{option} -: standard output is not offered (a Parquet file is written to a temporary "
                          f"name and renamed); give a file name (./- for a file named '-')")
+    refuse_empty_names((option, out))
+    if str(out).endswith(("/", os.sep)) and not os.path.isdir(out):
+        # Path() drops the trailing slash: "-o results/" wrote a file named "results"
+        raise UsageError(f"{option} {out}: names a folder (it ends with '/'); give a file name "
+                         f"(e.g. {Path(out) / example})")
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")

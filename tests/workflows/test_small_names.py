@@ -1,0 +1,39 @@
+"""Empty output/sources names and output names that end with '/' (common.refuse_empty_names,
+common.check_output_file), for every command that writes one file or reads a sources file."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.workflows.cli import main
+
+
+@pytest.fixture()
+def graph(tmp_path, capsys):
+    g = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "3", "--cols", "3", "-o", str(g), "-q"]) == 0
+    capsys.readouterr()
+    return g
+
+
+@pytest.mark.parametrize("argv, message", [
+    # checked a random draw of 8 sources, the sources file ignored
+    (["verify", "G", "--sources-file", ""], "error: --sources-file '': an empty name; give a file name"),
+    # said "-o .: is a directory"
+    (["generate", "grid", "--rows", "2", "--cols", "2", "-o", ""], "error: -o '': an empty name"),
+    (["ingest", "G", "-o", " "], "error: -o ' ': an empty name"),
+])
+def test_an_empty_name_is_refused(graph, capsys, argv, message):
+    assert main([str(graph) if a == "G" else a for a in argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["generate", "ingest", "solve"])
+def test_an_output_name_ending_with_a_slash_is_not_written_as_a_file(graph, tmp_path, capsys, command):
+    """`-o results/` wrote a file named `results` (Path() drops the slash)."""
+    target = tmp_path / "results"
+    argv = {"generate": ["generate", "grid", "--rows", "2", "--cols", "2"],
+            "ingest": ["ingest", str(graph)],
+            "solve": ["solve", str(graph), "-s", "0"]}[command]
+    assert main(argv + ["-o", f"{target}/"]) == 2
+    assert "names a folder (it ends with '/'); give a file name" in capsys.readouterr().err
+    assert not target.exists()
