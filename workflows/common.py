@@ -86,6 +86,14 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
+    for path in inputs:
+        # <input>.csr.npz, <input>.ch.npz (pipeline.graph, pipeline.hierarchy): the next
+        # load found no valid cache there and rebuilt it over the output, without a word
+        path = Path(path)
+        if (out.name.startswith(path.name + ".") and out.name.endswith(".npz")
+                and os.path.abspath(out.parent) == os.path.abspath(path.parent)):
+            raise UsageError(f"{option} {out}: is where {path.name}'s cache files go (its CSR, its hierarchy), "
+                             "which the next run would write over it; give another output name")
     refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {out}")
 
 

@@ -37,3 +37,12 @@ def test_an_output_name_ending_with_a_slash_is_not_written_as_a_file(graph, tmp_
     assert main(argv + ["-o", f"{target}/"]) == 2
     assert "names a folder (it ends with '/'); give a file name" in capsys.readouterr().err
     assert not target.exists()
+
+
+@pytest.mark.parametrize("suffix", [".csr.npz", ".ch.npz", ".min.csr.npz"])
+def test_solve_does_not_write_over_the_graphs_cache_files(graph, capsys, suffix):
+    """`solve g.parquet -o g.parquet.csr.npz` wrote its table there; the next solve found
+    no valid CSR cache and rebuilt it over the output, silently."""
+    out = graph.with_name(graph.name + suffix)
+    assert main(["solve", str(graph), "-s", "0", "-o", str(out)]) == 2
+    assert "is where g.parquet's cache files go" in capsys.readouterr().err
