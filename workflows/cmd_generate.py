@@ -9,6 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gpu_sssp.workflows.common import count_value
+
 HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
 
 
@@ -65,13 +67,13 @@ def _common(p, undirected_default=False, undirected=True):
     if undirected:
         p.add_argument("--undirected", action="store_true", default=undirected_default,
                        help="emit both arcs of every edge with the same weight (not with --negative-fraction)")
-    p.add_argument("--max-vertices", type=int, metavar="N",
+    p.add_argument("--max-vertices", type=count_value, metavar="N",
                    help="refuse graphs of more vertices (default: setting sssp.ingest.max-vertices, 2**31 - 1, "
                    "as for `sssp ingest`)")
-    p.add_argument("--max-arcs", type=int, metavar="N",
+    p.add_argument("--max-arcs", type=count_value, metavar="N",
                    help="refuse graphs of more arcs (default: setting sssp.ingest.max-arcs, none; a graph "
                    "whose arrays cannot fit in the memory available is refused anyway)")
-    p.add_argument("--max-isolated-vertices", type=int, metavar="N",
+    p.add_argument("--max-isolated-vertices", type=count_value, metavar="N",
                    help="refuse graphs with more than N vertices beyond twice the arcs (vertices no arc can "
                    "touch; default: setting sssp.ingest.max-isolated-vertices, 16,777,216, which loading the "
                    "file applies too)")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.pipeline.fsnames import shown
+from gpu_sssp.workflows.common import count_value
 
 HELP = "convert a graph file (.gr/.ss/.co, .mtx, METIS .graph, edge list, PACE; compressed) to Parquet"
 
@@ -64,13 +65,13 @@ def add_parser(subparsers):
     p.add_argument("--weight-type", choices=("int32", "int64", "float32", "float64"),
                    help="stored weight type (default int64 for integer weights, float64 for real ones); "
                         "a weight that does not fit is an error")
-    p.add_argument("--max-vertices", type=int, metavar="N",
+    p.add_argument("--max-vertices", type=count_value, metavar="N",
                    help="refuse inputs declaring more vertices (an edge list: whose largest id makes more; "
                         "default: setting sssp.ingest.max-vertices, 2**31 - 1)")
-    p.add_argument("--max-arcs", type=int, metavar="N",
+    p.add_argument("--max-arcs", type=count_value, metavar="N",
                    help="refuse inputs with more arcs: announced by a header, or counted as an edge list "
                         "is read (default: setting sssp.ingest.max-arcs, none)")
-    p.add_argument("--max-isolated-vertices", type=int, metavar="N",
+    p.add_argument("--max-isolated-vertices", type=count_value, metavar="N",
                    help="refuse headers whose vertex count leaves more than N vertices that no arc can "
                         "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")
     p.add_argument("--chunk-mb", type=int, default=16, metavar="M",

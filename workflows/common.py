@@ -2,6 +2,7 @@
 and printing an error as one line."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import re
 import sys
@@ -40,6 +41,19 @@ def print_error(message, *, label: str = "error", file=None) -> None:
 
     out = Console(file=file or sys.stderr, soft_wrap=True, highlight=False)
     out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
+
+
+def count_value(text: str) -> int:
+    """An argparse type: a whole number >= 0 (``--max-vertices``, ``--max-arcs``,
+    ``--max-isolated-vertices``; a negative one was refused naming the setting behind
+    the option, ``sssp.ingest.max-vertices``, not the option)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return v
 
 
 def refuse_empty_names(*named) -> None:

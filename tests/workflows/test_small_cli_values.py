@@ -80,3 +80,20 @@ def test_every_command_reads_a_dashed_value_as_its_options(tmp_path, capsys, arg
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and "expected one argument" not in err
+
+
+@pytest.mark.parametrize("command", ["ingest", "generate"])
+@pytest.mark.parametrize("option", ["--max-vertices", "--max-arcs", "--max-isolated-vertices"])
+def test_a_negative_limit_names_its_option(tmp_path, capsys, command, option):
+    """It said "sssp.ingest.max-vertices: expected a number >= 0, got -1": the setting,
+    not the option given."""
+    g = tmp_path / "g.parquet"
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(g), "-q"]) == 0
+    capsys.readouterr()
+    argv = (["ingest", str(g), "-o", str(tmp_path / "o.parquet")] if command == "ingest"
+            else ["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(tmp_path / "o.parquet")])
+    with pytest.raises(SystemExit) as exc:
+        main(argv + [option, "-1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: '-1': expected a whole number >= 0" in err and "sssp.ingest" not in err
