@@ -111,7 +111,8 @@ def add_parser(sub) -> None:
                    "one call for many sources, are not cut); default: no limit")
     p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
     p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
-                   help="start no further method on a graph once this much time went into it (noted)")
+                   help="start no further method or baseline on a graph once this much time went into "
+                   "those after the SciPy anchor, which is always measured (noted); 0: the anchor only")
     p.add_argument("--no-count-work", action="store_true",
                    help="do not make an extra untimed call to count relax operations for methods "
                    "that count only on request")
