@@ -42,6 +42,10 @@ ROWS_FILE = "rows.parquet"
 #: with merged rows, so merging those again keeps the runs apart.
 RUN_COLUMN = "rows_file"
 SUMMARY_FILE = "summary.md"
+#: Noted in the rows and summary written while a run goes on (gone from the final ones);
+#: the summary tells a run still going (or cut short) by it
+PARTIAL_NOTE = ("written while the run was still going: if it was cut short, the methods and graphs after "
+                "the last ones here were not measured")
 PLOT_FILES = {
     "time": "time_per_graph.png",
     "speedup": "speedup.png",
@@ -602,7 +606,11 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
             seen.add(key)
             out.append(f"- {r['graph']} / {r['variant']} (source {r['source']}): {r['error']}")
     elif not len(table):
-        out.append("No rows: nothing was measured (yet).")
+        # "(yet)" only while the run goes on (or where it was cut short): a finished run
+        # that measured nothing said it too, as if more were to come
+        going = PARTIAL_NOTE in context.get("notes", [])
+        out.append("No rows: nothing was measured yet." if going else
+                   "No rows: nothing was measured (every method and baseline was skipped; see the notes).")
     else:
         checked = all(r.get("settings", {}).get("verify_sources") for r in runs) if runs \
             else bool(settings.get("verify_sources"))

@@ -129,10 +129,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-#: Noted in the rows and summary written while a run goes on (gone from the final ones)
-_PARTIAL = ("written while the run was still going: if it was cut short, the methods and graphs after "
-            "the last ones here were not measured")
-
 #: ``--algorithms`` words that stand for every method of a backend
 _GROUPS = ("all", "gpu", "cpu")
 
@@ -237,6 +233,8 @@ def run(args) -> int:
                                                   plan_variants, run_benchmark)
     from gpu_sssp.pipeline.writers import check_output_dir
 
+    _PARTIAL = report.PARTIAL_NOTE  # in the rows and summary written while the run goes on
+
     if not str(args.out).strip():  # Path("") is ".": an unset "$OUT" wrote into the current folder
         raise UsageError(f"--out {args.out!r}: an empty folder name; give a folder (--out . for the current one)")
     out = Path(args.out)
@@ -340,6 +338,9 @@ def run(args) -> int:
     table = pa.concat_tables(tables)
     written = report.write_report(table, ctx, out, plots=not args.no_plots)
     _show(table, written, out)
+    if not len(table):  # exit 0 said "benchmarked" where nothing was (as `sssp verify` refuses it)
+        raise UsageError(f"nothing was measured: every method and baseline asked for was skipped (the notes "
+                         f"say why; {shown(written['summary'])})")
     failures = len(table) - sum(table.column("ok").to_pylist())
     return 1 if failures else 0
 

@@ -26,3 +26,33 @@ def test_the_graph_time_limit_never_drops_the_scipy_anchor(registry_guard, limit
     agg = report.aggregate(out.table)
     if "slow" in timed:  # its ratio has the anchor to go by
         assert next(s for s in report.speedups(agg) if s["variant"] == "slow")["vs_scipy"]
+
+
+def _tiny_gr(tmp_path):
+    g = tmp_path / "in" / "tiny.gr"
+    g.parent.mkdir(exist_ok=True)
+    g.write_text("p sp 4 5\na 1 2 3\na 2 3 4\na 3 4 5\na 4 1 6\na 1 3 9\n")
+    return g
+
+
+def test_a_finished_run_that_measured_nothing_does_not_say_yet(tmp_path, capsys):
+    """`sssp bench G --algorithms dijkstra --baselines '' --graph-time-limit 0` (every
+    variant skipped) finished with "No rows: nothing was measured (yet)." in its summary
+    and exit 0.  "yet" is for a run still going (or cut short); a finished one says that
+    everything was skipped, and exits 2 with one line, as `sssp verify` does where it
+    checked nothing."""
+    from gpu_sssp.workflows.cli import main
+
+    out = tmp_path / "bench"
+    rc = main(["bench", str(_tiny_gr(tmp_path)), "--algorithms", "dijkstra", "--baselines", "",
+               "--graph-time-limit", "0", "--sources", "2", "--no-plots", "--out", str(out)])
+    err = capsys.readouterr().err
+    text = (out / "summary.md").read_text()
+    assert "nothing was measured" in text and "yet" not in text, text
+    assert report.PARTIAL_NOTE not in text
+    assert rc == 2
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "nothing was measured" in errors[0], err
+    # while a run goes on, the summary of no rows so far says "yet"
+    going = report.summary_markdown(bm.ROW_SCHEMA.empty_table(), {"notes": [report.PARTIAL_NOTE]})
+    assert "nothing was measured yet" in going
