@@ -495,6 +495,28 @@ def _graph_min_component(g: dict, asked) -> str:
     return _count(used)
 
 
+def _sources_words(asked, graphs, seed=None) -> str:
+    """The protocol's sources (and ``seed``, when given): ``N random sources per graph
+    (seed S)``, or, where a graph had fewer (``--sources`` above its vertex count, or
+    fewer vertices that reach the min component), what was measured there: the count
+    asked was shown as if measured."""
+    short = [g for g in graphs if isinstance(g.get("sources"), int) and isinstance(asked, int)
+             and g["sources"] < asked]
+    seeded = [] if seed is None else [f"seed {seed}"]
+    if not short:
+        return f"{_count(asked)} random sources per graph" + (f" ({seeded[0]})" if seeded else "")
+
+    def why(g) -> str:
+        return "every vertex" if g["sources"] == g.get("vertices") else "every vertex that qualifies"
+
+    if len(short) == len(graphs) == 1:
+        g = short[0]
+        return f"{g['sources']:,} sources (" + "; ".join([why(g), f"{_count(asked)} asked, capped", *seeded]) + ")"
+    fewer = ("fewer where there are not that many: "
+             + ", ".join(f"{g['sources']:,} on {g['graph']} ({why(g)})" for g in short))
+    return f"{_count(asked)} random sources per graph (" + "; ".join([*seeded, fewer]) + ")"
+
+
 def _lowered(asked, graphs) -> str:
     """`` (lowered to X on G, ...)`` for every graph where the min component asked was
     lowered (too few vertices reach that many there), or ``""``."""
@@ -546,7 +568,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
             s = run["settings"]
             out.append(f"- run {n}: rows from `{run['file']}`"
                        + (f" (written {run['written']})" if run.get("written") else "")
-                       + f": {s.get('sources')} sources, min component "
+                       + f": {_sources_words(s.get('sources'), run.get('graphs', [])).replace(' random', '')}"
+                       + ", min component "
                        f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
                        f"seed {s.get('seed')}, "
                        + (f"batch size {s['batch_size']}, " if s.get("batch_size") else "")
@@ -554,7 +577,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                        + (f"; GPU: {_gpu_words(run.get('env') or {})}; host: {_host_words(run.get('env') or {})}"
                           if per_run_env else ""))
     else:
-        out.append(f"- protocol: {settings.get('sources')} random sources per graph (seed {settings.get('seed')}) "
+        out.append(f"- protocol: {_sources_words(settings.get('sources'), context.get('graphs', []), settings.get('seed'))} "
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
                    f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
                    f", {settings.get('runs')} timed run(s) per source, "

@@ -56,3 +56,26 @@ def test_a_finished_run_that_measured_nothing_does_not_say_yet(tmp_path, capsys)
     # while a run goes on, the summary of no rows so far says "yet"
     going = report.summary_markdown(bm.ROW_SCHEMA.empty_table(), {"notes": [report.PARTIAL_NOTE]})
     assert "nothing was measured yet" in going
+
+
+def test_the_protocol_line_says_the_sources_measured_not_those_asked(tmp_path):
+    """`sssp bench rome99.gr --sources 5000` (3,353 vertices) said "5000 random sources per
+    graph" in the summary's protocol line while 3,353 were measured.  More sources than
+    vertices is how an all-sources run is asked (and one --sources serves graphs of every
+    size), so it is capped, not refused: the line says what was measured and that it was
+    capped; the run of a graph with that many says the count as before."""
+    g = grid_graph()  # 180 vertices
+    out, _ = _run([g], ["dijkstra"], baselines=["scipy"], settings={"sources": 500})
+    assert len(set(out.table.column("source").to_pylist())) == g.n
+    text = report.summary_markdown(out.table, report.context_of(out))
+    line = next(ln for ln in text.splitlines() if ln.startswith("- protocol:"))
+    assert "500 random sources" not in line and "180 sources (every vertex; 500 asked, capped; seed 0) whose" in line, line
+    # two graphs, one of them too small: the asked count, and the graph that had fewer
+    big = grid_graph(rows=30, cols=30, name="big")  # 900 vertices
+    out, _ = _run([big, g], ["dijkstra"], baselines=["scipy"], settings={"sources": 500})
+    line = next(ln for ln in report.summary_markdown(out.table, report.context_of(out)).splitlines()
+                if ln.startswith("- protocol:"))
+    assert "500 random sources per graph (seed 0; fewer where there are not that many: 180 on grid (every vertex)) whose" in line, line
+    assert "on big" not in line
+    out, _ = _run([g], ["dijkstra"], baselines=["scipy"], settings={"sources": 20})
+    assert "- protocol: 20 random sources per graph (seed" in report.summary_markdown(out.table, report.context_of(out))
