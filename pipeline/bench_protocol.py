@@ -692,8 +692,9 @@ def _release_device() -> None:
 
 #: Rows of one variant converted from dicts to an Arrow record batch at a time: a
 #: variant timed on every source of a road graph makes hundreds of thousands of rows,
-#: and a dict per row (about 3 kB each) held for the whole run came to gigabytes.
-CHUNK_ROWS = 8192
+#: and a dict per row (about 4 kB with its values) held for the whole run came to
+#: gigabytes; 2,048 of them at a time are about 10 MB.
+CHUNK_ROWS = 2048
 
 
 class _Rows:

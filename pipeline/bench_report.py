@@ -780,7 +780,7 @@ def device_caption(table: pa.Table) -> str:
     def distinct(col):
         if col not in table.schema.names:
             return []
-        return [v for v in OrderedDict.fromkeys(table.column(col).to_pylist()) if v]
+        return [v for v in table.column(col).unique().to_pylist() if v]  # in order of first appearance
 
     gpus, cpus = distinct("gpu"), distinct("cpu")
     return f"GPU: {', '.join(gpus) or 'none (CPU only)'}; CPU: {', '.join(cpus) or 'unknown'}"
