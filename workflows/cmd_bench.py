@@ -28,8 +28,10 @@ warm-up calls excluded, every answer checked against SciPy's.  Writes DIR/rows.p
 (one row per graph, method, source and run), DIR/summary.md (mean/min/max times,
 speedups over harish and SciPy, work efficiency, H-BF ablation, locality k sweep,
 edgelist scaling) and PNG plots.  Exit status 1 when any answer was wrong or a method
-failed (after writing everything); 3 when a negative cycle is reachable from a source; 4
-when a GPU method is named (hbf, phast@gpu, --ablation hbf) where no GPU is visible.
+failed (after writing everything); 2 when nothing was measured (every method and
+baseline skipped, after writing everything); 3 when a negative cycle is reachable from a
+source; 4 when a GPU method is named (hbf, phast@gpu, --ablation hbf) where no GPU is
+visible.  --sources above a graph's vertex count times every vertex (noted).
 
 examples:
   sssp bench data/rome99.gr --algorithms cpu --sources 20
@@ -84,7 +86,9 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the GPU "
                    "when a device is visible, else the CPU); with 'all': only that backend's methods")
-    p.add_argument("--sources", type=int, default=100, help="random sources per graph (default 100)")
+    p.add_argument("--sources", type=int, default=100,
+                   help="random sources per graph (default 100; at least a graph's vertex count: every vertex "
+                   "of it, the summary says so)")
     p.add_argument("--min-component", type=int, default=100_000,
                    help="vertices each source must reach (default 100000, as H-BF)")
     p.add_argument("--seed", type=int, default=7, help="seed of the source draw (default 7)")
