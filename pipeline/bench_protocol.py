@@ -571,7 +571,7 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         progress("note", text=text)
 
     have_gpu = kernels.device_count() > 0
-    rows: list[dict] = []
+    tables: list[pa.Table] = []  # one per variant timed, each converted from dicts once
     graph_info: list[dict] = []
     versions = json.dumps(env.get("versions", {}), sort_keys=True)
     for graph in graphs:
@@ -640,26 +640,47 @@ def run_benchmark(graphs, variants, settings: BenchSettings, *, progress: Progre
         ctx = _Ctx(graph, srcs, refs, ref_relax, base, settings, full_refs)
 
         t_graph = time.perf_counter()
-        # baselines first (the reference pass warmed SciPy up), then the methods
-        for v in sorted(runnable, key=lambda v: v.kind != "baseline"):
+        # the SciPy anchor first (the reference pass warmed it up, and it is the reference
+        # of every check and ratio), the other baselines, then the methods
+        for v in sorted(runnable, key=lambda v: (not _is_anchor(v), v.kind != "baseline")):
             spent = time.perf_counter() - t_graph
-            if settings.graph_time_limit_s is not None and spent > settings.graph_time_limit_s:
+            # the limit stops further variants, never the anchor: --graph-time-limit 0
+            # dropped SciPy's rows too, and the report had nothing to compare with
+            if (settings.graph_time_limit_s is not None and spent > settings.graph_time_limit_s
+                    and not _is_anchor(v)):
                 note(f"{graph.name}: {v.label} skipped: the graph's time limit of "
-                     f"{settings.graph_time_limit_s:g} s was used up ({spent:.0f} s)")
+                     f"{settings.graph_time_limit_s:g} s was used up "
+                     + (f"({spent:,.0f} s)" if spent >= 10 else f"({spent:.2g} s)" if spent >= 0.01 else
+                        f"({spent * 1e3:.2g} ms)"))
                 progress("step", advance=settings.runs * len(srcs))
                 continue
             if v.kind == "baseline":
-                rows.extend(_time_baseline(v, ctx, ref_ms, progress, note))
+                rows = _time_baseline(v, ctx, ref_ms, progress, note)
             else:
-                rows.extend(_time_method(v, ctx, progress, note))
-            # what is measured so far, for a caller that keeps it (a run cut short)
-            progress("rows", table=pa.Table.from_pylist(rows, schema=ROW_SCHEMA), graphs=list(graph_info),
+                rows = _time_method(v, ctx, progress, note)
+            tables.append(rows.table())
+            del rows
+            # what is measured so far, for a caller that keeps it (a run cut short): the
+            # variants' tables put together, not converted again
+            progress("rows", table=_concat(tables), graphs=list(graph_info),
                      notes=list(notes), settings=dict(settings.__dict__, verify_sources=VERIFY_SOURCES))
+            if _is_anchor(v):  # the limit counts the time of the variants after the anchor
+                t_graph = time.perf_counter()
         if have_gpu:
             _release_device()
-    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    table = _concat(tables)
     settings_d = dict(settings.__dict__, verify_sources=VERIFY_SOURCES)
     return BenchOutcome(table, notes, env, graph_info, settings_d)
+
+
+def _is_anchor(v: Variant) -> bool:
+    """The SciPy baseline: the anchor of the ratios, its run 0 the reference pass itself."""
+    return v.kind == "baseline" and v.algorithm == "scipy"
+
+
+def _concat(tables: list) -> pa.Table:
+    """The variants' tables as one (their chunks kept: nothing is copied)."""
+    return pa.concat_tables(tables) if tables else ROW_SCHEMA.empty_table()
 
 
 def _release_device() -> None:
@@ -667,6 +688,68 @@ def _release_device() -> None:
     from gpu_sssp import kernels
 
     kernels.release_device_memory()
+
+
+#: Rows of one variant converted from dicts to an Arrow record batch at a time: a
+#: variant timed on every source of a road graph makes hundreds of thousands of rows,
+#: and a dict per row (about 4 kB with its values) held for the whole run came to
+#: gigabytes; 2,048 of them at a time are about 10 MB.
+CHUNK_ROWS = 2048
+
+
+class _Rows:
+    """One variant's rows as they are measured: dicts (:func:`_row`) converted to Arrow
+    record batches of :data:`CHUNK_ROWS` rows, each row converted once; :meth:`table`
+    gives them in :data:`ROW_SCHEMA`.  :meth:`fail` fails every row (the whole-vector
+    check against SciPy's, :func:`_verify`), those converted already included."""
+
+    def __init__(self):
+        self._batches: list = []
+        self._pending: list[dict] = []
+        self._count = 0
+        self.any_ok = False
+        self.sources: set = set()  # the file ids measured
+        self._failed: str | None = None
+
+    def append(self, row: dict) -> None:
+        self._pending.append(row)
+        self._count += 1
+        self.any_ok = self.any_ok or bool(row.get("ok"))
+        self.sources.add(row["source"])
+        if len(self._pending) >= CHUNK_ROWS:
+            self._flush()
+
+    def __iadd__(self, rows):
+        for row in rows:
+            self.append(row)
+        return self
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._batches.append(pa.RecordBatch.from_pylist(self._pending, schema=ROW_SCHEMA))
+            self._pending = []
+
+    def fail(self, why: str) -> None:
+        """Every row not ok, ``why`` added to its error (its only error where it had none)."""
+        self._failed = why if self._failed is None else f"{self._failed}; {why}"
+        self.any_ok = False
+
+    def table(self) -> pa.Table:
+        import pyarrow.compute as pc
+
+        self._flush()
+        t = pa.Table.from_batches(self._batches, schema=ROW_SCHEMA)
+        if self._failed is not None and len(t):
+            err = pc.fill_null(t.column("error"), "")
+            err = pc.if_else(pc.equal(err, ""), pa.scalar(self._failed),
+                             pc.binary_join_element_wise(err, pa.scalar(self._failed), "; "))
+            t = t.set_column(t.schema.get_field_index("ok"), ROW_SCHEMA.field("ok"),
+                             pa.array(np.zeros(len(t), dtype=bool)))
+            t = t.set_column(t.schema.get_field_index("error"), ROW_SCHEMA.field("error"), err)
+        return t
 
 
 @dataclass
@@ -736,15 +819,15 @@ def distance_mismatch(got, ref: np.ndarray, graph) -> str | None:
             f"(reference {ref[v]:g})")
 
 
-def _verify(rows: list[dict], ctx: "_Ctx", v: "Variant", solve_full, note) -> None:
+def _verify(rows: _Rows, ctx: "_Ctx", v: "Variant", solve_full, note) -> None:
     """Compare the variant's whole distance vectors from the first sources with SciPy's
     (``solve_full(positions) -> (B, n)`` distances, untimed: the first
     :data:`VERIFY_SOURCES` for a batched method, in one call, the first one for the
     others, which pay a whole solve per source); on a mismatch, every row of the
     variant is failed with the reason (its statistics passed or not)."""
-    if not ctx.full_refs or not any(r["ok"] for r in rows):  # nothing left to clear
+    if not ctx.full_refs or not rows.any_ok:  # nothing left to clear
         return
-    done = {r["source"] - ctx.graph.id_base for r in rows}
+    done = {s - ctx.graph.id_base for s in rows.sources}
     pos = [i for i in sorted(ctx.full_refs) if int(ctx.srcs[i]) in done][: VERIFY_SOURCES if v.batched else 1]
     if not pos:
         return
@@ -761,16 +844,14 @@ def _verify(rows: list[dict], ctx: "_Ctx", v: "Variant", solve_full, note) -> No
     if why is None:
         return
     note(f"{ctx.graph.name}: {v.label}: {why}")
-    for r in rows:
-        r["ok"] = False
-        r["error"] = why if not r.get("error") else f"{r['error']}; {why}"
+    rows.fail(why)
 
 
 def _error_row(ctx, v, i, run, err: str, batch_size=1) -> dict:
     return _row(ctx, v, i, run, ok=False, error=err, batch_size=batch_size, device="")
 
 
-def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
+def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> _Rows:
     """Time a CPU baseline on every source.  One that solves many sources per call
     (``networkit-spsp``, :data:`kernels.baselines.BATCHED_BASELINES`) takes them in calls of
     :func:`kernels.baselines.sources_per_call` (at most ``--batch-size``), each call's time
@@ -798,7 +879,7 @@ def _time_baseline(v: Variant, ctx: _Ctx, ref_ms, progress, note) -> list[dict]:
             dist, ms = fn(int(srcs[idx[0]]))
             return dist[None, :], ms
     groups = [np.arange(a, min(a + size, len(srcs))) for a in range(0, len(srcs), size)]
-    rows = []
+    rows = _Rows()
     first_ms = None
     try:
         fn = prepare()
@@ -846,7 +927,7 @@ def _answers_of(res, graph) -> list[Answer]:
     return out
 
 
-def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
+def _time_method(v: Variant, ctx: _Ctx, progress, note) -> _Rows:
     from gpu_sssp import kernels
 
     graph, srcs, st = ctx.graph, ctx.srcs, ctx.settings
@@ -861,7 +942,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
         return kernels.solve(graph, srcs[idx], method=v.algorithm, backend=v.kind, distances=distances,
                              **opts, **extra)
 
-    rows: list[dict] = []
+    rows = _Rows()
     warm_ms = 0.0
     first_ms = None
     try:
@@ -912,7 +993,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
                     # option is a skip, as in the warm-up (it failed every row, exit 1)
                     note(f"{graph.name}: {v.label} skipped: {type(exc).__name__}: {exc}")
                     progress("step", advance=st.runs * len(srcs))
-                    return []
+                    return _Rows()
                 failed = f"{type(exc).__name__}: {exc}"
                 note(f"{graph.name}: {v.label} failed: {failed}")
                 rows += [_error_row(ctx, v, int(i), run, failed, b) for i in idx]
@@ -973,10 +1054,11 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> list[dict]:
     return rows
 
 
-def _fail_all(v, ctx, exc, progress, note) -> list[dict]:
+def _fail_all(v, ctx, exc, progress, note) -> _Rows:
     err = f"{type(exc).__name__}: {exc}"
     note(f"{ctx.graph.name}: {v.label} failed in warm-up: {err}")
     st = ctx.settings
-    rows = [_error_row(ctx, v, i, run, err) for run in range(st.runs) for i in range(len(ctx.srcs))]
+    rows = _Rows()
+    rows += (_error_row(ctx, v, i, run, err) for run in range(st.runs) for i in range(len(ctx.srcs)))
     progress("step", advance=st.runs * len(ctx.srcs))
     return rows

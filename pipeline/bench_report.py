@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.fsnames import read_table
@@ -41,6 +42,10 @@ ROWS_FILE = "rows.parquet"
 #: with merged rows, so merging those again keeps the runs apart.
 RUN_COLUMN = "rows_file"
 SUMMARY_FILE = "summary.md"
+#: Noted in the rows and summary written while a run goes on (gone from the final ones);
+#: the summary tells a run still going (or cut short) by it
+PARTIAL_NOTE = ("written while the run was still going: if it was cut short, the methods and graphs after "
+                "the last ones here were not measured")
 PLOT_FILES = {
     "time": "time_per_graph.png",
     "speedup": "speedup.png",
@@ -210,10 +215,6 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
 
 
 # ----------------------------------------------------------------------------- aggregation
-def _records(table: pa.Table) -> list[dict]:
-    return table.to_pylist()
-
-
 def _graph_order(recs) -> list[str]:
     return list(OrderedDict.fromkeys(r["graph"] for r in recs))
 
@@ -227,6 +228,30 @@ def _mean(xs):
     return float(np.mean(xs)) if xs else None
 
 
+def _numbers(table: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A numeric column as float64 (a null as NaN) and whether each value is set."""
+    col = table.column(name)
+    valid = col.is_valid().to_numpy(zero_copy_only=False).astype(bool)
+    values = col.cast(pa.float64()).fill_null(math.nan).to_numpy()
+    return values, valid
+
+
+def _codes(table: pa.Table, name: str) -> np.ndarray:
+    """Each row's value of column ``name`` as a number: its value's place among the
+    column's distinct values in order of first appearance (nulls: one value too); all 0
+    where the table has no such column."""
+    if name not in table.schema.names:
+        return np.zeros(len(table), dtype=np.int64)
+    col = table.column(name)
+    return pc.index_in(col, value_set=col.unique()).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _mean_of(values: np.ndarray, keep: np.ndarray):
+    """:func:`_mean` of ``values[keep]``: NaN (unset) values left out; None when none is left."""
+    xs = values[keep & ~np.isnan(values)]
+    return float(np.mean(xs)) if len(xs) else None
+
+
 def aggregate(table: pa.Table, runs=None) -> list[dict]:
     """One dict per (run, graph, variant): count, mean/min/max time, rates, checks.
 
@@ -235,59 +260,99 @@ def aggregate(table: pa.Table, runs=None) -> list[dict]:
     counts ``runs``, the context's :func:`run_labels`); ``graph_name`` and ``run`` are
     kept apart too.  Everything keyed by ``graph`` downstream (speedups, ablation,
     plots) therefore stays within one run.
+
+    Computed on the columns (no dict per row): an all-sources run of a road graph has
+    millions of rows, and this runs after every method while the bench goes on.
     """
-    recs = _records(table)
-    groups: "OrderedDict[tuple, list]" = OrderedDict()
-    for r in recs:
-        groups.setdefault((r.get(RUN_COLUMN), r["graph"], r["variant"]), []).append(r)
-    names = _line_names([(k[0], k[1]) for k in groups], runs)
-    groups = OrderedDict(((names[k[0], k[1]], k[2]), v) for k, v in groups.items())
+    n = len(table)
+    if not n:
+        return []
+    has_run = RUN_COLUMN in table.schema.names
+    run_c, graph_c, var_c = _codes(table, RUN_COLUMN), _codes(table, "graph"), _codes(table, "variant")
+    key = (run_c * (int(graph_c.max()) + 1) + graph_c) * (int(var_c.max()) + 1) + var_c
+    _, first_idx, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    by_group = np.argsort(inverse, kind="stable")  # each group's rows together, in table order
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    appearance = np.argsort(first_idx, kind="stable")  # the groups in order of their first row
+
+    def first_of(g: int) -> dict:
+        i = int(first_idx[g])
+        cols = ["graph", "variant", "algorithm", "kind", "role", "options", "arcs", "vertices"]
+        out = {c: table.column(c)[i].as_py() for c in cols}
+        out[RUN_COLUMN] = table.column(RUN_COLUMN)[i].as_py() if has_run else None
+        return out
+
+    firsts = {int(g): first_of(int(g)) for g in appearance}
+    names = _line_names([(firsts[g][RUN_COLUMN], firsts[g]["graph"]) for g in firsts], runs)
     # per graph: GPU methods, CPU methods, then the baselines; ablation configurations last
     kind_rank = {"gpu": 0, "cpu": 1, "baseline": 2}
     role_rank = {"main": 0, "sweep": 0, "ablation": 1}
-    graph_rank = {g: i for i, g in enumerate(OrderedDict.fromkeys(k[0] for k in groups))}
-    order = sorted(enumerate(groups.items()), key=lambda e: (
-        graph_rank[e[1][0][0]], role_rank.get(e[1][1][0]["role"], 0),
-        kind_rank.get(e[1][1][0]["kind"], 3), e[0]))
+    line = {g: names[f[RUN_COLUMN], f["graph"]] for g, f in firsts.items()}
+    graph_rank = {name: i for i, name in enumerate(OrderedDict.fromkeys(line[g] for g in firsts))}
+    order = sorted(enumerate(firsts), key=lambda e: (
+        graph_rank[line[e[1]]], role_rank.get(firsts[e[1]]["role"], 0), kind_rank.get(firsts[e[1]]["kind"], 3), e[0]))
+
+    time_ms, time_ok = _numbers(table, "time_ms")
+    kernel, kernel_ok = _numbers(table, "kernel_ms")
+    relax_all, relax_ok = _numbers(table, "relaxations")
+    warm, _ = _numbers(table, "warmup_ms")
+    iters, _ = _numbers(table, "iterations")
+    launches, _ = _numbers(table, "launches")
+    syncs, _ = _numbers(table, "host_syncs")
+    batch, batch_ok = _numbers(table, "batch_size")
+    source = table.column("source").fill_null(-1).to_numpy().astype(np.int64)
+    run_no = table.column("run").fill_null(-1).to_numpy().astype(np.int64)
+    ok = pc.fill_null(table.column("ok"), False).to_numpy(zero_copy_only=False).astype(bool)
+    # a row's rate time: its kernel time where it has a positive one, else its wall time
+    # (a kernel time of 0 or unset counts as none; NaN counts as one, as Python's truth)
+    kernel_truthy = kernel_ok & (kernel != 0)
+    kernel_pos = kernel_ok & (kernel > 0)
+    rate_t = np.where(kernel_pos, kernel, time_ms)
+    rate_t_ok = kernel_pos | time_ok
+    timed = time_ok | kernel_truthy
+
     out = []
-    for _, ((g, var), rs) in order:
-        times = [r["time_ms"] for r in rs if r["time_ms"] is not None]
-        per_source: "OrderedDict[int, list]" = OrderedDict()
-        for r in rs:
-            if r["time_ms"] is not None:
-                per_source.setdefault(r["source"], []).append(r["time_ms"])
-        first = rs[0]
+    for _, g in order:
+        rows = by_group[starts[g]:starts[g] + counts[g]]
+        first = firsts[g]
         arcs = first["arcs"] or 0
-        relax = _mean([r["relaxations"] for r in rs])
+        t_ok = time_ok[rows]
+        times = time_ms[rows][t_ok]
+        # per source (first appearance): the mean of its timed rows
+        src_t = source[rows][t_ok]
+        uniq, first_at, inv = np.unique(src_t, return_index=True, return_inverse=True)
+        sums = np.bincount(inv, weights=times, minlength=len(uniq))
+        per = np.bincount(inv, minlength=len(uniq))
+        seq = np.argsort(first_at, kind="stable")
+        source_ms = dict(zip(uniq[seq].tolist(), (sums[seq] / per[seq]).tolist()))
+        relax = _mean_of(relax_all[rows], relax_ok[rows])
         # the rates of the means (as the table's definitions say: arcs / kernel time),
         # not means of per-row rates, which exceed them whenever the times vary
-        rate_ms = _mean([r["kernel_ms"] if r["kernel_ms"] and r["kernel_ms"] > 0 else r["time_ms"]
-                         for r in rs if r["time_ms"] is not None or r["kernel_ms"]])
-        relax_ms = _mean([r["kernel_ms"] if r["kernel_ms"] and r["kernel_ms"] > 0 else r["time_ms"]
-                          for r in rs if r["relaxations"] is not None and (r["time_ms"] is not None or r["kernel_ms"])])
+        rate_ms = _mean_of(rate_t[rows], timed[rows] & rate_t_ok[rows])
+        relax_ms = _mean_of(rate_t[rows], relax_ok[rows] & timed[rows] & rate_t_ok[rows])
+        b = batch[rows]
         out.append({
-            "graph": g, "graph_name": first["graph"], "run": first.get(RUN_COLUMN),
-            "variant": var, "algorithm": first["algorithm"], "kind": first["kind"],
+            "graph": line[g], "graph_name": first["graph"], "run": first[RUN_COLUMN],
+            "variant": first["variant"], "algorithm": first["algorithm"], "kind": first["kind"],
             "role": first["role"], "options": json.loads(first["options"] or "{}"), "arcs": arcs,
-            "vertices": first["vertices"], "rows": len(rs),
-            "sources": len({r["source"] for r in rs}), "runs": len({r["run"] for r in rs}),
-            "batch_size": max((r["batch_size"] or 1) for r in rs),
+            "vertices": first["vertices"], "rows": int(len(rows)),
+            "sources": int(len(np.unique(source[rows]))), "runs": int(len(np.unique(run_no[rows]))),
+            "batch_size": int(np.max(np.where(batch_ok[rows] & (b != 0), b, 1))),
             # the mean kept within min..max: NumPy's mean of equal times (a batched call's,
             # divided per source) can be an ulp off them, which broke the plot's error bars
-            "mean_ms": float(np.clip(np.mean(times), np.min(times), np.max(times))) if times else None,
-            "min_ms": float(np.min(times)) if times else None,
-            "max_ms": float(np.max(times)) if times else None,
-            "kernel_ms": _mean([r["kernel_ms"] for r in rs]),
-            "warmup_ms": _mean([r["warmup_ms"] for r in rs]),
+            "mean_ms": float(np.clip(np.mean(times), np.min(times), np.max(times))) if len(times) else None,
+            "min_ms": float(np.min(times)) if len(times) else None,
+            "max_ms": float(np.max(times)) if len(times) else None,
+            "kernel_ms": _mean_of(kernel[rows], kernel_ok[rows]),
+            "warmup_ms": _mean_of(warm[rows], np.ones(len(rows), dtype=bool)),
             "mteps": (arcs / (rate_ms * 1e3)) if rate_ms else None,
-            "edges_per_s": (_mean([r["relaxations"] for r in rs if r["relaxations"] is not None]) / (relax_ms * 1e-3))
-            if relax_ms else None,
+            "edges_per_s": (relax / (relax_ms * 1e-3)) if relax_ms else None,
             "relax_per_arc": (relax / arcs) if (relax is not None and arcs) else None,
-            "iterations": _mean([r["iterations"] for r in rs]),
-            "launches": _mean([r["launches"] for r in rs]),
-            "host_syncs": _mean([r["host_syncs"] for r in rs]),
-            "failures": sum(1 for r in rs if not r["ok"]),
-            "source_ms": {s: float(np.mean(ts)) for s, ts in per_source.items()},
+            "iterations": _mean_of(iters[rows], np.ones(len(rows), dtype=bool)),
+            "launches": _mean_of(launches[rows], np.ones(len(rows), dtype=bool)),
+            "host_syncs": _mean_of(syncs[rows], np.ones(len(rows), dtype=bool)),
+            "failures": int(np.count_nonzero(~ok[rows])),
+            "source_ms": source_ms,
         })
     return out
 
@@ -430,6 +495,28 @@ def _graph_min_component(g: dict, asked) -> str:
     return _count(used)
 
 
+def _sources_words(asked, graphs, seed=None) -> str:
+    """The protocol's sources (and ``seed``, when given): ``N random sources per graph
+    (seed S)``, or, where a graph had fewer (``--sources`` above its vertex count, or
+    fewer vertices that reach the min component), what was measured there: the count
+    asked was shown as if measured."""
+    short = [g for g in graphs if isinstance(g.get("sources"), int) and isinstance(asked, int)
+             and g["sources"] < asked]
+    seeded = [] if seed is None else [f"seed {seed}"]
+    if not short:
+        return f"{_count(asked)} random sources per graph" + (f" ({seeded[0]})" if seeded else "")
+
+    def why(g) -> str:
+        return "every vertex" if g["sources"] == g.get("vertices") else "every vertex that qualifies"
+
+    if len(short) == len(graphs) == 1:
+        g = short[0]
+        return f"{g['sources']:,} sources (" + "; ".join([why(g), f"{_count(asked)} asked, capped", *seeded]) + ")"
+    fewer = ("fewer where there are not that many: "
+             + ", ".join(f"{g['sources']:,} on {g['graph']} ({why(g)})" for g in short))
+    return f"{_count(asked)} random sources per graph (" + "; ".join([*seeded, fewer]) + ")"
+
+
 def _lowered(asked, graphs) -> str:
     """`` (lowered to X on G, ...)`` for every graph where the min component asked was
     lowered (too few vertices reach that many there), or ``""``."""
@@ -481,7 +568,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
             s = run["settings"]
             out.append(f"- run {n}: rows from `{run['file']}`"
                        + (f" (written {run['written']})" if run.get("written") else "")
-                       + f": {s.get('sources')} sources, min component "
+                       + f": {_sources_words(s.get('sources'), run.get('graphs', [])).replace(' random', '')}"
+                       + ", min component "
                        f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
                        f"seed {s.get('seed')}, "
                        + (f"batch size {s['batch_size']}, " if s.get("batch_size") else "")
@@ -489,7 +577,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                        + (f"; GPU: {_gpu_words(run.get('env') or {})}; host: {_host_words(run.get('env') or {})}"
                           if per_run_env else ""))
     else:
-        out.append(f"- protocol: {settings.get('sources')} random sources per graph (seed {settings.get('seed')}) "
+        out.append(f"- protocol: {_sources_words(settings.get('sources'), context.get('graphs', []), settings.get('seed'))} "
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
                    f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
                    f", {settings.get('runs')} timed run(s) per source, "
@@ -527,7 +615,8 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                            for g in graphs]))
         out.append("")
 
-    fails = [r for r in _records(table) if not r["ok"]]
+    # the failed rows only (every row as a dict was gigabytes on an all-sources run)
+    fails = table.filter(pc.invert(pc.fill_null(table.column("ok"), False))).to_pylist()
     out += ["## Correctness", ""]
     if fails:
         out.append(f"**{len(fails)} row(s) FAILED** (wrong answer or error):")
@@ -540,7 +629,11 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
             seen.add(key)
             out.append(f"- {r['graph']} / {r['variant']} (source {r['source']}): {r['error']}")
     elif not len(table):
-        out.append("No rows: nothing was measured (yet).")
+        # "(yet)" only while the run goes on (or where it was cut short): a finished run
+        # that measured nothing said it too, as if more were to come
+        going = PARTIAL_NOTE in context.get("notes", [])
+        out.append("No rows: nothing was measured yet." if going else
+                   "No rows: nothing was measured (every method and baseline was skipped; see the notes).")
     else:
         checked = all(r.get("settings", {}).get("verify_sources") for r in runs) if runs \
             else bool(settings.get("verify_sources"))
@@ -687,7 +780,7 @@ def device_caption(table: pa.Table) -> str:
     def distinct(col):
         if col not in table.schema.names:
             return []
-        return [v for v in OrderedDict.fromkeys(table.column(col).to_pylist()) if v]
+        return [v for v in table.column(col).unique().to_pylist() if v]  # in order of first appearance
 
     gpus, cpus = distinct("gpu"), distinct("cpu")
     return f"GPU: {', '.join(gpus) or 'none (CPU only)'}; CPU: {', '.join(cpus) or 'unknown'}"

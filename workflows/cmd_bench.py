@@ -28,8 +28,10 @@ warm-up calls excluded, every answer checked against SciPy's.  Writes DIR/rows.p
 (one row per graph, method, source and run), DIR/summary.md (mean/min/max times,
 speedups over harish and SciPy, work efficiency, H-BF ablation, locality k sweep,
 edgelist scaling) and PNG plots.  Exit status 1 when any answer was wrong or a method
-failed (after writing everything); 3 when a negative cycle is reachable from a source; 4
-when a GPU method is named (hbf, phast@gpu, --ablation hbf) where no GPU is visible.
+failed (after writing everything); 2 when nothing was measured (every method and
+baseline skipped, after writing everything); 3 when a negative cycle is reachable from a
+source; 4 when a GPU method is named (hbf, phast@gpu, --ablation hbf) where no GPU is
+visible.  --sources above a graph's vertex count times every vertex (noted).
 
 examples:
   sssp bench data/rome99.gr --algorithms cpu --sources 20
@@ -84,7 +86,9 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the GPU "
                    "when a device is visible, else the CPU); with 'all': only that backend's methods")
-    p.add_argument("--sources", type=int, default=100, help="random sources per graph (default 100)")
+    p.add_argument("--sources", type=int, default=100,
+                   help="random sources per graph (default 100; at least a graph's vertex count: every vertex "
+                   "of it, the summary says so)")
     p.add_argument("--min-component", type=int, default=100_000,
                    help="vertices each source must reach (default 100000, as H-BF)")
     p.add_argument("--seed", type=int, default=7, help="seed of the source draw (default 7)")
@@ -111,7 +115,8 @@ def add_parser(sub) -> None:
                    "one call for many sources, are not cut); default: no limit")
     p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
     p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
-                   help="start no further method on a graph once this much time went into it (noted)")
+                   help="start no further method or baseline on a graph once this much time went into "
+                   "those after the SciPy anchor, which is always measured (noted); 0: the anchor only")
     p.add_argument("--no-count-work", action="store_true",
                    help="do not make an extra untimed call to count relax operations for methods "
                    "that count only on request")
@@ -127,10 +132,6 @@ def add_parser(sub) -> None:
     g.add_argument("--zero-based", action="store_true", help="accept 0-based ids in DIMACS files")
     p.set_defaults(func=run)
 
-
-#: Noted in the rows and summary written while a run goes on (gone from the final ones)
-_PARTIAL = ("written while the run was still going: if it was cut short, the methods and graphs after "
-            "the last ones here were not measured")
 
 #: ``--algorithms`` words that stand for every method of a backend
 _GROUPS = ("all", "gpu", "cpu")
@@ -236,6 +237,8 @@ def run(args) -> int:
                                                   plan_variants, run_benchmark)
     from gpu_sssp.pipeline.writers import check_output_dir
 
+    _PARTIAL = report.PARTIAL_NOTE  # in the rows and summary written while the run goes on
+
     if not str(args.out).strip():  # Path("") is ".": an unset "$OUT" wrote into the current folder
         raise UsageError(f"--out {args.out!r}: an empty folder name; give a folder (--out . for the current one)")
     out = Path(args.out)
@@ -255,7 +258,7 @@ def run(args) -> int:
         report.write_rows(table, out / report.ROWS_FILE, {k: v for k, v in ctx.items()})
         written = report.write_report(table, ctx, out, plots=not args.no_plots)
         _show(table, written, out, runs=report.run_labels(ctx))
-        failures = len(table) - sum(table.column("ok").to_pylist())
+        failures = _failures(table)
         return 1 if failures else 0
     if not args.graphs:
         raise UsageError("give at least one GRAPH (or --from-rows ROWS...)")
@@ -339,8 +342,18 @@ def run(args) -> int:
     table = pa.concat_tables(tables)
     written = report.write_report(table, ctx, out, plots=not args.no_plots)
     _show(table, written, out)
-    failures = len(table) - sum(table.column("ok").to_pylist())
+    if not len(table):  # exit 0 said "benchmarked" where nothing was (as `sssp verify` refuses it)
+        raise UsageError(f"nothing was measured: every method and baseline asked for was skipped (the notes "
+                         f"say why; {shown(written['summary'])})")
+    failures = _failures(table)
     return 1 if failures else 0
+
+
+def _failures(table) -> int:
+    """Rows not ok (counted on the column: an all-sources run has millions of rows)."""
+    import pyarrow.compute as pc
+
+    return len(table) - int(pc.sum(pc.fill_null(table.column("ok"), False)).as_py() or 0)
 
 
 def _show(table, written, out: Path, runs=None) -> None:
@@ -372,7 +385,7 @@ def _show(table, written, out: Path, runs=None) -> None:
         console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
     files = [out / report.ROWS_FILE, written["summary"], *written["plots"]]
     console.print("wrote " + ", ".join(shown(p) for p in files), highlight=False, markup=False)
-    failures = len(table) - sum(table.column("ok").to_pylist())
+    failures = _failures(table)
     if failures:
         console.print(f"[bold red]{failures} row(s) failed the check against the SciPy reference "
                       f"(see {written['summary']})[/]")
