@@ -455,7 +455,7 @@ class Study:
                 latest[i] = e
         done = {}
         for i, e in latest.items():
-            problem = self._batch_files(i)[2]
+            problem = self._batch_files(i, journaled=e)[2]
             if problem is None:
                 done[i] = e
             else:
@@ -484,12 +484,18 @@ class Study:
         cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
         return plan.graph.n, cols
 
-    def _batch_files(self, i: int, reached=None) -> tuple[list[str], int, str | None]:
+    def _batch_files(self, i: int, reached=None, journaled: dict | None = None) -> tuple[list[str], int, str | None]:
         """Check every file batch ``i`` writes (``plan.batch_files``: statistics,
-        distances, predecessors or matrix) from its Parquet footer only: there, readable
+        distances, predecessors or matrix) from its Parquet footer: there, readable
         (a file renamed but left empty by a power loss has no footer), the batch's row
         count, the sources' columns in the wide form (the long form's row count is the
         statistics file's ``reached`` column summed: that column is read, or given).
+        Unless ``reached`` is given (:meth:`_written_batch` read the file's sources
+        already), the statistics file's ``source`` column is read too and must be the
+        batch's sources in order: a statistics file of another batch or another study
+        (copied in) is not this batch's, whatever its row count.  ``journaled``: the
+        batch's journal entry; files whose sizes do not add up to its ``bytes`` are not
+        the files journaled (replaced since: another study's of the same sources).
         ``(files, bytes, problem)``: the files in writing order; ``problem`` names the
         first file wrong (``"distances/batch-000005.parquet missing"``), None when all
         are complete."""
@@ -499,6 +505,10 @@ class Study:
             path = self.out / rel
             try:
                 meta = _fs.read_metadata(path)
+                if rel == written[-1] and reached is None:  # stats: its sources (and reached)
+                    reached = self._check_sources(path, i)
+                    if isinstance(reached, str):
+                        return written, nbytes, reached
                 rows, cols = self._expected_rows(rel, i, reached)
             except FileNotFoundError:
                 return written, nbytes, f"{rel} missing"
@@ -512,7 +522,22 @@ class Study:
                 nbytes += path.stat().st_size
             except OSError:
                 return written, nbytes, f"{rel} missing"
+        want = (journaled or {}).get("bytes")
+        if (isinstance(want, int) and not isinstance(want, bool) and nbytes != want
+                and sorted(journaled.get("files") or ()) == sorted(written)):
+            return written, nbytes, (f"{', '.join(written)}: {nbytes:,} bytes, not the {want:,} journaled "
+                                     "(replaced since the batch was journaled)")
         return written, nbytes, None  # in writing order, stats last
+
+    def _check_sources(self, path: Path, i: int):
+        """The statistics file ``path`` of batch ``i``: its ``reached`` column when its
+        ``source`` column is the batch's sources (file ids) in order, else the problem
+        (``"stats/batch-000005.parquet holds other sources than batch 5's"``)."""
+        batch = np.asarray(self.plan.batches[i], dtype=np.int64) + self.plan.graph.id_base
+        t = _fs.read_table(path, columns=["source", "reached"])
+        if not np.array_equal(t.column("source").to_numpy(), batch):
+            return f"stats/{path.name} holds other sources than batch {i}'s (another batch's or study's file)"
+        return t.column("reached")
 
     def _written_batch(self, i: int) -> dict | None:
         """The journal entry for batch ``i`` if its files in the folder are those of
@@ -570,12 +595,15 @@ class Study:
 
     def _unjournaled_written(self) -> list[int]:
         """The batches not journaled whose statistics file is in the folder (one listing
-        of ``stats/``)."""
+        of ``stats/``).  Not those journaled whose files were found wrong (:attr:`redone`):
+        a file that is not the one journaled is not adopted either."""
         try:
             names = set(os.listdir(self.out / "stats"))
         except OSError:
             return []
-        return [i for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names]
+        redone = getattr(self, "redone", {})
+        return [i for i in range(len(self.plan.batches))
+                if i not in self.done and i not in redone and batch_name(i) in names]
 
     def redone_note(self, shown: int = 3) -> str | None:
         """What a resume says of the journaled batches solved again (:attr:`redone`):
@@ -780,6 +808,20 @@ class Study:
             return STATS_SCHEMA.empty_table()
         return pa.concat_tables(parts)
 
+    def _misplaced(self, stats: pa.Table) -> int | None:
+        """The first finished batch whose rows in ``stats`` (:meth:`stats_table`) are not
+        its sources in order (its statistics file replaced during the run, after the
+        resume's checks), or None."""
+        base = self.plan.graph.id_base
+        got = stats.column("source").to_numpy()
+        at = 0
+        for i in sorted(self.done):
+            want = np.asarray(self.plan.batches[i], dtype=np.int64) + base
+            if not np.array_equal(got[at:at + len(want)], want):
+                return i
+            at += len(want)
+        return None if at == len(got) else max(self.done)
+
     def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
                clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
         """Summarise, write ``summary.json`` and the final manifest; return the summary.
@@ -795,6 +837,12 @@ class Study:
         self.remove_temporaries()
         fsync_folder(self.out / "stats")
         stats = self.stats_table()
+        wrong = self._misplaced(stats)
+        if wrong is not None:  # never a summary of other sources than the study's
+            exc = StudyError(f"{self.out / 'stats' / batch_name(wrong)}: holds other sources than batch {wrong}'s "
+                             "(the file was replaced during the run); --resume solves it again")
+            self.stop(exc, batch=wrong)
+            raise exc
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,
                             run_meta=run_meta, workers=workers, clock=clock, extra_timings=extra_timings)
         write_json_atomic(summary, self.out / SUMMARY)
