@@ -368,6 +368,7 @@ class Study:
             self.nothing_to_resume = bool(resume and not self.manifest)
             if resume:
                 self.journal.repair()  # a line torn by the crash that stopped the last run
+                self._refuse_foreign_files()
             # journaled batches whose files are missing or incomplete: solved again (why)
             self.redone: dict[int, str] = {}
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
@@ -443,6 +444,35 @@ class Study:
             if resume:
                 raise StudyError(f"{out}: no study to resume here (no {MANIFEST})")
             raise StudyError(f"{out}: folder is not empty and holds no study; choose another --out")
+
+    def _foreign_files(self) -> list[Path]:
+        """Files in the study's batch folders that are no batch file of this study (a file
+        of another study copied in, a batch name beyond this study's batches): a reader of
+        the folder (``pyarrow.parquet.read_table("DIR/stats")``) would read them with the
+        study's.  Hidden names (``.``, ``_``: temporaries, which readers skip) are not
+        looked at."""
+        ours = {batch_name(i) for i in range(len(self.plan.batches))}
+        found = []
+        for sub in self.plan.batch_folders:
+            try:
+                names = sorted(os.listdir(self.out / sub))
+            except OSError:  # missing (or not a folder: the writers say so)
+                continue
+            found += [self.out / sub / n for n in names if n not in ours and not n.startswith((".", "_"))]
+        return found
+
+    def _foreign_error(self, found: list[Path]) -> StudyError:
+        sub = found[0].parent
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return StudyError(f"{found[0]}{more}: not a batch file of this study ({len(self.plan.batches)} batches, "
+                          f"{batch_name(0)} to {batch_name(len(self.plan.batches) - 1)}); a reader of {sub} "
+                          "would take its rows for the study's: move it out of the folder, then --resume")
+
+    def _refuse_foreign_files(self) -> None:
+        """Refuse a resume where :meth:`_foreign_files` finds any (one line naming one)."""
+        found = self._foreign_files()
+        if found:
+            raise self._foreign_error(found)
 
     def _finished_batches(self) -> dict[int, dict]:
         """The journaled batches whose files are all complete (:meth:`_batch_files`);
@@ -838,9 +868,11 @@ class Study:
         fsync_folder(self.out / "stats")
         stats = self.stats_table()
         wrong = self._misplaced(stats)
-        if wrong is not None:  # never a summary of other sources than the study's
-            exc = StudyError(f"{self.out / 'stats' / batch_name(wrong)}: holds other sources than batch {wrong}'s "
-                             "(the file was replaced during the run); --resume solves it again")
+        foreign = self._foreign_files()
+        if wrong is not None or foreign:  # never a summary of other sources than the study's
+            exc = (self._foreign_error(foreign) if wrong is None else
+                   StudyError(f"{self.out / 'stats' / batch_name(wrong)}: holds other sources than batch {wrong}'s "
+                              "(the file was replaced during the run); --resume solves it again"))
             self.stop(exc, batch=wrong)
             raise exc
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,

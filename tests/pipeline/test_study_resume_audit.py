@@ -132,3 +132,38 @@ def test_a_statistics_file_replaced_during_the_run_stops_the_summary(studies, tm
         assert set(again.redone) == {5}
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("name", ["batch-000099.parquet", "mine.parquet"])
+def test_a_file_of_another_study_beside_the_batches_refuses_the_resume(studies, tmp_path, name):
+    """``pyarrow.parquet.read_table("DIR/stats")`` reads every file of the folder: one
+    that is no batch of the study (copied in from another study) would be read as the
+    study's rows, while the study said it wrote its own 3,353."""
+    from gpu_sssp.pipeline.study import Study, StudyError
+    from gpu_sssp.pipeline.writers import batch_name
+
+    _client, got = studies
+    out = tmp_path / "study"
+    shutil.copytree(got["ref"][1], out)
+    (out / "stats" / ".hidden").write_bytes(b"x")  # hidden names: no reader takes them
+    (out / "stats" / "_common_metadata").write_bytes(b"x")
+    shutil.copyfile(got["other"][1] / "stats" / batch_name(3), out / "stats" / name)
+    with pytest.raises(StudyError, match=f"stats/{name}: not a batch file of this study"):
+        Study(_plan(got["graph"], out), resume=True)
+    (out / "stats" / name).unlink()
+    Study(_plan(got["graph"], out), resume=True).close()  # once moved out
+
+
+def test_a_file_of_another_study_put_beside_the_batches_during_the_run_stops_the_summary(studies, tmp_path):
+    from gpu_sssp.pipeline.study import Study, StudyError
+    from gpu_sssp.pipeline.writers import batch_name
+
+    _client, got = studies
+    out = tmp_path / "study"
+    shutil.copytree(got["ref"][1], out)
+    study = Study(_plan(got["graph"], out), resume=True)
+    study.start({"mode": "none"})
+    shutil.copyfile(got["other"][1] / "stats" / batch_name(3), out / "stats" / "batch-000099.parquet")
+    with pytest.raises(StudyError, match="batch-000099.parquet: not a batch file of this study"):
+        study.finish(wall_s=0.0, run_sources=0, run_meta=[], workers=0)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
