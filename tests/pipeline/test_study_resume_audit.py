@@ -167,3 +167,23 @@ def test_a_file_of_another_study_put_beside_the_batches_during_the_run_stops_the
     with pytest.raises(StudyError, match="batch-000099.parquet: not a batch file of this study"):
         study.finish(wall_s=0.0, run_sources=0, run_meta=[], workers=0)
     assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_journal_lines_that_are_no_entries_are_ignored_not_a_traceback(studies, tmp_path):
+    """Lines of a damaged journal that parse as JSON but are no entry (a number, a list,
+    a string) were read as entries: the resume ended in an AttributeError traceback."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.writers import Journal
+
+    _client, got = studies
+    out = tmp_path / "study"
+    shutil.copytree(got["ref"][1], out)
+    with open(out / "journal.jsonl", "ab") as fh:
+        fh.write(b'5\n[1, 2]\n"x"\nnull\n\xff\xfe\n{"batch": "3"}\n')
+    entries = Journal(out / "journal.jsonl").entries()
+    assert all(isinstance(e, dict) for e in entries) and entries[-1] == {"batch": "3"}
+    study = Study(_plan(got["graph"], out), resume=True)
+    try:
+        assert not study.pending and not study.redone and not study.adopted
+    finally:
+        study.close()
