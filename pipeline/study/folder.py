@@ -418,8 +418,12 @@ class Study:
         if mpath.exists():
             try:
                 old = json.loads(mpath.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise StudyError(f"{mpath}: unreadable study manifest ({exc}); remove the folder or choose another --out") from None
+            if not isinstance(old, dict) or not all(isinstance(old.get(k, {}), dict)
+                                                    for k in ("identity", "graph", "sources")):
+                raise StudyError(f"{mpath}: unreadable study manifest (JSON, but not a study's manifest); remove "
+                                 "the folder or choose another --out")
             if not resume:
                 raise StudyError(
                     f"{out} already holds a study ({old.get('status', 'unknown')}, graph "

@@ -187,3 +187,17 @@ def test_journal_lines_that_are_no_entries_are_ignored_not_a_traceback(studies, 
         assert not study.pending and not study.redone and not study.adopted
     finally:
         study.close()
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '{"identity": 5}', '{"graph": []}'])
+@pytest.mark.parametrize("resume", [True, False])
+def test_a_manifest_that_is_json_but_no_studys_is_one_line(studies, tmp_path, text, resume):
+    """(an AttributeError traceback before)"""
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    _client, got = studies
+    out = tmp_path / "study"
+    shutil.copytree(got["ref"][1], out)
+    (out / "manifest.json").write_text(text)
+    with pytest.raises(StudyError, match="manifest.json: unreadable study manifest"):
+        Study(_plan(got["graph"], out), resume=resume)
