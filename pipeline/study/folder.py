@@ -473,7 +473,12 @@ class Study:
                           "would take its rows for the study's: move it out of the folder, then --resume")
 
     def _refuse_foreign_files(self) -> None:
-        """Refuse a resume where :meth:`_foreign_files` finds any (one line naming one)."""
+        """Refuse a resume where :meth:`_foreign_files` finds any (one line naming one),
+        or where a batch folder is a file (no batch could be written there)."""
+        for sub in self.plan.batch_folders:
+            if (self.out / sub).exists() and not (self.out / sub).is_dir():
+                raise StudyError(f"{self.out / sub}: a file, where the study keeps its {sub} batch files; move it "
+                                 "out of the folder, then --resume")
         found = self._foreign_files()
         if found:
             raise self._foreign_error(found)

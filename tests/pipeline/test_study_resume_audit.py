@@ -201,3 +201,16 @@ def test_a_manifest_that_is_json_but_no_studys_is_one_line(studies, tmp_path, te
     (out / "manifest.json").write_text(text)
     with pytest.raises(StudyError, match="manifest.json: unreadable study manifest"):
         Study(_plan(got["graph"], out), resume=resume)
+
+
+def test_a_batch_folder_replaced_by_a_file_refuses_the_resume(studies, tmp_path):
+    """(the resume started its cluster, then stopped with "[Errno 17] File exists")"""
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    _client, got = studies
+    out = tmp_path / "study"
+    shutil.copytree(got["ref"][1], out)
+    shutil.rmtree(out / "stats")
+    (out / "stats").write_text("not a folder")
+    with pytest.raises(StudyError, match="stats: a file, where the study keeps its stats batch files"):
+        Study(_plan(got["graph"], out), resume=True)
