@@ -646,14 +646,14 @@ class Study:
 
     def redone_note(self, shown: int = 3) -> str | None:
         """What a resume says of the journaled batches solved again (:attr:`redone`):
-        ``"2 journaled batch(es) will be solved again, their files missing or incomplete:
-        distances/batch-000005.parquet missing, ..."``; None when there are none."""
+        ``"2 journaled batch(es) will be solved again, their files missing, incomplete or not the
+        batch's: distances/batch-000005.parquet missing, ..."``; None when there are none."""
         if not self.redone:
             return None
         why = [self.redone[i] for i in sorted(self.redone)]
         more = f", and {len(why) - shown} more" if len(why) > shown else ""
-        return (f"{len(why)} journaled batch(es) will be solved again, their files missing or incomplete: "
-                f"{', '.join(why[:shown])}{more}")
+        return (f"{len(why)} journaled batch(es) will be solved again, their files missing, incomplete or not the "
+                f"batch's: {', '.join(why[:shown])}{more}")
 
     def unjournaled_files(self) -> int:
         """Statistics files in the folder of batches not journaled (a stopped run's
