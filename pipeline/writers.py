@@ -454,9 +454,14 @@ class Journal:
                 if not raw:
                     continue
                 try:
-                    out.append(json.loads(raw))
-                except json.JSONDecodeError:
+                    entry = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     log.warning("%s: ignoring a truncated journal line", self.path)
+                    continue
+                if not isinstance(entry, dict):  # valid JSON, but no entry (a damaged file)
+                    log.warning("%s: ignoring a journal line that is not an entry: %.40r", self.path, raw)
+                    continue
+                out.append(entry)
         return out
 
 

@@ -368,6 +368,7 @@ class Study:
             self.nothing_to_resume = bool(resume and not self.manifest)
             if resume:
                 self.journal.repair()  # a line torn by the crash that stopped the last run
+                self._refuse_foreign_files()
             # journaled batches whose files are missing or incomplete: solved again (why)
             self.redone: dict[int, str] = {}
             self.done: dict[int, dict] = self._finished_batches() if resume else {}
@@ -417,8 +418,12 @@ class Study:
         if mpath.exists():
             try:
                 old = json.loads(mpath.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise StudyError(f"{mpath}: unreadable study manifest ({exc}); remove the folder or choose another --out") from None
+            if not isinstance(old, dict) or not all(isinstance(old.get(k, {}), dict)
+                                                    for k in ("identity", "graph", "sources")):
+                raise StudyError(f"{mpath}: unreadable study manifest (JSON, but not a study's manifest); remove "
+                                 "the folder or choose another --out")
             if not resume:
                 raise StudyError(
                     f"{out} already holds a study ({old.get('status', 'unknown')}, graph "
@@ -444,6 +449,40 @@ class Study:
                 raise StudyError(f"{out}: no study to resume here (no {MANIFEST})")
             raise StudyError(f"{out}: folder is not empty and holds no study; choose another --out")
 
+    def _foreign_files(self) -> list[Path]:
+        """Files in the study's batch folders that are no batch file of this study (a file
+        of another study copied in, a batch name beyond this study's batches): a reader of
+        the folder (``pyarrow.parquet.read_table("DIR/stats")``) would read them with the
+        study's.  Hidden names (``.``, ``_``: temporaries, which readers skip) are not
+        looked at."""
+        ours = {batch_name(i) for i in range(len(self.plan.batches))}
+        found = []
+        for sub in self.plan.batch_folders:
+            try:
+                names = sorted(os.listdir(self.out / sub))
+            except OSError:  # missing (or not a folder: the writers say so)
+                continue
+            found += [self.out / sub / n for n in names if n not in ours and not n.startswith((".", "_"))]
+        return found
+
+    def _foreign_error(self, found: list[Path]) -> StudyError:
+        sub = found[0].parent
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return StudyError(f"{found[0]}{more}: not a batch file of this study ({len(self.plan.batches)} batches, "
+                          f"{batch_name(0)} to {batch_name(len(self.plan.batches) - 1)}); a reader of {sub} "
+                          "would take its rows for the study's: move it out of the folder, then --resume")
+
+    def _refuse_foreign_files(self) -> None:
+        """Refuse a resume where :meth:`_foreign_files` finds any (one line naming one),
+        or where a batch folder is a file (no batch could be written there)."""
+        for sub in self.plan.batch_folders:
+            if (self.out / sub).exists() and not (self.out / sub).is_dir():
+                raise StudyError(f"{self.out / sub}: a file, where the study keeps its {sub} batch files; move it "
+                                 "out of the folder, then --resume")
+        found = self._foreign_files()
+        if found:
+            raise self._foreign_error(found)
+
     def _finished_batches(self) -> dict[int, dict]:
         """The journaled batches whose files are all complete (:meth:`_batch_files`);
         the others are solved again, each with the reason in :attr:`redone`."""
@@ -455,7 +494,7 @@ class Study:
                 latest[i] = e
         done = {}
         for i, e in latest.items():
-            problem = self._batch_files(i)[2]
+            problem = self._batch_files(i, journaled=e)[2]
             if problem is None:
                 done[i] = e
             else:
@@ -484,12 +523,18 @@ class Study:
         cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
         return plan.graph.n, cols
 
-    def _batch_files(self, i: int, reached=None) -> tuple[list[str], int, str | None]:
+    def _batch_files(self, i: int, reached=None, journaled: dict | None = None) -> tuple[list[str], int, str | None]:
         """Check every file batch ``i`` writes (``plan.batch_files``: statistics,
-        distances, predecessors or matrix) from its Parquet footer only: there, readable
+        distances, predecessors or matrix) from its Parquet footer: there, readable
         (a file renamed but left empty by a power loss has no footer), the batch's row
         count, the sources' columns in the wide form (the long form's row count is the
         statistics file's ``reached`` column summed: that column is read, or given).
+        Unless ``reached`` is given (:meth:`_written_batch` read the file's sources
+        already), the statistics file's ``source`` column is read too and must be the
+        batch's sources in order: a statistics file of another batch or another study
+        (copied in) is not this batch's, whatever its row count.  ``journaled``: the
+        batch's journal entry; files whose sizes do not add up to its ``bytes`` are not
+        the files journaled (replaced since: another study's of the same sources).
         ``(files, bytes, problem)``: the files in writing order; ``problem`` names the
         first file wrong (``"distances/batch-000005.parquet missing"``), None when all
         are complete."""
@@ -499,6 +544,10 @@ class Study:
             path = self.out / rel
             try:
                 meta = _fs.read_metadata(path)
+                if rel == written[-1] and reached is None:  # stats: its sources (and reached)
+                    reached = self._check_sources(path, i)
+                    if isinstance(reached, str):
+                        return written, nbytes, reached
                 rows, cols = self._expected_rows(rel, i, reached)
             except FileNotFoundError:
                 return written, nbytes, f"{rel} missing"
@@ -512,7 +561,22 @@ class Study:
                 nbytes += path.stat().st_size
             except OSError:
                 return written, nbytes, f"{rel} missing"
+        want = (journaled or {}).get("bytes")
+        if (isinstance(want, int) and not isinstance(want, bool) and nbytes != want
+                and sorted(journaled.get("files") or ()) == sorted(written)):
+            return written, nbytes, (f"{', '.join(written)}: {nbytes:,} bytes, not the {want:,} journaled "
+                                     "(replaced since the batch was journaled)")
         return written, nbytes, None  # in writing order, stats last
+
+    def _check_sources(self, path: Path, i: int):
+        """The statistics file ``path`` of batch ``i``: its ``reached`` column when its
+        ``source`` column is the batch's sources (file ids) in order, else the problem
+        (``"stats/batch-000005.parquet holds other sources than batch 5's"``)."""
+        batch = np.asarray(self.plan.batches[i], dtype=np.int64) + self.plan.graph.id_base
+        t = _fs.read_table(path, columns=["source", "reached"])
+        if not np.array_equal(t.column("source").to_numpy(), batch):
+            return f"stats/{path.name} holds other sources than batch {i}'s (another batch's or study's file)"
+        return t.column("reached")
 
     def _written_batch(self, i: int) -> dict | None:
         """The journal entry for batch ``i`` if its files in the folder are those of
@@ -570,23 +634,26 @@ class Study:
 
     def _unjournaled_written(self) -> list[int]:
         """The batches not journaled whose statistics file is in the folder (one listing
-        of ``stats/``)."""
+        of ``stats/``).  Not those journaled whose files were found wrong (:attr:`redone`):
+        a file that is not the one journaled is not adopted either."""
         try:
             names = set(os.listdir(self.out / "stats"))
         except OSError:
             return []
-        return [i for i in range(len(self.plan.batches)) if i not in self.done and batch_name(i) in names]
+        redone = getattr(self, "redone", {})
+        return [i for i in range(len(self.plan.batches))
+                if i not in self.done and i not in redone and batch_name(i) in names]
 
     def redone_note(self, shown: int = 3) -> str | None:
         """What a resume says of the journaled batches solved again (:attr:`redone`):
-        ``"2 journaled batch(es) will be solved again, their files missing or incomplete:
-        distances/batch-000005.parquet missing, ..."``; None when there are none."""
+        ``"2 journaled batch(es) will be solved again, their files missing, incomplete or not the
+        batch's: distances/batch-000005.parquet missing, ..."``; None when there are none."""
         if not self.redone:
             return None
         why = [self.redone[i] for i in sorted(self.redone)]
         more = f", and {len(why) - shown} more" if len(why) > shown else ""
-        return (f"{len(why)} journaled batch(es) will be solved again, their files missing or incomplete: "
-                f"{', '.join(why[:shown])}{more}")
+        return (f"{len(why)} journaled batch(es) will be solved again, their files missing, incomplete or not the "
+                f"batch's: {', '.join(why[:shown])}{more}")
 
     def unjournaled_files(self) -> int:
         """Statistics files in the folder of batches not journaled (a stopped run's
@@ -780,6 +847,20 @@ class Study:
             return STATS_SCHEMA.empty_table()
         return pa.concat_tables(parts)
 
+    def _misplaced(self, stats: pa.Table) -> int | None:
+        """The first finished batch whose rows in ``stats`` (:meth:`stats_table`) are not
+        its sources in order (its statistics file replaced during the run, after the
+        resume's checks), or None."""
+        base = self.plan.graph.id_base
+        got = stats.column("source").to_numpy()
+        at = 0
+        for i in sorted(self.done):
+            want = np.asarray(self.plan.batches[i], dtype=np.int64) + base
+            if not np.array_equal(got[at:at + len(want)], want):
+                return i
+            at += len(want)
+        return None if at == len(got) else max(self.done)
+
     def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
                clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
         """Summarise, write ``summary.json`` and the final manifest; return the summary.
@@ -795,6 +876,14 @@ class Study:
         self.remove_temporaries()
         fsync_folder(self.out / "stats")
         stats = self.stats_table()
+        wrong = self._misplaced(stats)
+        foreign = self._foreign_files()
+        if wrong is not None or foreign:  # never a summary of other sources than the study's
+            exc = (self._foreign_error(foreign) if wrong is None else
+                   StudyError(f"{self.out / 'stats' / batch_name(wrong)}: holds other sources than batch {wrong}'s "
+                              "(the file was replaced during the run); --resume solves it again"))
+            self.stop(exc, batch=wrong)
+            raise exc
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,
                             run_meta=run_meta, workers=workers, clock=clock, extra_timings=extra_timings)
         write_json_atomic(summary, self.out / SUMMARY)
