@@ -15,7 +15,9 @@ Study folder ``DIR``::
     predecessors/batch-000000.parquet only for the wide form with predecessors
     summary.json           the study summary (diameter/radius found, closeness, totals)
 
-A batch is done when its journal line exists and its stats file exists.  Batches are
+A batch is done when its journal line exists and its files are complete and its own
+(``folder.Study`` checks footers, row counts, the stats file's sources and the journaled
+bytes; a batch written but not journaled is adopted on resume).  Batches are
 a pure function of the plan (sources in order, batch size), so a resumed study
 rewrites a half-done batch under the same file names and never duplicates a source.
 
