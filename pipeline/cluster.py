@@ -1121,6 +1121,61 @@ def await_first_worker(client, notice=None) -> float:
     return time.perf_counter() - t0
 
 
+#: why a worker that failed to start (Dask's "closing" for good) cannot serve a study
+FAILED_TO_START = ("gpu_sssp or a graph plugin kept on the scheduler does not load there; another Python "
+                   "environment? see its log")
+
+
+def _failed_worker_sweep():
+    """The function a scheduler runs to drop its workers that failed to start: built here,
+    as a closure, so that it travels by value (the scheduler needs no gpu_sssp)."""
+    why = FAILED_TO_START
+
+    async def sweep(dask_scheduler=None) -> list:
+        import re
+        import time as _time
+
+        s, out = dask_scheduler, []
+        for addr, ws in list(s.workers.items()):
+            if ws.status.name not in ("closing", "closed", "failed"):
+                continue
+            reason = ""
+            for _t, msg in reversed(s.get_events(addr) or ()):
+                if isinstance(msg, dict) and msg.get("action") == "closing-worker":
+                    reason = str(msg.get("reason") or "")
+                    break
+            if not reason.startswith("failure-to-start"):
+                continue  # leaving as asked: it goes by itself
+            m = re.search(r"'([^']+)'", reason)
+            cls = m.group(1).rsplit(".", 1)[-1] if m else reason
+            name = str(ws.name) if ws.name is not None else ""
+            who = f"{name} ({addr})" if name and name != addr else addr
+            await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
+            out.append(f"worker {who} failed to start ({cls}: {why}) and is removed from the scheduler; "
+                       "the study goes on with the other workers")
+        return out
+
+    return sweep
+
+
+def drop_failed_workers(client) -> list:
+    """Remove from ``client``'s scheduler the workers that failed to start (one line each,
+    returned), before a study calls every worker.
+
+    A worker that cannot unpickle a worker plugin the scheduler sends it as it joins
+    (``gpu_sssp`` does not import there, and an earlier study's graph plugin was kept:
+    ``sssp.study.keep-graph``) fails to start, and Dask keeps it "closing" for good: it
+    answers no call, and every call to all workers (the start check, a plugin's
+    registration) waited for it without end.  Best effort: a scheduler that runs no
+    function is left as it is (``[]``)."""
+    try:
+        lines = client.run_on_scheduler(_failed_worker_sweep())
+    except Exception as exc:  # noqa: BLE001
+        log.debug("workers that failed to start not looked for: %s", exc)
+        return []
+    return [str(x) for x in lines or ()]
+
+
 def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     """Workers, threads and the device each worker solves on (for the manifest), and
     the dashboard (:meth:`ClusterHandle.dashboard`: ``dashboard``, its link or None,
@@ -1131,6 +1186,8 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
         return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
                 "worker_list": [], "dashboard": None, "dashboard_note": None, "study_page": None, "exposed": []}
     if handle.mode == "attached":
+        for line in drop_failed_workers(client):
+            (notice or log.warning)(line)
         await_first_worker(client, notice)
     workers = _workers(client)
     per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)

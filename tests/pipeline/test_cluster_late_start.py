@@ -1,0 +1,81 @@
+"""The start check of a study attached to a long-lived cluster (separate processes, as
+``tests/pipeline/test_cluster_late_workers.py``), where workers joined, failed or left
+between studies.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.test_cluster_late_workers import _late_worker, _no_gpu_sssp, _status, _until
+from tests.pipeline.test_cluster_processes import ProcessCluster, _env
+from tests.pipeline.test_study_support import rome_source
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _study(tmp_path: Path, cluster: ProcessCluster, name: str, timeout: float, *extra: str,
+           env: dict | None = None) -> tuple[int, str, Path]:
+    """``sssp study`` of 40 random rome99 sources (dijkstra, batches of 8) attached to
+    ``cluster``, the graph's plugin kept on the scheduler at its end; (exit status,
+    output, folder).  A study still running after ``timeout`` s is killed: a failure."""
+    home = tmp_path / name
+    home.mkdir(parents=True)
+    out = tmp_path / f"{name}-out"
+    cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "40",
+           "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
+           "--out", str(out), *extra]
+    p = subprocess.Popen(cmd, cwd=home, env=dict(_env(home), DASK_SSSP__STUDY__KEEP_GRAPH="True", **(env or {})),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        text, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        text, _ = p.communicate()
+        pytest.fail(f"study {name} hung ({timeout} s):\n{text.decode(errors='replace')[-3000:]}\n{cluster.log()}")
+    return p.returncode, text.decode(errors="replace"), out
+
+
+def _journal_workers(out: Path) -> Counter:
+    import json
+
+    j = out / "journal.jsonl"
+    return Counter(json.loads(x)["worker"] for x in j.read_text().splitlines()) if j.exists() else Counter()
+
+
+@pytest.mark.slow
+def test_a_worker_that_failed_to_start_between_studies_is_named_and_dropped_not_a_hang(tmp_path):
+    """A worker where gpu_sssp does not import joins while no study runs, on a
+    scheduler that kept an earlier study's graph plugin: it cannot unpickle the plugin
+    and Dask keeps it "closing" for good.  The next study's start check (a call on every
+    worker) waited for it without end.  Now the study names it in one line, the scheduler
+    drops it, and the study runs on the good worker."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    try:
+        rc, text, _ = _study(tmp_path, cluster, "first", 120)
+        assert rc == 0, text[-3000:]
+        _late_worker(cluster, "bad", _no_gpu_sssp(tmp_path / "other-env"))
+        from distributed import Client
+
+        with Client(scheduler_file=str(cluster.file), timeout=60) as c:
+            _until(lambda: _status(c, "bad") == "closing", 60, "the bad worker did not fail to start:\n"
+                   + cluster.log())
+        rc, text, out = _study(tmp_path, cluster, "second", 120)
+        assert rc == 0, text[-3000:] + cluster.log()
+        lines = [ln for ln in text.splitlines() if "bad (tcp://127.0.0.1:" in ln]
+        assert len(lines) == 1, text[-3000:]
+        (line,) = lines
+        assert line.startswith("note: worker bad (tcp://127.0.0.1:"), line
+        assert "failed to start (ModuleNotFoundError" in line and "removed from the scheduler" in line, line
+        assert _journal_workers(out) == {"node0": 5}
+        with Client(scheduler_file=str(cluster.file), timeout=60) as c:
+            assert _status(c, "bad") is None and _status(c, "node0") == "running"
+    finally:
+        cluster.close()
