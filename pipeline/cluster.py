@@ -1179,8 +1179,10 @@ def drop_failed_workers(client) -> list:
 def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     """Workers, threads and the device each worker solves on (for the manifest), and
     the dashboard (:meth:`ClusterHandle.dashboard`: ``dashboard``, its link or None,
-    ``dashboard_note`` and ``study_page``).  An attached cluster with no worker yet is
-    waited for first (:func:`await_first_worker`, which tells ``notice``)."""
+    ``dashboard_note`` and ``study_page``).  On an attached cluster the workers that
+    failed to start are removed first (:func:`drop_failed_workers`, one line each to
+    ``notice``), and one with no worker yet is waited for (:func:`await_first_worker`,
+    which tells ``notice``)."""
     client = handle.client
     if handle.mode == "none":  # nothing to solve: no cluster (pipeline.study.run.study)
         return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
