@@ -1247,7 +1247,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 3
+LATE_GATE_VERSION = 4
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
@@ -1325,7 +1325,7 @@ def _late_gate_class():
         the study's graph plugin loaded); then it gets tasks as any worker.  One that
         cannot is refused: it stays paused while the studies that refused it run (then it
         is checked again for the others), the scheduler logs why
-        and each study's client is told (an event on its topic).  The worker's own status
+        and the client of each study that refused it is told (an event on its topic).  The worker's own status
         changes to ``running`` are kept back meanwhile (Dask would hand it tasks at
         once); once no study runs, every worker held or refused is put back as it asked.
         The studies of a client that left are ended after ``grace`` seconds away."""
@@ -1543,15 +1543,16 @@ def _late_gate_class():
 
             ws = s.workers.get(addr)
             name = str(getattr(ws, "name", "") or "")
+            # a graph plugin that failed there: the studies of that graph refused it (not
+            # every study running); otherwise (gpu_sssp, its version, a failed start) all did
+            by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)
+            by = by or sorted(self.studies)
             if want is not None:  # kept paused while the studies that refused it run
-                # a graph plugin that failed there: the studies of that graph refused it
-                # (not every study running); otherwise (gpu_sssp, its version) all did
-                by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)
-                self.refused[addr] = {"want": want, "reason": reason, "by": by or sorted(self.studies)}
+                self.refused[addr] = {"want": want, "reason": reason, "by": by}
             logging.getLogger("distributed.scheduler").warning(
                 "sssp: worker %s (%s), joined while a study ran, refused: %s", name, addr, reason)
-            for st in self.studies.values():
-                s.log_event(st["topic"], {"worker": addr, "name": name, "reason": reason})
+            for t in by:  # told to the clients of those studies only
+                s.log_event(self.studies[t]["topic"], {"worker": addr, "name": name, "reason": reason})
 
     return LateWorkerGate
 
