@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
 from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
+from gpu_sssp.pipeline.errors import StudyError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,14 @@ class WorkerEnvironmentError(SsspError, RuntimeError):
     study folder is written (Dask's traceback came from the first call on the workers)."""
 
     exit_code = 1
+
+
+class StudyRunningError(StudyError):
+    """The same study (one study id: the same graph, sources and settings) already runs
+    on the attached cluster into another folder: its task keys are this run's, so this
+    run's tasks would be that run's (their files written into its folder).  One line
+    naming that folder, exit status 2 (as a folder held by another run), before any
+    task is submitted."""
 
 
 class SchedulerLostError(SsspError, ConnectionError):
@@ -1363,6 +1372,16 @@ def _late_gate_class():
                     return None  # kept back: paused on the scheduler until admitted
             return self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
 
+        def running_elsewhere(self, s, study):
+            """The folder of another run of ``study``'s study id under way (its client
+            connected) into another folder, else None: the two would share task keys."""
+            sid = study.get("sid")
+            for st in self.studies.values():
+                if (sid and st.get("sid") == sid and st.get("out") != study.get("out")
+                        and st.get("client") in s.clients):
+                    return st.get("out")
+            return None
+
         def begin(self, s, token, study, vetted):
             self.studies[token] = study
             for addr in list(s.workers):
@@ -1603,7 +1622,8 @@ class LateWorkerHold:
 
 
 def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=None,
-                      grace: float | None = None) -> LateWorkerHold:
+                      grace: float | None = None, study_id: str | None = None,
+                      out: str | None = None) -> LateWorkerHold:
     """Hold the workers that join ``client``'s cluster while this study runs until they
     have shown that they can serve it; refuse those that cannot.
 
@@ -1619,6 +1639,16 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
     (default: a log warning) is told one line naming it and why.  Returns the hold,
     whose ``close()`` ends it (the scheduler ends it too once this client has stayed away
     ``sssp.study.lost-client-grace`` seconds).
+
+    ``study_id`` and ``out`` (the study's folder): a run of the same study id under way
+    into another folder (from a connected client) is found here, at once on the
+    scheduler, and refused.
+
+    Raises
+    ------
+    StudyRunningError
+        The same study runs on the cluster into another folder (its tasks would be this
+        run's: Dask shares a task between the clients that submit its key).
     """
     import uuid
 
@@ -1628,7 +1658,8 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
     gate_cls = _late_gate_class()
     grace = float(setting("study.lost-client-grace", grace, default=40.0))
     topic = f"sssp-refused-{token}-{uuid.uuid4().hex[:6]}"
-    study = {"plugin": str(plugin), "version": _gpu_sssp_version(), "client": str(client.id), "topic": topic}
+    study = {"plugin": str(plugin), "version": _gpu_sssp_version(), "client": str(client.id), "topic": topic,
+             "sid": None if study_id is None else str(study_id), "out": None if out is None else os.fspath(out)}
     vetted = sorted(str(a) for a in vetted)
     name, gate_version = LATE_GATE, LATE_GATE_VERSION
     hold = LateWorkerHold(client, token, topic, on_refused)
@@ -1652,14 +1683,25 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
             s.add_plugin(new, name=name)
             gate = new
         gate.install(s)
+        other = gate.running_elsewhere(s, study)
+        if other is not None:
+            return {"running": other}
         gate.begin(s, token, study, set(vetted))
+        return None
 
     try:
-        client.run_on_scheduler(on_scheduler)
+        said = client.run_on_scheduler(on_scheduler)
     except Exception as exc:  # noqa: BLE001 - the study runs as before (the graph plugin still
         # refuses another gpu-sssp version: its tasks raise instead of solving)
         log.warning("workers joining during the study are not checked (%s: %s)", type(exc).__name__, exc)
         hold.token = None
+        return hold
+    if isinstance(said, dict) and "running" in said:
+        hold.token = None  # nothing begun: close() only unsubscribes
+        hold.close()
+        raise StudyRunningError(
+            f"study {study_id} is already running on this cluster into {said['running']} (the same graph, "
+            "sources and settings: its tasks would be this run's); wait for it to end, or use its folder")
     return hold
 
 

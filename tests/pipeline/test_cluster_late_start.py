@@ -79,3 +79,41 @@ def test_a_worker_that_failed_to_start_between_studies_is_named_and_dropped_not_
             assert _status(c, "bad") is None and _status(c, "node0") == "running"
     finally:
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the_first_runs(tmp_path):
+    """Two runs of one study (the same graph, sources and settings: one study id) into
+    two folders on one cluster at once: their task keys (``...-<study id>``) were the
+    same, so the second run's futures were the first run's tasks, which wrote into the
+    first folder; the second recorded every batch, found none of their files and ended
+    with "error: <its folder>/stats/batch-000000.parquet" (exit 2).  Now it is refused at
+    once in one line naming the running study's folder, and the first completes."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    first = None
+    try:
+        home = tmp_path / "first"
+        home.mkdir()
+        out_a = tmp_path / "first-out"
+        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "40",
+               "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
+               "--out", str(out_a)]
+        first = subprocess.Popen(cmd, cwd=home, env=_env(home), stdout=open(tmp_path / "first.txt", "wb"),
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+        _until(lambda: _journal_workers(out_a) or first.poll() is not None, 120, "no first batch")
+        assert first.poll() is None, (tmp_path / "first.txt").read_text()
+        os.killpg(first.pid, signal.SIGSTOP)  # the first run stays under way (its client connected)
+        rc, text, out_b = _study(tmp_path, cluster, "second", 120)
+        os.killpg(first.pid, signal.SIGCONT)
+        errors = [ln for ln in text.splitlines() if ln.startswith("error:")]
+        assert rc == 2 and len(errors) == 1 and "finished batch(es) are recorded" not in text, text[-3000:]
+        assert "is already running on this cluster" in errors[0] and str(out_a) in errors[0], errors[0]
+        assert not _journal_workers(out_b)
+        assert first.wait(120) == 0, (tmp_path / "first.txt").read_text()[-3000:]
+        assert sum(_journal_workers(out_a).values()) == 5
+    finally:
+        if first is not None and first.poll() is None:
+            os.killpg(first.pid, signal.SIGCONT)
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+        cluster.close()
