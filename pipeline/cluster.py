@@ -1256,7 +1256,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 4
+LATE_GATE_VERSION = 5
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
@@ -1683,7 +1683,7 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
             s.add_plugin(new, name=name)
             gate = new
         gate.install(s)
-        other = gate.running_elsewhere(s, study)
+        other = gate.running_elsewhere(s, study) if hasattr(gate, "running_elsewhere") else None
         if other is not None:
             return {"running": other}
         gate.begin(s, token, study, set(vetted))
