@@ -1100,19 +1100,32 @@ def _workers(client) -> dict:
         else client.scheduler_info()["workers"]
 
 
-def await_first_worker(client, notice=None) -> float:
+#: a worker's statuses on the scheduler once it is leaving (no call waits for it)
+_LEAVING = ("closing", "closing_gracefully", "closed", "failed")
+
+
+def _serving(client) -> dict:
+    """The scheduler's workers less those leaving (a worker that failed to start stays
+    "closing" there: it is not one to wait with)."""
+    return {a: w for a, w in _workers(client).items() if str(w.get("status", "running")) not in _LEAVING}
+
+
+def await_first_worker(client, notice=None, on_failed=None) -> float:
     """Block until the scheduler ``client`` is attached to has a worker (a study is laid
     out for its workers' devices: planned with none, a GPU cluster's workers joining
     later would get CPU batch sizes), at most ``sssp.cluster.join-wait`` seconds (default
     0: no limit; Ctrl-C stops the wait).  ``notice(line)`` (default: a log warning) is
     told once, at once, when there is none yet.  Returns the seconds waited.
+    ``on_failed(line)``, where given, is told at once of each worker that joins and
+    fails to start meanwhile (:func:`drop_failed_workers` removes it): a worker that
+    fails as it joins is not one to wait with, and said nothing until another came.
 
     Raises
     ------
     SchedulerUnreachableError
         No worker joined within the limit.
     """
-    if _workers(client):
+    if _serving(client):
         return 0.0
     limit = float(setting("cluster.join-wait", None, default=0))
     address = getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
@@ -1122,7 +1135,13 @@ def await_first_worker(client, notice=None) -> float:
             "(`dask worker ... --nthreads 1` per core on CPU nodes)")
     (notice or log.warning)(line)
     t0 = time.perf_counter()
-    while not _workers(client):
+    while True:
+        workers = _workers(client)
+        if any(str(w.get("status", "running")) not in _LEAVING for w in workers.values()):
+            break
+        if on_failed is not None and workers:  # only some leaving: any that failed to start?
+            for failed in drop_failed_workers(client):
+                on_failed(failed)
         if limit > 0 and time.perf_counter() - t0 >= limit:
             raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
                                             "(sssp.cluster.join-wait); start the workers, then the study")
@@ -1136,33 +1155,95 @@ FAILED_TO_START = ("gpu_sssp or a graph plugin kept on the scheduler does not lo
 
 
 def _failed_worker_sweep():
-    """The function a scheduler runs to drop its workers that failed to start: built here,
-    as a closure, so that it travels by value (the scheduler needs no gpu_sssp)."""
-    why = FAILED_TO_START
+    """The function a scheduler runs to drop its workers that failed to start, and to
+    call the others (the start check), built here, as a closure, so that it travels by
+    value (the scheduler needs no gpu_sssp).
 
-    async def sweep(dask_scheduler=None) -> list:
+    ``sweep(function=None, args=None)`` returns ``{"lines": [...], "results": {address:
+    {"ok": result} | {"error": text} | {"gone": status}}}``: one line per worker removed;
+    with ``function`` (pickled, as ``args``), what each worker that is not leaving
+    answered to ``Worker.run``.  A worker that goes "closing" while it is called is not
+    waited for (one that failed to start answers nothing, ever): it is ``gone``, and
+    removed too where it failed to start."""
+    why = FAILED_TO_START
+    leaving = _LEAVING
+
+    async def sweep(function=None, args=None, dask_scheduler=None) -> dict:
+        import asyncio
         import re
         import time as _time
 
-        s, out = dask_scheduler, []
+        s, lines, results = dask_scheduler, [], {}
+
+        async def drop():
+            for addr, ws in list(s.workers.items()):
+                if ws.status.name not in leaving:
+                    continue
+                reason = ""
+                for _t, msg in reversed(s.get_events(addr) or ()):
+                    if isinstance(msg, dict) and msg.get("action") == "closing-worker":
+                        reason = str(msg.get("reason") or "")
+                        break
+                if not reason.startswith("failure-to-start"):
+                    continue  # leaving as asked: it goes by itself
+                m = re.search(r"'([^']+)'", reason)
+                cls = m.group(1).rsplit(".", 1)[-1] if m else reason
+                name = str(ws.name) if ws.name is not None else ""
+                who = f"{name} ({addr})" if name and name != addr else addr
+                await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
+                lines.append(f"worker {who} failed to start ({cls}: {why}) and is removed from the scheduler; "
+                             "the study goes on without it")
+
+        await drop()
+        if function is None:
+            return {"lines": lines, "results": results}
+        asks = {}
         for addr, ws in list(s.workers.items()):
-            if ws.status.name not in ("closing", "closed", "failed"):
+            if ws.status.name not in leaving:
+                asks[addr] = asyncio.ensure_future(s.broadcast(
+                    msg={"op": "run", "function": function, "args": args, "wait": True},
+                    workers=[addr], on_error="return"))
+        try:
+            while any(not f.done() for f in asks.values()):
+                for addr, f in asks.items():
+                    ws = s.workers.get(addr)
+                    if not f.done() and (ws is None or ws.status.name in leaving):
+                        f.cancel()
+                        results[addr] = {"gone": "removed" if ws is None else ws.status.name}
+                pending = [f for f in asks.values() if not f.done()]
+                if pending:
+                    await asyncio.wait(pending, timeout=0.1)
+        finally:
+            for f in asks.values():
+                if not f.done():
+                    f.cancel()
+        for addr, f in asks.items():
+            if addr in results:
                 continue
-            reason = ""
-            for _t, msg in reversed(s.get_events(addr) or ()):
-                if isinstance(msg, dict) and msg.get("action") == "closing-worker":
-                    reason = str(msg.get("reason") or "")
-                    break
-            if not reason.startswith("failure-to-start"):
-                continue  # leaving as asked: it goes by itself
-            m = re.search(r"'([^']+)'", reason)
-            cls = m.group(1).rsplit(".", 1)[-1] if m else reason
-            name = str(ws.name) if ws.name is not None else ""
-            who = f"{name} ({addr})" if name and name != addr else addr
-            await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
-            out.append(f"worker {who} failed to start ({cls}: {why}) and is removed from the scheduler; "
-                       "the study goes on with the other workers")
-        return out
+            try:
+                resp = f.result().get(addr)
+            except BaseException as exc:  # noqa: BLE001
+                resp = exc
+            if isinstance(resp, (OSError, asyncio.CancelledError)) or type(resp).__name__ == "CommClosedError":
+                results[addr] = {"gone": f"{type(resp).__name__}: {resp}"}
+            elif isinstance(resp, BaseException):  # the call failed there (it could not be unpickled)
+                text = str(resp) if type(resp) is Exception and str(resp) else \
+                    (f"{type(resp).__name__}: {resp}" if str(resp) else type(resp).__name__)
+                results[addr] = {"error": text}
+            elif isinstance(resp, dict) and resp.get("status") == "OK":
+                r = resp.get("result")
+                if hasattr(r, "header") and hasattr(r, "frames"):  # the scheduler leaves it serialized
+                    from distributed.protocol import deserialize
+
+                    r = deserialize(r.header, r.frames)
+                elif type(r).__name__ == "Serialize":  # not serialized at all (a worker in this process)
+                    r = r.data
+                results[addr] = {"ok": r}
+            else:
+                text = resp.get("exception_text") if isinstance(resp, dict) else None
+                results[addr] = {"error": str(text or resp)}
+        await drop()  # those that failed to start while they were called
+        return {"lines": lines, "results": results}
 
     return sweep
 
@@ -1178,33 +1259,72 @@ def drop_failed_workers(client) -> list:
     registration) waited for it without end.  Best effort: a scheduler that runs no
     function is left as it is (``[]``)."""
     try:
-        lines = client.run_on_scheduler(_failed_worker_sweep())
+        got = client.run_on_scheduler(_failed_worker_sweep())
     except Exception as exc:  # noqa: BLE001
         log.debug("workers that failed to start not looked for: %s", exc)
         return []
-    return [str(x) for x in lines or ()]
+    return [str(x) for x in (got or {}).get("lines") or ()]
+
+
+def _attached_check(client, backend: str, notice=None) -> tuple[dict, dict]:
+    """The start check of an attached cluster: ``(workers, per)`` as
+    :func:`describe_cluster` wants them (``per``: :func:`_check_worker_code`'s).
+
+    Each worker is called from the scheduler, which does not wait for one that goes
+    "closing" meanwhile: a worker that fails to start (it cannot unpickle a worker
+    plugin kept on the scheduler) is registered for a moment, then answers no call,
+    ever; a study that began as it joined (or waited for a first worker, and it came)
+    waited for it without end.  Such workers are removed and named (one line each to
+    ``notice``); when none is left that answered, the check waits for workers again.
+    Where the scheduler runs no function, Dask's ``client.run`` as before."""
+    from distributed.protocol.pickle import dumps
+
+    tell = notice or log.warning
+    quiet = False
+    while True:
+        for line in drop_failed_workers(client):
+            tell(line)
+        await_first_worker(client, (lambda line: None) if quiet else notice, on_failed=tell)
+        workers = _workers(client)
+        try:
+            got = client.run_on_scheduler(_failed_worker_sweep(), dumps(_worker_info), dumps((backend,)))
+        except Exception as exc:  # noqa: BLE001 - Dask's call, which waits for every worker
+            log.debug("start check not run from the scheduler: %s", exc)
+            return workers, _check_worker_code(client.run(_worker_info, backend, on_error="return"), workers)
+        for line in got.get("lines") or ():
+            tell(str(line))
+        per = {}
+        for addr, r in (got.get("results") or {}).items():
+            if "ok" in r:
+                per[addr] = r["ok"]
+            elif "error" in r:
+                per[addr] = Exception(r["error"])
+        if per:
+            return workers, _check_worker_code(per, workers)
+        quiet = True  # every worker left meanwhile: wait for one again (said once)
+        time.sleep(0.2)
 
 
 def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     """Workers, threads and the device each worker solves on (for the manifest), and
     the dashboard (:meth:`ClusterHandle.dashboard`: ``dashboard``, its link or None,
     ``dashboard_note`` and ``study_page``).  On an attached cluster the workers that
-    failed to start are removed first (:func:`drop_failed_workers`, one line each to
-    ``notice``), and one with no worker yet is waited for (:func:`await_first_worker`,
-    which tells ``notice``)."""
+    failed to start are removed (one line each to ``notice``), and one with no worker yet
+    is waited for (:func:`await_first_worker`, which tells ``notice``):
+    :func:`_attached_check`."""
     client = handle.client
     if handle.mode == "none":  # nothing to solve: no cluster (pipeline.study.run.study)
         return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
                 "worker_list": [], "dashboard": None, "dashboard_note": None, "study_page": None, "exposed": []}
     if handle.mode == "attached":
-        for line in drop_failed_workers(client):
-            (notice or log.warning)(line)
-        await_first_worker(client, notice)
-    workers = _workers(client)
-    per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
+        workers, per = _attached_check(client, handle.backend, notice)
+    else:
+        workers = _workers(client)
+        per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
     out = []
-    for addr, w in sorted(workers.items()):
-        d = dict(per.get(addr, {}))
+    for addr in sorted(per):  # those that answered: not a worker gone since the list was taken
+        w = workers.get(addr, {})
+        d = dict(per[addr])
         d.update(address=addr, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 1)))
         out.append(d)
     devices = sorted({w["device"] for w in out})

@@ -117,3 +117,54 @@ def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_worker_that_fails_to_start_while_a_study_waits_for_workers_is_named_not_waited_for(tmp_path):
+    """A study that waits for a first worker (none left on the cluster), on a scheduler
+    that kept an earlier study's graph plugin: the first to join is one where gpu_sssp
+    does not import.  It is registered for a moment, then fails to start (it cannot
+    unpickle the plugin) and answers nothing, ever: the start check, called on it as it
+    joined, waited without end, also once a good worker had joined.  Now it is named in
+    one line and removed, and the study runs on the good worker."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    second = None
+    try:
+        rc, text, _ = _study(tmp_path, cluster, "first", 120)
+        assert rc == 0, text[-3000:]
+        os.killpg(cluster.procs[1].pid, signal.SIGKILL)  # node0: no worker left
+        cluster.procs[1].wait()
+        from distributed import Client
+
+        with Client(scheduler_file=str(cluster.file), timeout=60) as c:
+            _until(lambda: not c.scheduler_info()["workers"], 60, "node0 stayed on the scheduler")
+        home = tmp_path / "second"
+        home.mkdir()
+        out = tmp_path / "second-out"
+        log = tmp_path / "second.txt"
+        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "40",
+               "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
+               "--out", str(out)]
+        second = subprocess.Popen(cmd, cwd=home, env=_env(home), stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        _until(lambda: "note: no worker has joined" in log.read_text() or second.poll() is not None, 120,
+               "the study did not wait for a worker")
+        assert second.poll() is None, log.read_text()
+        _late_worker(cluster, "bad", _no_gpu_sssp(tmp_path / "other-env"))
+        _until(lambda: "failed to start" in log.read_text() or second.poll() is not None, 60,
+               "the bad worker was not named while the study waited for workers")
+        _late_worker(cluster, "good", None)
+        try:
+            assert second.wait(120) == 0, log.read_text()[-3000:] + cluster.log()
+        except subprocess.TimeoutExpired:
+            pytest.fail("the study hung:\n" + log.read_text()[-3000:] + cluster.log())
+        text = log.read_text()
+        lines = [ln for ln in text.splitlines() if "bad (tcp://127.0.0.1:" in ln]
+        assert len(lines) == 1 and lines[0].startswith("note: worker bad (tcp://127.0.0.1:"), text[-3000:]
+        assert "failed to start (ModuleNotFoundError" in lines[0] and "removed from the scheduler" in lines[0]
+        assert _journal_workers(out) == {"good": 5}
+    finally:
+        if second is not None and second.poll() is None:
+            os.killpg(second.pid, signal.SIGKILL)
+            second.wait()
+        cluster.close()
