@@ -1135,20 +1135,39 @@ def await_first_worker(client, notice=None, on_failed=None) -> float:
             "(`dask worker ... --nthreads 1` per core on CPU nodes)")
     (notice or log.warning)(line)
     t0 = time.perf_counter()
-    while True:
-        workers = _workers(client)
-        if any(str(w.get("status", "running")) not in _LEAVING for w in workers.values()):
-            break
-        if on_failed is not None and workers:  # only some leaving: any that failed to start?
-            for failed in drop_failed_workers(client):
-                on_failed(failed)
-        if limit > 0 and time.perf_counter() - t0 >= limit:
-            raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
-                                            "(sssp.cluster.join-wait); start the workers, then the study")
-        time.sleep(0.2)
+    removed = threading.Event()  # the late workers' gate removed one that failed to start
+    listening = False
+    if on_failed is not None:
+        try:
+            client.subscribe_topic(FAILED_TOPIC, lambda event: removed.set())
+            listening = True
+        except Exception as exc:  # noqa: BLE001 - the start check names it later
+            log.debug("failed workers not listened for: %s", exc)
+    try:
+        while True:
+            workers = _workers(client)
+            if any(str(w.get("status", "running")) not in _LEAVING for w in workers.values()):
+                break
+            if on_failed is not None and (workers or removed.is_set()):  # one failed to start?
+                removed.clear()
+                for failed in drop_failed_workers(client):
+                    on_failed(failed)
+            if limit > 0 and time.perf_counter() - t0 >= limit:
+                raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
+                                                "(sssp.cluster.join-wait); start the workers, then the study")
+            time.sleep(0.2)
+    finally:
+        if listening:
+            try:
+                client.unsubscribe_topic(FAILED_TOPIC)
+            except Exception as exc:  # noqa: BLE001
+                log.debug("failed workers still listened for: %s", exc)
     return time.perf_counter() - t0
 
 
+#: the scheduler's event topic of the workers the late workers' gate removed as they
+#: failed to start (:func:`await_first_worker` listens while it waits)
+FAILED_TOPIC = "sssp-failed-to-start"
 #: why a worker that failed to start (Dask's "closing" for good) cannot serve a study
 FAILED_TO_START = ("gpu_sssp or a graph plugin kept on the scheduler does not load there; another Python "
                    "environment? see its log")
@@ -1167,6 +1186,7 @@ def _failed_worker_sweep():
     removed too where it failed to start."""
     why = FAILED_TO_START
     leaving = _LEAVING
+    gate_name = LATE_GATE
 
     async def sweep(function=None, args=None, dask_scheduler=None) -> dict:
         import asyncio
@@ -1174,6 +1194,10 @@ def _failed_worker_sweep():
         import time as _time
 
         s, lines, results = dask_scheduler, [], {}
+        # those the late workers' gate removed as they failed to start (told once)
+        lines.extend((getattr(s.plugins.get(gate_name), "failed", None) or {}).values())
+        if lines:
+            s.plugins[gate_name].failed.clear()
 
         async def drop():
             for addr, ws in list(s.workers.items()):
@@ -1376,7 +1400,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 5
+LATE_GATE_VERSION = 6
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
@@ -1446,6 +1470,8 @@ def _late_gate_class():
 
     missing_s = LATE_PLUGIN_MISSING_S
     check_wait = LATE_CHECK_WAIT_S
+    failed_to_start = FAILED_TO_START
+    failed_topic = FAILED_TOPIC
 
     class LateWorkerGate(SchedulerPlugin):
         """While studies run (attached), a worker that joins is held: paused on the
@@ -1453,11 +1479,16 @@ def _late_gate_class():
         study (gpu_sssp imports there, the same gpu-sssp version as the study's client,
         the study's graph plugin loaded); then it gets tasks as any worker.  One that
         cannot is refused: it stays paused while the studies that refused it run (then it
-        is checked again for the others), the scheduler logs why
-        and the client of each study that refused it is told (an event on its topic).  The worker's own status
+        is checked again for the others), the scheduler logs why and the client of each
+        study that refused it is told (an event on its topic).  The worker's own status
         changes to ``running`` are kept back meanwhile (Dask would hand it tasks at
         once); once no study runs, every worker held or refused is put back as it asked.
-        The studies of a client that left are ended after ``grace`` seconds away."""
+        The studies of a client that left are ended after ``grace`` seconds away.
+        At any time, studies running or not, a worker that goes "closing" as it failed
+        to start (it cannot unpickle a worker plugin kept on the scheduler) is removed
+        from the scheduler (Dask kept it so for good, and every call to all workers
+        waited for it), and the next study's start check names it once
+        (:func:`drop_failed_workers`)."""
 
         version = LATE_GATE_VERSION
 
@@ -1468,6 +1499,7 @@ def _late_gate_class():
             self.held: dict = {}  # address -> the status the worker asked for meanwhile
             self.refused: dict = {}  # address -> {"want": status, "reason": str}
             self.away: dict = {}
+            self.failed: dict = {}  # address -> the line of a worker removed as it failed to start
             self.orig = None
 
         # the scheduler's handler of the workers' status changes, wrapped
@@ -1490,7 +1522,41 @@ def _late_gate_class():
                     self.refused[worker]["want"] = name
                 if name == "running":
                     return None  # kept back: paused on the scheduler until admitted
-            return self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
+            out = self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
+            if name == "closing" and worker not in self.held and worker not in self.refused:
+                # (a held one is the check's: _check names it to the studies)
+                s = getattr(self.orig, "__self__", None)
+                if s is not None and not s._ongoing_background_tasks.closed:
+                    s._ongoing_background_tasks.call_soon(self._drop_if_failed, s, worker)
+            return out
+
+        async def _drop_if_failed(self, s, addr):
+            """A worker that went "closing" because it failed to start (it could not
+            unpickle a worker plugin kept on the scheduler: another environment) stays so
+            for good, and every call to all workers (a study's start check, a plugin's
+            registration, a study's end) waits for it: removed from the scheduler, also
+            while no study runs."""
+            import logging
+            import re
+            import time as _time
+
+            why = self._why_closing(s, addr)
+            if not why.startswith("failure-to-start") or addr not in s.workers or addr in self.held:
+                return
+            ws = s.workers[addr]
+            m = re.search(r"'([^']+)'", why)
+            cls = m.group(1).rsplit(".", 1)[-1] if m else why
+            name = str(ws.name) if ws.name is not None else ""
+            who = f"{name} ({addr})" if name and name != addr else addr
+            logging.getLogger("distributed.scheduler").warning(
+                "sssp: worker %s failed to start (%s: %s) and is removed from the scheduler", who, cls, failed_to_start)
+            await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
+            # for the next study's start check to name (drop_failed_workers), once
+            self.failed[addr] = (f"worker {who} failed to start ({cls}: {failed_to_start}) and is removed from "
+                                 "the scheduler; the study goes on without it")
+            while len(self.failed) > 20:
+                self.failed.pop(next(iter(self.failed)))
+            s.log_event(failed_topic, {"worker": addr})  # a study waiting for workers asks at once
 
         def running_elsewhere(self, s, study):
             """The folder of another run of ``study``'s study id under way (its client
@@ -1797,7 +1863,7 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
             if gate is not None:  # an earlier version's: its state goes on in this one
                 if hasattr(gate, "uninstall"):
                     gate.uninstall(s)
-                for attr in ("studies", "held", "refused", "away"):
+                for attr in ("studies", "held", "refused", "away", "failed"):
                     getattr(new, attr).update(getattr(gate, attr, {}) or {})
                 s.plugins.pop(name, None)
             s.add_plugin(new, name=name)

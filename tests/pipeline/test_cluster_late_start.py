@@ -22,17 +22,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _study(tmp_path: Path, cluster: ProcessCluster, name: str, timeout: float, *extra: str,
-           env: dict | None = None) -> tuple[int, str, Path]:
-    """``sssp study`` of 40 random rome99 sources (dijkstra, batches of 8) attached to
-    ``cluster``, the graph's plugin kept on the scheduler at its end; (exit status,
-    output, folder).  A study still running after ``timeout`` s is killed: a failure."""
+           sources=("--random", "40")) -> tuple[int, str, Path]:
+    """``sssp study`` of 40 random rome99 sources (or ``sources``; dijkstra, batches of 8)
+    attached to ``cluster``, the graph's plugin kept on the scheduler at its end; (exit
+    status, output, folder).  A study still running after ``timeout`` s is killed: a
+    failure."""
     home = tmp_path / name
     home.mkdir(parents=True)
     out = tmp_path / f"{name}-out"
-    cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "40",
+    cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), *sources,
            "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
            "--out", str(out), *extra]
-    p = subprocess.Popen(cmd, cwd=home, env=dict(_env(home), DASK_SSSP__STUDY__KEEP_GRAPH="True", **(env or {})),
+    p = subprocess.Popen(cmd, cwd=home, env=dict(_env(home), DASK_SSSP__STUDY__KEEP_GRAPH="True"),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         text, _ = p.communicate(timeout=timeout)
@@ -50,23 +51,49 @@ def _journal_workers(out: Path) -> Counter:
     return Counter(json.loads(x)["worker"] for x in j.read_text().splitlines()) if j.exists() else Counter()
 
 
+def _drop_the_gate(client) -> None:
+    """Take the late workers' gate off the scheduler, as on one whose studies so far
+    were of an earlier gpu-sssp (without it)."""
+    from gpu_sssp.pipeline.cluster import LATE_GATE
+
+    def on_scheduler(dask_scheduler=None):
+        gate = dask_scheduler.plugins.pop(LATE_GATE, None)
+        if gate is not None:
+            gate.uninstall(dask_scheduler)
+
+    client.run_on_scheduler(on_scheduler)
+
+
+def _failed_to_start(cluster: ProcessCluster, name: str) -> bool:
+    log = cluster.root / name / "log.txt"
+    return log.exists() and "Reason: failure-to-start" in log.read_text(errors="replace")
+
+
 @pytest.mark.slow
-def test_a_worker_that_failed_to_start_between_studies_is_named_and_dropped_not_a_hang(tmp_path):
+@pytest.mark.parametrize("gate", ["kept", "absent"])
+def test_a_worker_that_failed_to_start_between_studies_is_named_and_dropped_not_a_hang(tmp_path, gate):
     """A worker where gpu_sssp does not import joins while no study runs, on a
     scheduler that kept an earlier study's graph plugin: it cannot unpickle the plugin
-    and Dask keeps it "closing" for good.  The next study's start check (a call on every
-    worker) waited for it without end.  Now the study names it in one line, the scheduler
-    drops it, and the study runs on the good worker."""
+    and Dask kept it "closing" for good.  The next study's start check (a call on every
+    worker) waited for it without end.  Now the scheduler's late workers' gate, left by
+    the earlier study, removes it at once (``kept``); where there is none (``absent``) it
+    stays "closing" and the next study's start check removes it.  Either way the next
+    study names it in one line and runs on the good worker."""
+    from distributed import Client
+
     cluster = ProcessCluster(tmp_path / "cluster", n=1)
     try:
         rc, text, _ = _study(tmp_path, cluster, "first", 120)
         assert rc == 0, text[-3000:]
-        _late_worker(cluster, "bad", _no_gpu_sssp(tmp_path / "other-env"))
-        from distributed import Client
-
         with Client(scheduler_file=str(cluster.file), timeout=60) as c:
-            _until(lambda: _status(c, "bad") == "closing", 60, "the bad worker did not fail to start:\n"
-                   + cluster.log())
+            if gate == "absent":
+                _drop_the_gate(c)
+            _late_worker(cluster, "bad", _no_gpu_sssp(tmp_path / "other-env"))
+            _until(lambda: _failed_to_start(cluster, "bad"), 60, "the bad worker did not fail to start")
+            if gate == "kept":
+                _until(lambda: _status(c, "bad") is None, 60, "the scheduler kept the bad worker")
+            else:
+                _until(lambda: _status(c, "bad") == "closing", 60, "the bad worker is not closing")
         rc, text, out = _study(tmp_path, cluster, "second", 120)
         assert rc == 0, text[-3000:] + cluster.log()
         lines = [ln for ln in text.splitlines() if "bad (tcp://127.0.0.1:" in ln]
@@ -95,7 +122,8 @@ def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the
         home = tmp_path / "first"
         home.mkdir()
         out_a = tmp_path / "first-out"
-        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "40",
+        # every source (420 batches): still under way when the second run starts
+        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--sources", "all",
                "--algorithm", "dijkstra", "--batch-size", "8", "--scheduler-file", str(cluster.file),
                "--out", str(out_a)]
         first = subprocess.Popen(cmd, cwd=home, env=_env(home), stdout=open(tmp_path / "first.txt", "wb"),
@@ -103,14 +131,14 @@ def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the
         _until(lambda: _journal_workers(out_a) or first.poll() is not None, 120, "no first batch")
         assert first.poll() is None, (tmp_path / "first.txt").read_text()
         os.killpg(first.pid, signal.SIGSTOP)  # the first run stays under way (its client connected)
-        rc, text, out_b = _study(tmp_path, cluster, "second", 120)
+        rc, text, out_b = _study(tmp_path, cluster, "second", 120, sources=("--sources", "all"))
         os.killpg(first.pid, signal.SIGCONT)
         errors = [ln for ln in text.splitlines() if ln.startswith("error:")]
         assert rc == 2 and len(errors) == 1 and "finished batch(es) are recorded" not in text, text[-3000:]
         assert "is already running on this cluster" in errors[0] and str(out_a) in errors[0], errors[0]
         assert not _journal_workers(out_b)
-        assert first.wait(120) == 0, (tmp_path / "first.txt").read_text()[-3000:]
-        assert sum(_journal_workers(out_a).values()) == 5
+        assert first.wait(300) == 0, (tmp_path / "first.txt").read_text()[-3000:]
+        assert sum(_journal_workers(out_a).values()) == 420
     finally:
         if first is not None and first.poll() is None:
             os.killpg(first.pid, signal.SIGCONT)
