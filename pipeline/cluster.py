@@ -1110,6 +1110,23 @@ def _serving(client) -> dict:
     return {a: w for a, w in _workers(client).items() if str(w.get("status", "running")) not in _LEAVING}
 
 
+def _workers_or_lost(client, address: str) -> dict:
+    """:func:`_workers`, or :class:`SchedulerLostError` where the client lost its
+    scheduler while a study waited for workers (Dask's reconnection ended 30 s later
+    with an ERROR and a ``KeyError: 'workers'`` traceback)."""
+    lost = SchedulerLostError(f"lost the connection to the scheduler {address} while the study waited for "
+                              "workers (it stopped or restarted, or the network went); start the scheduler and "
+                              "its workers again, then the study")
+    if getattr(client, "status", "running") != "running":
+        raise lost
+    try:
+        return _workers(client)
+    except Exception:
+        if getattr(client, "status", "running") != "running":
+            raise lost from None
+        raise
+
+
 def await_first_worker(client, notice=None, on_failed=None) -> float:
     """Block until the scheduler ``client`` is attached to has a worker (a study is laid
     out for its workers' devices: planned with none, a GPU cluster's workers joining
@@ -1124,6 +1141,8 @@ def await_first_worker(client, notice=None, on_failed=None) -> float:
     ------
     SchedulerUnreachableError
         No worker joined within the limit.
+    SchedulerLostError
+        The client lost its scheduler meanwhile.
     """
     if _serving(client):
         return 0.0
@@ -1145,7 +1164,7 @@ def await_first_worker(client, notice=None, on_failed=None) -> float:
             log.debug("failed workers not listened for: %s", exc)
     try:
         while True:
-            workers = _workers(client)
+            workers = _workers_or_lost(client, address)
             if any(str(w.get("status", "running")) not in _LEAVING for w in workers.values()):
                 break
             if on_failed is not None and (workers or removed.is_set()):  # one failed to start?

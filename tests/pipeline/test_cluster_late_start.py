@@ -196,3 +196,42 @@ def test_a_worker_that_fails_to_start_while_a_study_waits_for_workers_is_named_n
             os.killpg(second.pid, signal.SIGKILL)
             second.wait()
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_scheduler_lost_while_a_study_waits_for_workers_is_one_line(tmp_path):
+    """The scheduler stops while a study attached to it waits for a first worker: 30 s
+    later (Dask's reconnection) the study ended with Dask's "Failed to reconnect" ERROR
+    and a traceback (``KeyError: 'workers'``, from the wait's look at the scheduler's
+    workers).  Now one ``error:`` line says so, at once, and no folder is left."""
+    cluster = ProcessCluster(tmp_path / "cluster", n=0)
+    try:
+        home = tmp_path / "client"
+        home.mkdir()
+        out = tmp_path / "study"
+        log = tmp_path / "client.txt"
+        cmd = [sys.executable, "-m", "gpu_sssp.workflows.cli", "study", str(rome_source()), "--random", "5",
+               "--scheduler-file", str(cluster.file), "--out", str(out)]
+        p = subprocess.Popen(cmd, cwd=home, env=_env(home), stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        try:
+            _until(lambda: "note: no worker has joined" in log.read_text() or p.poll() is not None, 120,
+                   "the study did not wait for a worker")
+            assert p.poll() is None, log.read_text()
+            os.killpg(cluster.procs[0].pid, signal.SIGKILL)  # the scheduler
+            try:
+                rc = p.wait(120)
+            except subprocess.TimeoutExpired:
+                pytest.fail("the study hung:\n" + log.read_text()[-3000:])
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        text = log.read_text()
+        assert rc == 1 and "Traceback" not in text and "ERROR" not in text, text[-3000:]
+        (line,) = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("note: no worker has joined")]
+        assert line.startswith("error: lost the connection to the scheduler tcp://127.0.0.1:"), line
+        assert "while the study waited for workers" in line, line
+        assert not out.exists()
+    finally:
+        cluster.close()
