@@ -1286,7 +1286,10 @@ def _failed_worker_sweep():
                 text = resp.get("exception_text") if isinstance(resp, dict) else None
                 results[addr] = {"error": str(text or resp)}
         await drop()  # those that failed to start while they were called
-        return {"lines": lines, "results": results}
+        # the workers the gate keeps paused, refused by a study under way
+        refused = {a: str(r.get("reason", "")) for a, r in
+                   (getattr(s.plugins.get(gate_name), "refused", None) or {}).items() if a in s.workers}
+        return {"lines": lines, "results": results, "refused": refused}
 
     return sweep
 
@@ -1342,6 +1345,19 @@ def _attached_check(client, backend: str, notice=None) -> tuple[dict, dict]:
                 per[addr] = r["ok"]
             elif "error" in r:
                 per[addr] = Exception(r["error"])
+        refused = {a: why for a, why in (got.get("refused") or {}).items() if a in per}
+        rest = {a: r for a, r in per.items() if a not in refused}
+        if refused and rest:
+            # workers a study under way refused (kept paused: another gpu-sssp, ...): named,
+            # not the whole study refused for them, as where they joined after its start
+            ok = _check_worker_code(rest, workers)
+            if ok:
+                for addr, why in sorted(refused.items()):
+                    n = str(workers.get(addr, {}).get("name", "") or "")
+                    who = f"{n} ({addr})" if n and n != addr else addr
+                    tell(f"worker {who} is kept paused: a study under way on the cluster refused it ({why}); "
+                         "no batch goes to it, the study goes on with the other workers")
+                return workers, ok
         if per:
             return workers, _check_worker_code(per, workers)
         quiet = True  # every worker left meanwhile: wait for one again (said once)

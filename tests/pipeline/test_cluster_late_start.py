@@ -235,3 +235,30 @@ def test_a_scheduler_lost_while_a_study_waits_for_workers_is_one_line(tmp_path):
         assert not out.exists()
     finally:
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_worker_refused_by_a_running_study_does_not_refuse_the_next_study(tmp_path):
+    """Study A runs; a worker of another gpu-sssp version joins and A refuses it (kept
+    paused).  Study B, started then, met it in its start check and refused to start
+    at all ("1 of 2 worker(s) cannot run this study's code"), while A went on with the
+    good worker.  Now B names it in one line and runs on the good worker, as A does."""
+    from tests.pipeline.test_cluster_late_workers import Study, _notes, _other_version
+
+    cluster = ProcessCluster(tmp_path / "cluster", n=1)
+    try:
+        (tmp_path / "a").mkdir()
+        a = Study(tmp_path / "a", cluster)
+        a.until(lambda: a.journal(), 60, "first batch")
+        _late_worker(cluster, "late-version", _other_version(tmp_path / "other-env"))
+        a.until(lambda: _notes(a.text(), "late-version"), 60, "refusal")
+        if a.proc.poll() is not None:
+            pytest.skip("study A ended before study B could start (a slow machine)")
+        rc, text, out = _study(tmp_path, cluster, "b", 120)
+        assert rc == 0, text[-3000:]
+        (line,) = _notes(text, "late-version")
+        assert "is kept paused: a study under way on the cluster refused it (gpu-sssp 0.2.0 there" in line, line
+        assert _journal_workers(out) == {"node0": 5}
+        assert a.wait(300) == 0, a.text()[-3000:]
+    finally:
+        cluster.close()
