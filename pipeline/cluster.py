@@ -1302,8 +1302,9 @@ def drop_failed_workers(client) -> list:
     (``gpu_sssp`` does not import there, and an earlier study's graph plugin was kept:
     ``sssp.study.keep-graph``) fails to start, and Dask keeps it "closing" for good: it
     answers no call, and every call to all workers (the start check, a plugin's
-    registration) waited for it without end.  Best effort: a scheduler that runs no
-    function is left as it is (``[]``)."""
+    registration) waited for it without end.  The lines include those the late workers'
+    gate removed by itself since the last study asked (each told once).  Best effort: a
+    scheduler that runs no function is left as it is (``[]``)."""
     try:
         got = client.run_on_scheduler(_failed_worker_sweep())
     except Exception as exc:  # noqa: BLE001
@@ -1326,17 +1327,19 @@ def _attached_check(client, backend: str, notice=None) -> tuple[dict, dict]:
     from distributed.protocol.pickle import dumps
 
     tell = notice or log.warning
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
     quiet = False
     while True:
         for line in drop_failed_workers(client):
             tell(line)
         await_first_worker(client, (lambda line: None) if quiet else notice, on_failed=tell)
-        workers = _workers(client)
         try:
             got = client.run_on_scheduler(_failed_worker_sweep(), dumps(_worker_info), dumps((backend,)))
         except Exception as exc:  # noqa: BLE001 - Dask's call, which waits for every worker
             log.debug("start check not run from the scheduler: %s", exc)
+            workers = _workers_or_lost(client, address)
             return workers, _check_worker_code(client.run(_worker_info, backend, on_error="return"), workers)
+        workers = _workers_or_lost(client, address)  # (those that joined during the calls too)
         for line in got.get("lines") or ():
             tell(str(line))
         per = {}
