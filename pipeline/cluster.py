@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
 from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
+from gpu_sssp.pipeline.errors import StudyError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,14 @@ class WorkerEnvironmentError(SsspError, RuntimeError):
     study folder is written (Dask's traceback came from the first call on the workers)."""
 
     exit_code = 1
+
+
+class StudyRunningError(StudyError):
+    """The same study (one study id: the same graph, sources and settings) already runs
+    on the attached cluster into another folder: its task keys are this run's, so this
+    run's tasks would be that run's (their files written into its folder).  One line
+    naming that folder, exit status 2 (as a folder held by another run), before any
+    task is submitted."""
 
 
 class SchedulerLostError(SsspError, ConnectionError):
@@ -1091,19 +1100,51 @@ def _workers(client) -> dict:
         else client.scheduler_info()["workers"]
 
 
-def await_first_worker(client, notice=None) -> float:
+#: a worker's statuses on the scheduler once it is leaving (no call waits for it)
+_LEAVING = ("closing", "closing_gracefully", "closed", "failed")
+
+
+def _serving(client) -> dict:
+    """The scheduler's workers less those leaving (a worker that failed to start stays
+    "closing" there: it is not one to wait with)."""
+    return {a: w for a, w in _workers(client).items() if str(w.get("status", "running")) not in _LEAVING}
+
+
+def _workers_or_lost(client, address: str) -> dict:
+    """:func:`_workers`, or :class:`SchedulerLostError` where the client lost its
+    scheduler while a study waited for workers (Dask's reconnection ended 30 s later
+    with an ERROR and a ``KeyError: 'workers'`` traceback)."""
+    lost = SchedulerLostError(f"lost the connection to the scheduler {address} while the study waited for "
+                              "workers (it stopped or restarted, or the network went); start the scheduler and "
+                              "its workers again, then the study")
+    if getattr(client, "status", "running") != "running":
+        raise lost
+    try:
+        return _workers(client)
+    except Exception:
+        if getattr(client, "status", "running") != "running":
+            raise lost from None
+        raise
+
+
+def await_first_worker(client, notice=None, on_failed=None) -> float:
     """Block until the scheduler ``client`` is attached to has a worker (a study is laid
     out for its workers' devices: planned with none, a GPU cluster's workers joining
     later would get CPU batch sizes), at most ``sssp.cluster.join-wait`` seconds (default
     0: no limit; Ctrl-C stops the wait).  ``notice(line)`` (default: a log warning) is
     told once, at once, when there is none yet.  Returns the seconds waited.
+    ``on_failed(line)``, where given, is told at once of each worker that joins and
+    fails to start meanwhile (:func:`drop_failed_workers` removes it): a worker that
+    fails as it joins is not one to wait with, and said nothing until another came.
 
     Raises
     ------
     SchedulerUnreachableError
         No worker joined within the limit.
+    SchedulerLostError
+        The client lost its scheduler meanwhile.
     """
-    if _workers(client):
+    if _serving(client):
         return 0.0
     limit = float(setting("cluster.join-wait", None, default=0))
     address = getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
@@ -1113,30 +1154,239 @@ def await_first_worker(client, notice=None) -> float:
             "(`dask worker ... --nthreads 1` per core on CPU nodes)")
     (notice or log.warning)(line)
     t0 = time.perf_counter()
-    while not _workers(client):
-        if limit > 0 and time.perf_counter() - t0 >= limit:
-            raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
-                                            "(sssp.cluster.join-wait); start the workers, then the study")
-        time.sleep(0.2)
+    removed = threading.Event()  # the late workers' gate removed one that failed to start
+    listening = False
+    if on_failed is not None:
+        try:
+            client.subscribe_topic(FAILED_TOPIC, lambda event: removed.set())
+            listening = True
+        except Exception as exc:  # noqa: BLE001 - the start check names it later
+            log.debug("failed workers not listened for: %s", exc)
+    try:
+        while True:
+            workers = _workers_or_lost(client, address)
+            if any(str(w.get("status", "running")) not in _LEAVING for w in workers.values()):
+                break
+            if on_failed is not None and (workers or removed.is_set()):  # one failed to start?
+                removed.clear()
+                for failed in drop_failed_workers(client):
+                    on_failed(failed)
+            if limit > 0 and time.perf_counter() - t0 >= limit:
+                raise SchedulerUnreachableError(f"no worker joined {address} in {limit:g} s "
+                                                "(sssp.cluster.join-wait); start the workers, then the study")
+            time.sleep(0.2)
+    finally:
+        if listening:
+            try:
+                client.unsubscribe_topic(FAILED_TOPIC)
+            except Exception as exc:  # noqa: BLE001
+                log.debug("failed workers still listened for: %s", exc)
     return time.perf_counter() - t0
+
+
+#: the scheduler's event topic of the workers the late workers' gate removed as they
+#: failed to start (:func:`await_first_worker` listens while it waits)
+FAILED_TOPIC = "sssp-failed-to-start"
+#: why a worker that failed to start (Dask's "closing" for good) cannot serve a study
+FAILED_TO_START = ("gpu_sssp or a graph plugin kept on the scheduler does not load there; another Python "
+                   "environment? see its log")
+
+
+def _failed_worker_sweep():
+    """The function a scheduler runs to drop its workers that failed to start, and to
+    call the others (the start check), built here, as a closure, so that it travels by
+    value (the scheduler needs no gpu_sssp).
+
+    ``sweep(function=None, args=None)`` returns ``{"lines": [...], "results": {address:
+    {"ok": result} | {"error": text} | {"gone": status}}}``: one line per worker removed;
+    with ``function`` (pickled, as ``args``), what each worker that is not leaving
+    answered to ``Worker.run``.  A worker that goes "closing" while it is called is not
+    waited for (one that failed to start answers nothing, ever): it is ``gone``, and
+    removed too where it failed to start."""
+    why = FAILED_TO_START
+    leaving = _LEAVING
+    gate_name = LATE_GATE
+
+    async def sweep(function=None, args=None, dask_scheduler=None) -> dict:
+        import asyncio
+        import re
+        import time as _time
+
+        s, lines, results = dask_scheduler, [], {}
+        # those the late workers' gate removed as they failed to start (told once)
+        lines.extend((getattr(s.plugins.get(gate_name), "failed", None) or {}).values())
+        if lines:
+            s.plugins[gate_name].failed.clear()
+
+        async def drop():
+            for addr, ws in list(s.workers.items()):
+                if ws.status.name not in leaving:
+                    continue
+                reason = ""
+                for _t, msg in reversed(s.get_events(addr) or ()):
+                    if isinstance(msg, dict) and msg.get("action") == "closing-worker":
+                        reason = str(msg.get("reason") or "")
+                        break
+                if not reason.startswith("failure-to-start"):
+                    continue  # leaving as asked: it goes by itself
+                m = re.search(r"'([^']+)'", reason)
+                cls = m.group(1).rsplit(".", 1)[-1] if m else reason
+                name = str(ws.name) if ws.name is not None else ""
+                who = f"{name} ({addr})" if name and name != addr else addr
+                await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
+                lines.append(f"worker {who} failed to start ({cls}: {why}) and is removed from the scheduler; "
+                             "the study goes on without it")
+
+        await drop()
+        if function is None:
+            return {"lines": lines, "results": results}
+        asks = {}
+        for addr, ws in list(s.workers.items()):
+            if ws.status.name not in leaving:
+                asks[addr] = asyncio.ensure_future(s.broadcast(
+                    msg={"op": "run", "function": function, "args": args, "wait": True},
+                    workers=[addr], on_error="return"))
+        try:
+            while any(not f.done() for f in asks.values()):
+                for addr, f in asks.items():
+                    ws = s.workers.get(addr)
+                    if not f.done() and (ws is None or ws.status.name in leaving):
+                        f.cancel()
+                        results[addr] = {"gone": "removed" if ws is None else ws.status.name}
+                pending = [f for f in asks.values() if not f.done()]
+                if pending:
+                    await asyncio.wait(pending, timeout=0.1)
+        finally:
+            for f in asks.values():
+                if not f.done():
+                    f.cancel()
+        for addr, f in asks.items():
+            if addr in results:
+                continue
+            try:
+                resp = f.result().get(addr)
+            except BaseException as exc:  # noqa: BLE001
+                resp = exc
+            if isinstance(resp, (OSError, asyncio.CancelledError)) or type(resp).__name__ == "CommClosedError":
+                results[addr] = {"gone": f"{type(resp).__name__}: {resp}"}
+            elif isinstance(resp, BaseException):  # the call failed there (it could not be unpickled)
+                text = str(resp) if type(resp) is Exception and str(resp) else \
+                    (f"{type(resp).__name__}: {resp}" if str(resp) else type(resp).__name__)
+                results[addr] = {"error": text}
+            elif isinstance(resp, dict) and resp.get("status") == "OK":
+                r = resp.get("result")
+                if hasattr(r, "header") and hasattr(r, "frames"):  # the scheduler leaves it serialized
+                    from distributed.protocol import deserialize
+
+                    r = deserialize(r.header, r.frames)
+                elif type(r).__name__ == "Serialize":  # not serialized at all (a worker in this process)
+                    r = r.data
+                results[addr] = {"ok": r}
+            else:
+                text = resp.get("exception_text") if isinstance(resp, dict) else None
+                results[addr] = {"error": str(text or resp)}
+        await drop()  # those that failed to start while they were called
+        # the workers the gate keeps paused, refused by a study under way
+        refused = {a: str(r.get("reason", "")) for a, r in
+                   (getattr(s.plugins.get(gate_name), "refused", None) or {}).items() if a in s.workers}
+        return {"lines": lines, "results": results, "refused": refused}
+
+    return sweep
+
+
+def drop_failed_workers(client) -> list:
+    """Remove from ``client``'s scheduler the workers that failed to start (one line each,
+    returned), before a study calls every worker.
+
+    A worker that cannot unpickle a worker plugin the scheduler sends it as it joins
+    (``gpu_sssp`` does not import there, and an earlier study's graph plugin was kept:
+    ``sssp.study.keep-graph``) fails to start, and Dask keeps it "closing" for good: it
+    answers no call, and every call to all workers (the start check, a plugin's
+    registration) waited for it without end.  The lines include those the late workers'
+    gate removed by itself since the last study asked (each told once).  Best effort: a
+    scheduler that runs no function is left as it is (``[]``)."""
+    try:
+        got = client.run_on_scheduler(_failed_worker_sweep())
+    except Exception as exc:  # noqa: BLE001
+        log.debug("workers that failed to start not looked for: %s", exc)
+        return []
+    return [str(x) for x in (got or {}).get("lines") or ()]
+
+
+def _attached_check(client, backend: str, notice=None) -> tuple[dict, dict]:
+    """The start check of an attached cluster: ``(workers, per)`` as
+    :func:`describe_cluster` wants them (``per``: :func:`_check_worker_code`'s).
+
+    Each worker is called from the scheduler, which does not wait for one that goes
+    "closing" meanwhile: a worker that fails to start (it cannot unpickle a worker
+    plugin kept on the scheduler) is registered for a moment, then answers no call,
+    ever; a study that began as it joined (or waited for a first worker, and it came)
+    waited for it without end.  Such workers are removed and named (one line each to
+    ``notice``); when none is left that answered, the check waits for workers again.
+    Where the scheduler runs no function, Dask's ``client.run`` as before."""
+    from distributed.protocol.pickle import dumps
+
+    tell = notice or log.warning
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
+    quiet = False
+    while True:
+        for line in drop_failed_workers(client):
+            tell(line)
+        await_first_worker(client, (lambda line: None) if quiet else notice, on_failed=tell)
+        try:
+            got = client.run_on_scheduler(_failed_worker_sweep(), dumps(_worker_info), dumps((backend,)))
+        except Exception as exc:  # noqa: BLE001 - Dask's call, which waits for every worker
+            log.debug("start check not run from the scheduler: %s", exc)
+            workers = _workers_or_lost(client, address)
+            return workers, _check_worker_code(client.run(_worker_info, backend, on_error="return"), workers)
+        workers = _workers_or_lost(client, address)  # (those that joined during the calls too)
+        for line in got.get("lines") or ():
+            tell(str(line))
+        per = {}
+        for addr, r in (got.get("results") or {}).items():
+            if "ok" in r:
+                per[addr] = r["ok"]
+            elif "error" in r:
+                per[addr] = Exception(r["error"])
+        refused = {a: why for a, why in (got.get("refused") or {}).items() if a in per}
+        rest = {a: r for a, r in per.items() if a not in refused}
+        if refused and rest:
+            # workers a study under way refused (kept paused: another gpu-sssp, ...): named,
+            # not the whole study refused for them, as where they joined after its start
+            ok = _check_worker_code(rest, workers)
+            if ok:
+                for addr, why in sorted(refused.items()):
+                    n = str(workers.get(addr, {}).get("name", "") or "")
+                    who = f"{n} ({addr})" if n and n != addr else addr
+                    tell(f"worker {who} is kept paused: a study under way on the cluster refused it ({why}); "
+                         "no batch goes to it, the study goes on with the other workers")
+                return workers, ok
+        if per:
+            return workers, _check_worker_code(per, workers)
+        quiet = True  # every worker left meanwhile: wait for one again (said once)
+        time.sleep(0.2)
 
 
 def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
     """Workers, threads and the device each worker solves on (for the manifest), and
     the dashboard (:meth:`ClusterHandle.dashboard`: ``dashboard``, its link or None,
-    ``dashboard_note`` and ``study_page``).  An attached cluster with no worker yet is
-    waited for first (:func:`await_first_worker`, which tells ``notice``)."""
+    ``dashboard_note`` and ``study_page``).  On an attached cluster the workers that
+    failed to start are removed (one line each to ``notice``), and one with no worker yet
+    is waited for (:func:`await_first_worker`, which tells ``notice``):
+    :func:`_attached_check`."""
     client = handle.client
     if handle.mode == "none":  # nothing to solve: no cluster (pipeline.study.run.study)
         return {"mode": "none", "backend": handle.backend, "workers": 0, "threads": 0, "devices": [],
                 "worker_list": [], "dashboard": None, "dashboard_note": None, "study_page": None, "exposed": []}
     if handle.mode == "attached":
-        await_first_worker(client, notice)
-    workers = _workers(client)
-    per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
+        workers, per = _attached_check(client, handle.backend, notice)
+    else:
+        workers = _workers(client)
+        per = _check_worker_code(client.run(_worker_info, handle.backend, on_error="return"), workers)
     out = []
-    for addr, w in sorted(workers.items()):
-        d = dict(per.get(addr, {}))
+    for addr in sorted(per):  # those that answered: not a worker gone since the list was taken
+        w = workers.get(addr, {})
+        d = dict(per[addr])
         d.update(address=addr, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 1)))
         out.append(d)
     devices = sorted({w["device"] for w in out})
@@ -1188,7 +1438,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
 #: the scheduler plugin that holds the workers joining while studies run
 LATE_GATE = "sssp-late-workers"
 #: its version: a later client's gate replaces an earlier one on a long-lived scheduler
-LATE_GATE_VERSION = 3
+LATE_GATE_VERSION = 6
 #: seconds one check on a held worker waits there for its graph plugin before answering
 LATE_CHECK_WAIT_S = 5.0
 #: seconds a held worker may go without the study's graph plugin (it never reached it:
@@ -1258,6 +1508,8 @@ def _late_gate_class():
 
     missing_s = LATE_PLUGIN_MISSING_S
     check_wait = LATE_CHECK_WAIT_S
+    failed_to_start = FAILED_TO_START
+    failed_topic = FAILED_TOPIC
 
     class LateWorkerGate(SchedulerPlugin):
         """While studies run (attached), a worker that joins is held: paused on the
@@ -1265,11 +1517,16 @@ def _late_gate_class():
         study (gpu_sssp imports there, the same gpu-sssp version as the study's client,
         the study's graph plugin loaded); then it gets tasks as any worker.  One that
         cannot is refused: it stays paused while the studies that refused it run (then it
-        is checked again for the others), the scheduler logs why
-        and each study's client is told (an event on its topic).  The worker's own status
+        is checked again for the others), the scheduler logs why and the client of each
+        study that refused it is told (an event on its topic).  The worker's own status
         changes to ``running`` are kept back meanwhile (Dask would hand it tasks at
         once); once no study runs, every worker held or refused is put back as it asked.
-        The studies of a client that left are ended after ``grace`` seconds away."""
+        The studies of a client that left are ended after ``grace`` seconds away.
+        At any time, studies running or not, a worker that goes "closing" as it failed
+        to start (it cannot unpickle a worker plugin kept on the scheduler) is removed
+        from the scheduler (Dask kept it so for good, and every call to all workers
+        waited for it), and the next study's start check names it once
+        (:func:`drop_failed_workers`)."""
 
         version = LATE_GATE_VERSION
 
@@ -1280,6 +1537,7 @@ def _late_gate_class():
             self.held: dict = {}  # address -> the status the worker asked for meanwhile
             self.refused: dict = {}  # address -> {"want": status, "reason": str}
             self.away: dict = {}
+            self.failed: dict = {}  # address -> the line of a worker removed as it failed to start
             self.orig = None
 
         # the scheduler's handler of the workers' status changes, wrapped
@@ -1302,7 +1560,51 @@ def _late_gate_class():
                     self.refused[worker]["want"] = name
                 if name == "running":
                     return None  # kept back: paused on the scheduler until admitted
-            return self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
+            out = self.orig(status=status, worker=worker, stimulus_id=stimulus_id, **kw)
+            if name == "closing" and worker not in self.held and worker not in self.refused:
+                # (a held one is the check's: _check names it to the studies)
+                s = getattr(self.orig, "__self__", None)
+                if s is not None and not s._ongoing_background_tasks.closed:
+                    s._ongoing_background_tasks.call_soon(self._drop_if_failed, s, worker)
+            return out
+
+        async def _drop_if_failed(self, s, addr):
+            """A worker that went "closing" because it failed to start (it could not
+            unpickle a worker plugin kept on the scheduler: another environment) stays so
+            for good, and every call to all workers (a study's start check, a plugin's
+            registration, a study's end) waits for it: removed from the scheduler, also
+            while no study runs."""
+            import logging
+            import re
+            import time as _time
+
+            why = self._why_closing(s, addr)
+            if not why.startswith("failure-to-start") or addr not in s.workers or addr in self.held:
+                return
+            ws = s.workers[addr]
+            m = re.search(r"'([^']+)'", why)
+            cls = m.group(1).rsplit(".", 1)[-1] if m else why
+            name = str(ws.name) if ws.name is not None else ""
+            who = f"{name} ({addr})" if name and name != addr else addr
+            logging.getLogger("distributed.scheduler").warning(
+                "sssp: worker %s failed to start (%s: %s) and is removed from the scheduler", who, cls, failed_to_start)
+            await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
+            # for the next study's start check to name (drop_failed_workers), once
+            self.failed[addr] = (f"worker {who} failed to start ({cls}: {failed_to_start}) and is removed from "
+                                 "the scheduler; the study goes on without it")
+            while len(self.failed) > 20:
+                self.failed.pop(next(iter(self.failed)))
+            s.log_event(failed_topic, {"worker": addr})  # a study waiting for workers asks at once
+
+        def running_elsewhere(self, s, study):
+            """The folder of another run of ``study``'s study id under way (its client
+            connected) into another folder, else None: the two would share task keys."""
+            sid = study.get("sid")
+            for st in self.studies.values():
+                if (sid and st.get("sid") == sid and st.get("out") != study.get("out")
+                        and st.get("client") in s.clients):
+                    return st.get("out")
+            return None
 
         def begin(self, s, token, study, vetted):
             self.studies[token] = study
@@ -1484,15 +1786,16 @@ def _late_gate_class():
 
             ws = s.workers.get(addr)
             name = str(getattr(ws, "name", "") or "")
+            # a graph plugin that failed there: the studies of that graph refused it (not
+            # every study running); otherwise (gpu_sssp, its version, a failed start) all did
+            by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)
+            by = by or sorted(self.studies)
             if want is not None:  # kept paused while the studies that refused it run
-                # a graph plugin that failed there: the studies of that graph refused it
-                # (not every study running); otherwise (gpu_sssp, its version) all did
-                by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)
-                self.refused[addr] = {"want": want, "reason": reason, "by": by or sorted(self.studies)}
+                self.refused[addr] = {"want": want, "reason": reason, "by": by}
             logging.getLogger("distributed.scheduler").warning(
                 "sssp: worker %s (%s), joined while a study ran, refused: %s", name, addr, reason)
-            for st in self.studies.values():
-                s.log_event(st["topic"], {"worker": addr, "name": name, "reason": reason})
+            for t in by:  # told to the clients of those studies only
+                s.log_event(self.studies[t]["topic"], {"worker": addr, "name": name, "reason": reason})
 
     return LateWorkerGate
 
@@ -1543,7 +1846,8 @@ class LateWorkerHold:
 
 
 def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=None,
-                      grace: float | None = None) -> LateWorkerHold:
+                      grace: float | None = None, study_id: str | None = None,
+                      out: str | None = None) -> LateWorkerHold:
     """Hold the workers that join ``client``'s cluster while this study runs until they
     have shown that they can serve it; refuse those that cannot.
 
@@ -1559,6 +1863,16 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
     (default: a log warning) is told one line naming it and why.  Returns the hold,
     whose ``close()`` ends it (the scheduler ends it too once this client has stayed away
     ``sssp.study.lost-client-grace`` seconds).
+
+    ``study_id`` and ``out`` (the study's folder): a run of the same study id under way
+    into another folder (from a connected client) is found here, at once on the
+    scheduler, and refused.
+
+    Raises
+    ------
+    StudyRunningError
+        The same study runs on the cluster into another folder (its tasks would be this
+        run's: Dask shares a task between the clients that submit its key).
     """
     import uuid
 
@@ -1568,7 +1882,8 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
     gate_cls = _late_gate_class()
     grace = float(setting("study.lost-client-grace", grace, default=40.0))
     topic = f"sssp-refused-{token}-{uuid.uuid4().hex[:6]}"
-    study = {"plugin": str(plugin), "version": _gpu_sssp_version(), "client": str(client.id), "topic": topic}
+    study = {"plugin": str(plugin), "version": _gpu_sssp_version(), "client": str(client.id), "topic": topic,
+             "sid": None if study_id is None else str(study_id), "out": None if out is None else os.fspath(out)}
     vetted = sorted(str(a) for a in vetted)
     name, gate_version = LATE_GATE, LATE_GATE_VERSION
     hold = LateWorkerHold(client, token, topic, on_refused)
@@ -1586,20 +1901,31 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
             if gate is not None:  # an earlier version's: its state goes on in this one
                 if hasattr(gate, "uninstall"):
                     gate.uninstall(s)
-                for attr in ("studies", "held", "refused", "away"):
+                for attr in ("studies", "held", "refused", "away", "failed"):
                     getattr(new, attr).update(getattr(gate, attr, {}) or {})
                 s.plugins.pop(name, None)
             s.add_plugin(new, name=name)
             gate = new
         gate.install(s)
+        other = gate.running_elsewhere(s, study) if hasattr(gate, "running_elsewhere") else None
+        if other is not None:
+            return {"running": other}
         gate.begin(s, token, study, set(vetted))
+        return None
 
     try:
-        client.run_on_scheduler(on_scheduler)
+        said = client.run_on_scheduler(on_scheduler)
     except Exception as exc:  # noqa: BLE001 - the study runs as before (the graph plugin still
         # refuses another gpu-sssp version: its tasks raise instead of solving)
         log.warning("workers joining during the study are not checked (%s: %s)", type(exc).__name__, exc)
         hold.token = None
+        return hold
+    if isinstance(said, dict) and "running" in said:
+        hold.token = None  # nothing begun: close() only unsubscribes
+        hold.close()
+        raise StudyRunningError(
+            f"study {study_id} is already running on this cluster into {said['running']} (the same graph, "
+            "sources and settings: its tasks would be this run's); wait for it to end, or use its folder")
     return hold
 
 

@@ -231,7 +231,7 @@ def _hold_late_workers(client, reg: dict, plan: StudyPlan, cluster_info: dict, o
     return hold_late_workers(client, reg["user"],
                              plugin=plugin_name(plan.graph.fingerprint, bool(reg.get("hierarchy_file"))),
                              vetted=[w["address"] for w in cluster_info.get("worker_list") or ()],
-                             on_refused=on_wait)
+                             on_refused=on_wait, study_id=plan.study_id, out=os.path.abspath(plan.out))
 
 
 def wait_for_workers(client, fingerprint: str) -> dict:
@@ -554,8 +554,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 registered.append(reg["user"])
             mode = setting("study.schedule", None, default="guided")  # checked: guided or batch
             chunks = study_chunks(pending, mode, cluster_info.get("worker_list"), cap=chunk_cap(plan))
-            board = _board(client, plan, study, reg["prefix"], cluster_info)
+            # before the dashboard's entry (by study id): a run of this study under way into
+            # another folder is refused here, and its entry must stay as it is
             late = _hold_late_workers(client, reg, plan, cluster_info, on_wait)
+            board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
             reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}", on_idle=on_wait)
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
