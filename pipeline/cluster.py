@@ -1202,7 +1202,8 @@ def _failed_worker_sweep():
     with ``function`` (pickled, as ``args``), what each worker that is not leaving
     answered to ``Worker.run``.  A worker that goes "closing" while it is called is not
     waited for (one that failed to start answers nothing, ever): it is ``gone``, and
-    removed too where it failed to start."""
+    removed too where it failed to start.  A connection error of a worker still
+    registered and running (an address the scheduler cannot reach) is its ``error``."""
     why = FAILED_TO_START
     leaving = _LEAVING
     gate_name = LATE_GATE
@@ -1267,7 +1268,16 @@ def _failed_worker_sweep():
                 resp = f.result().get(addr)
             except BaseException as exc:  # noqa: BLE001
                 resp = exc
-            if isinstance(resp, (OSError, asyncio.CancelledError)) or type(resp).__name__ == "CommClosedError":
+            ws = s.workers.get(addr)
+            # a worker that left: its connection closed under the call (as _check_worker_code
+            # skips those of client.run), or any connection error once the scheduler dropped
+            # it or it is leaving.  Another connection error of a worker still registered and
+            # running ("Timed out trying to connect": an address the scheduler cannot reach)
+            # is its error, named as client.run's was: taken for one that left, it was dropped
+            # without a word, and where it was the only worker called again without end
+            left = ws is None or ws.status.name in leaving
+            if (isinstance(resp, (asyncio.CancelledError, ConnectionError, TimeoutError))
+                    or type(resp).__name__ == "CommClosedError" or (isinstance(resp, OSError) and left)):
                 results[addr] = {"gone": f"{type(resp).__name__}: {resp}"}
             elif isinstance(resp, BaseException):  # the call failed there (it could not be unpickled)
                 text = str(resp) if type(resp) is Exception and str(resp) else \
