@@ -1855,6 +1855,36 @@ class LateWorkerHold:
             log.debug("late workers' hold not ended: %s", exc)
 
 
+def refuse_study_running_elsewhere(client, study_id: str, out) -> None:
+    """Raise :class:`StudyRunningError` where the attached cluster runs ``study_id`` into
+    another folder than ``out`` (asked of the late workers' gate, which records each
+    study it holds for; none installed: nothing runs).  Asked before the study folder
+    is started, so that a refused run leaves its folder as it found it (the check of
+    :func:`hold_late_workers`, which comes after, still refuses a run that started
+    meanwhile).  Best effort: an unanswered question refuses nothing."""
+    name = LATE_GATE
+    study = {"sid": str(study_id), "out": os.fspath(out)}
+
+    def on_scheduler(dask_scheduler=None):
+        gate = dask_scheduler.plugins.get(name)
+        if gate is None or not hasattr(gate, "running_elsewhere"):
+            return None
+        return gate.running_elsewhere(dask_scheduler, study)
+
+    try:
+        other = client.run_on_scheduler(on_scheduler)
+    except Exception as exc:  # noqa: BLE001 - hold_late_workers asks again
+        log.debug("study runs on the cluster not asked: %s", exc)
+        return
+    if other is not None:
+        raise StudyRunningError(_running_elsewhere_line(study_id, other))
+
+
+def _running_elsewhere_line(study_id, folder) -> str:
+    return (f"study {study_id} is already running on this cluster into {folder} (the same graph, "
+            "sources and settings: its tasks would be this run's); wait for it to end, or use its folder")
+
+
 def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=None,
                       grace: float | None = None, study_id: str | None = None,
                       out: str | None = None) -> LateWorkerHold:
@@ -1933,9 +1963,7 @@ def hold_late_workers(client, token: str, *, plugin: str, vetted, on_refused=Non
     if isinstance(said, dict) and "running" in said:
         hold.token = None  # nothing begun: close() only unsubscribes
         hold.close()
-        raise StudyRunningError(
-            f"study {study_id} is already running on this cluster into {said['running']} (the same graph, "
-            "sources and settings: its tasks would be this run's); wait for it to end, or use its folder")
+        raise StudyRunningError(_running_elsewhere_line(study_id, said["running"]))
     return hold
 
 

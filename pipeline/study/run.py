@@ -520,6 +520,12 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             if cluster_info is None:
                 cluster_info = describe_cluster(ClusterHandle(client, None, "attached", backend))
             plan.resolve_batch_size(worker_devices(cluster_info))
+        if client is not None and (cluster_info or {}).get("mode") == "attached" and study.pending:
+            from gpu_sssp.pipeline.cluster import refuse_study_running_elsewhere
+
+            # before the folder is started: a refused run leaves it as it was (it was
+            # left marked failed, and the same command run again asked for --resume)
+            refuse_study_running_elsewhere(client, plan.study_id, os.path.abspath(plan.out))
         study.start(cluster_info)
     except BaseException:
         study.close()

@@ -137,6 +137,9 @@ def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the
         assert rc == 2 and len(errors) == 1 and "finished batch(es) are recorded" not in text, text[-3000:]
         assert "is already running on this cluster" in errors[0] and str(out_a) in errors[0], errors[0]
         assert not _journal_workers(out_b)
+        # refused before its folder was started: the same command later is a new study
+        # (it was left marked failed, and asked for --resume)
+        assert not (out_b / "manifest.json").exists(), (out_b / "manifest.json").read_text()
         assert first.wait(300) == 0, (tmp_path / "first.txt").read_text()[-3000:]
         assert sum(_journal_workers(out_a).values()) == 420
     finally:
