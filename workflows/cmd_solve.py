@@ -91,7 +91,8 @@ def run(args) -> int:
     if args.out:
         # the sources file is an input too: -o on it replaced the user's list of sources
         inputs = [args.graph] + ([args.sources_file] if args.sources_file else [])
-        check_output_file(args.out, option="--out", inputs=inputs, example="distances.parquet")
+        check_output_file(args.out, option="--out", inputs=inputs, example="distances.parquet",
+                          caches_of=args.graph)
     graph = load_graph_from_args(args)
     check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)

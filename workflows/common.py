@@ -66,12 +66,14 @@ def refuse_empty_names(*named) -> None:
             raise UsageError(f"{option} {str(name)!r}: an empty name; give a file name")
 
 
-def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet") -> None:
+def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet",
+                      caches_of=None) -> None:
     """Refuse, before any input is read, an output file that cannot be written as one:
     an existing directory (the atomic rename would fail late, naming its temporary
     file) or one of ``inputs`` itself (writing would destroy the input; the rule is
     ``pipeline.writers.refuse_input_as_output``, which ``pipeline.ingest.ingest`` applies
-    itself)."""
+    itself); an empty name or one that ends with ``/`` (a folder); and, with
+    ``caches_of`` (the graph), the names of that Parquet graph's cache files beside it."""
     from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
 
     import os
@@ -100,15 +102,25 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
-    for path in inputs:
-        # <input>.csr.npz, <input>.ch.npz (pipeline.graph, pipeline.hierarchy): the next
-        # load found no valid cache there and rebuilt it over the output, without a word
-        path = Path(path)
+    if caches_of is not None and _is_parquet(caches_of):
+        # <graph>.csr.npz, <graph>.ch.npz beside a Parquet graph (pipeline.graph,
+        # pipeline.hierarchy; a raw input's go under .sssp-cache/): the next load found no
+        # valid cache there and rebuilt it over the output, without a word
+        path = Path(caches_of)
         if (out.name.startswith(path.name + ".") and out.name.endswith(".npz")
                 and os.path.abspath(out.parent) == os.path.abspath(path.parent)):
             raise UsageError(f"{option} {out}: is where {path.name}'s cache files go (its CSR, its hierarchy), "
                              "which the next run would write over it; give another output name")
     refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {out}")
+
+
+def _is_parquet(path) -> bool:
+    """Whether ``path`` is a Parquet file (its magic bytes; any name)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def refuse_unwritable_folder(folder: Path, what: str) -> None:

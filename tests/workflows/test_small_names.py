@@ -46,3 +46,16 @@ def test_solve_does_not_write_over_the_graphs_cache_files(graph, capsys, suffix)
     out = graph.with_name(graph.name + suffix)
     assert main(["solve", str(graph), "-s", "0", "-o", str(out)]) == 2
     assert "is where g.parquet's cache files go" in capsys.readouterr().err
+
+
+def test_names_that_are_no_parquet_graphs_cache_are_written(graph, tmp_path, capsys):
+    """The cache-name rule refused harmless names: `-o s.txt.dist.npz` beside a sources
+    file s.txt ("is where s.txt's cache files go"), and `-o rome99.gr.csr.npz` beside a
+    raw input, whose caches go under .sssp-cache/."""
+    src = tmp_path / "s.txt"
+    src.write_text("0\n")
+    assert main(["solve", str(graph), "--sources-file", str(src), "-o", str(tmp_path / "s.txt.dist.npz")]) == 0
+    raw = tmp_path / "g.gr"
+    raw.write_text("p sp 2 1\na 1 2 5\n")
+    assert main(["solve", str(raw), "-s", "1", "-o", str(tmp_path / "g.gr.csr.npz")]) == 0
+    assert (tmp_path / "g.gr.csr.npz").is_file() and (tmp_path / "s.txt.dist.npz").is_file()
