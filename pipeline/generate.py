@@ -239,6 +239,13 @@ def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64",
     return src, dst, w, n
 
 
+def gnm_max_edges(n: int, undirected: bool) -> int:
+    """The most distinct arcs ``u != v`` (unordered pairs when ``undirected``) that
+    G(n, m) can draw on ``n`` vertices (the one bound of ``random_graph`` and
+    ``check_size``)."""
+    return n * (n - 1) // (2 if undirected else 1)
+
+
 def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64", undirected=False,
                  negative_fraction=0.0):
     """Erdos-Renyi G(n, m): ``m`` distinct edges chosen uniformly, no self-loops.
@@ -249,7 +256,7 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     """
     if n < 1 or m < 0:
         raise UsageError("n must be >= 1 and m >= 0")
-    cap = n * (n - 1) // (2 if undirected else 1)
+    cap = gnm_max_edges(n, undirected)
     if m > cap:
         raise UsageError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")
     if n - 1 > np.iinfo(np.int64).max:
@@ -485,7 +492,7 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, max_isolated_ve
                          f"{how('max-isolated-vertices', '--max-isolated-vertices')}")
     if family in ("random", "er", "gnm"):  # (random_graph's own refusal, before the memory's)
         undirected = bool(kw.get("undirected"))
-        cap = n * (n - 1) // (2 if undirected else 1)
+        cap = gnm_max_edges(n, undirected)
         m = arcs // (2 if undirected else 1)
         if m > cap:
             raise UsageError(f"generate {what}: G(n, m) has at most {_count(cap)} distinct "
