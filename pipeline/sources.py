@@ -525,7 +525,7 @@ def id_choice(x, what: str, error=UsageError, *, files: bool = True, name: str |
     if files and isinstance(x, str) and x == "all":
         return "all", None
     if isinstance(x, memoryview):
-        x = _memoryview_ids(x, label, error)
+        x = _memoryview_ids(x, label, error, files=files)
     if isinstance(x, (bytes, bytearray)):
         x = os.fsdecode(bytes(x))
     if isinstance(x, (str, os.PathLike)):
@@ -558,7 +558,7 @@ def id_choice(x, what: str, error=UsageError, *, files: bool = True, name: str |
 _BYTE_FORMATS = ("B", "c")
 
 
-def _memoryview_ids(view: memoryview, label: str, error) -> np.ndarray:
+def _memoryview_ids(view: memoryview, label: str, error, *, files: bool = True) -> np.ndarray:
     """The ids a ``memoryview`` holds, as the NumPy array of its buffer (its format read:
     ``memoryview(np.array([1, 2]))`` and ``memoryview(array.array("q", ...))`` hold ids,
     big-endian and strided views included); :func:`id_choice` then takes the array as
@@ -580,6 +580,9 @@ def _memoryview_ids(view: memoryview, label: str, error) -> np.ndarray:
     except ValueError:  # released
         raise error(f"{label}: the memoryview given is released (it holds no ids)") from None
     if fmt.lstrip("@=<>!") in _BYTE_FORMATS:
+        if not files:  # (ids=: bytes are no file name there either)
+            raise error(f"{label}: a memoryview of bytes (format {fmt!r}) is taken for no ids (bytes are names); "
+                        "give an integer array for ids (e.g. numpy.frombuffer(view, dtype=numpy.uint8))")
         raise error(f"{label}: a memoryview of bytes (format {fmt!r}) is ambiguous - a file name or byte-sized "
                     "ids?; give bytes(view) for a file name, or an integer array for ids (e.g. "
                     "numpy.frombuffer(view, dtype=numpy.uint8))")

@@ -62,3 +62,13 @@ def test_matrix_and_plan_sources_take_memoryview_ids():
     assert plan_sources(g, ids=memoryview(np.array([3])), order="given").sources.tolist() == [2]
     with pytest.raises(OptionError, match="^targets: a memoryview of bytes"):
         gpu_sssp.matrix(g, 1, memoryview(b"12"), backend="cpu")
+
+
+def test_a_byte_memoryview_where_no_file_is_taken_does_not_offer_a_file_name():
+    """``ids=`` takes no file: the refusal suggested ``bytes(view)`` "for a file name"."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.sources import id_choice
+
+    with pytest.raises(UsageError) as exc:
+        id_choice(memoryview(b"12"), "id", files=False, name="ids")
+    assert "file name" not in str(exc.value) and "integer array" in str(exc.value)
