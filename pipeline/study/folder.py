@@ -212,6 +212,8 @@ class FolderLock:
 
 _SOURCE_FIELDS = {"kind": "sources", "seed": "--seed", "count": "number of sources", "file": "--sources-file",
                   "order": "--order"}
+#: a matrix study's targets as the user gave them (``pipeline.targets.TargetPlan.how``)
+_TARGET_FIELDS = {"kind": "targets", "file": "--targets", "seed": "--target-seed", "count": "number of targets"}
 
 #: identity keys written only where they differ from a default, and that default: an
 #: identity without ``batch_workers`` (older folders; any plain split) means 1
@@ -285,6 +287,18 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
             asked = _targets_said(mine.get("targets_count"), plan.targets.how if plan.targets is not None else {})
             parts.append(f"targets: the folder's study has none, asked {asked}")
         said |= {k for k in _MATRIX_KEYS if (k in theirs) != (k in mine)}
+    elif "targets_digest" in diff:
+        # both matrix studies, other targets: the options that differ, or (the same
+        # options) a targets file whose content changed - not the two digests alone
+        was = (old.get("matrix") or {}).get("targets") or {}
+        asked = plan.targets.how if plan.targets is not None else {}
+        fields = [f for f in _TARGET_FIELDS if was.get(f) != asked.get(f) and (f in was or f in asked)]
+        parts += [f"{_TARGET_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
+        if not fields:
+            changed = f"did the targets file {asked['file']} change? " if asked.get("file") else ""
+            parts.append(f"targets: the target list differs with the same options ({changed}resume without "
+                         f"--targets to go on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
+        said |= {"targets_digest", "targets_count"}
     batching = [k for k in ("batch_size", "batch_workers") if k in diff]
     if batching:
         bits = [f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in batching]

@@ -112,7 +112,7 @@ def test_matrix_study_resume_and_refusals(client, rome, tmp_path):
     assert np.array_equal(again, first)
     tg = np.sort(np.random.default_rng(5).choice(g.n, 300, replace=False))
     assert np.array_equal(again, ref[np.ix_(src - 1, tg)])
-    with pytest.raises(StudyError, match="targets_digest"):
+    with pytest.raises(StudyError, match="--target-seed: folder has 5, asked 6"):
         study(path, resume=True, **dict(kw, target_seed=6))
     with pytest.raises(StudyError, match="stats_over"):
         study(path, resume=True, **dict(kw, stats_over="all"))

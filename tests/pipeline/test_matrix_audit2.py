@@ -1,0 +1,76 @@
+"""Found by an adversarial audit of matrix studies (``--targets``), as a user of OSRM's
+table service would test them: resuming with other targets is refused in the user's
+terms (the option that differs, or a targets file whose content changed under the same
+name), not by two digests."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.pipeline.test_study_support import rome_parquet
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.WARNING)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def rome(tmp_path_factory):
+    return rome_parquet(tmp_path_factory.mktemp("matrix-audit2-data"))
+
+
+def _refusal(path, **kw):
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    with pytest.raises(StudyError) as e:
+        study(path, resume=True, **kw)
+    return str(e.value)
+
+
+def test_resume_with_a_changed_targets_file_says_so(client, rome, tmp_path):
+    """The targets file edited between the run and its resume (same name): the refusal
+    said only ``targets_digest: folder has 'a7d24c40ec30c438', asked '82ededf5793b80ca'``
+    - nothing a user gave.  It names the file, says its content changed, and how to go
+    on with the study's own targets."""
+    from gpu_sssp.pipeline.study.run import study
+
+    tfile = tmp_path / "tg.txt"
+    tfile.write_text("5\n3\n5\n1\n")
+    out = tmp_path / "m"
+    kw = dict(ids=[3, 10], targets=str(tfile), out=out)
+    study(rome, client=client, **kw)
+    tfile.write_text("5\n3\n5\n2\n")  # same name, same count, another target
+    msg = _refusal(rome, client=client, **kw)
+    assert "targets_digest" not in msg, msg
+    assert f"did the targets file {tfile} change?" in msg and "resume without --targets" in msg, msg
+    assert str(out / "targets.parquet") in msg, msg
+    # and without the targets the study goes on with its own (targets.parquet)
+    s = study(rome, client=client, resume=True, ids=[3, 10], out=out)
+    assert s["complete"] and s["targets"] == 4
+
+
+def test_resume_with_other_random_targets_names_the_option(client, rome, tmp_path):
+    """``--random-targets 20`` given again without the study's ``--target-seed 5`` (the
+    default seed 1 draws others): the refusal named two digests; it names the seed, and
+    the count where that differs, as a resume with other sources names ``--seed``."""
+    from gpu_sssp.pipeline.study.run import study
+
+    out = tmp_path / "r"
+    study(rome, client=client, random=4, random_targets=20, target_seed=5, out=out)
+    msg = _refusal(rome, client=client, random=4, random_targets=20, out=out)
+    assert "--target-seed: folder has 5, asked 1" in msg and "targets_digest" not in msg, msg
+    msg = _refusal(rome, client=client, random=4, random_targets=21, target_seed=5, out=out)
+    assert "number of targets: folder has 20, asked 21" in msg and "targets_digest" not in msg, msg
+    assert "targets_count" not in msg, msg
