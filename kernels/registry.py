@@ -388,14 +388,15 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
         # predecessors="no" is truthy: it computed the trees (and their memory)
         check_flag(value, flag)
     src = _vertex_indices(graph, sources, "source")
+    # checked with or without targets: a misspelt value was ignored without them
+    if not isinstance(stats_over, str) or stats_over not in STATS_OVER:
+        raise UsageError(f"stats_over must be one of {STATS_OVER}, got {stats_over!r}")
     if targets is not None:
         targets = check_targets(graph, targets)
         if predecessors:
             raise OptionError("predecessors are not returned with targets= (solve without targets for the trees)")
         if not distances:
             raise OptionError("targets= returns the travel-time matrix: distances=False does not go with it")
-        if stats_over not in STATS_OVER:
-            raise UsageError(f"stats_over must be one of {STATS_OVER}, got {stats_over!r}")
     check_output_memory(graph, len(src), targets=targets, predecessors=predecessors, distances=distances)
     # one check for every method: integer path lengths must stay exact in float64 (and
     # so within every kernel's distance type) before anything is solved
