@@ -64,12 +64,15 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
         raise StudyError(f"--outputs {','.join(extra)} does not go with targets: a study with targets writes "
                          "the sources x targets matrix (matrix/) and the stats; drop --targets for full "
                          "distance vectors")
+    # a str, not just a value that compares equal: np.array(["all"]) "is in" the tuple
+    # (NumPy's == gives [True]) and reached the manifest, a JSON traceback
     stats_over = setting("study.stats-over", stats_over, default="targets")
-    if stats_over not in STATS_OVER:
+    if not isinstance(stats_over, str) or stats_over not in STATS_OVER:
         raise StudyError(f"--stats-over must be 'targets' or 'all', got {stats_over!r}")
     matrix_form = setting("study.matrix-form", matrix_form, default="wide")
-    if matrix_form not in MATRIX_FORMS:
+    if not isinstance(matrix_form, str) or matrix_form not in MATRIX_FORMS:
         raise StudyError(f"--matrix-form must be 'wide' or 'long', got {matrix_form!r}")
+    stats_over, matrix_form = str(stats_over), str(matrix_form)  # (a NumPy str_ as a plain one)
     estimate = matrix_bytes(sources.count, targets.count, matrix_form)
     check_output_size(estimate, max_distance_bytes, "the matrix",
                       f"{sources.count:,} sources x {targets.count:,} targets, {matrix_form} form, before compression",

@@ -14,7 +14,7 @@ def _graph():
     return Graph.from_edges(np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1, 2, 3]), 3)
 
 
-@pytest.mark.parametrize("bad", ["target", "vertices", "ALL", None, ["all"], np.array(["all", "targets"])])
+@pytest.mark.parametrize("bad", ["target", "vertices", "ALL", None, ["all"], np.array(["all"]), np.array(["all", "targets"])])
 @pytest.mark.parametrize("targets", [None, [2]])
 def test_stats_over_is_checked_with_or_without_targets(bad, targets):
     """``solve(g, s, stats_over="target")`` (no targets) solved and said nothing; with

@@ -1,7 +1,8 @@
 """Found by an adversarial audit of matrix studies (``--targets``), as a user of OSRM's
 table service would test them: resuming with other targets is refused in the user's
 terms (the option that differs, or a targets file whose content changed under the same
-name), not by two digests."""
+name), not by two digests; ``stats_over`` / ``matrix_form`` that only compare equal to
+a value (a NumPy array of one string) are refused, not written into the manifest."""
 from __future__ import annotations
 
 import logging
@@ -74,3 +75,27 @@ def test_resume_with_other_random_targets_names_the_option(client, rome, tmp_pat
     msg = _refusal(rome, client=client, random=4, random_targets=21, target_seed=5, out=out)
     assert "number of targets: folder has 20, asked 21" in msg and "targets_digest" not in msg, msg
     assert "targets_count" not in msg, msg
+
+
+@pytest.mark.parametrize("option", ["stats_over", "matrix_form"])
+def test_an_array_for_stats_over_or_matrix_form_is_refused(rome, tmp_path, option):
+    """``study(..., stats_over=np.array(["all"]))`` passed the check (``in`` compares
+    with ``==``: NumPy's ``[True]``), then the manifest could not be written: a JSON
+    traceback ("Object of type ndarray is not JSON serializable").  A NumPy ``str_``
+    is a string and is taken, as a plain one."""
+    import numpy as np
+
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.sources import plan_sources
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.plan import plan_study
+    from gpu_sssp.pipeline.targets import plan_targets
+
+    g = read_parquet(rome)
+    sp, tp = plan_sources(g, ids=[1, 2]), plan_targets(g, targets=[1, 2])
+    value = "all" if option == "stats_over" else "long"
+    with pytest.raises(StudyError, match=f"--{option.replace('_', '-')} must be"):
+        plan_study(g, str(rome), sp, out=tmp_path / "o", targets=tp, **{option: np.array([value])})
+    plan = plan_study(g, str(rome), sp, out=tmp_path / "o", targets=tp, **{option: np.str_(value)})
+    assert type(getattr(plan, option)) is str and getattr(plan, option) == value
+    assert type(plan.identity[option]) is str
