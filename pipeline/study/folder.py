@@ -293,11 +293,15 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
         was = (old.get("matrix") or {}).get("targets") or {}
         asked = plan.targets.how if plan.targets is not None else {}
         fields = [f for f in _TARGET_FIELDS if was.get(f) != asked.get(f) and (f in was or f in asked)]
-        parts += [f"{_TARGET_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
-        if not fields:
+        if set(fields) <= {"file"}:
+            # two files of as many targets (or one file): its content changed, or the file
+            # named is another - a name given relative to another folder may be the same file
+            files = (f"the folder's from {was.get('file')!r}, " if "file" in fields else "")
             changed = f"did the targets file {asked['file']} change? " if asked.get("file") else ""
-            parts.append(f"targets: the target list differs with the same options ({changed}resume without "
-                         f"--targets to go on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
+            parts.append(f"targets: the target list differs ({files}{changed}resume without --targets to go "
+                         f"on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
+        else:
+            parts += [f"{_TARGET_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
         said |= {"targets_digest", "targets_count"}
     batching = [k for k in ("batch_size", "batch_workers") if k in diff]
     if batching:
