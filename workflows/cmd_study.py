@@ -288,6 +288,9 @@ def run(args) -> int:
         raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
                          "distances, predecessors (default stats)")
     if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):
+        if args.targets is not None or args.random_targets is not None:  # (not a study of statistics only)
+            raise StudyError("--distance-form goes with --outputs distances or predecessors; a study with "
+                             "targets writes a matrix: its form is --matrix-form wide|long")
         raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
                          "statistics only writes no distance files")
     check_output_dir(args.out, option="--out")

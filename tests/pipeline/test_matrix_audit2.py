@@ -99,3 +99,19 @@ def test_an_array_for_stats_over_or_matrix_form_is_refused(rome, tmp_path, optio
     plan = plan_study(g, str(rome), sp, out=tmp_path / "o", targets=tp, **{option: np.str_(value)})
     assert type(getattr(plan, option)) is str and getattr(plan, option) == value
     assert type(plan.identity[option]) is str
+
+
+@pytest.mark.parametrize("targets", [["--targets", "all"], ["--random-targets", "5"]])
+def test_distance_form_in_a_matrix_study_points_to_matrix_form(rome, tmp_path, capsys, targets):
+    """``--targets all --distance-form long`` (the matrix's form meant) was refused as
+    "a study of statistics only writes no distance files": not what the study was, nor
+    the option wanted.  It names ``--matrix-form``; nothing is left behind."""
+    from gpu_sssp.workflows.cli import main
+
+    out = tmp_path / "o"
+    rc = main(["study", str(rome), "--source", "1", *targets, "--distance-form", "long", "--out", str(out),
+               "--cpu-workers", "1", "--no-dashboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert "--matrix-form wide|long" in err[0] and "statistics only" not in err[0], err
+    assert not out.exists()
