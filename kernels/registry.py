@@ -357,7 +357,9 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     stats_over : {"targets", "all"}
         With ``targets``: the per-source statistics over the distinct targets only
         (default; ``Result.stats_over == "targets"``), or over every vertex (``"all"``:
-        ``phast`` then makes the full sweep and gathers the targets from it).
+        ``phast`` then makes the full sweep and gathers the targets from it).  Without
+        targets the statistics are over every vertex either way; another value is an
+        error with or without targets.
 
     Returns
     -------
