@@ -264,7 +264,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
-    from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs
+    from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs, refuse_idle_distance_form
     from gpu_sssp.pipeline.study.run import study as run_study
     from gpu_sssp.pipeline.writers import check_output_dir
 
@@ -287,12 +287,8 @@ def run(args) -> int:
     if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
         raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
                          "distances, predecessors (default stats)")
-    if args.distance_form is not None and not {"distances", "predecessors"} & set(parse_outputs(args.outputs)):
-        if args.targets is not None or args.random_targets is not None:  # (not a study of statistics only)
-            raise StudyError("--distance-form goes with --outputs distances or predecessors; a study with "
-                             "targets writes a matrix: its form is --matrix-form wide|long")
-        raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
-                         "statistics only writes no distance files")
+    refuse_idle_distance_form(args.distance_form, args.outputs,
+                              args.targets is not None or args.random_targets is not None)
     check_output_dir(args.out, option="--out")
     if not (args.scheduler or args.scheduler_file):  # a local cluster: its workers' kind is known here
         from gpu_sssp.pipeline.study.run import check_local_method

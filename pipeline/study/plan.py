@@ -249,6 +249,19 @@ class StudyPlan:
         return [f"{prefix}-batch-{int(c[0]):06d}-{int(c[-1]):06d}-{sid}" for c in chunks]
 
 
+def refuse_idle_distance_form(distance_form, outputs, matrix: bool) -> None:
+    """Refuse a distance form asked for (not the setting's) where no distance file is
+    written (the one rule of ``sssp study --distance-form`` and ``study(distance_form=)``,
+    which took it without a word)."""
+    if distance_form is None or {"distances", "predecessors"} & set(parse_outputs(outputs)):
+        return
+    if matrix:  # (not a study of statistics only)
+        raise StudyError("--distance-form goes with --outputs distances or predecessors; a study with "
+                         "targets writes a matrix: its form is --matrix-form wide|long")
+    raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
+                     "statistics only writes no distance files")
+
+
 def batch_folders(outputs, distance_form: str, matrix: bool) -> tuple:
     """The one rule for which files a batch writes: the folders of its files, in writing
     order, ``stats`` last (its statistics file marks the batch written).  A matrix study

@@ -1253,9 +1253,11 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings
-    from gpu_sssp.pipeline.study.plan import plan_study
+    from gpu_sssp.pipeline.study.plan import plan_study, refuse_idle_distance_form
 
     check_settings()  # every sssp.* setting, before any folder or cluster exists
+    # the caller's own value (a resume fills it from the folder below)
+    refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
     if client is None and scheduler is None and scheduler_file is None:
         # a cluster started here: where it listens (forms, and that a host name resolves)
         # is refused now, not by Dask's traceback once the folder exists

@@ -115,3 +115,19 @@ def test_distance_form_in_a_matrix_study_points_to_matrix_form(rome, tmp_path, c
     assert rc == 2 and len(err) == 1, err
     assert "--matrix-form wide|long" in err[0] and "statistics only" not in err[0], err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("kw, said", [
+    ({"ids": [1, 2], "targets": [1, 2]}, "its form is --matrix-form wide|long"),
+    ({"ids": [1, 2]}, "a study of statistics only writes no distance files"),
+])
+def test_the_python_study_refuses_a_distance_form_it_would_not_use(tmp_path, rome, client, kw, said):
+    """``study(distance_form="wide")`` without distance outputs was taken without a word
+    (the command line refused it; one rule now, ``plan.refuse_idle_distance_form``)."""
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    with pytest.raises(StudyError, match="--distance-form goes with --outputs distances or predecessors") as e:
+        study(rome, distance_form="wide", out=tmp_path / "s", client=client, **kw)
+    assert said in str(e.value)
+    assert not (tmp_path / "s" / "manifest.json").exists()
