@@ -175,3 +175,24 @@ print("ok", sssp.device_count())
     p = _run(installed, tmp_path, "-m", "gpu_sssp.workflows.cli", "solve", str(out), "-s", "1")
     assert p.returncode == 0, p.stderr
     assert "69,102" in p.stdout or "69102" in p.stdout  # rome99's eccentricity of vertex 1
+
+
+def test_the_version_is_written_once_and_the_wheel_reports_it(wheel, installed, tmp_path):
+    """pyproject.toml and ``gpu_sssp/__init__.py`` each wrote ``0.1.0``: a release that
+    changed one of them would have shipped a package whose ``gpu_sssp.__version__``
+    differs from its metadata (``sssp --version``, the version check between a study's
+    client and its workers).  The metadata takes ``gpu_sssp.__version__``."""
+    import ast
+    import re
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in conf["project"], "a second, static version in pyproject.toml"
+    assert "version" in conf["project"].get("dynamic", [])
+    assert conf["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "gpu_sssp.__version__"}
+    tree = ast.parse((ROOT / "gpu_sssp" / "__init__.py").read_text())
+    (ver,) = [n.value.value for n in tree.body if isinstance(n, ast.Assign)
+              and [getattr(t, "id", None) for t in n.targets] == ["__version__"]]
+    meta = zipfile.ZipFile(wheel).read(f"gpu_sssp-{ver}.dist-info/METADATA").decode()
+    assert re.search(rf"^Version: {re.escape(ver)}$", meta, re.M), meta[:300]
+    p = _run(installed, tmp_path, "-c", "import gpu_sssp; print(gpu_sssp.__version__)")
+    assert p.returncode == 0 and p.stdout.strip() == ver, p.stdout + p.stderr
