@@ -196,3 +196,28 @@ def test_the_version_is_written_once_and_the_wheel_reports_it(wheel, installed, 
     assert re.search(rf"^Version: {re.escape(ver)}$", meta, re.M), meta[:300]
     p = _run(installed, tmp_path, "-c", "import gpu_sssp; print(gpu_sssp.__version__)")
     assert p.returncode == 0 and p.stdout.strip() == ver, p.stdout + p.stderr
+
+
+def test_an_installed_copy_inside_another_repository_names_no_commit(wheel, tmp_path):
+    """``sssp bench`` rows name the code's git commit where it runs from a checkout
+    (``versions``, ``gpu-sssp-commit``).  A wheel installed in a project's own virtual
+    environment (``myproject/.venv``, inside the project's git repository) gave that
+    project's commit as gpu-sssp's."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    project = tmp_path / "myproject"
+    project.mkdir()
+    env = dict(os.environ, GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@example.org", GIT_COMMITTER_NAME="u",
+               GIT_COMMITTER_EMAIL="u@example.org")
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "my project"]):
+        subprocess.run([git, *args], cwd=project, env=env, check=True, capture_output=True)
+    site = project / ".venv" / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True)
+    code = ("import gpu_sssp.pipeline.bench_protocol as b; print(b.__file__); "
+            "print('commit', b.source_commit(), b.environment()['versions'].get('gpu-sssp-commit'))")
+    p = _run(site, tmp_path, "-c", code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(str(site)), p.stdout
+    assert "commit None None" in p.stdout, p.stdout
