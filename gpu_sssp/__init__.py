@@ -4,12 +4,15 @@ The public interface, importable from here::
 
     import gpu_sssp as sssp
 
-    g = sssp.load_graph("data/rome99.gr")              # any input file or Parquet edge list
-    res = sssp.solve(g, g.to_index([1, 2]), predecessors=True)
-    res.distances                                       # (2, n) float64, +inf unreachable
-    sssp.available_methods(), sssp.device_count()
-    summary = sssp.study("data/rome99.gr", sources="all", out="rome-study")
-    m = sssp.matrix(g, [1, 2, 3], "all")                # (3, n) travel-time matrix, file ids
+    # sssp.study's local cluster starts worker processes, which import the main
+    # script again: in a script, keep the work under this guard
+    if __name__ == "__main__":
+        g = sssp.load_graph("data/rome99.gr")           # any input file or Parquet edge list
+        res = sssp.solve(g, g.to_index([1, 2]), predecessors=True)
+        res.distances                                    # (2, n) float64, +inf unreachable
+        sssp.available_methods(), sssp.device_count()
+        summary = sssp.study("data/rome99.gr", sources="all", out="rome-study")
+        m = sssp.matrix(g, [1, 2, 3], "all")             # (3, n) travel-time matrix, file ids
 
 Everything else (``gpu_sssp.kernels``, ``gpu_sssp.pipeline``, ``gpu_sssp.workflows``) is the
 implementation: the solvers on one device, ingestion/Dask/files, and the command line.

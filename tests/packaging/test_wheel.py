@@ -221,3 +221,36 @@ def test_an_installed_copy_inside_another_repository_names_no_commit(wheel, tmp_
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith(str(site)), p.stdout
     assert "commit None None" in p.stdout, p.stdout
+
+
+def _examples() -> dict[str, str]:
+    """The Python examples a user copies: the README's ``python`` block and the one in
+    ``gpu_sssp``'s docstring (``help(gpu_sssp)``)."""
+    import ast
+    import re
+    import textwrap
+
+    (readme,) = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    doc = ast.get_docstring(ast.parse((ROOT / "gpu_sssp" / "__init__.py").read_text()))
+    block = re.search(r"::\n\n((?:(?:    .*)?\n)+)", doc + "\n").group(1)
+    return {"readme": readme, "docstring": textwrap.dedent(block)}
+
+
+def test_the_python_examples_run_as_scripts_from_the_installed_wheel(installed, tmp_path):
+    """Each example, saved as a script and run beside a ``data/rome99.gr``.  The
+    docstring's called ``sssp.study`` at the top level of the script: the local
+    cluster's worker processes import the main script again, and the study ended in
+    "the local cluster did not start (Nanny failed to start ...): run the command
+    again".  The README's keeps the work under ``if __name__ == "__main__":``."""
+    examples = _examples()
+    assert all("sssp.study(" in code for code in examples.values()), examples
+    (tmp_path / "data").mkdir()
+    shutil.copy2(ROOT / "data" / "rome99.gr", tmp_path / "data" / "rome99.gr")
+    for name, code in examples.items():
+        (tmp_path / f"{name}.py").write_text(code + '\nprint("example done")\n')
+        p = _run(installed, tmp_path, f"{name}.py")
+        assert p.returncode == 0 and p.stdout.strip().endswith("example done"), (name, p.stdout[-2000:],
+                                                                                 p.stderr[-3000:])
+        summary = tmp_path / "rome-study" / "summary.json"
+        assert summary.is_file(), name
+        shutil.rmtree(tmp_path / "rome-study")
