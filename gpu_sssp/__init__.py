@@ -4,12 +4,15 @@ The public interface, importable from here::
 
     import gpu_sssp as sssp
 
-    g = sssp.load_graph("data/rome99.gr")              # any input file or Parquet edge list
-    res = sssp.solve(g, g.to_index([1, 2]), predecessors=True)
-    res.distances                                       # (2, n) float64, +inf unreachable
-    sssp.available_methods(), sssp.device_count()
-    summary = sssp.study("data/rome99.gr", sources="all", out="rome-study")
-    m = sssp.matrix(g, [1, 2, 3], "all")                # (3, n) travel-time matrix, file ids
+    # sssp.study's local cluster starts worker processes, which import the main
+    # script again: in a script, keep the work under this guard
+    if __name__ == "__main__":
+        g = sssp.load_graph("data/rome99.gr")           # any input file or Parquet edge list
+        res = sssp.solve(g, g.to_index([1, 2]), predecessors=True)
+        res.distances                                    # (2, n) float64, +inf unreachable
+        sssp.available_methods(), sssp.device_count()
+        summary = sssp.study("data/rome99.gr", sources="all", out="rome-study")
+        m = sssp.matrix(g, [1, 2, 3], "all")             # (3, n) travel-time matrix, file ids
 
 Everything else (``gpu_sssp.kernels``, ``gpu_sssp.pipeline``, ``gpu_sssp.workflows``) is the
 implementation: the solvers on one device, ingestion/Dask/files, and the command line.
@@ -20,6 +23,47 @@ from __future__ import annotations
 import os as _os
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+_SUBPACKAGES = ("kernels", "pipeline", "workflows")
+
+
+def _checkout_layers(root: str) -> str:
+    """The path entry under which a checkout's ``kernels/``, ``pipeline/`` and
+    ``workflows/`` are found as ``gpu_sssp.kernels``, ... - those three and nothing else.
+    The checkout itself on ``__path__`` made every folder there a subpackage as well:
+    ``gpu_sssp.tests``, ``gpu_sssp.gpu_sssp`` (a second copy of this package, with its own
+    ``gpu_sssp.gpu_sssp.gpu_sssp``: ``pkgutil.walk_packages`` never ended)."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    entry = _os.path.join(root, "<gpu_sssp: kernels, pipeline, workflows>")  # names no folder
+
+    class _Layers:
+        """Path-entry finder of ``entry``: the three layer folders of ``root``."""
+
+        def find_spec(self, fullname, target=None):
+            if fullname.rpartition(".")[2] not in _SUBPACKAGES:
+                return None
+            return PathFinder.find_spec(fullname, [root])
+
+        def iter_modules(self, prefix=""):  # what pkgutil.iter_modules/walk_packages list
+            for name in _SUBPACKAGES:
+                if _os.path.isfile(_os.path.join(root, name, "__init__.py")):
+                    yield prefix + name, True
+
+        def invalidate_caches(self):
+            pass
+
+    def hook(path):
+        if path != entry:
+            raise ImportError("not gpu_sssp's checkout layers")
+        return _Layers()
+
+    hook.entry = entry
+    if not any(getattr(h, "entry", None) == entry for h in sys.path_hooks):  # once, if re-imported
+        sys.path_hooks.insert(0, hook)
+    return entry
+
+
 # A source checkout keeps kernels/, pipeline/, workflows/ at the repository's top level
 # (installed wheels and editable installs map them under gpu_sssp through package-dir);
 # running from the checkout itself (PYTHONPATH=<checkout>) finds them the same way.
@@ -27,7 +71,7 @@ _here = _os.path.dirname(_os.path.abspath(__file__))
 _root = _os.path.dirname(_here)
 if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
         _os.path.join(_root, "kernels", "__init__.py")):
-    __path__.append(_root)  # noqa: F821  (the package's own search path)
+    __path__.append(_checkout_layers(_root))  # noqa: F821  (the package's own search path)
 
 # The public names are imported on first use (PEP 562), not here: ``import gpu_sssp`` and
 # the ``sssp`` command start without NumPy and pyarrow, so Ctrl-C in the first moments of
@@ -44,8 +88,6 @@ _LAZY = {
     "solve": "gpu_sssp.kernels",
     "Graph": "gpu_sssp.kernels.graph",
 }
-_SUBPACKAGES = ("kernels", "pipeline", "workflows")
-
 if _TYPE_CHECKING:  # pragma: no cover
     from gpu_sssp.kernels import (DISTANCE_SCHEMA, MATRIX_LONG_SCHEMA, MATRIX_SCHEMA,  # noqa: F401
                                   STATS_SCHEMA, NegativeCycleError, Result, available_methods,

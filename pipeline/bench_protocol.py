@@ -391,10 +391,16 @@ def source_commit() -> str | None:
 
     here = Path(__file__).resolve().parent
     try:
-        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0 or not head.stdout.strip():
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        lines = head.stdout.splitlines()
+        if head.returncode != 0 or len(lines) != 2 or not lines[1].strip():
             return None
+        # the checkout's own pipeline/; an installed copy in a repository of something
+        # else (a project's .venv/.../gpu_sssp/pipeline) is not that repository's code
+        if Path(lines[0]).resolve() != here.parent:
+            return None
+        head.stdout = lines[1]
         dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):

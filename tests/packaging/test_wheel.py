@@ -175,3 +175,82 @@ print("ok", sssp.device_count())
     p = _run(installed, tmp_path, "-m", "gpu_sssp.workflows.cli", "solve", str(out), "-s", "1")
     assert p.returncode == 0, p.stderr
     assert "69,102" in p.stdout or "69102" in p.stdout  # rome99's eccentricity of vertex 1
+
+
+def test_the_version_is_written_once_and_the_wheel_reports_it(wheel, installed, tmp_path):
+    """pyproject.toml and ``gpu_sssp/__init__.py`` each wrote ``0.1.0``: a release that
+    changed one of them would have shipped a package whose ``gpu_sssp.__version__``
+    differs from its metadata (``sssp --version``, the version check between a study's
+    client and its workers).  The metadata takes ``gpu_sssp.__version__``."""
+    import ast
+    import re
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in conf["project"], "a second, static version in pyproject.toml"
+    assert "version" in conf["project"].get("dynamic", [])
+    assert conf["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "gpu_sssp.__version__"}
+    tree = ast.parse((ROOT / "gpu_sssp" / "__init__.py").read_text())
+    (ver,) = [n.value.value for n in tree.body if isinstance(n, ast.Assign)
+              and [getattr(t, "id", None) for t in n.targets] == ["__version__"]]
+    meta = zipfile.ZipFile(wheel).read(f"gpu_sssp-{ver}.dist-info/METADATA").decode()
+    assert re.search(rf"^Version: {re.escape(ver)}$", meta, re.M), meta[:300]
+    p = _run(installed, tmp_path, "-c", "import gpu_sssp; print(gpu_sssp.__version__)")
+    assert p.returncode == 0 and p.stdout.strip() == ver, p.stdout + p.stderr
+
+
+def test_an_installed_copy_inside_another_repository_names_no_commit(wheel, tmp_path):
+    """``sssp bench`` rows name the code's git commit where it runs from a checkout
+    (``versions``, ``gpu-sssp-commit``).  A wheel installed in a project's own virtual
+    environment (``myproject/.venv``, inside the project's git repository) gave that
+    project's commit as gpu-sssp's."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    project = tmp_path / "myproject"
+    project.mkdir()
+    env = dict(os.environ, GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@example.org", GIT_COMMITTER_NAME="u",
+               GIT_COMMITTER_EMAIL="u@example.org")
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "my project"]):
+        subprocess.run([git, *args], cwd=project, env=env, check=True, capture_output=True)
+    site = project / ".venv" / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True)
+    code = ("import gpu_sssp.pipeline.bench_protocol as b; print(b.__file__); "
+            "print('commit', b.source_commit(), b.environment()['versions'].get('gpu-sssp-commit'))")
+    p = _run(site, tmp_path, "-c", code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(str(site)), p.stdout
+    assert "commit None None" in p.stdout, p.stdout
+
+
+def _examples() -> dict[str, str]:
+    """The Python examples a user copies: the README's ``python`` block and the one in
+    ``gpu_sssp``'s docstring (``help(gpu_sssp)``)."""
+    import ast
+    import re
+    import textwrap
+
+    (readme,) = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    doc = ast.get_docstring(ast.parse((ROOT / "gpu_sssp" / "__init__.py").read_text()))
+    block = re.search(r"::\n\n((?:(?:    .*)?\n)+)", doc + "\n").group(1)
+    return {"readme": readme, "docstring": textwrap.dedent(block)}
+
+
+def test_the_python_examples_run_as_scripts_from_the_installed_wheel(installed, tmp_path):
+    """Each example, saved as a script and run beside a ``data/rome99.gr``.  The
+    docstring's called ``sssp.study`` at the top level of the script: the local
+    cluster's worker processes import the main script again, and the study ended in
+    "the local cluster did not start (Nanny failed to start ...): run the command
+    again".  The README's keeps the work under ``if __name__ == "__main__":``."""
+    examples = _examples()
+    assert all("sssp.study(" in code for code in examples.values()), examples
+    (tmp_path / "data").mkdir()
+    shutil.copy2(ROOT / "data" / "rome99.gr", tmp_path / "data" / "rome99.gr")
+    for name, code in examples.items():
+        (tmp_path / f"{name}.py").write_text(code + '\nprint("example done")\n')
+        p = _run(installed, tmp_path, f"{name}.py")
+        assert p.returncode == 0 and p.stdout.strip().endswith("example done"), (name, p.stdout[-2000:],
+                                                                                 p.stderr[-3000:])
+        summary = tmp_path / "rome-study" / "summary.json"
+        assert summary.is_file(), name
+        shutil.rmtree(tmp_path / "rome-study")
