@@ -163,7 +163,13 @@ def find_negative_cycle(graph, sources=None):
         dist[np.asarray(sources)] = 0.0
     parent = np.full(n, -1, dtype=np.int64)
     check_every = 8
-    for it in range(1, n + 2):
+    found = None
+    # integer weights: a loop of parents is a negative cycle (exact arithmetic), one
+    # appears within about n rounds; real weights: rounding can make a loop of weight
+    # >= 0 (0.1 then -1.0 then 1.0 back: fl(fl(0.1 - 1.0) + 1.0) < 0.1), which is not
+    # named - the rounds go on, up to a cap, until a loop of negative weight appears
+    cap = n + 1 if graph.integer_weights else 4 * n + 64
+    for it in range(1, cap + 1):
         cand = dist[tails] + w
         better = cand < dist[heads]
         if not better.any():
@@ -178,20 +184,19 @@ def find_negative_cycle(graph, sources=None):
         dist[upd] = cb[first]
         parent[upd] = tb[first]
         if it % check_every == 0 or it >= n:
-            v = _cycle_vertex(parent)
-            if v is not None:
-                cyc = [v]
-                u = parent[v]
-                while u != v and len(cyc) <= n:
-                    cyc.append(int(u))
-                    u = parent[u]
-                return cyc[::-1]
+            for cyc in _parent_cycles(parent):
+                if found is None:
+                    found = cyc
+                if _negative_weight(graph, cyc):
+                    return cyc
             check_every = min(check_every * 2, 256)
-    v = _cycle_vertex(parent)
-    return None if v is None else [v]
+    # (real weights only: every loop found was one of rounding) the first one found
+    return found
 
 
-def _cycle_vertex(parent: np.ndarray):
+def _parent_cycles(parent: np.ndarray, limit: int = 64):
+    """The loops of the parent graph (each in arc order: a vertex's parent precedes it),
+    at most ``limit`` of them."""
     n = len(parent)
     anc = np.where(parent < 0, n, parent)
     anc = np.append(anc, n)  # sentinel n is its own parent
@@ -199,10 +204,44 @@ def _cycle_vertex(parent: np.ndarray):
     while steps < n + 1:
         anc = anc[anc]
         steps *= 2
-    on = np.nonzero(anc[:n] != n)[0]
-    if len(on) == 0:
-        return None
-    return int(anc[on[0]])
+    on = np.unique(anc[:n][anc[:n] != n])
+    seen = np.zeros(n, dtype=bool)
+    out = []
+    for v in on.tolist():
+        if seen[v]:
+            continue
+        cyc = [v]
+        seen[v] = True
+        u = int(parent[v])
+        while u != v and len(cyc) <= n:
+            cyc.append(u)
+            seen[u] = True
+            u = int(parent[u])
+        out.append(cyc[::-1])
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _negative_weight(graph, cyc) -> bool:
+    """Whether the closed walk ``cyc`` (arc order, the last vertex back to the first) has
+    negative weight, summed exactly (Python ints; ``math.fsum`` for real weights, whose
+    sign is the exact sum's), each step over its lightest arc."""
+    import math
+
+    cyc = np.asarray(cyc, dtype=np.int64)
+    u, v = cyc, np.roll(cyc, -1)
+    keys, weights = _sorted_arcs(graph)
+    pos = np.searchsorted(keys, u * graph.n + v)
+    if graph.integer_weights:
+        return sum(int(x) for x in weights[pos]) < 0
+    return math.fsum(float(x) for x in weights[pos]) < 0
+
+
+def _sorted_arcs(graph):
+    keys = graph.tails().astype(np.int64) * graph.n + graph.indices.astype(np.int64)
+    order = np.lexsort((graph.weights, keys))
+    return keys[order], graph.weights[order]
 
 
 def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):

@@ -99,3 +99,19 @@ def test_scipy_baseline_is_exact_where_johnson_rounds(weights, want):
     dist, _ = solve_one(0)
     assert dist[1] == want
     assert baselines.prepare("scipy", g, [0, 2])(2)[0][1] == weights[1]
+
+
+def test_negative_cycle_named_is_negative_with_real_weights():
+    # 0 -> 1 (0.1), 1 -> 4 (-1.0), 4 -> 0 (0.1) is a negative cycle; 1 -> 4 -> 1 weighs 0,
+    # but fl(fl(0.1 - 1.0) + 1.0) < 0.1 made 4 the parent of 1 and that loop was named
+    import math
+
+    from gpu_sssp.kernels.result import NegativeCycleError
+
+    w = {(0, 1): 0.1, (1, 4): -1.0, (4, 0): 0.1, (4, 1): 1.0}
+    g = Graph.from_edges([a for a, _ in w], [b for _, b in w], np.array(list(w.values())), 6)
+    with pytest.raises(NegativeCycleError) as e:
+        kernels.solve(g, [0], method="bellman-ford", backend="cpu")
+    cyc = e.value.cycle
+    assert e.value.vertex in cyc
+    assert math.fsum(w[(cyc[i], cyc[(i + 1) % len(cyc)])] for i in range(len(cyc))) < 0
