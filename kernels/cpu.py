@@ -156,6 +156,21 @@ def find_negative_cycle(graph, sources=None):
     tails = graph.tails().astype(np.int64)
     heads = graph.indices.astype(np.int64)
     w = graph.weights.astype(np.float64)
+    loops = np.nonzero((tails == heads) & (graph.weights < 0))[0]
+    if len(loops):
+        # a negative self-loop is a negative cycle however small its weight: with real
+        # weights d + w rounds to d once |w| is below half an ulp of d (-0.3 + -1e-300),
+        # and the rounds below would never see it
+        on = np.unique(tails[loops])
+        if sources is not None:
+            seen = np.zeros(n, dtype=bool)
+            pattern = graph.pattern()
+            for s in np.unique(np.asarray(sources, dtype=np.int64)):
+                if not seen[s]:
+                    seen[csg.breadth_first_order(pattern, int(s), directed=True, return_predecessors=False)] = True
+            on = on[seen[on]]
+        if len(on):
+            return [int(on[0])]
     dist = np.full(n, np.inf)
     if sources is None:
         dist[:] = 0.0

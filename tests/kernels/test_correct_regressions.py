@@ -115,3 +115,18 @@ def test_negative_cycle_named_is_negative_with_real_weights():
     cyc = e.value.cycle
     assert e.value.vertex in cyc
     assert math.fsum(w[(cyc[i], cyc[(i + 1) % len(cyc)])] for i in range(len(cyc))) < 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tiny_negative_self_loop_is_a_negative_cycle(dtype):
+    # vertex 3 is at -0.3 from source 1; its self-loop of -1e-30 rounded away in
+    # -0.3 + -1e-30, so no round improved and the graph was solved as if it had no cycle
+    from gpu_sssp.kernels.result import NegativeCycleError
+
+    g = Graph.from_edges([1, 3, 0], [3, 3, 0], np.array([-0.3, -1e-30, -1.0], dtype=dtype), 4)
+    with pytest.raises(NegativeCycleError) as e:
+        kernels.solve(g, [1], method="bellman-ford", backend="cpu")
+    assert e.value.vertex == 3 and e.value.cycle == [3] and e.value.source == 1
+    # vertex 0's loop (-1.0) is reached by neither source 1 nor source 2: not reported
+    res = kernels.solve(g, [2], method="bellman-ford", backend="cpu")
+    assert res.distances[0].tolist() == [np.inf, np.inf, 0.0, np.inf]
