@@ -130,3 +130,22 @@ def test_tiny_negative_self_loop_is_a_negative_cycle(dtype):
     # vertex 0's loop (-1.0) is reached by neither source 1 nor source 2: not reported
     res = kernels.solve(g, [2], method="bellman-ford", backend="cpu")
     assert res.distances[0].tolist() == [np.inf, np.inf, 0.0, np.inf]
+
+
+def test_compare_finds_a_wrong_answer_the_reference_shares():
+    # `sssp verify` checks bellman-ford against bellman-ford on graphs with negative arcs:
+    # a wrong answer shared by both, with a tight tree, was reported ok
+    import copy
+
+    from gpu_sssp.kernels.check import compare
+
+    g = Graph.from_edges([0, 0, 2], [1, 2, 1], np.array([5, 1, 1], dtype=np.int64), 3)
+    good = kernels.solve(g, [0], method="dijkstra", backend="cpu", predecessors=True)
+    assert compare(g, good, good) == []
+    bad = copy.copy(good)
+    bad.distances = np.array([[0.0, 5.0, 1.0]])  # 0 -> 1 directly: tight, not shortest
+    bad.predecessors = np.array([[-1, 0, 0]])
+    bad.sum_distance = np.array([6])
+    bad.eccentricity = np.array([5.0])
+    problems = compare(g, bad, bad)
+    assert any("shorten" in p for p in problems), problems
