@@ -387,7 +387,7 @@ def johnson_needs_settling(graph) -> bool:
     return (not graph.integer_weights) or 2 * graph.path_bound() >= EXACT_LIMIT
 
 
-#: rows of the (rows x arcs) candidate arrays :func:`settle_johnson` makes at once
+#: cells of the (rows x vertices) and (rows x arcs) work arrays of :func:`settle_johnson`
 _SETTLE_CELLS = 1 << 22
 
 
@@ -418,7 +418,21 @@ def settle_johnson(mat, sources, dist, pred, *, integer: bool):
     # the lightest arc u -> v for the tree's arcs (keys sorted, lightest first)
     keys = tails * k + heads
     order = np.lexsort((w, keys))
-    keys_s, w_s = keys[order], w[order]
+    arcs = (tails, heads, w, keys[order], w[order])
+    sources = np.asarray(sources, dtype=np.int64)
+    dist, pred = dist.copy(), pred.copy()
+    # a few rows at a time: the work arrays below are (rows x k) and (rows x arcs)
+    step = max(1, _SETTLE_CELLS // k)
+    for r0 in range(0, b, step):
+        r1 = min(b, r0 + step)
+        dist[r0:r1], pred[r0:r1] = _settle_rows(arcs, k, sources[r0:r1], dist[r0:r1], pred[r0:r1], integer)
+    return dist, pred
+
+
+def _settle_rows(arcs, k, sources, dist, pred, integer):
+    """:func:`settle_johnson` for a block of rows."""
+    tails, heads, w, keys_s, w_s = arcs
+    b = dist.shape[0]
     reached = np.isfinite(dist)
     rows = np.arange(b)[:, None]
     has = (pred >= 0) & reached
