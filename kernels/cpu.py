@@ -440,6 +440,8 @@ def _settle_rows(arcs, k, sources, dist, pred, integer):
     # (1) depth of every reached vertex in its tree (pointer doubling), then level by level
     anc = np.where(has, pred, -1)
     depth = _tree_depth(anc)
+    if depth is None:  # (SciPy's predecessors always form a tree)
+        raise RuntimeError("SciPy's Johnson returned predecessors that loop")
     exact = np.zeros((b, k), dtype=np.int64 if integer else np.float64)
     r_all, v_all = np.nonzero(has)
     if len(v_all):
@@ -493,15 +495,16 @@ def _settle_rows(arcs, k, sources, dist, pred, integer):
 
 def _tree_depth(anc):
     """Hops from every vertex to the root of its tree (``anc``: parent or -1), per row, by
-    pointer doubling."""
+    pointer doubling; None where the parents loop."""
     b, k = anc.shape
     rows = np.arange(b)[:, None]
     depth = (anc >= 0).astype(np.int64)
     jump = anc.copy()
-    while True:
+    for _ in range(max(k, 2).bit_length() + 1):
         live = jump >= 0
         if not live.any():
             return depth
         safe = np.where(live, jump, 0)
         depth = np.where(live, depth + depth[rows, safe], depth)
         jump = np.where(live, jump[rows, safe], -1)
+    return None  # a loop: not a tree
