@@ -135,8 +135,14 @@ def find_negative_cycle(graph, sources=None):
     """Return a cycle of negative weight reachable from ``sources`` (all if None), or None.
 
     A vectorised Bellman-Ford that keeps parent pointers; every few rounds it looks
-    for a cycle in the parent graph by pointer doubling (a cycle there has negative
-    weight).  The cycle is returned as a list of internal vertex indices.
+    for a cycle in the parent graph by pointer doubling, and names one whose weight,
+    summed exactly, is negative (with integer weights every such cycle is; with real
+    ones rounding can close a loop of weight >= 0, which is passed over).  A reachable
+    negative self-loop is named first, however small its weight (with real weights
+    ``d + w`` rounds to ``d`` for a tiny one).  Known limit, real weights only: a
+    cycle of several arcs whose negative weight is below float64's resolution at its
+    distances (-1e-300 reached at 0.1) is not seen.  The cycle is returned as a list of
+    internal vertex indices.
 
     Parameters
     ----------
