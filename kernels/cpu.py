@@ -271,7 +271,9 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
     Graphs without negative arcs go straight to SciPy's Dijkstra.  With negative
     arcs, a negative cycle reachable from the sources is looked for first and
     Johnson then runs only on the part of the graph the sources reach, because
-    SciPy's Johnson would also reject cycles no source can reach.
+    SciPy's Johnson would also reject cycles no source can reach; its float64
+    reweighting is then settled exactly where it can round (:func:`settle_johnson`:
+    real weights, and integer ones whose reweighted lengths can reach 2**53).
 
     Parameters
     ----------
