@@ -167,7 +167,8 @@ def prepare_many(name: str, graph) -> SolveMany:
 def _scipy(graph, sources=None) -> SolveOne:
     import scipy.sparse.csgraph as csg
 
-    from gpu_sssp.kernels.cpu import _matrix, check_negative_cycle, reachable_part
+    from gpu_sssp.kernels.cpu import _matrix, check_negative_cycle, johnson_needs_settling, reachable_part, \
+        settle_johnson
 
     graph.check_exact()
     mat = _matrix(graph)
@@ -177,6 +178,9 @@ def _scipy(graph, sources=None) -> SolveOne:
         check_negative_cycle(graph, sources)
         keep, local, mat = reachable_part(mat, sources)  # as bellman-ford's Johnson
     solver = csg.johnson if graph.has_negative else csg.dijkstra
+    # Johnson's float64 reweighting can round (bellman-ford's settle_johnson): where it
+    # can, the answer is made exact after the timed call, from an untimed one with the tree
+    settle = graph.has_negative and johnson_needs_settling(graph)
 
     def solve_one(source: int):
         s = int(source) if local is None else int(local[int(source)])
@@ -186,6 +190,12 @@ def _scipy(graph, sources=None) -> SolveOne:
         dist = solver(mat, directed=True, indices=s)
         ms = (time.perf_counter() - t0) * 1e3
         dist = np.asarray(dist, dtype=np.float64).reshape(-1)
+        if settle:  # not timed
+            d1, p1 = solver(mat, directed=True, indices=[s], return_predecessors=True)
+            p1 = np.atleast_2d(p1).astype(np.int64)
+            p1[p1 < 0] = -1
+            dist = settle_johnson(mat, np.array([s]), np.atleast_2d(d1), p1,
+                                  integer=graph.integer_weights)[0].reshape(-1)
         if local is not None:  # back to every vertex (not timed)
             full = np.full(n, np.inf)
             full[keep] = dist

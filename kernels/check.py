@@ -186,13 +186,50 @@ def predecessor_violations(graph, dist: np.ndarray, pred: np.ndarray, source: in
                          rtol=rtol, arcs=arcs)
 
 
+def improving_arcs(graph, dist: np.ndarray, sources, *, rtol: float = 0.0, cells: int = 1 << 22) -> str | None:
+    """The arcs that would still shorten a distance (``dist[u] + w < dist[v]``; with
+    ``rtol``, by more than that relative tolerance), one line with a count and an example,
+    or None.  None of them, with a tight predecessor tree ending at the source
+    (:func:`tree_problems`), proves integer distances shortest without any reference:
+    the tree makes each one a path's length, and no arc improving makes it a lower bound.
+    ``cells``: rows x arcs compared at once."""
+    dist = np.atleast_2d(np.asarray(dist, dtype=np.float64))
+    src = np.atleast_1d(np.asarray(sources, dtype=np.int64))
+    if not graph.m or not dist.size:
+        return None
+    tails = graph.tails().astype(np.int64)
+    heads = graph.indices.astype(np.int64)
+    w = graph.weights.astype(np.float64)
+    step = max(1, cells // graph.m)
+    count, example = 0, None
+    for r0 in range(0, len(dist), step):
+        d = dist[r0:r0 + step]
+        du, dv = d[:, tails], d[:, heads]
+        with np.errstate(invalid="ignore"):
+            lhs = du + w
+            bad = np.isfinite(du) & (lhs < dv)
+            if rtol:
+                bad &= ~np.isclose(lhs, dv, rtol=rtol, atol=0)
+        if bad.any():
+            count += int(bad.sum())
+            if example is None:
+                i, a = np.argwhere(bad)[0]
+                example = (int(src[r0 + i]), int(tails[a]), int(heads[a]), du[i, a], w[a], dv[i, a])
+    if not count:
+        return None
+    s, u, v, du, wa, dv = example
+    return (f"{count} arcs would still shorten a distance (not shortest, or a negative cycle missed), e.g. "
+            f"source {s}: {u} -> {v}: {du} + {wa} < {dv}")
+
+
 def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
     """Differences between two :class:`~kernels.result.Result` objects (empty = equal).
 
     Integer-weighted graphs compare exactly; float weights with ``rtol`` (default
     1e-5 for float32 weights, 1e-12 for float64).  Distances are compared when both
     results hold them; reached counts, eccentricities and sums always; ``res``'s
-    predecessors (if any) are checked against its own distances.
+    distances (full rows) are checked against its graph's arcs (:func:`improving_arcs`)
+    and its predecessors (if any) against its own distances.
 
     Parameters
     ----------
@@ -242,6 +279,12 @@ def compare(graph, ref, res, *, rtol: float | None = None) -> list[str]:
             problems.append("sums of distances differ")
     elif not np.allclose(ref.sum_distance, res.sum_distance, rtol=max(rtol, 1e-9) * 10):
         problems.append("sums of distances differ")
+    if res.distances is not None and res.distances.shape[1:] == (graph.n,):
+        # independent of the reference (which may share the result's error: `sssp verify`
+        # checks bellman-ford against itself on graphs with negative arcs)
+        p = improving_arcs(graph, res.distances, res.sources, rtol=rtol)
+        if p:
+            problems.append(p)
     if res.predecessors is not None and res.distances is not None:
         p = tree_problems(graph, res.distances, res.predecessors, res.sources, rtol=rtol)
         if p:

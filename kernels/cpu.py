@@ -6,11 +6,13 @@ number of vertices settled and ``relaxations`` the arcs scanned from them.
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 import scipy.sparse.csgraph as csg
 
+from gpu_sssp.kernels.graph import EXACT_LIMIT
 from gpu_sssp.kernels.memory import check_host_memory
 from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
@@ -133,8 +135,14 @@ def find_negative_cycle(graph, sources=None):
     """Return a cycle of negative weight reachable from ``sources`` (all if None), or None.
 
     A vectorised Bellman-Ford that keeps parent pointers; every few rounds it looks
-    for a cycle in the parent graph by pointer doubling (a cycle there has negative
-    weight).  The cycle is returned as a list of internal vertex indices.
+    for a cycle in the parent graph by pointer doubling, and names one whose weight,
+    summed exactly, is negative (with integer weights every such cycle is; with real
+    ones rounding can close a loop of weight >= 0, which is passed over).  A reachable
+    negative self-loop is named first, however small its weight (with real weights
+    ``d + w`` rounds to ``d`` for a tiny one).  Known limit, real weights only: a
+    cycle of several arcs whose negative weight is below float64's resolution at its
+    distances (-1e-300 reached at 0.1) is not seen.  The cycle is returned as a list of
+    internal vertex indices.
 
     Parameters
     ----------
@@ -154,6 +162,21 @@ def find_negative_cycle(graph, sources=None):
     tails = graph.tails().astype(np.int64)
     heads = graph.indices.astype(np.int64)
     w = graph.weights.astype(np.float64)
+    loops = np.nonzero((tails == heads) & (graph.weights < 0))[0]
+    if len(loops):
+        # a negative self-loop is a negative cycle however small its weight: with real
+        # weights d + w rounds to d once |w| is below half an ulp of d (-0.3 + -1e-300),
+        # and the rounds below would never see it
+        on = np.unique(tails[loops])
+        if sources is not None:
+            seen = np.zeros(n, dtype=bool)
+            pattern = graph.pattern()
+            for s in np.unique(np.asarray(sources, dtype=np.int64)):
+                if not seen[s]:
+                    seen[csg.breadth_first_order(pattern, int(s), directed=True, return_predecessors=False)] = True
+            on = on[seen[on]]
+        if len(on):
+            return [int(on[0])]
     dist = np.full(n, np.inf)
     if sources is None:
         dist[:] = 0.0
@@ -161,7 +184,13 @@ def find_negative_cycle(graph, sources=None):
         dist[np.asarray(sources)] = 0.0
     parent = np.full(n, -1, dtype=np.int64)
     check_every = 8
-    for it in range(1, n + 2):
+    found = None
+    # integer weights: a loop of parents is a negative cycle (exact arithmetic), one
+    # appears within about n rounds; real weights: rounding can make a loop of weight
+    # >= 0 (0.1 then -1.0 then 1.0 back: fl(fl(0.1 - 1.0) + 1.0) < 0.1), which is not
+    # named - the rounds go on, up to a cap, until a loop of negative weight appears
+    cap = n + 1 if graph.integer_weights else 4 * n + 64
+    for it in range(1, cap + 1):
         cand = dist[tails] + w
         better = cand < dist[heads]
         if not better.any():
@@ -176,20 +205,19 @@ def find_negative_cycle(graph, sources=None):
         dist[upd] = cb[first]
         parent[upd] = tb[first]
         if it % check_every == 0 or it >= n:
-            v = _cycle_vertex(parent)
-            if v is not None:
-                cyc = [v]
-                u = parent[v]
-                while u != v and len(cyc) <= n:
-                    cyc.append(int(u))
-                    u = parent[u]
-                return cyc[::-1]
+            for cyc in _parent_cycles(parent):
+                if found is None:
+                    found = cyc
+                if _negative_weight(graph, cyc):
+                    return cyc
             check_every = min(check_every * 2, 256)
-    v = _cycle_vertex(parent)
-    return None if v is None else [v]
+    # (real weights only: every loop found was one of rounding) the first one found
+    return found
 
 
-def _cycle_vertex(parent: np.ndarray):
+def _parent_cycles(parent: np.ndarray, limit: int = 64):
+    """The loops of the parent graph (each in arc order: a vertex's parent precedes it),
+    at most ``limit`` of them."""
     n = len(parent)
     anc = np.where(parent < 0, n, parent)
     anc = np.append(anc, n)  # sentinel n is its own parent
@@ -197,10 +225,44 @@ def _cycle_vertex(parent: np.ndarray):
     while steps < n + 1:
         anc = anc[anc]
         steps *= 2
-    on = np.nonzero(anc[:n] != n)[0]
-    if len(on) == 0:
-        return None
-    return int(anc[on[0]])
+    on = np.unique(anc[:n][anc[:n] != n])
+    seen = np.zeros(n, dtype=bool)
+    out = []
+    for v in on.tolist():
+        if seen[v]:
+            continue
+        cyc = [v]
+        seen[v] = True
+        u = int(parent[v])
+        while u != v and len(cyc) <= n:
+            cyc.append(u)
+            seen[u] = True
+            u = int(parent[u])
+        out.append(cyc[::-1])
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _negative_weight(graph, cyc) -> bool:
+    """Whether the closed walk ``cyc`` (arc order, the last vertex back to the first) has
+    negative weight, summed exactly (Python ints; ``math.fsum`` for real weights, whose
+    sign is the exact sum's), each step over its lightest arc."""
+    import math
+
+    cyc = np.asarray(cyc, dtype=np.int64)
+    u, v = cyc, np.roll(cyc, -1)
+    keys, weights = _sorted_arcs(graph)
+    pos = np.searchsorted(keys, u * graph.n + v)
+    if graph.integer_weights:
+        return sum(int(x) for x in weights[pos]) < 0
+    return math.fsum(float(x) for x in weights[pos]) < 0
+
+
+def _sorted_arcs(graph):
+    keys = graph.tails().astype(np.int64) * graph.n + graph.indices.astype(np.int64)
+    order = np.lexsort((graph.weights, keys))
+    return keys[order], graph.weights[order]
 
 
 def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
@@ -209,7 +271,9 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
     Graphs without negative arcs go straight to SciPy's Dijkstra.  With negative
     arcs, a negative cycle reachable from the sources is looked for first and
     Johnson then runs only on the part of the graph the sources reach, because
-    SciPy's Johnson would also reject cycles no source can reach.
+    SciPy's Johnson would also reject cycles no source can reach; its float64
+    reweighting is then settled exactly where it can round (:func:`settle_johnson`:
+    real weights, and integer ones whose reweighted lengths can reach 2**53).
 
     Parameters
     ----------
@@ -244,7 +308,13 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
         raise TypeError(f"bellman-ford takes no options, got {sorted(options)}")
     t0 = time.perf_counter()
     check_negative_cycle(graph, sources)
-    solver = _johnson_reachable if graph.has_negative else _scipy_dijkstra
+    if graph.has_negative:
+        # Johnson's reweighting is float64 arithmetic: its answer is settled exactly
+        # (``settle_johnson``) where it can be wrong (``johnson_needs_settling``)
+        solver = functools.partial(_johnson_reachable, settle=johnson_needs_settling(graph),
+                                   integer=graph.integer_weights)
+    else:
+        solver = _scipy_dijkstra
     dist, pred = _per_distinct_source(solver, _matrix(graph), sources, predecessors)
     return _finish(graph, sources, dist, pred, "bellman-ford", t0,
                    predecessors=predecessors, distances=distances)
@@ -284,21 +354,165 @@ def reachable_part(mat, sources):
     return keep, local, mat[keep][:, keep]
 
 
-def _johnson_reachable(mat, sources, predecessors):
+def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True):
     """Johnson on the part of the graph reachable from ``sources``.
 
     SciPy's Johnson rejects a negative cycle anywhere in the graph; only cycles
     reachable from a source matter (and were ruled out before this is called).
+
+    Its reweighting (``w + h(u) - h(v)``, Dijkstra on those, then ``- h(s) + h(v)``) is
+    float64 arithmetic on values up to twice the path bound: integer distances whose
+    reweighted lengths pass 2**53 came out rounded (a distance of 2**52 + 1 as 2**52), and
+    real ones lost what the potentials cancel (a distance of 1e-300 next to a potential
+    of -0.3 came out 0).  With ``settle`` its answer is made exact by
+    :func:`settle_johnson` (``integer``: the weights are whole numbers).
     """
     n = mat.shape[0]
     keep, local, sub = reachable_part(mat, sources)
-    out = csg.johnson(sub, directed=True, indices=local[sources], return_predecessors=predecessors)
-    d_sub, p_sub = (out if predecessors else (out, None))
+    want_pred = predecessors or settle
+    out = csg.johnson(sub, directed=True, indices=local[sources], return_predecessors=want_pred)
+    d_sub, p_sub = (out if want_pred else (out, None))
+    d_sub = np.atleast_2d(d_sub)
+    if want_pred:
+        p_sub = np.atleast_2d(p_sub).astype(np.int64)
+        p_sub[p_sub < 0] = -1
+    if settle:
+        d_sub, p_sub = settle_johnson(sub, local[sources], d_sub, p_sub, integer=integer)
     dist = np.full((len(sources), n), np.inf)
-    dist[:, keep] = np.atleast_2d(d_sub)
+    dist[:, keep] = d_sub
     pred = None
     if predecessors:
-        p_sub = np.atleast_2d(p_sub)
         pred = np.full((len(sources), n), -1, dtype=np.int64)
         pred[:, keep] = np.where(p_sub >= 0, keep[np.maximum(p_sub, 0)], -1)
     return dist, pred
+
+
+def johnson_needs_settling(graph) -> bool:
+    """Whether SciPy's Johnson may answer ``graph`` (negative arcs) inexactly: real
+    weights (the potentials cancel what they add), and integer ones whose reweighted path
+    lengths (up to twice the path bound) can reach 2**53.  Below that every value
+    Johnson keeps is an exact integer in float64."""
+    return (not graph.integer_weights) or 2 * graph.path_bound() >= EXACT_LIMIT
+
+
+#: cells of the (rows x vertices) and (rows x arcs) work arrays of :func:`settle_johnson`
+_SETTLE_CELLS = 1 << 22
+
+
+def settle_johnson(mat, sources, dist, pred, *, integer: bool):
+    """Exact distances and a shortest-path tree from Johnson's float64 answer.
+
+    ``dist``/``pred`` (``(B, k)``, -1 for none) are SciPy's Johnson on ``mat`` (SciPy CSR,
+    ``k`` vertices, no negative cycle reachable from ``sources``).  Reachability and the
+    tree are right but rounding may have made the distances, and so the tree's choice,
+    wrong by a little (or entirely, next to 0).  Here (1) every vertex's distance is
+    recomputed along its tree path, from the source outwards, in the weights' own
+    arithmetic (int64 for integer weights: exact; float64 for real ones, each distance
+    ``dist[pred] + w`` as a Dijkstra computes it), then (2) Bellman-Ford rounds, from
+    those true path lengths, lower every distance an arc still improves (its predecessor
+    with it) until none does.  For integer weights this ends within ``k`` rounds, exact,
+    and the predecessors stay a tree (a cycle among them would be a negative cycle).  For
+    real weights a round cap of ``k + 1`` applies, and where rounding kept the rounds
+    going or closed a loop of predecessors, (1)'s tree is kept.
+    """
+    mat = mat.tocsr()
+    k = mat.shape[0]
+    b = dist.shape[0]
+    if b == 0 or k == 0 or mat.nnz == 0:
+        return dist, pred
+    tails = np.repeat(np.arange(k, dtype=np.int64), np.diff(mat.indptr))
+    heads = mat.indices.astype(np.int64)
+    w = mat.data.astype(np.int64) if integer else mat.data.astype(np.float64)
+    # the lightest arc u -> v for the tree's arcs (keys sorted, lightest first)
+    keys = tails * k + heads
+    order = np.lexsort((w, keys))
+    arcs = (tails, heads, w, keys[order], w[order])
+    sources = np.asarray(sources, dtype=np.int64)
+    dist, pred = dist.copy(), pred.copy()
+    # a few rows at a time: the work arrays below are (rows x k) and (rows x arcs)
+    step = max(1, _SETTLE_CELLS // k)
+    for r0 in range(0, b, step):
+        r1 = min(b, r0 + step)
+        dist[r0:r1], pred[r0:r1] = _settle_rows(arcs, k, sources[r0:r1], dist[r0:r1], pred[r0:r1], integer)
+    return dist, pred
+
+
+def _settle_rows(arcs, k, sources, dist, pred, integer):
+    """:func:`settle_johnson` for a block of rows."""
+    tails, heads, w, keys_s, w_s = arcs
+    b = dist.shape[0]
+    reached = np.isfinite(dist)
+    rows = np.arange(b)[:, None]
+    has = (pred >= 0) & reached
+    has[rows[:, 0], np.asarray(sources)] = False
+    # (1) depth of every reached vertex in its tree (pointer doubling), then level by level
+    anc = np.where(has, pred, -1)
+    depth = _tree_depth(anc)
+    if depth is None:  # (SciPy's predecessors always form a tree)
+        raise RuntimeError("SciPy's Johnson returned predecessors that loop")
+    exact = np.zeros((b, k), dtype=np.int64 if integer else np.float64)
+    r_all, v_all = np.nonzero(has)
+    if len(v_all):
+        u_all = anc[r_all, v_all]
+        pos = np.searchsorted(keys_s, u_all * k + v_all)
+        w_tree = w_s[pos]
+        dep = depth[r_all, v_all]
+        by = np.argsort(dep, kind="stable")
+        r_all, v_all, u_all, w_tree, dep = r_all[by], v_all[by], u_all[by], w_tree[by], dep[by]
+        cuts = np.flatnonzero(np.diff(dep)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(dep)]):
+            exact[r_all[lo:hi], v_all[lo:hi]] = exact[r_all[lo:hi], u_all[lo:hi]] + w_tree[lo:hi]
+    tree_d = exact.copy()
+    tree_p = np.where(has, pred, -1)
+    # (2) Bellman-Ford rounds from those path lengths, a block of rows at a time
+    big = np.int64(2**62) if integer else np.inf
+    cur = np.where(reached, exact, big)
+    par = tree_p.copy()
+    step = max(1, _SETTLE_CELLS // max(len(w), 1))
+    converged = True
+    for r0 in range(0, b, step):
+        r1 = min(b, r0 + step)
+        blk_d, blk_p = cur[r0:r1], par[r0:r1]
+        flat_d = blk_d.reshape(-1)
+        nb = r1 - r0
+        idx = (np.arange(nb, dtype=np.int64)[:, None] * k + heads[None, :]).reshape(-1)
+        done = False
+        for _ in range(k + 1):
+            dt = blk_d[:, tails]
+            cand = dt + w
+            better = (dt != big) & (cand < blk_d[:, heads])
+            if not better.any():
+                done = True
+                break
+            bf = better.reshape(-1)
+            ci, cv = idx[bf], cand.reshape(-1)[bf]
+            ct = np.broadcast_to(tails[None, :], better.shape).reshape(-1)[bf]
+            np.minimum.at(flat_d, ci, cv)
+            win = flat_d[ci] == cv
+            blk_p.reshape(-1)[ci[win]] = ct[win]
+        converged &= done
+    if integer:
+        return np.where(reached, cur.astype(np.float64), np.inf), par
+    from gpu_sssp.kernels.check import chain_ends
+
+    end = chain_ends(par)
+    if not converged or (reached & (np.take_along_axis(par, end, axis=1) >= 0)).any():
+        return np.where(reached, tree_d, np.inf), tree_p
+    return np.where(reached, cur, np.inf), par
+
+
+def _tree_depth(anc):
+    """Hops from every vertex to the root of its tree (``anc``: parent or -1), per row, by
+    pointer doubling; None where the parents loop."""
+    b, k = anc.shape
+    rows = np.arange(b)[:, None]
+    depth = (anc >= 0).astype(np.int64)
+    jump = anc.copy()
+    for _ in range(max(k, 2).bit_length() + 1):
+        live = jump >= 0
+        if not live.any():
+            return depth
+        safe = np.where(live, jump, 0)
+        depth = np.where(live, depth + depth[rows, safe], depth)
+        jump = np.where(live, jump[rows, safe], -1)
+    return None  # a loop: not a tree
