@@ -17,7 +17,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("verify", help="check solvers against the CPU reference",
                        description="Solve from random (or given) sources with each method and compare "
                        "distances (exactly for integer weights), reached counts, sums and the "
-                       "predecessor invariant dist[pred] + w == dist[v] with the CPU reference.")
+                       "predecessor invariant dist[pred] + w == dist[v] with the CPU reference; "
+                       "checks that every predecessor chain ends at its source and, without the "
+                       "reference, that no arc still shortens a distance.")
     add_graph_options(p, optional=True)  # not needed with --list
     p.add_argument("--methods", default="all",
                    help="comma-separated methods, or 'all' (every method runnable here, a method "
