@@ -1266,10 +1266,12 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     # on a resume, what is not given again is the folder's study's (the batch size is
     # adopted by Study); a matrix study's targets too, when no target option is given
     kept = resumed_settings(out) if resume else {}
-    distance_form = distance_form or kept.get("distance_form")
-    order = order or kept.get("order")
-    stats_over = stats_over or kept.get("stats_over")
-    matrix_form = matrix_form or kept.get("matrix_form")
+    # (is None: a value that is no string, an array, is refused by its own check below,
+    # where "or" raised NumPy's "truth value of an array is ambiguous")
+    distance_form = distance_form if distance_form is not None else kept.get("distance_form")
+    order = order if order is not None else kept.get("order")
+    stats_over = stats_over if stats_over is not None else kept.get("stats_over")
+    matrix_form = matrix_form if matrix_form is not None else kept.get("matrix_form")
     if targets is None and random_targets is None and not kept.get("targets"):
         _matrix.refuse_without_targets(stats_over, matrix_form)  # before the graph is loaded
     if isinstance(graph, (str, os.PathLike)):

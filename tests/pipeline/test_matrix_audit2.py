@@ -131,3 +131,18 @@ def test_the_python_study_refuses_a_distance_form_it_would_not_use(tmp_path, rom
         study(rome, distance_form="wide", out=tmp_path / "s", client=client, **kw)
     assert said in str(e.value)
     assert not (tmp_path / "s" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("option", ["stats_over", "matrix_form"])
+def test_an_array_of_two_values_is_refused_in_the_options_words(tmp_path, rome, client, option):
+    """``study(stats_over=np.array(["all", "targets"]))``: NumPy's "truth value of an
+    array ... is ambiguous" (``stats_over or <the folder's>``), not the option's refusal."""
+    import numpy as np
+
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    value = np.array(["all", "targets"] if option == "stats_over" else ["wide", "long"])
+    with pytest.raises(StudyError) as e:
+        study(rome, ids=[1, 2], targets=[1, 2], out=tmp_path / "s", client=client, **{option: value})
+    assert "ambiguous" not in str(e.value)
