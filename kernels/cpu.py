@@ -185,6 +185,7 @@ def find_negative_cycle(graph, sources=None):
     parent = np.full(n, -1, dtype=np.int64)
     check_every = 8
     found = None
+    lightest = None  # (the arcs sorted for _negative_weight, once a loop is met)
     # integer weights: a loop of parents is a negative cycle (exact arithmetic), one
     # appears within about n rounds; real weights: rounding can make a loop of weight
     # >= 0 (0.1 then -1.0 then 1.0 back: fl(fl(0.1 - 1.0) + 1.0) < 0.1), which is not
@@ -208,7 +209,9 @@ def find_negative_cycle(graph, sources=None):
             for cyc in _parent_cycles(parent):
                 if found is None:
                     found = cyc
-                if _negative_weight(graph, cyc):
+                if lightest is None:
+                    lightest = _lightest_arcs(tails, heads, graph.weights, n)
+                if _negative_weight(graph, cyc, lightest):
                     return cyc
             check_every = min(check_every * 2, 256)
     # (real weights only: every loop found was one of rounding) the first one found
@@ -244,25 +247,30 @@ def _parent_cycles(parent: np.ndarray, limit: int = 64):
     return out
 
 
-def _negative_weight(graph, cyc) -> bool:
+def _negative_weight(graph, cyc, lightest) -> bool:
     """Whether the closed walk ``cyc`` (arc order, the last vertex back to the first) has
     negative weight, summed exactly (Python ints; ``math.fsum`` for real weights, whose
-    sign is the exact sum's), each step over its lightest arc."""
+    sign is the exact sum's), each step over its lightest arc (``lightest``:
+    :func:`_lightest_arcs` of the graph)."""
     import math
 
     cyc = np.asarray(cyc, dtype=np.int64)
     u, v = cyc, np.roll(cyc, -1)
-    keys, weights = _sorted_arcs(graph)
+    keys, weights = lightest
     pos = np.searchsorted(keys, u * graph.n + v)
     if graph.integer_weights:
         return sum(int(x) for x in weights[pos]) < 0
     return math.fsum(float(x) for x in weights[pos]) < 0
 
 
-def _sorted_arcs(graph):
-    keys = graph.tails().astype(np.int64) * graph.n + graph.indices.astype(np.int64)
-    order = np.lexsort((graph.weights, keys))
-    return keys[order], graph.weights[order]
+def _lightest_arcs(tails, heads, w, n: int):
+    """``(keys, weights)``: the arcs' keys ``tail * n + head`` sorted, the lightest of
+    parallel arcs first, and their weights, so that ``np.searchsorted(keys, u * n + v)``
+    finds the lightest arc ``u -> v`` (for :func:`_negative_weight` and
+    :func:`settle_johnson`)."""
+    keys = tails * n + heads
+    order = np.lexsort((w, keys))
+    return keys[order], w[order]
 
 
 def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_work=False, **options):
@@ -423,10 +431,7 @@ def settle_johnson(mat, sources, dist, pred, *, integer: bool):
     tails = np.repeat(np.arange(k, dtype=np.int64), np.diff(mat.indptr))
     heads = mat.indices.astype(np.int64)
     w = mat.data.astype(np.int64) if integer else mat.data.astype(np.float64)
-    # the lightest arc u -> v for the tree's arcs (keys sorted, lightest first)
-    keys = tails * k + heads
-    order = np.lexsort((w, keys))
-    arcs = (tails, heads, w, keys[order], w[order])
+    arcs = (tails, heads, w, *_lightest_arcs(tails, heads, w, k))  # (the tree's arcs, below)
     sources = np.asarray(sources, dtype=np.int64)
     dist, pred = dist.copy(), pred.copy()
     # a few rows at a time: the work arrays below are (rows x k) and (rows x arcs)
