@@ -1192,6 +1192,33 @@ FAILED_TO_START = ("gpu_sssp or a graph plugin kept on the scheduler does not lo
                    "environment? see its log")
 
 
+def _failed_start():
+    """``failed(s, addr)``, run on a scheduler ``s``: ``(who, cls)`` for a worker that went
+    "closing" because it failed to start (Dask's ``failure-to-start-<exception>`` closing
+    reason: it could not unpickle a worker plugin kept on the scheduler), its name and
+    address and the exception's class; None otherwise (a worker leaving as asked, or none).
+    Built here, as a closure, so that it travels by value inside the start check's sweep
+    and the late workers' gate (the scheduler needs no gpu_sssp)."""
+
+    def failed(s, addr):
+        import re
+
+        reason = ""
+        for _t, msg in reversed(s.get_events(addr) or ()):
+            if isinstance(msg, dict) and msg.get("action") == "closing-worker":
+                reason = str(msg.get("reason") or "")
+                break
+        if not reason.startswith("failure-to-start"):
+            return None
+        m = re.search(r"'([^']+)'", reason)
+        cls = m.group(1).rsplit(".", 1)[-1] if m else reason
+        ws = s.workers.get(addr)
+        name = str(ws.name) if ws is not None and ws.name is not None else ""
+        return (f"{name} ({addr})" if name and name != addr else addr), cls
+
+    return failed
+
+
 def _failed_worker_sweep():
     """The function a scheduler runs to drop its workers that failed to start, and to
     call the others (the start check), built here, as a closure, so that it travels by
@@ -1207,10 +1234,10 @@ def _failed_worker_sweep():
     why = FAILED_TO_START
     leaving = _LEAVING
     gate_name = LATE_GATE
+    failed_start = _failed_start()
 
     async def sweep(function=None, args=None, dask_scheduler=None) -> dict:
         import asyncio
-        import re
         import time as _time
 
         s, lines, results = dask_scheduler, [], {}
@@ -1223,17 +1250,10 @@ def _failed_worker_sweep():
             for addr, ws in list(s.workers.items()):
                 if ws.status.name not in leaving:
                     continue
-                reason = ""
-                for _t, msg in reversed(s.get_events(addr) or ()):
-                    if isinstance(msg, dict) and msg.get("action") == "closing-worker":
-                        reason = str(msg.get("reason") or "")
-                        break
-                if not reason.startswith("failure-to-start"):
+                got = failed_start(s, addr)
+                if got is None:
                     continue  # leaving as asked: it goes by itself
-                m = re.search(r"'([^']+)'", reason)
-                cls = m.group(1).rsplit(".", 1)[-1] if m else reason
-                name = str(ws.name) if ws.name is not None else ""
-                who = f"{name} ({addr})" if name and name != addr else addr
+                who, cls = got
                 await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
                 lines.append(f"worker {who} failed to start ({cls}: {why}) and is removed from the scheduler; "
                              "the study goes on without it")
@@ -1520,6 +1540,7 @@ def _late_gate_class():
     check_wait = LATE_CHECK_WAIT_S
     failed_to_start = FAILED_TO_START
     failed_topic = FAILED_TOPIC
+    failed_start = _failed_start()
 
     class LateWorkerGate(SchedulerPlugin):
         """While studies run (attached), a worker that joins is held: paused on the
@@ -1585,17 +1606,12 @@ def _late_gate_class():
             registration, a study's end) waits for it: removed from the scheduler, also
             while no study runs."""
             import logging
-            import re
             import time as _time
 
-            why = self._why_closing(s, addr)
-            if not why.startswith("failure-to-start") or addr not in s.workers or addr in self.held:
+            got = failed_start(s, addr)
+            if got is None or addr not in s.workers or addr in self.held:
                 return
-            ws = s.workers[addr]
-            m = re.search(r"'([^']+)'", why)
-            cls = m.group(1).rsplit(".", 1)[-1] if m else why
-            name = str(ws.name) if ws.name is not None else ""
-            who = f"{name} ({addr})" if name and name != addr else addr
+            who, cls = got
             logging.getLogger("distributed.scheduler").warning(
                 "sssp: worker %s failed to start (%s: %s) and is removed from the scheduler", who, cls, failed_to_start)
             await s.remove_worker(addr, stimulus_id=f"sssp-failed-to-start-{_time.time()}", close=False)
@@ -1733,12 +1749,6 @@ def _late_gate_class():
             text = resp.get("exception_text") if isinstance(resp, dict) else None
             return {"refuse": f"the check failed there ({text or resp!r})"}
 
-        def _why_closing(self, s, addr):
-            for _t, msg in reversed(s.get_events(addr) or ()):
-                if isinstance(msg, dict) and msg.get("action") == "closing-worker":
-                    return str(msg.get("reason") or "")
-            return ""
-
         async def _check(self, s, addr):
             import logging
             import time as _time
@@ -1752,15 +1762,12 @@ def _late_gate_class():
                 if addr not in self.held or addr not in s.workers:
                     return  # gone, or put back (no study left)
                 if r == "stuck":
-                    why = self._why_closing(s, addr)
+                    got = failed_start(s, addr)
                     self.held.pop(addr, None)
-                    if why.startswith("failure-to-start"):
+                    if got is not None:
                         # Dask keeps such a worker "closing" for good (until worker-ttl):
                         # every call to it would hang (the study's end, the next start check)
-                        import re
-
-                        m = re.search(r"'([^']+)'", why)
-                        cls = m.group(1).rsplit(".", 1)[-1] if m else why
+                        cls = got[1]
                         self._refused(s, addr, None, f"it failed to start ({cls}: gpu_sssp or the study's graph "
                                                     "plugin does not load there; another Python environment? "
                                                     "see its log) and is removed from the scheduler")
