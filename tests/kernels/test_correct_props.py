@@ -133,8 +133,17 @@ def tree_problems(n, arcs, dist, pred, s, integer) -> list[str]:
     return out
 
 
-def check_case(n, arcs, sources, dtype, parallel="min", methods=METHODS) -> list[str]:
-    """Every problem of every method on one graph (empty: all right)."""
+def _cpu_refusal_expected(m, msg, *, exact_ok, integer, has_negative, g) -> bool:
+    return ((not exact_ok and "2**53" in msg) or (not integer and "real weights too large" in msg)
+            or (has_negative and m in ("dijkstra", "phast")) or (m == "phast" and "phast:" in msg))
+
+
+def check_case(n, arcs, sources, dtype, parallel="min", methods=METHODS, *, backend="cpu",
+               refusal_expected=_cpu_refusal_expected) -> list[str]:
+    """Every problem of every method on one graph (empty: all right).  ``methods``: names,
+    or ``(name, options)`` pairs; ``refusal_expected(name, message, exact_ok=, integer=,
+    has_negative=, g=)`` says whether a ``ValueError`` (a refusal) is one the method
+    documents (anything else is a problem)."""
     src = np.array([a[0] for a in arcs], dtype=np.int64)
     dst = np.array([a[1] for a in arcs], dtype=np.int64)
     w = np.array([a[2] for a in arcs], dtype=dtype)
@@ -151,11 +160,13 @@ def check_case(n, arcs, sources, dtype, parallel="min", methods=METHODS) -> list
     exact_ok = bound < EXACT_LIMIT if integer else True
     tol = 0.0 if integer else (1e-5 if dtype == "float32" else 1e-12)
     problems = []
-    for m in methods:
-        opts = {"force": True} if m == "phast" else {}
-        tag = f"{m} ({dtype}, {parallel}, sources {sources})"
+    for entry in methods:
+        m, opts = (entry, {}) if isinstance(entry, str) else entry
+        if m == "phast":
+            opts = dict(opts, force=True)
+        tag = f"{m}{opts or ''} ({dtype}, {parallel}, sources {sources})"
         try:
-            res = kernels.solve(g, sources, method=m, backend="cpu", predecessors=True, **opts)
+            res = kernels.solve(g, sources, method=m, backend=backend, predecessors=True, **opts)
         except NegativeCycleError as e:
             if not negative_cycle:
                 problems.append(f"{tag}: NegativeCycleError without a reachable negative cycle: {e}")
@@ -163,9 +174,7 @@ def check_case(n, arcs, sources, dtype, parallel="min", methods=METHODS) -> list
             continue
         except ValueError as e:
             msg = str(e)
-            expected = ((not exact_ok and "2**53" in msg) or (not integer and "real weights too large" in msg)
-                        or (has_negative and m in ("dijkstra", "phast")) or (m == "phast" and "phast:" in msg))
-            if not expected:
+            if not refusal_expected(m, msg, exact_ok=exact_ok, integer=integer, has_negative=has_negative, g=g):
                 problems.append(f"{tag}: refused: {msg[:300]}")
             continue
         if not exact_ok:
@@ -213,14 +222,14 @@ def check_case(n, arcs, sources, dtype, parallel="min", methods=METHODS) -> list
             if verdict:
                 problems.append(f"{tag}: kernels.check.compare reports a right answer as wrong: {verdict}")
         # the statistics without the distance rows (phast reduces in its sweep)
-        bare = kernels.solve(g, sources, method=m, backend="cpu", distances=False, **opts)
+        bare = kernels.solve(g, sources, method=m, backend=backend, distances=False, **opts)
         for k in ("reached", "eccentricity", "sum_distance"):
             a, b = np.asarray(getattr(res, k), dtype=np.float64), np.asarray(getattr(bare, k), dtype=np.float64)
             if not np.array_equal(a, b, equal_nan=True):
                 problems.append(f"{tag}: {k} differs with distances=False: {b} vs {a}")
         # the travel-time matrix of targets= is the distances' columns
         targets = sorted({(3 * s + 1) % n for s in sources} | {0})
-        mat = kernels.solve(g, sources, method=m, backend="cpu", targets=targets, **opts).distances
+        mat = kernels.solve(g, sources, method=m, backend=backend, targets=targets, **opts).distances
         if not np.array_equal(mat, dist[:, targets]):
             problems.append(f"{tag}: targets= matrix differs from the distances' columns")
     if integer and exact_ok and not negative_cycle and not problems:
