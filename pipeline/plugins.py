@@ -245,10 +245,11 @@ class GraphPlugin(WorkerPlugin):
             res = kernels.solve(graph, sources, method=method, backend=backend, distances=False, turn=turn)
             self.timings["warm_sources"] = int(len(sources))
             # the first batch's statistics file then pays no Parquet set-up either
-            from gpu_sssp.pipeline.study.task import STATS_PARQUET
-            from gpu_sssp.pipeline.writers import parquet_bytes
+            from gpu_sssp.pipeline.study.task import STATS_PARQUET, STUDY_KEY
+            from gpu_sssp.pipeline.writers import encode_parquet
 
-            parquet_bytes(res.stats_table(graph.id_base, worker="warm-up", for_file=True), **STATS_PARQUET)
+            encode_parquet(res.stats_table(graph.id_base, worker="warm-up", for_file=True), **STATS_PARQUET,
+                           key_value_metadata={STUDY_KEY: "warm-up"})
             return method
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)

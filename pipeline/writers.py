@@ -267,12 +267,22 @@ def write_parquet_parts_atomic(parts, path, *, compression: str = "zstd", fsync:
 
 
 def encode_parquet(table: pa.Table, *, compression: str = "zstd", use_dictionary=True,
-                   store_schema: bool = True, write_statistics=True) -> pa.Buffer:
+                   store_schema: bool = True, write_statistics=True,
+                   key_value_metadata: dict | None = None) -> pa.Buffer:
     """``table`` encoded in memory as :func:`write_parquet_atomic` would write it (a
     small file: a study's statistics file, written with :func:`write_bytes_atomic`);
-    ``write_statistics``: True, False or the columns given min/max statistics."""
+    ``write_statistics``: True, False or the columns given min/max statistics;
+    ``key_value_metadata``: ``{str: str}`` written into the file's footer (kept without
+    the Arrow schema too, unlike the table's schema metadata)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, **_parquet_options(compression, use_dictionary, store_schema, write_statistics))
+    opts = _parquet_options(compression, use_dictionary, store_schema, write_statistics)
+    if not key_value_metadata:
+        pq.write_table(table, sink, **opts)
+        return sink.getvalue()
+    with pq.ParquetWriter(sink, table.schema, **opts) as w:
+        w.write_table(table)
+        if hasattr(w, "add_key_value_metadata"):  # pyarrow >= 17; older: the file names no study
+            w.add_key_value_metadata(dict(key_value_metadata))
     return sink.getvalue()
 
 

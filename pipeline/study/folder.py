@@ -541,6 +541,22 @@ class Study:
         cols = ["vertex"] + [str(int(v)) for v in dict.fromkeys((batch + plan.graph.id_base).tolist())]
         return plan.graph.n, cols
 
+    def _study_named(self, meta) -> str | None:
+        """The problem with a batch file's study id (its footer's
+        ``pipeline.study.task.STUDY_KEY``), None when it names this study: this run's
+        id or the one the folder's manifest recorded (a resume by another version
+        whose identity differs only where an absent key means the same).  A file
+        naming none (an older version's, or one no study wrote) is ``"none"``."""
+        from gpu_sssp.pipeline.study.task import STUDY_KEY
+
+        named = (meta.metadata or {}).get(STUDY_KEY.encode())
+        if named is None:
+            return "none"
+        named = named.decode("utf-8", "replace")
+        if named in (self.plan.study_id, self.manifest.get("study_id")):
+            return None
+        return named
+
     def _batch_files(self, i: int, reached=None, journaled: dict | None = None) -> tuple[list[str], int, str | None]:
         """Check every file batch ``i`` writes (``plan.batch_files``: statistics,
         distances, predecessors or matrix) from its Parquet footer: there, readable
@@ -553,6 +569,10 @@ class Study:
         (copied in) is not this batch's, whatever its row count.  ``journaled``: the
         batch's journal entry; files whose sizes do not add up to its ``bytes`` are not
         the files journaled (replaced since: another study's of the same sources).
+        Each file must name this study in its footer (:meth:`_study_named`: another
+        study's file with the same sources and shape is not this batch's); an unjournaled
+        batch's files (``journaled`` None: adopted) must name it, a journaled batch's
+        may name none (written by a version before the ids).
         ``(files, bytes, problem)``: the files in writing order; ``problem`` names the
         first file wrong (``"distances/batch-000005.parquet missing"``), None when all
         are complete."""
@@ -574,6 +594,11 @@ class Study:
                 return written, nbytes, f"{rel} unreadable (no Parquet footer)"
             if meta.num_rows != rows:
                 return written, nbytes, f"{rel} has {meta.num_rows:,} rows, not {rows:,}"
+            other = self._study_named(meta)
+            if other == "none" and journaled is None:
+                return written, nbytes, f"{rel} names no study (an older gpu-sssp's file, or no study's)"
+            if other is not None and other != "none":
+                return written, nbytes, f"{rel} was written by another study ({other})"
             if cols is not None and meta.schema.to_arrow_schema().names != cols:
                 return written, nbytes, f"{rel} has other columns than the batch's sources"
             try:

@@ -199,13 +199,13 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
 MATRIX_GROUP_BYTES = 64 << 20
 
 
-def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool) -> int:
+def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool, *, study: str = "") -> int:
     """Write a batch's matrix (``matrix/<name>``); return its size in bytes.
 
     Row groups of about :data:`MATRIX_GROUP_BYTES` of distances, each built from its rows
     of the matrix when written; the distances are not dictionary-encoded (hashing every
     float cost half the write's time - 3.9 s against 2.0 s for a 256 x 264,346 NY batch -
-    for a file of the same size)."""
+    for a file of the same size).  ``study``: the study's id, kept in the file's footer."""
     import json
 
     from gpu_sssp.kernels.result import matrix_table
@@ -213,6 +213,8 @@ def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool) -> int
 
     # the columns are named once, in targets.parquet (not in every batch's metadata)
     meta = {b"sssp": json.dumps({"form": form, "targets": TARGETS_FILE}).encode()}
+    if study:  # the study that wrote it (pipeline.study.task.STUDY_KEY)
+        meta[b"gpu_sssp.study"] = study.encode()
     base = graph.id_base
     sources, targets, mat = res.sources, res.targets, res.matrix
     # sources per row group: 8 bytes a distance (wide), 24 a pair with its two ids (long)

@@ -34,7 +34,7 @@ def _task_kwargs(plan: StudyPlan, backend: str, retries: int | None):
             backend = on[0] if len(on) == 1 else "auto"
     kw = dict(fingerprint=plan.graph.fingerprint, graph_path=plan.graph_path, method=method,
               backend=backend, outputs=plan.outputs, distance_form=plan.distance_form,
-              out=os.fspath(plan.out.resolve()), fsync=fsync, unit=plan.batch_size,
+              out=os.fspath(plan.out.resolve()), fsync=fsync, unit=plan.batch_size, study=plan.study_id,
               **_matrix.task_options(plan))
     return retries, kw
 

@@ -22,6 +22,9 @@ _SOLVE_LOCK = threading.Lock()
 #: dictionaries; without the Arrow schema the file reads back in ``STATS_SCHEMA``
 STATS_PARQUET = {"use_dictionary": STATS_DICTIONARY_COLUMNS, "compression": STATS_COMPRESSION,
                  "store_schema": False, "write_statistics": STATS_STATISTICS}
+#: the footer key of every batch file that names the study that wrote it
+#: (``StudyPlan.study_id``): a resume adopts or keeps only its own study's files
+STUDY_KEY = "gpu_sssp.study"
 
 
 class _Turn:
@@ -105,12 +108,14 @@ def _part(res, a: int, b: int, share: float):
 
 
 def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, outdir: Path,
-                 worker: str, fsync: bool, matrix_form: str | None = None) -> tuple[int, list, dict]:
+                 worker: str, fsync: bool, matrix_form: str | None = None,
+                 study: str = "") -> tuple[int, list, dict]:
     """Write one batch's files (distances or its travel-time matrix before stats);
     ``(bytes, files, {"stats_table_ms", "stats_encode_ms", "stats_file_ms"})``: the
     statistics file's steps (its rows built, encoded, written and renamed).
     ``matrix_form``: a matrix study
-    (:mod:`pipeline.study.matrix`) writes the batch's sources x targets matrix there."""
+    (:mod:`pipeline.study.matrix`) writes the batch's sources x targets matrix there.
+    ``study``: the study's id, written into every file's footer (:data:`STUDY_KEY`)."""
     from gpu_sssp.pipeline.study.plan import batch_folders
 
     name = batch_name(index)
@@ -131,17 +136,19 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
         if matrix_form is not None:  # matrix/
             from gpu_sssp.pipeline.study.matrix import write_batch
 
-            nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync)
+            nbytes += write_batch(res, graph, outdir, name, matrix_form, fsync, study=study)
         elif distance_form == "long":  # distances/: the reachable pairs, predecessors there too
-            nbytes += write_parquet_atomic(res.to_table(graph.id_base, reachable_only=True), path, fsync=fsync)
+            nbytes += write_parquet_atomic(_named(res.to_table(graph.id_base, reachable_only=True), study), path,
+                                           fsync=fsync)
         else:  # distances/ or predecessors/: a row per vertex, a column per source
             field = "predecessors" if folder == "predecessors" else "distances"
-            nbytes += write_parquet_atomic(wide_distance_table(res, graph.id_base, field=field), path, fsync=fsync)
+            nbytes += write_parquet_atomic(_named(wide_distance_table(res, graph.id_base, field=field), study),
+                                           path, fsync=fsync)
         files.append(f"{folder}/{name}")
     t = time.perf_counter()
     stats = res.stats_table(graph.id_base, worker=worker, for_file=True)
     t_table = time.perf_counter()
-    data = encode_parquet(stats, **STATS_PARQUET)
+    data = encode_parquet(stats, **STATS_PARQUET, key_value_metadata={STUDY_KEY: study} if study else None)
     t_encode = time.perf_counter()
     # the statistics file marks the batch done, so it comes last.  It is renamed in place
     # unflushed: the caller flushes it once the batch is reported (solve_chunk), and its
@@ -155,10 +162,18 @@ def _write_batch(res, graph, index: int, outputs: tuple, distance_form: str, out
     return nbytes, files, steps
 
 
+def _named(table, study: str):
+    """``table`` with the study's id in its schema metadata (a Parquet file written with
+    its Arrow schema keeps it in its footer's key-value metadata too)."""
+    if not study:
+        return table
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), STUDY_KEY.encode(): study.encode()})
+
+
 def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: str, backend: str,
                 outputs: tuple, distance_form: str, out: str, fsync: bool = True, unit: int | None = None,
                 targets_file: str | None = None, targets_digest: str = "", stats_over: str = "targets",
-                matrix_form: str = "wide", report: str | None = None) -> dict:
+                matrix_form: str = "wide", report: str | None = None, study: str = "") -> dict:
     """Solve a chunk of consecutive batches on a worker in one solver call and write each
     batch's files; return small metadata (see :mod:`pipeline.study.schedule`).
 
@@ -247,7 +262,8 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         tw = time.perf_counter()
         try:
             nbytes, files, steps = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
-                                                   outdir, worker, fsync, matrix_form if targets_file else None)
+                                                   outdir, worker, fsync, matrix_form if targets_file else None,
+                                                   study=study)
         except OSError as exc:
             # the output folder's trouble (full, read-only, a file size limit, removed):
             # as a product error, the same on a retry, so it comes back as this chunk's

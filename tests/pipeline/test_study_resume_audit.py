@@ -82,7 +82,7 @@ def _tampered(studies, tmp_path, donor: str, batch: int = 2):
 
 
 @pytest.mark.parametrize("donor, why", [("other", "holds other sources than batch 2's"),
-                                        ("heavy", "not the 3,")])
+                                        ("heavy", "was written by another study")])
 def test_a_journaled_statistics_file_replaced_by_another_studys_is_solved_again(studies, tmp_path, donor, why):
     from gpu_sssp.pipeline.study import Study, run_study
     from gpu_sssp.pipeline.writers import batch_name
@@ -109,6 +109,61 @@ def test_a_journaled_statistics_file_replaced_by_another_studys_is_solved_again(
     journal = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
     ref_lines = len((ref / "journal.jsonl").read_text().splitlines())
     assert [e["batch"] for e in journal[ref_lines:]] == [2]  # only the replaced batch again
+
+
+def test_another_studys_file_of_the_same_sources_is_not_adopted(studies, tmp_path):
+    """An unjournaled batch (a run stopped between its write and its journal line)
+    whose statistics file is another study's of the same sources (rome99 with doubled
+    weights: same rows, other results) is solved again, not adopted; this study's own
+    unjournaled file is adopted."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.writers import batch_name
+
+    _client, got = studies
+    out = _tampered(studies, tmp_path, "heavy", batch=2)
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    keep = [x for x in lines if json.loads(x).get("batch") not in (2, 3)]
+    assert len(keep) < len(lines)
+    journal.write_text("".join(x + "\n" for x in keep))
+    study = Study(_plan(got["graph"], out), resume=True)
+    try:
+        assert 2 not in study.done and 3 in study.done
+        assert study.adopted == [3], study.adopted  # its own file: kept
+        assert 2 in study.pending
+    finally:
+        study.close()
+    # the files name their study
+    meta = pq.read_metadata(got["ref"][1] / "stats" / batch_name(0)).metadata
+    assert meta[b"gpu_sssp.study"] != pq.read_metadata(got["heavy"][1] / "stats" / batch_name(0)).metadata[
+        b"gpu_sssp.study"]
+
+
+def test_files_of_a_version_before_the_study_ids_are_kept_when_journaled_only(studies, tmp_path):
+    """A folder written before files named their study: its journaled batches are
+    kept (the journal and the sizes vouch for them); an unjournaled one is solved again."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.writers import batch_name
+
+    _client, got = studies
+    out = tmp_path / "old"
+    shutil.copytree(got["ref"][1], out)
+    entries = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
+    for b in (1, 4):  # rewritten as an older version wrote them: no study id
+        f = out / "stats" / batch_name(b)
+        pq.write_table(pq.read_table(f).replace_schema_metadata(None), f, store_schema=False)
+        assert b"gpu_sssp.study" not in (pq.read_metadata(f).metadata or {})
+        for e in entries:
+            if e.get("batch") == b:
+                e["bytes"] = f.stat().st_size
+    entries = [e for e in entries if e.get("batch") != 4]  # batch 4: written, not journaled
+    (out / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    study = Study(_plan(got["graph"], out), resume=True)
+    try:
+        assert 1 in study.done and 1 not in study.redone
+        assert 4 not in study.done and study.adopted == [] and 4 in study.pending
+    finally:
+        study.close()
 
 
 def test_a_statistics_file_replaced_during_the_run_stops_the_summary(studies, tmp_path):
