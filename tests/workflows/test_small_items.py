@@ -53,3 +53,40 @@ def test_no_option_looks_like_a_negative_value():
     for parser in parsers:
         for opt in parser._option_string_actions:
             assert not NEGATIVE_VALUE.match(opt), (parser.prog, opt)
+
+
+def _version_line(capsys):
+    assert _status(["--version"]) == 0
+    return capsys.readouterr().out.strip()
+
+
+def test_version_of_a_checkout_without_installed_metadata(monkeypatch, capsys):
+    """`PYTHONPATH=<checkout> sssp --version` said "sssp unknown" where gpu-sssp was not
+    installed (the version came from the installed metadata only), and another copy's
+    version where one was installed."""
+    import importlib.metadata as md
+    import os
+
+    import gpu_sssp
+
+    def missing(name):
+        raise md.PackageNotFoundError(name)
+
+    monkeypatch.setattr(md, "version", missing)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gpu_sssp.__file__)))
+    line = _version_line(capsys)
+    assert line.startswith(f"sssp {gpu_sssp.__version__}") and "unknown" not in line
+    if os.path.isfile(os.path.join(root, "pyproject.toml")):  # the tests run from a checkout
+        assert line == f"sssp {gpu_sssp.__version__} (source checkout {root})"
+
+
+def test_version_of_an_installed_copy_and_a_percent_in_the_path(tmp_path, monkeypatch, capsys):
+    import gpu_sssp
+
+    site = tmp_path / "site%s 100%"
+    (site / "gpu_sssp" / "kernels").mkdir(parents=True)
+    (site / "gpu_sssp" / "kernels" / "__init__.py").write_text("")
+    monkeypatch.setattr(gpu_sssp, "__file__", str(site / "gpu_sssp" / "__init__.py"))
+    assert _version_line(capsys) == f"sssp {gpu_sssp.__version__}"  # a wheel's layout
+    (site / "pyproject.toml").write_text("")
+    assert _version_line(capsys) == f"sssp {gpu_sssp.__version__} (source checkout {site})"
