@@ -4,6 +4,10 @@ script."""
 from __future__ import annotations
 
 import argparse
+import posixpath
+import re
+from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -90,3 +94,54 @@ def test_version_of_an_installed_copy_and_a_percent_in_the_path(tmp_path, monkey
     assert _version_line(capsys) == f"sssp {gpu_sssp.__version__}"  # a wheel's layout
     (site / "pyproject.toml").write_text("")
     assert _version_line(capsys) == f"sssp {gpu_sssp.__version__} (source checkout {site})"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _readme_paths() -> set[str]:
+    """The repository paths that README.md links to or shows: ``[text](path)``,
+    ``![alt](path)``, ``[name]: path`` and ``<img src="path">``, less web addresses and
+    anchors of the README itself."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", text)
+    targets += re.findall(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", text, re.M)
+    targets += re.findall(r"<(?:img|a)\b[^>]*?\b(?:src|href)=[\"']([^\"']+)[\"']", text)
+    paths = set()
+    for t in targets:
+        if re.match(r"^[a-z][a-z0-9+.-]*:", t, re.I) or t.startswith(("#", "//")):
+            continue  # https:, mailto:, an anchor
+        p = unquote(t.split("#", 1)[0].split("?", 1)[0])
+        if p:
+            paths.add(posixpath.normpath(p))
+    return paths
+
+
+def test_readme_links_exist_and_are_in_the_manifest(monkeypatch):
+    """The sdist left out docs/dashboard-status.png and docs/dashboard-sssp.png, which the
+    README shows: an unpacked sdist's README had two broken images."""
+    from setuptools.command.egg_info import FileList
+
+    paths = _readme_paths()
+    assert {"BENCHMARKS.md", "docs/dashboard-status.png", "docs/dashboard-sssp.png"} <= paths
+    for p in paths:
+        assert not p.startswith("../"), f"README.md links outside the repository: {p}"
+        assert (ROOT / p).is_file(), f"README.md links to {p}, which is not in the repository"
+    monkeypatch.chdir(ROOT)
+    files = FileList()
+    files.findall(".")
+    for line in (ROOT / "MANIFEST.in").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            files.process_template_line(line)
+    missing = {p for p in paths if p not in set(files.files) | {"README.md", "pyproject.toml"}}
+    assert not missing, f"README.md links to files MANIFEST.in leaves out of the sdist: {sorted(missing)}"
+    big = {f: (ROOT / f).stat().st_size for f in files.files if f.startswith("docs/")}
+    assert sum(big.values()) < 1_000_000, f"MANIFEST.in puts more of docs/ in the sdist than README shows: {big}"
+
+
+from tests.packaging.test_sdist import sdist_names  # noqa: E402,F401  (the built sdist's files)
+
+
+def test_readme_links_are_in_the_built_sdist(sdist_names):  # noqa: F811
+    missing = _readme_paths() - sdist_names
+    assert not missing, f"README.md links to files missing from the sdist: {sorted(missing)}"
