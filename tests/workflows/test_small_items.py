@@ -145,3 +145,53 @@ from tests.packaging.test_sdist import sdist_names  # noqa: E402,F401  (the buil
 def test_readme_links_are_in_the_built_sdist(sdist_names):  # noqa: F811
     missing = _readme_paths() - sdist_names
     assert not missing, f"README.md links to files missing from the sdist: {sorted(missing)}"
+
+
+def _run_script(tmp_path, text, timeout=120):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return script, subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=timeout)
+
+
+def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
+    """A script that starts a local cluster at its top level: each spawned worker imports it
+    again and starts a cluster of its own, so no worker starts, every time.  The error said
+    "a worker process ended while starting; run the command again"."""
+    script, p = _run_script(tmp_path, "from gpu_sssp.pipeline.cluster import start_cluster\n\n"
+                                      "start_cluster(cpu_workers=1, dashboard=False)\n")
+    assert p.returncode == 1
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpu_sssp.pipeline.cluster.ClusterStartError: the local cluster did not start ("), last
+    assert last.endswith(f"{script}:3 starts the cluster outside 'if __name__ == \"__main__\":'; "
+                         "put the script's work under that guard"), last
+    assert "run the command again" not in last
+
+
+def test_which_cluster_starts_count_as_unguarded(tmp_path):
+    script, p = _run_script(tmp_path, '''\
+from gpu_sssp.pipeline.cluster import _unguarded_main_line as where
+
+
+def start():
+    return where()
+
+
+print("top", where())
+print("call", start())
+if __name__ == "__main__":
+    print("guarded", where())
+    print("guarded-call", start())
+if "__main__" == __name__:
+    print("reversed", start())
+else:
+    print("never")
+''', timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [f"top {script}:8", f"call {script}:9", "guarded None", "guarded-call None",
+                                     "reversed None"]
