@@ -195,3 +195,83 @@ else:
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == [f"top {script}:8", f"call {script}:9", "guarded None", "guarded-call None",
                                      "reversed None"]
+
+
+# ---------------------------------------------------------------- self-loops and the bound
+
+CPU_METHODS = ["dijkstra", "bellman-ford", "phast"]
+
+
+def _loop_graph(loop_weights, *, negative_loop=None):
+    """0 -> 1 -> 2 (weight 1 each), a self-loop of each of ``loop_weights`` on 2, 3, ...;
+    ``negative_loop``: a self-loop of that weight on 1 as well."""
+    import numpy as np
+
+    from gpu_sssp.kernels.graph import Graph
+
+    src, dst, w = [0, 1], [1, 2], [1, 1]
+    for i, lw in enumerate(loop_weights):
+        src.append(2 + i), dst.append(2 + i), w.append(lw)
+    if negative_loop is not None:
+        src.append(1), dst.append(1), w.append(negative_loop)
+    return Graph.from_edges(src, dst, np.array(w, dtype=np.int64), n=max(4, 2 + len(loop_weights)))
+
+
+def _runnable(method):
+    from gpu_sssp.kernels import hierarchy
+
+    if method == "phast" and not hierarchy.library_available():
+        pytest.skip("phast needs routingkit_ch (ch-router)")
+
+
+@pytest.mark.parametrize("method", CPU_METHODS)
+@pytest.mark.parametrize("loops", [[2**53 - 1], [2**52, 2**52], [2**40, 2**35]])
+def test_a_heavy_self_loop_no_path_uses_is_not_refused(method, loops):
+    """A non-negative self-loop is on no simple path: the bound on path lengths counted it
+    (the in-arc sum), so 0 -> 1 -> 2 with a loop of 2**53 - 1 on 2 was "integer weights too
+    large for exact distances" for every method, and phast refused loops summing past 2**30."""
+    from gpu_sssp import kernels
+
+    _runnable(method)
+    g = _loop_graph(loops)
+    g.check_exact()
+    res = kernels.solve(g, [0, 2], method=method, backend="cpu")
+    assert res.distances[0][:3].tolist() == [0.0, 1.0, 2.0]
+    assert res.distances[1][2] == 0.0
+
+
+@pytest.mark.parametrize("method", ["bellman-ford", "auto"])
+def test_a_negative_self_loop_is_still_a_negative_cycle(method):
+    from gpu_sssp import kernels
+    from gpu_sssp import NegativeCycleError
+
+    g = _loop_graph([2**53 - 1], negative_loop=-1)
+    with pytest.raises(NegativeCycleError):
+        kernels.solve(g, [0], method=method, backend="cpu")
+    g = _loop_graph([2**52], negative_loop=-(2**53 - 1))  # a negative loop still counts in the bound
+    with pytest.raises(ValueError, match="too large for exact distances"):
+        g.check_exact()
+
+
+def test_a_self_loop_from_2_53_still_counts():
+    """A loop's ``d[u] + w`` must stay within int64 and exact enough never to go below
+    ``d[u]``: loops of 2**53 and more are counted as before."""
+    g = _loop_graph([2**53])
+    with pytest.raises(ValueError, match="too large for exact distances"):
+        g.check_exact()
+
+
+@pytest.mark.parametrize("method", CPU_METHODS)
+def test_solve_reads_a_file_whose_heavy_arcs_are_self_loops(tmp_path, capsys, method):
+    """The ingestion's own bound (the same rule, on the arcs it streams) refused the file
+    before any method ran: "weight 4503599627370496 is too large for exact shortest paths"."""
+    _runnable(method)
+    gr = tmp_path / "loops.gr"
+    gr.write_text("p sp 4 4\na 1 2 1\na 2 3 1\na 3 3 4503599627370496\na 4 4 4503599627370496\n")
+    out = tmp_path / "d.parquet"
+    assert main(["solve", str(gr), "-s", "1", "--method", f"{method}@cpu", "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out).to_pydict()
+    assert dict(zip(t["vertex"], t["distance"])) == {1: 0.0, 2: 1.0, 3: 2.0}
