@@ -1,6 +1,6 @@
-"""Small command-line and packaging defects: values like `-nan` after an option, the
-version of a checkout, the sdist's README files, the start-up message of an unguarded
-script."""
+"""Small defects: values like `-nan` after an option, the version of a checkout, the
+sdist's README files, the start-up message of an unguarded script, heavy self-loops in
+the bound on path lengths."""
 from __future__ import annotations
 
 import argparse
