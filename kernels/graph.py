@@ -112,17 +112,27 @@ class in_arc_maxima:
     (``add``); ``sum_bound()`` is their sum, the tighter half of :func:`path_bound_of`.
 
     Integer weights are kept as exact uint64 magnitudes (|-2**63| included), real ones
-    as float64."""
+    as float64.  ``loops``: which arcs are self-loops (``tail == head``); such an arc of
+    weight ``0 <= w < 2**53`` is left out, since no simple path uses it (a graph whose
+    only heavy arc was such a loop was refused); a negative one stays (a negative cycle,
+    reported as such), and a heavier one too (a kernel's ``d[u] + w`` stays within
+    int64 and never below ``d[u]`` in float64 below it)."""
 
-    def __init__(self, n: int, heads=None, weights=None, integer: bool | None = None):
+    def __init__(self, n: int, heads=None, weights=None, integer: bool | None = None, loops=None):
         self.n = int(n)
         self.integer = integer
         self.best = None
         if heads is not None:
-            self.add(heads, weights)
+            self.add(heads, weights, loops)
 
-    def add(self, heads, weights):
+    def add(self, heads, weights, loops=None):
         weights = np.asarray(weights)
+        if loops is not None:
+            loops = np.asarray(loops, dtype=bool)
+            if loops.any():
+                wf = weights.astype(np.float64)
+                keep = ~(loops & (wf >= 0) & (wf < EXACT_LIMIT))
+                heads, weights = np.asarray(heads)[keep], weights[keep]
         if self.integer is None:
             self.integer = weights.dtype.kind in "iu"
         if self.best is None:
@@ -530,7 +540,7 @@ class Graph:
             return 0 if self.integer_weights else 0.0
         return self.cached("path-bound", lambda: path_bound_of(
             self.n, self.max_abs_weight, self.integer_weights,
-            lambda: in_arc_maxima(self.n, self.indices, self.weights).sum_bound()))
+            lambda: in_arc_maxima(self.n, self.indices, self.weights, loops=self.tails() == self.indices).sum_bound()))
 
     def check_exact(self) -> None:
         """Refuse weights whose path lengths the distances cannot hold.
@@ -561,7 +571,8 @@ class Graph:
         distances = None
         if not self.integer_weights:  # a path that overflows, or only the sum of the distances?
             distances = distance_bound_of(self.n, self.max_abs_weight, False,
-                                          lambda: in_arc_maxima(self.n, self.indices, self.weights).sum_bound())
+                                          lambda: in_arc_maxima(self.n, self.indices, self.weights,
+                                                                loops=self.tails() == self.indices).sum_bound())
         raise UsageError(f"{self.name}: {path_bound_problem(bound, self.n, self.integer_weights, distances)}; {arc}")
 
     # ------------------------------------------------------------------ ids

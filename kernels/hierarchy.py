@@ -164,10 +164,17 @@ def path_length_bound(graph) -> int:
 
     The smaller of ``graph.max_path_bound()`` ((n - 1) x the largest weight) and the sum
     of the ``n - 1`` largest arc weights (a simple path has at most ``n - 1`` arcs).
+    Self-loops are left out: no simple path uses one, and the hierarchy drops them (a
+    graph whose only heavy arc was a loop was refused).
     """
     if not graph.m or graph.n < 2:
         return 0
     w = graph.weights
+    loops = graph.tails() == graph.indices
+    if loops.any():
+        w = w[~loops]
+        if not len(w):
+            return 0
     k = min(graph.n - 1, len(w))
     if k < len(w):
         top = np.partition(w, len(w) - k)[len(w) - k:]
@@ -179,7 +186,7 @@ def path_length_bound(graph) -> int:
     # beyond MAX_PATH_BOUND either way)
     approx = float(top.sum(dtype=np.float64))
     total = int(top.sum(dtype=np.int64)) if approx < 2.0**62 else int(approx)
-    crude = (int(graph.n) - 1) * int(graph.max_abs_weight)
+    crude = (int(graph.n) - 1) * max(int(w.max()), -int(w.min()))
     return int(min(crude, total))
 
 

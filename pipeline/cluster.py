@@ -674,6 +674,12 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
                 # a worker process that died while starting (killed, out of memory): Dask's
                 # "Nanny failed to start." came out as a bug's traceback
                 why = "; ".join(dict.fromkeys(str(e).strip() for e in (exc, exc.__cause__) if e is not None))
+                unguarded = _unguarded_main_line()
+                if unguarded:  # each worker ran the script's cluster start again: not by chance
+                    raise ClusterStartError(
+                        f"the local cluster did not start ({why}): its worker processes import the main "
+                        f"script again (multiprocessing's spawn), and {unguarded} starts the cluster outside "
+                        "'if __name__ == \"__main__\":'; put the script's work under that guard") from exc
                 raise ClusterStartError(f"the local cluster did not start ({why}): a worker process ended "
                                         "while starting; run the command again") from exc
             raise
@@ -681,6 +687,44 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
         if held:  # interrupted while starting: close it, then the signal is delivered
             _close_quietly(handle)
     return handle
+
+
+def _unguarded_main_line() -> str | None:
+    """``FILE:LINE`` of the main script's top-level statement that is starting a local
+    cluster outside ``if __name__ == "__main__":``, where worker processes are spawned
+    (Dask's default ``distributed.worker.multiprocessing-method``): each worker then runs
+    that statement again as it imports the script (``__mp_main__``), and fails to start
+    (Dask says only "Nanny failed to start"), whatever is tried again.  ``None`` where
+    the start is guarded, comes from no script (``python -c``, a notebook), workers are
+    forked, or the script cannot be read."""
+    import ast
+    import sys
+
+    try:
+        import dask
+
+        if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+            return None
+        main = sys.modules.get("__main__")
+        path = getattr(main, "__file__", None)
+        if not path or not str(path).endswith(".py"):
+            return None
+        frame = sys._getframe(1)
+        while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        line = frame.f_lineno
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.If) and node.body
+                    and ast.unparse(node.test).replace("'", '"') in ('__name__ == "__main__"', '"__main__" == __name__')
+                    and node.body[0].lineno <= line <= node.body[-1].end_lineno):
+                return None
+        return f"{path}:{line}"
+    except Exception:  # (a best-effort diagnosis: the plain message then)
+        return None
 
 
 #: how long a second Ctrl-C waits for worker processes being created (a spawn writes its

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import importlib
 import logging
+import os
 import signal
 import sys
 
@@ -102,19 +103,45 @@ def _check_settings() -> None:
     check_settings()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from importlib.metadata import PackageNotFoundError, version
+def _version() -> str:
+    """The package's own version, ``gpu_sssp.__version__`` (what the installed metadata
+    is made from), and where the package runs from a source checkout (a ``pyproject.toml``
+    and the ``kernels/`` layer beside the ``gpu_sssp/`` folder: ``PYTHONPATH=<checkout>``
+    or an editable install), that checkout's folder.  The installed metadata was read
+    before: "unknown" from a checkout without an install, and another copy's version
+    where one was installed beside it."""
+    import gpu_sssp
 
-    try:
-        ver = version("gpu-sssp")
-    except PackageNotFoundError:
-        ver = "unknown"
+    ver = str(gpu_sssp.__version__)
+    here = os.path.dirname(os.path.abspath(gpu_sssp.__file__))
+    root = os.path.dirname(here)
+    if os.path.isfile(os.path.join(root, "pyproject.toml")) and (
+            os.path.isfile(os.path.join(root, "kernels", "__init__.py"))
+            or os.path.isfile(os.path.join(here, "kernels", "__init__.py"))):
+        ver += f" (source checkout {root})"
+    return ver
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: one line, never wrapped (argparse's own action fills the text to the
+    terminal's width, which broke a long checkout path over lines, and reads ``%`` in it
+    as a format)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sssp",
         description="Batched single-source shortest paths on GPUs (CUDA kernels, Dask, Arrow/Parquet).",
         epilog=EXIT_CODES,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {ver}")
+    parser.add_argument("--version", action=_PrintVersion, help="show the version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

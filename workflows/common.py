@@ -279,18 +279,35 @@ def check_method(graph, method: str, backend: str = "auto") -> None:
 
 
 #: a token that starts as a negative number does ("-5:-1", "-1e-3", "-.5:2", "-1_000",
-#: "-inf") is an option's value, not an option: the argparse of Python 3.11 took "-5"
+#: "-inf", "-nan") is an option's value, not an option: the argparse of Python 3.11 took "-5"
 #: and "-0.5" only, so `--weights -5:-1` ended with "argument --weights: expected one
 #: argument" (later argparse versions take any dash and digit, r"-\.?\d", as here).  No option of any
 #: command starts with a dash and a digit (or "-inf", "-nan"), so no
-#: option is lost (``cli.build_parser`` sets it on every parser); an option matched first still wins.
+#: option is lost (``cli.build_parser`` sets it on every parser); only an option named
+#: whole (``-x`` or ``-x=...``) still wins: a short option followed by its value in one
+#: token is not looked for (``-nan`` was ``-n an`` where a command has ``-n``).
 NEGATIVE_VALUE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
 
 
 def take_negative_values(parser):
     """Let ``parser`` read :data:`NEGATIVE_VALUE` tokens as values (argparse keeps the
     test in ``_negative_number_matcher``, set per parser; a version without it keeps
-    its own rule, where ``--weights=-5:-1`` still works).  Returns ``parser``."""
+    its own rule, where ``--weights=-5:-1`` still works).  Such a token is a value even
+    where it begins with a short option of ``parser``: argparse looks for options
+    before it applies that test, and read ``-m -nan`` in ``generate random`` (which has
+    ``-n``) as ``-m`` without a value, then ``-n an``.  Returns ``parser``."""
     if hasattr(parser, "_negative_number_matcher"):
         parser._negative_number_matcher = NEGATIVE_VALUE
+    parse_optional = parser._parse_optional
+    if getattr(parse_optional, "_takes_negative_values", False):
+        return parser
+
+    def _parse_optional(arg_string):
+        if (isinstance(arg_string, str) and NEGATIVE_VALUE.match(arg_string)
+                and arg_string.split("=", 1)[0] not in parser._option_string_actions):
+            return None  # a value (a positional where no option takes it)
+        return parse_optional(arg_string)
+
+    _parse_optional._takes_negative_values = True
+    parser._parse_optional = _parse_optional
     return parser

@@ -476,13 +476,14 @@ class EdgeSink:
                                                for rb in pf.iter_batches(columns=["dst"], batch_size=1 << 22)]))
         acc = in_arc_maxima(n if uniq is None else max(len(uniq), 1), integer=self._integer)
         with open_parquet(self.writer.tmp) as pf:
-            for rb in pf.iter_batches(columns=["dst", "weight"], batch_size=1 << 22):
+            for rb in pf.iter_batches(columns=["dst", "weight", "src"], batch_size=1 << 22):
                 heads = rb.column(0).to_numpy().astype(np.int64)
+                loops = rb.column(2).to_numpy().astype(np.int64) == heads  # (as the solvers: not counted)
                 if uniq is not None:
                     heads = np.searchsorted(uniq, heads)
                 elif self.id_base:
                     heads -= self.id_base
-                acc.add(heads, rb.column(1).to_numpy())
+                acc.add(heads, rb.column(1).to_numpy(), loops)
         return acc.sum_bound()
 
     def _wait_keys(self):
