@@ -308,6 +308,10 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
+#: the schemes a scheduler address may name (README: ``[SCHEME://]HOST:PORT``)
+_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
 def _address_problem(address: str) -> str | None:
     """Why ``address`` is no scheduler address a client can connect to, or None:
     ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``: a host and a
@@ -318,10 +322,11 @@ def _address_problem(address: str) -> str | None:
         scheme, loc = parse_address(address)
         if scheme == "inproc":
             raise ValueError("an inproc address belongs to one process")
-        if scheme in ("tcp", "tls", "ws", "wss"):
-            host, _port = parse_host_port(loc)
-            if not host:
-                raise ValueError("no host")
+        if scheme not in _SCHEMES:  # http://, ucx:// ...: Dask's ValueError or TypeError traceback came later
+            raise ValueError(f"scheme {scheme!r}: a client connects with {', '.join(_SCHEMES)}")
+        host, _port = parse_host_port(loc)
+        if not host:
+            raise ValueError("no host")
     except ValueError as exc:
         return str(exc)
     return None
@@ -424,6 +429,7 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                                           default="seconds"))
 
     kind: list = []  # what answered, where the handshake succeeded
+    errors: list = []  # why Dask's connect failed, where it did
 
     def attempt(limit: float) -> str:
         """``"ok"``, ``"failed"`` (Dask's connect raised) or ``"silent"`` (no handshake
@@ -437,8 +443,9 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 comm = await asyncio.wait_for(connect(address, timeout=grace), timeout=grace + limit)
             except asyncio.TimeoutError:  # (before OSError: TimeoutError is one)
                 outcome.append("silent")
-            except Exception:  # noqa: BLE001 - asked about below
+            except Exception as exc:  # noqa: BLE001 - asked about below
                 outcome.append("failed")
+                errors.append(exc)
             else:
                 outcome.append("ok")
                 try:  # a worker's or a nanny's address given for the scheduler's?
@@ -483,6 +490,18 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 "the one its scheduler file names, or that `dask scheduler` logs as 'Scheduler at:')")
         return
     why = _nothing_there(address)
+    if why is None and errors and not isinstance(errors[-1], OSError):
+        # something accepted the connection and answered, but not in Dask's protocol: its
+        # first bytes read as a frame length made Dask's client allocate exabytes ("Unable
+        # to allocate 3.07 EiB", a MemoryError exit 2) or fail to decode, a traceback
+        if _speaks_http(address):
+            raise SchedulerUnreachableError(
+                f"{named}: an HTTP server answers there, not a Dask scheduler (a dashboard's port, "
+                "or a proxy? the scheduler's own address is the one its scheduler file names, "
+                "port 8786 by default)")
+        raise SchedulerUnreachableError(
+            f"{named}: what answers there is not a Dask scheduler (its reply is not Dask's protocol: "
+            f"{type(errors[-1]).__name__}); check the address and port")
     if why == "refused":
         raise SchedulerUnreachableError(
             f"{named}: nothing listens there (connection refused for {grace:g} s); start the scheduler "
@@ -554,7 +573,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             check_scheduler_address(scheduler)
             named = f"--scheduler {scheduler}"
         probe_scheduler(scheduler, named)
-        client = Client(address=scheduler)
+        try:
+            client = Client(address=scheduler)
+        except OSError as exc:
+            # no answer at all (a host that is down, a firewall that drops the connection):
+            # Dask's "Timed out trying to connect ... after 30 s" named no option, exit 2
+            raise SchedulerUnreachableError(
+                f"{named}: no answer ({exc}); a host that is down or a firewall that drops the "
+                "connection? (distributed.comm.timeouts.connect sets how long this waits)") from exc
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
