@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
-from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
+from gpu_sssp.pipeline.config import describe_setting, refuse_setting, setting, valid_address, valid_host
 from gpu_sssp.pipeline.errors import StudyError
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,7 @@ class ClusterHandle:
         except Exception as exc:
             log.debug("no dashboard link: %s", exc)
             link = None
+        link = self._local_link(link)
         if not link:
             return dict(none, note="the scheduler names no dashboard")
         said = scheduler_dashboard(self.client)
@@ -192,6 +193,33 @@ class ClusterHandle:
             link = link[: -len("/status")] + path
         return {"link": link, "note": None,
                 "study_page": study_page(link, path) if said.get("package", True) else None}
+
+    def _local_link(self, link):
+        """A local cluster's dashboard link naming where the dashboard listens
+        (:func:`_link_host`), with the port it got; ``link`` otherwise.  Where Dask gave
+        none though this process serves a dashboard (a ``distributed.dashboard.link``
+        template naming an unknown value: Dask logs a warning and the study said "the
+        scheduler names no dashboard"), the plain ``http://HOST:PORT/status``."""
+        where = self.info.get("link_host")
+        if self.cluster is None or not self.info.get("dashboard", True) or (link and not where):
+            return link
+        try:
+            port = self.cluster.scheduler.http_server.port
+            if not where:
+                from distributed.comm.addressing import parse_address, parse_host_port
+
+                where = parse_host_port(parse_address(self.cluster.scheduler_address)[1])[0]
+        except Exception as exc:  # not an in-process scheduler, or Dask moved: its own link
+            log.debug("the dashboard's link is Dask's: %s", exc)
+            return link
+        if link:
+            try:
+                from distributed.utils import format_dashboard_link
+
+                return format_dashboard_link(_bracket(where), port)
+            except Exception as exc:  # the user's template: the plain link below
+                log.debug("the dashboard link template failed: %s", exc)
+        return f"http://{_bracket(where)}:{port}/status"
 
     def close(self) -> None:
         """Close the client, and the cluster only if this process started it.
@@ -584,7 +612,16 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
+    host_from = f"--host {host}" if host is not None else describe_setting("cluster.host")
+    if dashboard_address is not None:
+        dash_from = f"--dashboard-address {dashboard_address}"
+    elif setting("cluster.dashboard-address", None, default=None) is not None:
+        dash_from = describe_setting("cluster.dashboard-address")
+    else:
+        dash_from = None  # on the host's interface: named by host_from
     host, dash = listen_addresses(host, dashboard_address, dashboard)
+    exposed = _exposed(host, dash, dashboard, host_from=host_from, dash_from=dash_from)
+    info = {"dashboard": dashboard, "exposed": exposed, "link_host": _link_host(host, dash, dashboard)}
     if cpu_workers is None:
         from gpu_sssp import kernels
 
@@ -604,14 +641,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # on the GPU and a third is queued behind it; a solve holds the worker's GPU
             # turn only while it enqueues, so kernel times do not overlap
             threads = setting("cluster.threads-per-gpu", None, default=3)  # checked: a whole number >= 1
-            kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
+            kw = dict(host=_bracket(host), dashboard_address=_dask_dashboard(dash), silence_logs=level,
+                      threads_per_worker=threads,
                       scheduler_kwargs={"dashboard": dashboard}, preload=_worker_preloads())
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
             try:
-                return _start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu",
-                                    {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+                return _warn_exposed(_start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu", info))
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
                     raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
@@ -632,12 +669,12 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                          "each worker is a single-thread process")
     # preload: each worker loads the CPU phast kernels in the background as it starts
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
-    kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
+    kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=_bracket(host),
+              dashboard_address=_dask_dashboard(dash),
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
               preload=_worker_preloads("gpu_sssp.pipeline.warmup"))
     kw.update(cluster_options)
-    return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
-                        {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+    return _warn_exposed(_start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu", info))
 
 
 def _worker_preloads(*extra: str) -> list[str]:
@@ -973,16 +1010,93 @@ def _refuse_host(where: str, value: str, problem: str):
 _EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}
 
 
-def _exposed(host: str, dash: str | None, dashboard: bool) -> list[str]:
-    """What of a local cluster listens on every network interface (asked with ``--host
-    0.0.0.0`` or ``--dashboard-address :PORT``): the study says so when it starts, since
-    the printed links name 127.0.0.1."""
+class NetworkExposureWarning(UserWarning):
+    """A local cluster started here listens where other machines can reach it (asked
+    for with ``host=`` / ``dashboard_address=`` or the ``sssp.cluster.*`` settings): said
+    once per exposed part, so that ``study()`` and ``start_cluster()`` from Python say
+    it too (the command line prints these as ``note:`` lines instead)."""
+
+
+def _beyond_loopback(name: str) -> bool:
+    """Whether listening on ``name`` (an interface address or a host name; empty: every
+    interface) lets other machines connect: every interface, or an address that is not
+    a loopback one (``--host 192.0.2.2``, a host name resolving to one)."""
+    h = name.strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    if h in _EVERY_INTERFACE:
+        return True
+    try:
+        return not ipaddress.ip_address(h.split("%", 1)[0]).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(h, None)
+    except (OSError, UnicodeError):  # refused earlier (_check_host): nothing listens there
+        return False
+    for *_rest, sockaddr in infos:
+        try:
+            if not ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]).is_loopback:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _exposed(host: str, dash: str | None, dashboard: bool, *, host_from: str | None = None,
+             dash_from: str | None = None) -> list[str]:
+    """What of a local cluster other machines can reach, one sentence each: the
+    scheduler and workers where ``host`` is every interface (``0.0.0.0``) or an address
+    that is not a loopback one, the dashboard likewise for ``dash``'s host.  ``host_from``
+    / ``dash_from``: the option or setting that asked for it (default: the option), as
+    the sentence names it.  The study prints these when it starts (:class:`NetworkExposureWarning`
+    from Python), since the printed links may name 127.0.0.1."""
     out = []
-    if host in _EVERY_INTERFACE:
-        out.append(f"the scheduler and workers (--host {host or '0.0.0.0'})")
-    if dashboard and dash is not None and dash.rsplit(":", 1)[0] in _EVERY_INTERFACE:
-        out.append(f"the dashboard ({dash})")
+    host_from = host_from or f"--host {host}"
+    if _beyond_loopback(host):
+        where = "every network interface" if host in _EVERY_INTERFACE else host
+        out.append(f"the scheduler and workers listen on {where} ({host_from}): other machines can reach "
+                   "them, and anyone who reaches the scheduler can run code on the workers")
+    if dashboard and dash is not None:
+        dash_host = dash.rsplit(":", 1)[0]
+        if _beyond_loopback(dash_host):
+            where = "every network interface" if dash_host in _EVERY_INTERFACE else dash_host
+            if dash_from is None:  # on the host's interface unless its address names another
+                dash_from = host_from if dash_host.strip("[]") == host.strip("[]") else f"--dashboard-address {dash}"
+            out.append(f"the dashboard listens on {where} ({dash_from}): other machines can "
+                       "reach it and see the study's tasks, workers and logs")
     return out
+
+
+def _warn_exposed(handle: ClusterHandle) -> ClusterHandle:
+    for line in handle.info.get("exposed", ()):
+        warnings.warn(line, NetworkExposureWarning, stacklevel=3)
+    return handle
+
+
+def _link_host(host: str, dash: str | None, dashboard: bool) -> str | None:
+    """The host a local dashboard's link must name where Dask's would not reach it:
+    Dask names the scheduler's host, so a dashboard on another interface
+    (``--dashboard-address 192.0.2.2:8787`` while the scheduler is on 127.0.0.1) got
+    the link http://127.0.0.1:8787/status where nothing listens; an IPv6 host got
+    ``http://[:8787/status``.  None: Dask's link is right."""
+    if not dashboard or dash is None:
+        return None
+    dash_host = dash.rsplit(":", 1)[0].strip()
+    if dash_host in _EVERY_INTERFACE:
+        return "::1" if ":" in host and host.strip("[]") not in _EVERY_INTERFACE else None
+    if dash_host.strip("[]") != host.strip("[]") or ":" in dash_host:
+        return dash_host.strip("[]")
+    return None
+
+
+def _dask_dashboard(dash: str | None):
+    """``dash`` as Dask takes it: Dask splits a dashboard address at every colon, so an
+    IPv6 one (``[::1]:8787``) is given as ``(host, port)``."""
+    if dash is not None and dash.startswith("["):
+        h, port = dash.rsplit(":", 1)
+        return (h.strip("[]"), int(port))
+    return dash
 
 
 def _bracket(host: str) -> str:
