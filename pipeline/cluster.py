@@ -665,8 +665,11 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         raise UsageError(f"--cpu-workers must be at least 1, got {n}")
     cores = os.cpu_count() or 1
     if n > 4 * cores:  # a million asked for started processes until killed, silently
-        raise UsageError(f"--cpu-workers {n}: more than 4 workers per core (this machine has {cores}); "
-                         "each worker is a single-thread process")
+        problem = (f"more than 4 workers per core (this machine has {cores}); "
+                   "each worker is a single-thread process")
+        if cpu_workers is None:  # the setting's: named with where it came from, not as an option
+            raise refuse_setting("cluster.cpu-workers", problem)
+        raise UsageError(f"--cpu-workers {n}: {problem}")
     # preload: each worker loads the CPU phast kernels in the background as it starts
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
     kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=_bracket(host),
