@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
-from gpu_sssp.pipeline.config import refuse_setting, setting, valid_address, valid_host
+from gpu_sssp.pipeline.config import describe_setting, refuse_setting, setting, valid_address, valid_host
 from gpu_sssp.pipeline.errors import StudyError
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,7 @@ class ClusterHandle:
         except Exception as exc:
             log.debug("no dashboard link: %s", exc)
             link = None
+        link = self._local_link(link)
         if not link:
             return dict(none, note="the scheduler names no dashboard")
         said = scheduler_dashboard(self.client)
@@ -192,6 +193,33 @@ class ClusterHandle:
             link = link[: -len("/status")] + path
         return {"link": link, "note": None,
                 "study_page": study_page(link, path) if said.get("package", True) else None}
+
+    def _local_link(self, link):
+        """A local cluster's dashboard link naming where the dashboard listens
+        (:func:`_link_host`), with the port it got; ``link`` otherwise.  Where Dask gave
+        none though this process serves a dashboard (a ``distributed.dashboard.link``
+        template naming an unknown value: Dask logs a warning and the study said "the
+        scheduler names no dashboard"), the plain ``http://HOST:PORT/status``."""
+        where = self.info.get("link_host")
+        if self.cluster is None or not self.info.get("dashboard", True) or (link and not where):
+            return link
+        try:
+            port = self.cluster.scheduler.http_server.port
+            if not where:
+                from distributed.comm.addressing import parse_address, parse_host_port
+
+                where = parse_host_port(parse_address(self.cluster.scheduler_address)[1])[0]
+        except Exception as exc:  # not an in-process scheduler, or Dask moved: its own link
+            log.debug("the dashboard's link is Dask's: %s", exc)
+            return link
+        if link:
+            try:
+                from distributed.utils import format_dashboard_link
+
+                return format_dashboard_link(_bracket(where), port)
+            except Exception as exc:  # the user's template: the plain link below
+                log.debug("the dashboard link template failed: %s", exc)
+        return f"http://{_bracket(where)}:{port}/status"
 
     def close(self) -> None:
         """Close the client, and the cluster only if this process started it.
@@ -308,6 +336,10 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
+#: the schemes a scheduler address may name (README: ``[SCHEME://]HOST:PORT``)
+_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
 def _address_problem(address: str) -> str | None:
     """Why ``address`` is no scheduler address a client can connect to, or None:
     ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``: a host and a
@@ -318,10 +350,11 @@ def _address_problem(address: str) -> str | None:
         scheme, loc = parse_address(address)
         if scheme == "inproc":
             raise ValueError("an inproc address belongs to one process")
-        if scheme in ("tcp", "tls", "ws", "wss"):
-            host, _port = parse_host_port(loc)
-            if not host:
-                raise ValueError("no host")
+        if scheme not in _SCHEMES:  # http://, ucx:// ...: Dask's ValueError or TypeError traceback came later
+            raise ValueError(f"scheme {scheme!r}: a client connects with {', '.join(_SCHEMES)}")
+        host, _port = parse_host_port(loc)
+        if not host:
+            raise ValueError("no host")
     except ValueError as exc:
         return str(exc)
     return None
@@ -424,6 +457,7 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                                           default="seconds"))
 
     kind: list = []  # what answered, where the handshake succeeded
+    errors: list = []  # why Dask's connect failed, where it did
 
     def attempt(limit: float) -> str:
         """``"ok"``, ``"failed"`` (Dask's connect raised) or ``"silent"`` (no handshake
@@ -437,8 +471,9 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 comm = await asyncio.wait_for(connect(address, timeout=grace), timeout=grace + limit)
             except asyncio.TimeoutError:  # (before OSError: TimeoutError is one)
                 outcome.append("silent")
-            except Exception:  # noqa: BLE001 - asked about below
+            except Exception as exc:  # noqa: BLE001 - asked about below
                 outcome.append("failed")
+                errors.append(exc)
             else:
                 outcome.append("ok")
                 try:  # a worker's or a nanny's address given for the scheduler's?
@@ -483,6 +518,18 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 "the one its scheduler file names, or that `dask scheduler` logs as 'Scheduler at:')")
         return
     why = _nothing_there(address)
+    if why is None and errors and not isinstance(errors[-1], OSError):
+        # something accepted the connection and answered, but not in Dask's protocol: its
+        # first bytes read as a frame length made Dask's client allocate exabytes ("Unable
+        # to allocate 3.07 EiB", a MemoryError exit 2) or fail to decode, a traceback
+        if _speaks_http(address):
+            raise SchedulerUnreachableError(
+                f"{named}: an HTTP server answers there, not a Dask scheduler (a dashboard's port, "
+                "or a proxy? the scheduler's own address is the one its scheduler file names, "
+                "port 8786 by default)")
+        raise SchedulerUnreachableError(
+            f"{named}: what answers there is not a Dask scheduler (its reply is not Dask's protocol: "
+            f"{type(errors[-1]).__name__}); check the address and port")
     if why == "refused":
         raise SchedulerUnreachableError(
             f"{named}: nothing listens there (connection refused for {grace:g} s); start the scheduler "
@@ -554,11 +601,27 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             check_scheduler_address(scheduler)
             named = f"--scheduler {scheduler}"
         probe_scheduler(scheduler, named)
-        client = Client(address=scheduler)
+        try:
+            client = Client(address=scheduler)
+        except OSError as exc:
+            # no answer at all (a host that is down, a firewall that drops the connection):
+            # Dask's "Timed out trying to connect ... after 30 s" named no option, exit 2
+            raise SchedulerUnreachableError(
+                f"{named}: no answer ({exc}); a host that is down or a firewall that drops the "
+                "connection? (distributed.comm.timeouts.connect sets how long this waits)") from exc
         return ClusterHandle(client, None, "attached", "auto")
 
     level = logging.WARNING if silence_logs else logging.INFO
+    host_from = f"--host {host}" if host is not None else describe_setting("cluster.host")
+    if dashboard_address is not None:
+        dash_from = f"--dashboard-address {dashboard_address}"
+    elif setting("cluster.dashboard-address", None, default=None) is not None:
+        dash_from = describe_setting("cluster.dashboard-address")
+    else:
+        dash_from = None  # on the host's interface: named by host_from
     host, dash = listen_addresses(host, dashboard_address, dashboard)
+    exposed = _exposed(host, dash, dashboard, host_from=host_from, dash_from=dash_from)
+    info = {"dashboard": dashboard, "exposed": exposed, "link_host": _link_host(host, dash, dashboard)}
     if cpu_workers is None:
         from gpu_sssp import kernels
 
@@ -578,14 +641,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             # on the GPU and a third is queued behind it; a solve holds the worker's GPU
             # turn only while it enqueues, so kernel times do not overlap
             threads = setting("cluster.threads-per-gpu", None, default=3)  # checked: a whole number >= 1
-            kw = dict(host=host, dashboard_address=dash, silence_logs=level, threads_per_worker=threads,
+            kw = dict(host=_bracket(host), dashboard_address=_dask_dashboard(dash), silence_logs=level,
+                      threads_per_worker=threads,
                       scheduler_kwargs={"dashboard": dashboard}, preload=_worker_preloads())
             if gpus is not None:
                 kw["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
             kw.update(cluster_options)
             try:
-                return _start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu",
-                                    {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+                return _warn_exposed(_start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu", info))
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
                     raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
@@ -602,16 +665,19 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         raise UsageError(f"--cpu-workers must be at least 1, got {n}")
     cores = os.cpu_count() or 1
     if n > 4 * cores:  # a million asked for started processes until killed, silently
-        raise UsageError(f"--cpu-workers {n}: more than 4 workers per core (this machine has {cores}); "
-                         "each worker is a single-thread process")
+        problem = (f"more than 4 workers per core (this machine has {cores}); "
+                   "each worker is a single-thread process")
+        if cpu_workers is None:  # the setting's: named with where it came from, not as an option
+            raise refuse_setting("cluster.cpu-workers", problem)
+        raise UsageError(f"--cpu-workers {n}: {problem}")
     # preload: each worker loads the CPU phast kernels in the background as it starts
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
-    kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=host, dashboard_address=dash,
+    kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=_bracket(host),
+              dashboard_address=_dask_dashboard(dash),
               silence_logs=level, scheduler_kwargs={"dashboard": dashboard},
               preload=_worker_preloads("gpu_sssp.pipeline.warmup"))
     kw.update(cluster_options)
-    return _start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu",
-                        {"dashboard": dashboard, "exposed": _exposed(host, dash, dashboard)})
+    return _warn_exposed(_start_local(LocalCluster, kw, dashboard, "local-cpu", "cpu", info))
 
 
 def _worker_preloads(*extra: str) -> list[str]:
@@ -991,16 +1057,93 @@ def _refuse_host(where: str, value: str, problem: str):
 _EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}
 
 
-def _exposed(host: str, dash: str | None, dashboard: bool) -> list[str]:
-    """What of a local cluster listens on every network interface (asked with ``--host
-    0.0.0.0`` or ``--dashboard-address :PORT``): the study says so when it starts, since
-    the printed links name 127.0.0.1."""
+class NetworkExposureWarning(UserWarning):
+    """A local cluster started here listens where other machines can reach it (asked
+    for with ``host=`` / ``dashboard_address=`` or the ``sssp.cluster.*`` settings): said
+    once per exposed part, so that ``study()`` and ``start_cluster()`` from Python say
+    it too (the command line prints these as ``note:`` lines instead)."""
+
+
+def _beyond_loopback(name: str) -> bool:
+    """Whether listening on ``name`` (an interface address or a host name; empty: every
+    interface) lets other machines connect: every interface, or an address that is not
+    a loopback one (``--host 192.0.2.2``, a host name resolving to one)."""
+    h = name.strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    if h in _EVERY_INTERFACE:
+        return True
+    try:
+        return not ipaddress.ip_address(h.split("%", 1)[0]).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(h, None)
+    except (OSError, UnicodeError):  # refused earlier (_check_host): nothing listens there
+        return False
+    for *_rest, sockaddr in infos:
+        try:
+            if not ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]).is_loopback:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _exposed(host: str, dash: str | None, dashboard: bool, *, host_from: str | None = None,
+             dash_from: str | None = None) -> list[str]:
+    """What of a local cluster other machines can reach, one sentence each: the
+    scheduler and workers where ``host`` is every interface (``0.0.0.0``) or an address
+    that is not a loopback one, the dashboard likewise for ``dash``'s host.  ``host_from``
+    / ``dash_from``: the option or setting that asked for it (default: the option), as
+    the sentence names it.  The study prints these when it starts (:class:`NetworkExposureWarning`
+    from Python), since the printed links may name 127.0.0.1."""
     out = []
-    if host in _EVERY_INTERFACE:
-        out.append(f"the scheduler and workers (--host {host or '0.0.0.0'})")
-    if dashboard and dash is not None and dash.rsplit(":", 1)[0] in _EVERY_INTERFACE:
-        out.append(f"the dashboard ({dash})")
+    host_from = host_from or f"--host {host}"
+    if _beyond_loopback(host):
+        where = "every network interface" if host in _EVERY_INTERFACE else host
+        out.append(f"the scheduler and workers listen on {where} ({host_from}): other machines can reach "
+                   "them, and anyone who reaches the scheduler can run code on the workers")
+    if dashboard and dash is not None:
+        dash_host = dash.rsplit(":", 1)[0]
+        if _beyond_loopback(dash_host):
+            where = "every network interface" if dash_host in _EVERY_INTERFACE else dash_host
+            if dash_from is None:  # on the host's interface unless its address names another
+                dash_from = host_from if dash_host.strip("[]") == host.strip("[]") else f"--dashboard-address {dash}"
+            out.append(f"the dashboard listens on {where} ({dash_from}): other machines can "
+                       "reach it and see the study's tasks, workers and logs")
     return out
+
+
+def _warn_exposed(handle: ClusterHandle) -> ClusterHandle:
+    for line in handle.info.get("exposed", ()):
+        warnings.warn(line, NetworkExposureWarning, stacklevel=3)
+    return handle
+
+
+def _link_host(host: str, dash: str | None, dashboard: bool) -> str | None:
+    """The host a local dashboard's link must name where Dask's would not reach it:
+    Dask names the scheduler's host, so a dashboard on another interface
+    (``--dashboard-address 192.0.2.2:8787`` while the scheduler is on 127.0.0.1) got
+    the link http://127.0.0.1:8787/status where nothing listens; an IPv6 host got
+    ``http://[:8787/status``.  None: Dask's link is right."""
+    if not dashboard or dash is None:
+        return None
+    dash_host = dash.rsplit(":", 1)[0].strip()
+    if dash_host in _EVERY_INTERFACE:
+        return "::1" if ":" in host and host.strip("[]") not in _EVERY_INTERFACE else None
+    if dash_host.strip("[]") != host.strip("[]") or ":" in dash_host:
+        return dash_host.strip("[]")
+    return None
+
+
+def _dask_dashboard(dash: str | None):
+    """``dash`` as Dask takes it: Dask splits a dashboard address at every colon, so an
+    IPv6 one (``[::1]:8787``) is given as ``(host, port)``."""
+    if dash is not None and dash.startswith("["):
+        h, port = dash.rsplit(":", 1)
+        return (h.strip("[]"), int(port))
+    return dash
 
 
 def _bracket(host: str) -> str:

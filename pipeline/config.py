@@ -389,6 +389,17 @@ def refuse_setting(key: str, problem: str) -> SettingError:
     return SettingError(f"setting sssp.{key}: {shown} ({where}): {problem}")
 
 
+def describe_setting(key: str) -> str:
+    """``setting sssp.<key> <value> (<where it came from>)``: how a message names a value
+    that came from dask config, not from an option (the study's note on what a local
+    cluster exposes, ``pipeline.cluster``)."""
+    value = _configured(key)
+    if value is _ABSENT:
+        value = DEFAULT_VALUES.get(key)
+    where, shown = _origin(["sssp", *key.split(".")], value)
+    return f"setting sssp.{key} {shown} {where}"
+
+
 def setting(key: str, explicit=None, default=_MISSING):
     """The value of ``sssp.<key>``: ``explicit`` when not None, else dask config's,
     checked and converted (:data:`SPECS`).

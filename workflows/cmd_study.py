@@ -335,9 +335,8 @@ def run(args) -> int:
                 console.print(f"dashboard: {info['dashboard']}" + (f" (this study: {page})" if page else ""))
             elif info.get("dashboard_note"):
                 console.print(f"dashboard: none ({info['dashboard_note']})", highlight=False)
-        for what in info.get("exposed", []):
-            console.print(f"note: {what} listen(s) on every network interface: reachable from other "
-                          "machines (anyone who reaches the scheduler can run code on the workers)")
+        for what in info.get("exposed", []):  # (from Python: pipeline.cluster.NetworkExposureWarning)
+            console.print(f"note: {what}", highlight=False)
         if plan.targets is not None:
             console.print(f"matrix: {plan.sources.count:,} sources x {plan.targets.count:,} targets "
                           f"({plan.targets.how['kind']}), up to {fmt_bytes(plan.distance_estimate)} before "
@@ -393,6 +392,12 @@ def run(args) -> int:
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
                                              task.elapsed), highlight=False)
 
+    import warnings
+
+    from gpu_sssp.pipeline.cluster import NetworkExposureWarning
+
+    # said as note: lines by on_cluster, once
+    warnings.filterwarnings("ignore", category=NetworkExposureWarning)
     try:
         # the performance report needs the study's client: entered inside, once it exists
         summary = run_study(

@@ -1,0 +1,27 @@
+"""Settings from dask config that reach a local cluster: refused with the key and its
+source, never as an option the user did not give."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.pipeline.cluster import start_cluster
+from gpu_sssp.pipeline.errors import SettingError
+
+
+def test_too_many_cpu_workers_from_the_environment_names_the_setting(monkeypatch):
+    """``DASK_SSSP__CLUSTER__CPU_WORKERS=100`` on 2 cores was refused as
+    ``error: --cpu-workers 100: more than 4 workers per core``: an option never given."""
+    import dask.config
+
+    monkeypatch.setenv("DASK_SSSP__CLUSTER__CPU_WORKERS", "1000000")
+    with dask.config.set({"sssp.cluster.cpu-workers": 1000000}):
+        with pytest.raises(SettingError, match=r"^setting sssp\.cluster\.cpu-workers: '1000000' \(from the "
+                           r"environment variable DASK_SSSP__CLUSTER__CPU_WORKERS\): more than 4 workers per core"):
+            start_cluster()
+
+
+def test_too_many_cpu_workers_as_an_argument_still_names_the_option():
+    from gpu_sssp.kernels.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^--cpu-workers 1000000: more than 4 workers per core"):
+        start_cluster(cpu_workers=1000000)
