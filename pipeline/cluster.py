@@ -609,7 +609,8 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             raise SchedulerUnreachableError(
                 f"{named}: no answer ({exc}); a host that is down or a firewall that drops the "
                 "connection? (distributed.comm.timeouts.connect sets how long this waits)") from exc
-        return ClusterHandle(client, None, "attached", "auto")
+        loose = [] if scheduler_file is None else _writable_by_others(scheduler_file)
+        return _warn_exposed(ClusterHandle(client, None, "attached", "auto", {"exposed": loose}))
 
     level = logging.WARNING if silence_logs else logging.INFO
     host_from = f"--host {host}" if host is not None else describe_setting("cluster.host")
@@ -941,6 +942,33 @@ def read_scheduler_file(path) -> str:
         what = 'no "address" in it'
     raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")
+
+
+def _writable_by_others(path) -> list[str]:
+    """One sentence when every user of this machine may write the scheduler file
+    ``path`` (mode ``o+w``): whoever rewrites it points the next client at a scheduler
+    of theirs, and a client unpickles what its scheduler sends (code run here).  A
+    group-writable file (a team's shared folder) is left alone; so is a file in a
+    folder others can write to, but only with the sticky bit (``/tmp``) not set
+    (there they may replace it)."""
+    import stat
+
+    out = []
+    try:
+        mode = os.stat(path).st_mode
+        folder = os.stat(os.path.dirname(os.path.abspath(path))).st_mode
+    except OSError:
+        return out
+    shown = os.fspath(path)
+    if mode & stat.S_IWOTH:
+        out.append(f"--scheduler-file {shown} can be written by every user of this machine (mode "
+                   f"{stat.S_IMODE(mode):o}): whoever rewrites it points this client at a scheduler of theirs, "
+                   "which can run code here; `chmod o-w` it")
+    elif folder & stat.S_IWOTH and not folder & stat.S_ISVTX:
+        out.append(f"--scheduler-file {shown} is in a folder every user of this machine can write to "
+                   f"(mode {stat.S_IMODE(folder):o}, no sticky bit): whoever replaces the file points this "
+                   "client at a scheduler of theirs, which can run code here")
+    return out
 
 
 def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
