@@ -113,14 +113,35 @@ def _temp_for(path: Path) -> Path:
 _OWNED_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp", re.DOTALL)
 
 
+#: bytes of a file name (NAME_MAX of Linux file systems) and those an owned temporary
+#: adds to its output's: ".", ".<pid>" (up to 10 digits), ".<8 hex>", ".tmp"
+_NAME_MAX = 255
+_OWNED_EXTRA = 1 + 11 + 9 + 4
+
+
+def _owned_base(name: str) -> str:
+    """The part of an output's name its temporary repeats: the name itself, or, where
+    the temporary's name would pass 255 bytes (an output name of 231 to 255 bytes is
+    valid, and was refused as "File name too long" after the work was done), its first
+    bytes and a digest of the whole (``~<16 hex>``), the same for every run."""
+    raw = os.fsencode(name)
+    room = _NAME_MAX - _OWNED_EXTRA
+    if len(raw) <= room:
+        return name
+    import hashlib
+
+    return f"{os.fsdecode(raw[:room - 17])}~{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
 def owned_temp_for(path) -> Path:
     """The temporary name of a single output file (``sssp ingest -o``, ``generate -o``,
-    ``solve -o``, an ingested copy): ``.NAME.<pid>.<8 hex>.tmp`` beside ``NAME``.  It
-    names the process that writes it, so that a later run can tell one left by a
-    killed process (:func:`remove_abandoned_temporaries`) from one still being written
-    by another run to the same output."""
+    ``solve -o``, an ingested copy): ``.NAME.<pid>.<8 hex>.tmp`` beside ``NAME`` (a name
+    too long for that: its start and a digest, :func:`_owned_base`).  It names the
+    process that writes it, so that a later run can tell one left by a killed process
+    (:func:`remove_abandoned_temporaries`) from one still being written by another run
+    to the same output."""
     path = Path(path)
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    return path.with_name(f".{_owned_base(path.name)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
 def remove_abandoned_temporaries(path) -> int:
@@ -133,6 +154,7 @@ def remove_abandoned_temporaries(path) -> int:
     from gpu_sssp.pipeline.graph import _abandoned
 
     path = Path(path)
+    base = _owned_base(path.name)
     count = 0
     try:
         entries = list(os.scandir(path.parent if str(path.parent) else "."))
@@ -140,7 +162,7 @@ def remove_abandoned_temporaries(path) -> int:
         return 0
     for entry in entries:
         m = _OWNED_TEMP.fullmatch(entry.name)
-        if m is None or m["name"] != path.name:
+        if m is None or m["name"] != base:
             continue
         try:
             if not entry.is_file(follow_symlinks=False) or not _abandoned(Path(entry.path), int(m["pid"])):

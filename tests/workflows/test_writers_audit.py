@@ -169,3 +169,32 @@ def test_solve_writes_under_a_temporary_that_names_its_process(rome99, tmp_path,
     monkeypatch.setattr(writers, "atomic_path", spy)
     assert main(["solve", str(rome99), "-s", "1", "-o", str(tmp_path / "d.parquet")]) == 0
     assert len(seen) == 1 and seen[0].startswith(f".d.parquet.{os.getpid()}.") and seen[0].endswith(".tmp")
+
+
+@pytest.mark.parametrize("command", ["ingest", "generate", "solve"])
+def test_an_output_name_near_the_file_name_limit_is_written(rome99, tmp_path, command):
+    """A valid output name of 231 to 255 bytes was refused after the work ("could not
+    be written (File name too long)", or, from ingest/generate, Arrow's words about
+    the temporary file): its temporary's name, the output's plus 22 bytes, was past
+    255.  Such a temporary keeps the name's start and a digest; a killed run's is
+    still found by the next run.  With a two-byte character cut at the end too."""
+    for name in ("a" * 240 + ".parquet", "é" * 123 + ".parquet"):
+        assert len(os.fsencode(name)) <= 255
+        out = tmp_path / name
+        dead, old = _dead_pid(), time.time() - 660
+        from gpu_sssp.pipeline.writers import owned_temp_for
+
+        left = owned_temp_for(out)
+        left = left.with_name(left.name.replace(f".{os.getpid()}.", f".{dead}."))
+        left.write_bytes(b"PAR1 partial")
+        os.utime(left, (old, old))
+        if command == "ingest":
+            args = ["ingest", str(rome99), "-o", str(out), "-q"]
+        elif command == "generate":
+            args = ["generate", "grid", "--rows", "5", "--cols", "5", "-o", str(out), "-q"]
+        else:
+            args = ["solve", str(rome99), "-s", "1", "-o", str(out)]
+        assert main(args) == 0
+        assert pq.read_table(out).num_rows > 0
+        assert not left.exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
