@@ -5,6 +5,11 @@ temporary name in the same folder, flushed to disk, then renamed with ``os.repla
 (atomic on POSIX file systems).  A process killed mid-write leaves at most a
 temporary ``.NAME.tmp-<12 hex digits>`` beside ``NAME``, which :func:`remove_temporaries`
 clears where the caller says (a study: in its own folders only, on start and finish).
+A command's single output file (``sssp ingest -o``, ``generate -o``, ``solve -o``) is
+written under ``.NAME.<pid>.<8 hex>.tmp`` (:func:`owned_temp_for`), which the next run
+to that output removes once its process is gone and it is 10 minutes old
+(:func:`remove_abandoned_temporaries`); a failure of the file system there is an
+:class:`OutputWriteError` naming the output.
 """
 from __future__ import annotations
 
@@ -302,7 +307,7 @@ def _parquet_options(compression: str, use_dictionary, store_schema: bool = True
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True, use_dictionary=True,
                          fsync_folder: bool | None = None, store_schema: bool = True,
-                         write_statistics=True) -> int:
+                         write_statistics=True, temp_name=None) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -326,6 +331,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         ``kernels.result.STATS_FILE_SCHEMA``).
     write_statistics : bool or sequence of str
         Parquet min/max statistics for every column (default), none, or these.
+    temp_name : callable, optional
+        The temporary's name (:func:`atomic_path`).
     """
     path = Path(path)
     if metadata is not None:
@@ -334,7 +341,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         table = table.replace_schema_metadata(meta)
     return write_parquet_parts_atomic([table], path, compression=compression, fsync=fsync,
                                       fsync_folder=fsync_folder, use_dictionary=use_dictionary,
-                                      store_schema=store_schema, write_statistics=write_statistics)
+                                      store_schema=store_schema, write_statistics=write_statistics,
+                                      temp_name=temp_name)
 
 
 def write_parquet_parts_atomic(parts, path, *, compression: str = "zstd", fsync: bool = True,

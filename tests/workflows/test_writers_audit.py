@@ -198,3 +198,23 @@ def test_an_output_name_near_the_file_name_limit_is_written(rome99, tmp_path, co
         assert pq.read_table(out).num_rows > 0
         assert not left.exists()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_write_parquet_atomic_takes_the_temporary_name_of_a_single_output(tmp_path):
+    """``write_parquet_atomic(..., temp_name=owned_temp_for)``: the name a command's
+    other outputs (bench's rows) can take so that a killed run's temporary is found
+    again (it had no such option)."""
+    import pyarrow as pa
+
+    from gpu_sssp.pipeline.writers import owned_temp_for, write_parquet_atomic
+
+    used = []
+
+    def name(path):
+        used.append(owned_temp_for(path))
+        return used[-1]
+
+    out = tmp_path / "rows.parquet"
+    write_parquet_atomic(pa.table({"x": [1, 2]}), out, metadata={"k": 1}, temp_name=name)
+    assert len(used) == 1 and used[0].name.startswith(f".rows.parquet.{os.getpid()}.") and not used[0].exists()
+    assert pq.read_table(out)["x"].to_pylist() == [1, 2]

@@ -11,7 +11,8 @@ For each command it makes two reference outputs with uninterrupted runs: an "old
 (other options) and a "new" one (the command under test).  Each trial puts a copy of
 the old output under the final name, starts the command on it, and after a random
 delay between 0 and the command's normal run time sends SIGKILL (``kill``) or SIGINT to
-its process group (``int``: Ctrl-C at a terminal).  Then it checks:
+its process group (``int``: Ctrl-C at a terminal; ``term``: SIGTERM, ``kill`` or a
+batch scheduler's stop, status 143).  Then it checks:
 
 - the final name holds the old file or the new one, whole (read back with pyarrow and
   compared with the references, data and ``sssp`` metadata), never a partial one;
@@ -144,26 +145,26 @@ def trial(work: Path, command: str, k: int, sig: str, delay: float, refs, backda
     p = sssp(args, d)
     time.sleep(delay)
     try:
-        os.killpg(p.pid, signal.SIGKILL if sig == "kill" else signal.SIGINT)
+        os.killpg(p.pid, {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM}[sig])
     except ProcessLookupError:
         pass
     _, err = p.communicate()
     err = err.decode(errors="replace")
     problems, notes = [], []
     rc = p.returncode
-    startup = sig == "int" and "Traceback" in err and str(REPO) not in err
+    startup = sig in ("int", "term") and "Traceback" in err and str(REPO) not in err
     if startup:
         # Ctrl-C while the interpreter itself starts (site, the editable install's finder,
         # the standard library: a few tens of ms), before any code of the package runs:
         # Python's own traceback, status 1; nothing of sssp's to check
         notes.append(f"SIGINT in the interpreter's start-up: {err.strip().splitlines()[-2:]}")
-    elif sig == "int" and rc not in (0, 130, -signal.SIGINT):
+    elif sig == "int" and rc not in (0, 130, -signal.SIGINT) or sig == "term" and rc not in (0, 143, -signal.SIGTERM):
         # (-SIGINT: ended by the signal itself, as CPython does when it saw an unhandled
         # KeyboardInterrupt or was finalizing; a shell shows 130 for it, as for 130)
-        problems.append(f"SIGINT: exit status {rc} (stderr {err[-300:]!r})")
-    if not startup and sig == "int" and ("Traceback" in err or len(
+        problems.append(f"SIG{sig.upper()}: exit status {rc} (stderr {err[-300:]!r})")
+    if not startup and sig in ("int", "term") and ("Traceback" in err or len(
             [ln for ln in err.splitlines() if ln.startswith(("stopped", "error"))]) > 1):
-        problems.append(f"SIGINT: stderr {err[-400:]!r}")
+        problems.append(f"SIG{sig.upper()}: stderr {err[-400:]!r}")
     if command == "bench" and sig == "kill":
         # the killed bench's workers are in its process group: SIGKILL went to all of them
         pass
