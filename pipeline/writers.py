@@ -191,7 +191,7 @@ class OutputWriteError(UsageError, OSError):
 
         code = getattr(exc, "errno", None)
         reason = os.strerror(code) if code else (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
-        self.output = Path(path)
+        self.output, self.label = Path(path), label
         what = f"{label} {shown(path)}" if label else shown(path)
         self.message = f"{what}: could not be written ({reason})"
         super().__init__(self.message)
@@ -200,6 +200,10 @@ class OutputWriteError(UsageError, OSError):
 
     def __str__(self) -> str:  # (OSError's would be "[Errno N] reason", without the file)
         return self.message
+
+    def __reduce__(self):  # (across processes: its __init__ takes other arguments than its args)
+        cause = OSError(self.errno, self.strerror) if self.errno else OSError(self.strerror)
+        return (type(self), (self.output, cause, self.label))
 
 
 def temporary_of(name: str) -> str | None:

@@ -218,3 +218,22 @@ def test_write_parquet_atomic_takes_the_temporary_name_of_a_single_output(tmp_pa
     write_parquet_atomic(pa.table({"x": [1, 2]}), out, metadata={"k": 1}, temp_name=name)
     assert len(used) == 1 and used[0].name.startswith(f".rows.parquet.{os.getpid()}.") and not used[0].exists()
     assert pq.read_table(out)["x"].to_pylist() == [1, 2]
+
+
+def test_output_write_error_is_one_line_an_oserror_and_survives_pickling():
+    """What callers rely on: an ``OSError`` with its errno (the cache code catches
+    those), a usage error (exit status 2), the output named, and it crosses processes
+    (a Dask worker's error is pickled; its __init__ takes other arguments than its
+    args, which failed to unpickle without ``__reduce__``)."""
+    import errno
+    import pickle
+
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.writers import OutputWriteError
+
+    exc = OutputWriteError("out/g.parquet", OSError(errno.ENOSPC, "Error writing bytes to file"), "-o")
+    back = pickle.loads(pickle.dumps(exc))
+    for e in (exc, back):
+        assert isinstance(e, OSError) and isinstance(e, UsageError) and e.exit_code == 2
+        assert e.errno == errno.ENOSPC
+        assert str(e) == "-o out/g.parquet: could not be written (No space left on device)"
