@@ -5,6 +5,11 @@ temporary name in the same folder, flushed to disk, then renamed with ``os.repla
 (atomic on POSIX file systems).  A process killed mid-write leaves at most a
 temporary ``.NAME.tmp-<12 hex digits>`` beside ``NAME``, which :func:`remove_temporaries`
 clears where the caller says (a study: in its own folders only, on start and finish).
+A command's single output file (``sssp ingest -o``, ``generate -o``, ``solve -o``) is
+written under ``.NAME.<pid>.<8 hex>.tmp`` (:func:`owned_temp_for`), which the next run
+to that output removes once its process is gone and it is 10 minutes old
+(:func:`remove_abandoned_temporaries`); a failure of the file system there is an
+:class:`OutputWriteError` naming the output.
 """
 from __future__ import annotations
 
@@ -108,6 +113,99 @@ def _temp_for(path: Path) -> Path:
     return path.with_name(f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:_TMP_RANDOM]}")
 
 
+#: the whole name of a temporary file of :func:`owned_temp_for` (a single output file:
+#: ``sssp ingest``/``generate``/``solve -o``): ``.NAME.<pid>.<8 hex>.tmp``
+_OWNED_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp", re.DOTALL)
+
+
+#: bytes of a file name (NAME_MAX of Linux file systems) and those an owned temporary
+#: adds to its output's: ".", ".<pid>" (up to 10 digits), ".<8 hex>", ".tmp"
+_NAME_MAX = 255
+_OWNED_EXTRA = 1 + 11 + 9 + 4
+
+
+def _owned_base(name: str) -> str:
+    """The part of an output's name its temporary repeats: the name itself, or, where
+    the temporary's name would pass 255 bytes (an output name of 231 to 255 bytes is
+    valid, and was refused as "File name too long" after the work was done), its first
+    bytes and a digest of the whole (``~<16 hex>``), the same for every run."""
+    raw = os.fsencode(name)
+    room = _NAME_MAX - _OWNED_EXTRA
+    if len(raw) <= room:
+        return name
+    import hashlib
+
+    return f"{os.fsdecode(raw[:room - 17])}~{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
+def owned_temp_for(path) -> Path:
+    """The temporary name of a single output file (``sssp ingest -o``, ``generate -o``,
+    ``solve -o``, an ingested copy): ``.NAME.<pid>.<8 hex>.tmp`` beside ``NAME`` (a name
+    too long for that: its start and a digest, :func:`_owned_base`).  It names the
+    process that writes it, so that a later run can tell one left by a killed process
+    (:func:`remove_abandoned_temporaries`) from one still being written by another run
+    to the same output."""
+    path = Path(path)
+    return path.with_name(f".{_owned_base(path.name)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def remove_abandoned_temporaries(path) -> int:
+    """Delete the temporary files of the output ``path`` (:func:`owned_temp_for`'s names
+    for that very ``NAME``, plain files only) that a killed writer left: the process
+    named in it does not run on this machine and the file has not changed for
+    ``pipeline.graph.TEMP_GRACE_S`` (10 minutes: on a folder several machines share, the
+    pid may be another host's writer), the rule of the cache folders' temporaries.
+    Nothing else is touched; never raises.  Returns how many were removed."""
+    from gpu_sssp.pipeline.graph import _abandoned
+
+    path = Path(path)
+    base = _owned_base(path.name)
+    count = 0
+    try:
+        entries = list(os.scandir(path.parent if str(path.parent) else "."))
+    except OSError:
+        return 0
+    for entry in entries:
+        m = _OWNED_TEMP.fullmatch(entry.name)
+        if m is None or m["name"] != base:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or not _abandoned(Path(entry.path), int(m["pid"])):
+                continue
+            os.unlink(entry.path)
+        except (OSError, ValueError):
+            continue
+        log.info("removed %s, left by process %s", entry.path, m["pid"])
+        count += 1
+    return count
+
+
+class OutputWriteError(UsageError, OSError):
+    """A single output file (``-o``) could not be written: a full disk, a file-size
+    limit, its folder removed or made read-only while the command ran.  One line naming
+    the output (never the temporary file it was written under) and the system's reason;
+    exit status 2.  An ``OSError`` too (``errno`` kept), for callers that catch those."""
+
+    def __init__(self, path, exc: BaseException, label: str | None = None):
+        from gpu_sssp.pipeline.fsnames import shown
+
+        code = getattr(exc, "errno", None)
+        reason = os.strerror(code) if code else (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+        self.output, self.label = Path(path), label
+        what = f"{label} {shown(path)}" if label else shown(path)
+        self.message = f"{what}: could not be written ({reason})"
+        super().__init__(self.message)
+        self.errno = code
+        self.strerror = reason
+
+    def __str__(self) -> str:  # (OSError's would be "[Errno N] reason", without the file)
+        return self.message
+
+    def __reduce__(self):  # (across processes: its __init__ takes other arguments than its args)
+        cause = OSError(self.errno, self.strerror) if self.errno else OSError(self.strerror)
+        return (type(self), (self.output, cause, self.label))
+
+
 def temporary_of(name: str) -> str | None:
     """The final name whose temporary file of :func:`atomic_path` ``name`` is
     (``".batch-000003.parquet.tmp-0123456789ab"`` -> ``"batch-000003.parquet"``), or None
@@ -137,7 +235,7 @@ def _ensure_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
+def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None, temp_name=None):
     """Yield a temporary path next to ``path``; rename it over ``path`` on success.
 
     The one mechanism behind every output of the project that is not streamed: the
@@ -157,6 +255,10 @@ def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
         A study's statistics file skips it: a resume redoes a batch whose statistics
         file is missing, and the study flushes the folder once at its end
         (:func:`fsync_folder`).
+    temp_name : callable, optional
+        ``temp_name(path) -> Path``, the temporary name (default ``.NAME.tmp-<12 hex>``,
+        which a study folder's :func:`remove_temporaries` clears; a single output file
+        of a command takes :func:`owned_temp_for`'s, which names its process).
 
     Raises
     ------
@@ -166,7 +268,7 @@ def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None):
     """
     path = Path(path)
     _ensure_dir(path.parent)
-    tmp = _temp_for(path)
+    tmp = (temp_name or _temp_for)(path)
     try:
         yield tmp
         if fsync:
@@ -209,7 +311,7 @@ def _parquet_options(compression: str, use_dictionary, store_schema: bool = True
 def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
                          compression: str = "zstd", fsync: bool = True, use_dictionary=True,
                          fsync_folder: bool | None = None, store_schema: bool = True,
-                         write_statistics=True) -> int:
+                         write_statistics=True, temp_name=None) -> int:
     """Write ``table`` to ``path`` atomically; return the file's size in bytes.
 
     Parameters
@@ -233,6 +335,8 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         ``kernels.result.STATS_FILE_SCHEMA``).
     write_statistics : bool or sequence of str
         Parquet min/max statistics for every column (default), none, or these.
+    temp_name : callable, optional
+        The temporary's name (:func:`atomic_path`).
     """
     path = Path(path)
     if metadata is not None:
@@ -241,21 +345,23 @@ def write_parquet_atomic(table: pa.Table, path, *, metadata: dict | None = None,
         table = table.replace_schema_metadata(meta)
     return write_parquet_parts_atomic([table], path, compression=compression, fsync=fsync,
                                       fsync_folder=fsync_folder, use_dictionary=use_dictionary,
-                                      store_schema=store_schema, write_statistics=write_statistics)
+                                      store_schema=store_schema, write_statistics=write_statistics,
+                                      temp_name=temp_name)
 
 
 def write_parquet_parts_atomic(parts, path, *, compression: str = "zstd", fsync: bool = True,
                                fsync_folder: bool | None = None, use_dictionary=True, store_schema: bool = True,
-                               row_group_size: int | None = None, write_statistics=True) -> int:
+                               row_group_size: int | None = None, write_statistics=True, temp_name=None) -> int:
     """Write the tables of ``parts`` (an iterable; every one in the first one's schema,
     whose metadata the file keeps) to ``path`` atomically, holding only one part at a
     time; return the file's size in bytes.  Each part is one or more row groups of at
     most ``row_group_size`` rows (default pyarrow's, as ``pq.write_table``): the writer
     holds a row group's encoded pages until it is flushed.  Other options: see
-    :func:`write_parquet_atomic`, which writes one part."""
+    :func:`write_parquet_atomic`, which writes one part; ``temp_name``: see
+    :func:`atomic_path`."""
     parts = iter(parts)
     first = next(parts)
-    with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder) as tmp:
+    with atomic_path(path, fsync=fsync, fsync_folder=fsync_folder, temp_name=temp_name) as tmp:
         with arrow_file(tmp, "wb") as sink:  # any file name (fsnames)
             with pq.ParquetWriter(sink, first.schema,
                                   **_parquet_options(compression, use_dictionary, store_schema,

@@ -67,9 +67,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from gpu_sssp import kernels
-    from gpu_sssp.pipeline.writers import write_parquet_parts_atomic
+    from gpu_sssp.pipeline.writers import (OutputWriteError, owned_temp_for, remove_abandoned_temporaries,
+                                           write_parquet_parts_atomic)
+    from gpu_sssp.workflows.common import no_new_folders_on_failure
 
-    from gpu_sssp.kernels.errors import UsageError
 
     # an empty name was taken for none: -o '' solved and wrote nothing, --sources-file ''
     # solved the --source ids alone (or said "no sources"), without a word
@@ -151,12 +152,13 @@ def run(args) -> int:
                 written[0] += part.num_rows
                 yield part
 
+        # a temporary of this output that a killed solve left (its process gone, untouched
+        # for 10 minutes) goes; the new one names this process (writers.owned_temp_for)
+        remove_abandoned_temporaries(args.out)
         try:
-            write_parquet_parts_atomic(parts(), args.out)
+            with no_new_folders_on_failure(args.out):  # (the writer makes -o's folders when it opens)
+                write_parquet_parts_atomic(parts(), args.out, temp_name=owned_temp_for)
         except OSError as exc:  # (disk full, a folder gone since the check): name -o, not the temporary file
-            from gpu_sssp.kernels.errors import UsageError
-
-            raise UsageError(f"--out {shown(args.out)}: could not be written "
-                             f"({exc.strerror or str(exc) or type(exc).__name__})") from None
+            raise OutputWriteError(args.out, exc, "--out") from None
         console.print(f"wrote {written[0]:,} rows to {shown(args.out)}")
     return 0

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import logging
 import os
 import re
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, path_bound_
 
 from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
+from ..writers import OutputWriteError, fsync_folder, owned_temp_for, remove_abandoned_temporaries
 from ._limits import Limits, bound_message
 from ._records import show_number
 
@@ -69,25 +70,37 @@ def fsync_path(path) -> None:
 
 
 def temp_path_for(out: Path) -> Path:
-    return out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    return owned_temp_for(out)
 
 
 class AtomicParquet:
-    """A ParquetWriter on a temporary name next to ``out``, renamed only on success."""
+    """A ParquetWriter on a temporary name next to ``out``, renamed only on success.
+
+    A failure of the file system (a full disk, a file-size limit, the folder removed)
+    is raised as ``pipeline.writers.OutputWriteError`` naming ``out``, not the temporary
+    file; temporaries of ``out`` that killed writers left are removed first
+    (``pipeline.writers.remove_abandoned_temporaries``)."""
 
     def __init__(self, out, schema: pa.Schema, row_group_size: int = 1 << 20):
         self.out = Path(out)
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = temp_path_for(self.out)
         self.schema = schema
         self.row_group_size = int(row_group_size)
-        # pyarrow cannot take a name that is not UTF-8: then Python opens the file
-        self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
+        self._file = None
         try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            remove_abandoned_temporaries(self.out)
+            self.tmp = temp_path_for(self.out)
+            # pyarrow cannot take a name that is not UTF-8: then Python opens the file
+            self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
             self._w = pq.ParquetWriter(self._file if self._file is not None else str(self.tmp), schema,
                                        compression=PARQUET_COMPRESSION, use_dictionary=False)
-        except BaseException:
+        except BaseException as exc:
             self._close_file()
+            if getattr(self, "tmp", None) is not None:
+                with contextlib.suppress(OSError):
+                    self.tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, OutputWriteError):
+                raise OutputWriteError(self.out, exc) from exc
             raise
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sssp-parquet")
         self._pending = None
@@ -108,7 +121,19 @@ class AtomicParquet:
     def _wait(self):
         if self._pending is not None:
             p, self._pending = self._pending, None
-            p.result()
+            with self._naming_out():
+                p.result()
+
+    @contextlib.contextmanager
+    def _naming_out(self):
+        """An ``OSError`` of the file system in the block as an ``OutputWriteError``
+        naming ``out`` (pyarrow's named the temporary file, or nothing)."""
+        try:
+            yield
+        except OutputWriteError:
+            raise
+        except OSError as exc:
+            raise OutputWriteError(self.out, exc) from exc
 
     def commit(self, meta: dict):
         self.close(meta)
@@ -127,8 +152,9 @@ class AtomicParquet:
             META_KEY.decode(): text,
             "ARROW:schema": base64.b64encode(full.serialize().to_pybytes()).decode(),
         })
-        self._w.close()
-        self._close_file()
+        with self._naming_out():
+            self._w.close()
+            self._close_file()
 
     def _close_file(self):
         if self._file is not None:
@@ -136,8 +162,10 @@ class AtomicParquet:
             f.close()
 
     def publish(self):
-        fsync_path(self.tmp)  # on disk before the rename makes it the real file
-        os.replace(self.tmp, self.out)
+        with self._naming_out():
+            fsync_path(self.tmp)  # on disk before the rename makes it the real file
+            os.replace(self.tmp, self.out)
+        fsync_folder(self.out.parent)  # the rename on disk too (as pipeline.writers.atomic_path)
 
     def abort(self):
         try:
@@ -157,7 +185,7 @@ class AtomicParquet:
                 pass
             try:
                 self.tmp.unlink()
-            except FileNotFoundError:
+            except OSError:  # gone (its folder removed), or a read-only mount: nothing to do
                 pass
 
 
