@@ -32,7 +32,10 @@ import pyarrow.compute as pc
 
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.fsnames import read_table
-from gpu_sssp.pipeline.writers import atomic_path, write_parquet_atomic
+import contextlib
+
+from gpu_sssp.pipeline.writers import (OutputWriteError, atomic_path, owned_temp_for, remove_abandoned_temporaries,
+                                       write_parquet_atomic)
 from gpu_sssp.pipeline.bench_protocol import LATER_COLUMNS, ROW_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -66,8 +69,25 @@ def write_rows(table: pa.Table, path, context: dict) -> Path:
     """Write the rows atomically with the run context as ``sssp`` metadata (and the
     time written, UTC, shown as the run's date when the rows are merged)."""
     written = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    write_parquet_atomic(table, path, metadata={"kind": "bench-rows", "written": written, **context})
+    with _output(path):
+        write_parquet_atomic(table, path, metadata={"kind": "bench-rows", "written": written, **context},
+                             temp_name=owned_temp_for)
     return Path(path)
+
+
+@contextlib.contextmanager
+def _output(path):
+    """A bench output written atomically under its own process-named temporary
+    (``writers.owned_temp_for``; one a killed run left is removed by a later run,
+    :func:`write_report`): a full disk, a file-size limit or the folder removed is one
+    line naming the output (:class:`writers.OutputWriteError`), not the system's
+    message alone."""
+    try:
+        yield
+    except OutputWriteError:
+        raise
+    except OSError as exc:
+        raise OutputWriteError(path, exc) from None
 
 
 def load_rows(paths) -> tuple[pa.Table, dict]:
@@ -209,8 +229,11 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
             pass
     text = summary_markdown(table, context, plots=[p.name for p in made], extra_notes=extra_notes)
     spath = outdir / SUMMARY_FILE
-    with atomic_path(spath) as tmp:
+    with _output(spath), atomic_path(spath, temp_name=owned_temp_for) as tmp:
         tmp.write_text(text)
+    # what a killed bench left (its process gone, untouched for 10 minutes): never another's
+    for name in (ROWS_FILE, SUMMARY_FILE, *PLOT_FILES.values()):
+        remove_abandoned_temporaries(outdir / name)
     return {"summary": spath, "plots": made, "notes": extra_notes}
 
 
@@ -812,7 +835,7 @@ def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
         # document without its summary said nothing of it) and in its PNG metadata
         fig.suptitle(caption, fontsize=8, color="#444444")
         fig.tight_layout(rect=(0, bottom, 1, 0.95 if fig.get_figheight() < 6 else 0.97))
-        with atomic_path(path) as tmp:
+        with _output(path), atomic_path(path, temp_name=owned_temp_for) as tmp:
             fig.savefig(tmp, dpi=110, format="png", metadata={"Description": caption})
         plt.close(fig)
         made.append(path)

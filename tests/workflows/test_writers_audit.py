@@ -237,3 +237,45 @@ def test_output_write_error_is_one_line_an_oserror_and_survives_pickling():
         assert isinstance(e, OSError) and isinstance(e, UsageError) and e.exit_code == 2
         assert e.errno == errno.ENOSPC
         assert str(e) == "-o out/g.parquet: could not be written (No space left on device)"
+
+
+def test_bench_outputs_name_the_file_that_could_not_be_written(tmp_path, monkeypatch):
+    """`sssp bench` on a full disk said "[Errno 28] No space left on device" alone;
+    its rows, summary and plots now go through the single-output rule: one line naming
+    the file."""
+    import errno
+
+    from gpu_sssp.pipeline import bench_report, writers
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writers, "write_parquet_parts_atomic", full)
+    from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
+
+    with pytest.raises(writers.OutputWriteError) as e:
+        bench_report.write_rows(ROW_SCHEMA.empty_table(), tmp_path / bench_report.ROWS_FILE, {})
+    assert str(e.value).count("\n") == 0 and "rows.parquet" in str(e.value) and "No space left" in str(e.value)
+
+
+def test_a_killed_benchs_temporaries_go_at_the_next_report(tmp_path):
+    from gpu_sssp.pipeline import bench_report
+    from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
+
+    dead = _dead_pid()
+    old = time.time() - 3600
+    left = [tmp_path / f".{bench_report.ROWS_FILE}.{dead}.0123abcd.tmp",
+            tmp_path / f".{bench_report.SUMMARY_FILE}.{dead}.89abcdef.tmp"]
+    fresh = tmp_path / f".{bench_report.ROWS_FILE}.{dead}.deadbeef.tmp"  # untouched for less than 10 min
+    other = tmp_path / ".notes.txt.tmp"
+    for f in left + [fresh, other]:
+        f.write_bytes(b"x")
+    for f in left + [other]:
+        os.utime(f, (old, old))
+    bench_report.write_rows(ROW_SCHEMA.empty_table(), tmp_path / bench_report.ROWS_FILE, {})
+    bench_report.write_report(ROW_SCHEMA.empty_table(), {}, tmp_path, plots=False)
+    assert not any(f.exists() for f in left)
+    assert fresh.exists() and other.exists()
+    assert pq.read_table(tmp_path / bench_report.ROWS_FILE).num_rows == 0
+    names = {p.name for p in tmp_path.iterdir()}
+    assert not any(n.endswith(".tmp") and str(os.getpid()) in n for n in names)
