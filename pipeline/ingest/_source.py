@@ -665,6 +665,12 @@ class Source:
         if magic[:4] == b"PAR1":
             # a Parquet file under another name was read as text: "non-numeric source id
             # 'PAR1\x15...'" (an edge list's first line, or a sources file's)
+            if self.path.name.lower().endswith(".parquet"):
+                # (`sssp ingest g.parquet`: told to rename it to end in .parquet, as it did)
+                tail = (" (`sssp ingest` converts text formats; a Parquet edge list is given to solve, study, "
+                        "bench and verify as it is)") if what == "a graph file" else ""
+                raise InputError(self.display, None, f"is a Parquet file, where {what} in a text format is "
+                                 f"read here{tail}")
             raise InputError(self.display, None, "is a Parquet file (it starts with PAR1), which is read as one "
                              "only under a name ending in .parquet: rename it (or link it) to end in .parquet")
         self.compression = compression_of(self.path, magic)

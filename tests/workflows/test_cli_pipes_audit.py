@@ -115,3 +115,13 @@ def test_a_device_as_a_sources_file_is_named_as_one_not_as_a_graph(rome99, capsy
     assert main(["solve", str(rome99), "--sources-file", "/dev/zero"]) == 2
     err = capsys.readouterr().err
     assert "is a device, expected a sources file" in err and "graph file" not in err
+
+
+def test_ingest_of_a_parquet_graph_says_what_ingest_is_for(rome99, tmp_path, capsys):
+    """`sssp ingest g.parquet` told the user to rename it to end in .parquet, as it did."""
+    assert main(["generate", "grid", "--rows", "2", "--cols", "2", "-o", str(tmp_path / "g.parquet"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(tmp_path / "g.parquet"), "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rename" not in err and "converts text formats" in err
+    assert not (tmp_path / "o.parquet").exists()
