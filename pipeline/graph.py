@@ -134,7 +134,13 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
                             weights=weights, id_base=base,
                             directed=bool(meta.get("directed", True)), name=shown(path.stem),
                             meta=json.loads(str(z["meta"])))
-                    g.fingerprint = str(z["fingerprint"])
+                    # the arrays' own digest, never the one the file states: a cache whose
+                    # arrays were rewritten (a tool re-saving it, another graph's arrays under
+                    # this key) would carry the old fingerprint, which the hierarchy cache
+                    # and a study's workers trust (one SHA-256 pass, as the first build)
+                    if g.fingerprint != str(z["fingerprint"]):
+                        raise ValueError(f"its arrays' fingerprint is {g.fingerprint}, the file records "
+                                         f"{str(z['fingerprint'])}")
                     g.path = str(path.resolve())
                     log.debug("loaded CSR cache %s", cpath)
                     return g
