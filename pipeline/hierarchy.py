@@ -6,8 +6,10 @@ beside the Parquet edge list, like the CSR cache (``<file>.csr.npz``).  The cach
 records the graph's fingerprint, the contraction library and its version, and a SHA-256
 digest, dtype and shape of every array; a file whose record does not match the graph or
 the installed library (stale), or whose arrays do not match their record, do not form a
-consistent hierarchy or do not hold every arc of the graph (corrupt, truncated, another
-graph's), is rebuilt and replaced, never used.  Files are
+consistent hierarchy, do not hold every arc of the graph, or hold an arc lighter than
+every walk it can stand for (corrupt, truncated, another graph's, a shortcut weight
+changed: ``kernels.hierarchy.check_covers``), is rebuilt and replaced, never used.  Not
+checked, as it needs the contraction's own searches: a shortcut missing or too heavy.  Files are
 written to a temporary name and renamed, so a reader never sees half a file.
 
 ``load_hierarchy(graph)`` also keeps the hierarchy with the graph (``Graph.cached``),
