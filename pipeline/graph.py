@@ -619,12 +619,17 @@ def _short_hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, default=str).encode()).hexdigest()[:8]
 
 
+def user_cache_folder() -> Path:
+    """``$XDG_CACHE_HOME/sssp`` (default ``~/.cache/sssp``; the XDG base directory spec:
+    an empty or relative ``XDG_CACHE_HOME`` is ignored), not created here."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+
+
 def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     """The cache folder (created when missing) and whether this call created it."""
     first = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
-    # the XDG base directory spec: an empty or relative XDG_CACHE_HOME is ignored
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    user = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+    user = user_cache_folder()
     tried = []
     for base in (first, user):
         existed = base.is_dir()
