@@ -29,7 +29,7 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
+from gpu_sssp.pipeline.fsnames import arrow_file, safe_name, shown
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
 # depth in interpreter-wide state: ast.literal_eval, which np.load uses to parse each .npy header,
@@ -225,6 +225,15 @@ def _not_parquet(path: Path, exc: Exception) -> InputError:
 
 
 @contextlib.contextmanager
+def _open_verified(path: Path):
+    """:func:`fsnames.open_parquet`, with the pages' checksums verified as they are read."""
+    import pyarrow.parquet as pq
+
+    with arrow_file(path) as src, pq.ParquetFile(src, page_checksum_verification=True) as pf:
+        yield pf
+
+
+@contextlib.contextmanager
 def _open_parquet_checked(path: Path):
     """:func:`fsnames.open_parquet` (any file name), a file that is not Parquet an
     ``InputError``; ``FileNotFoundError`` as it is."""
@@ -232,7 +241,9 @@ def _open_parquet_checked(path: Path):
 
     stack = contextlib.ExitStack()
     try:
-        pf = stack.enter_context(open_parquet(path))
+        # every page's CRC compared where the writer stored one (sssp ingest and sssp
+        # generate do): a flipped bit in a page gave other arcs or weights, silently
+        pf = stack.enter_context(_open_verified(path))
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as exc:
@@ -313,7 +324,14 @@ def _read_arcs(path: Path, pf, n: int, base: int):
     ``base .. base + n - 1`` (unsigned ids compared before any cast), finite weights,
     unsigned weights within int64 (the solvers' integer type: a cast would wrap them)."""
 
-    table = pf.read(columns=["src", "dst", "weight"])
+    import pyarrow as pa
+
+    try:
+        table = pf.read(columns=["src", "dst", "weight"])
+    except (pa.ArrowException, OSError) as exc:  # a page's CRC, a damaged page
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(path, None, f"its arcs cannot be read ({first}); the file is damaged (ingest or "
+                         "generate it again)") from None
     out = []
     for col in ("src", "dst", "weight"):
         c = table.column(col)

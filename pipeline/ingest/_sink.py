@@ -85,7 +85,8 @@ class AtomicParquet:
         self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
         try:
             self._w = pq.ParquetWriter(self._file if self._file is not None else str(self.tmp), schema,
-                                       compression=PARQUET_COMPRESSION, use_dictionary=False)
+                                       compression=PARQUET_COMPRESSION, use_dictionary=False,
+                                       write_page_checksum=True)  # verified on read (pipeline.graph)
         except BaseException:
             self._close_file()
             raise
