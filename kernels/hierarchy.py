@@ -489,6 +489,8 @@ def layout(rank, fwd, bwd, *, build_s: float, library: str, fingerprint: str = "
         if len(first) != n + 1 or first[0] != 0 or first[-1] != len(head) or np.any(np.diff(first.astype(np.int64)) < 0):
             raise ValueError(f"RoutingKit hierarchy: bad {name} first_out")
         tail_rank = np.repeat(np.arange(n, dtype=np.int64), np.diff(first.astype(np.int64)))
+        if len(head) and int(head.max()) >= n:  # read out of bounds by the level pass (Numba)
+            raise ValueError(f"RoutingKit hierarchy: a {name} arc head {int(head.max())} beyond {n - 1}")
         if len(head) and np.any(head.astype(np.int64) <= tail_rank):
             raise ValueError(f"RoutingKit hierarchy: a {name} arc does not go up in rank")
         if len(weight) and int(weight.max()) >= INF_WEIGHT:
@@ -547,6 +549,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     if h.level_ptr.dtype != np.int64 or h.level_ptr.ndim != 1 or len(h.level_ptr) < 1 or h.level_ptr[0] != 0 \
             or h.level_ptr[-1] != n or np.any(np.diff(h.level_ptr) < 0):
         raise ValueError("hierarchy: bad level_ptr")
+    if np.any(np.diff(h.level_ptr) == 0):  # a built one has none: a vertex's level is 1 + a neighbour's
+        # the GPU sweep launches kernels per level: a file of 8-byte empty levels was
+        # millions of launches a batch
+        raise ValueError(f"hierarchy: {int(np.sum(np.diff(h.level_ptr) == 0)):,} empty level(s) in level_ptr")
     for name in ("order", "position"):  # indices into each other: in range first
         a = getattr(h, name)
         if n and (int(a.min()) < 0 or int(a.max()) >= n):

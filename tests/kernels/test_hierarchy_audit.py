@@ -95,3 +95,33 @@ def test_an_arc_with_no_walk_behind_it_is_refused():
     hmod.check_hierarchy(bad)
     with pytest.raises(ValueError, match="no walk of the graph"):
         hmod.check_derived(bad, g)
+
+
+def test_empty_levels_are_refused(rome_parquet):
+    """A level_ptr padded with empty levels (8 bytes each in the file) passed every check:
+    the GPU sweep launches its kernels once per level, so a file of a few hundred MB was
+    tens of millions of launches a batch.  A built hierarchy has none."""
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    g = read_parquet(rome_parquet)
+    h = hmod.build_hierarchy(g)
+    assert np.all(np.diff(h.level_ptr) > 0)
+    padded = np.concatenate([np.zeros(100_000, dtype=np.int64), h.level_ptr])
+    ph.write_cache(dataclasses.replace(h, level_ptr=padded), g, ph.cache_path(g))
+    ph._VOUCHED.clear()
+    got, why = ph.read_cache(read_parquet(rome_parquet), ph.cache_path(g))
+    assert got is None and "100,000 empty level(s)" in why
+
+
+def test_a_routingkit_arc_head_out_of_range_is_a_valueerror():
+    """RoutingKit's file (parse_routingkit, layout): a head beyond the vertex count was read
+    out of bounds by the Numba level pass and then raised IndexError, which the callers do
+    not take for a bad hierarchy."""
+    n = 4
+    rank = np.arange(n, dtype=np.uint32)
+    fwd = (np.array([0, 1, 1, 1, 1], dtype=np.uint32), np.array([10**6], dtype=np.uint32),
+           np.array([5], dtype=np.uint32))
+    bwd = (np.zeros(n + 1, dtype=np.uint32), np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint32))
+    with pytest.raises(ValueError, match="forward arc head 1000000 beyond 3"):
+        hmod.layout(rank, fwd, bwd, build_s=0.0, library="test")
