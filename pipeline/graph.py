@@ -130,10 +130,15 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
                 if json.loads(str(z["key"])) == key:
                     _check_csr_heads(heads, n, int(pf.metadata.num_rows))
                     indptr, indices, weights = _csr_cache_arrays(z, n)
+                    # what Graph.from_edges adds to the file's metadata, from the arrays: the
+                    # file's record steered the solvers (parallel_policy) and was any JSON
+                    gmeta = _csr_meta(meta, parallel, int(pf.metadata.num_rows), indptr, indices)
+                    if json.loads(str(z["meta"])) != gmeta:
+                        raise ValueError("its recorded metadata is not the Parquet file's and its arrays'")
                     g = Graph(n=n, indptr=indptr, indices=indices,
                             weights=weights, id_base=base,
                             directed=bool(meta.get("directed", True)), name=shown(path.stem),
-                            meta=json.loads(str(z["meta"])))
+                            meta=gmeta)
                     # the arrays' own digest, never the one the file states: a cache whose
                     # arrays were rewritten (a tool re-saving it, another graph's arrays under
                     # this key) would carry the old fingerprint, which the hierarchy cache
@@ -196,6 +201,20 @@ def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
         raise ValueError(f"indices {xd} {xs} and weights {wd} {ws}: expected at most {rows:,} arcs, one weight each")
     if str(wd) not in _CSR_WEIGHTS:
         raise ValueError(f"weights are {wd}, expected one of {', '.join(_CSR_WEIGHTS)}")
+
+
+def _csr_meta(meta: dict, parallel: str, rows: int, indptr, indices) -> dict:
+    """The metadata :meth:`Graph.from_edges` gives a CSR of the ``rows`` arcs of a Parquet
+    file whose ``sssp`` metadata is ``meta``, from the CSR's arrays."""
+    m = len(indices)
+    tails = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    same = (tails[1:] == tails[:-1]) & (indices[1:] == indices[:-1]) if m > 1 else np.zeros(0, dtype=bool)
+    info = dict(meta)
+    info.update(csr_arcs=int(m),
+                parallel_arcs_found=int(rows - m) if parallel == "min" else int(same.sum()),
+                parallel_policy=parallel,
+                self_loops_found=int((tails == indices).sum()))
+    return info
 
 
 def _csr_cache_arrays(z, n: int):

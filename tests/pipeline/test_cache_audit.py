@@ -180,3 +180,30 @@ def test_no_flipped_bit_in_an_edge_list_page_is_read_silently(tmp_path):
         same = (g.n == want.n and np.array_equal(g.indptr, want.indptr) and np.array_equal(g.indices, want.indices)
                 and np.array_equal(g.weights, want.weights))
         assert same, f"a bit flipped at byte {off} gave another graph, silently"
+
+
+# ------------------------------------------------------------- the CSR cache's metadata
+@pytest.mark.parametrize("parallel", ["min", "keep"])
+def test_the_csr_cache_metadata_is_the_files_and_its_arrays(tmp_path, monkeypatch, caplog, parallel):
+    """The cache's ``meta`` was taken as written: a list gave an AttributeError traceback
+    in every solver, and its ``parallel_policy`` steers the CPU solvers.  It is now made
+    again from the Parquet metadata and the arrays, and a cache that records another is
+    rebuilt; a sound cache is still used as it is (parallel arcs, self-loops)."""
+    from gpu_sssp.pipeline import graph as pg
+
+    p = _edge_list(tmp_path / "g.parquet", [1, 1, 1, 2, 3, 3], [2, 2, 3, 2, 1, 1], [5, 3, 9, 1, 4, 4], 3)
+    good = read_parquet(p, parallel=parallel)
+    cpath = next(tmp_path.glob("*.csr.npz"))
+    real = pg._read_arcs
+    monkeypatch.setattr(pg, "_read_arcs", lambda *a: (_ for _ in ()).throw(AssertionError("read again")))
+    again = read_parquet(p, parallel=parallel)  # from the cache
+    assert again.meta == good.meta and again.meta["parallel_policy"] == parallel
+    monkeypatch.setattr(pg, "_read_arcs", real)
+    for forged in ([1, 2], dict(good.meta, parallel_policy="keep" if parallel == "min" else "min"),
+                   dict(good.meta, self_loops_found=0)):
+        with np.load(cpath, allow_pickle=False) as z:
+            kept = {k: z[k] for k in z.files}
+        np.savez(cpath, **dict(kept, meta=json.dumps(forged)))
+        g = read_parquet(p, parallel=parallel)
+        assert g.meta == good.meta
+    assert caplog.text.count("ignoring unreadable CSR cache") == 3
