@@ -207,3 +207,24 @@ def test_the_csr_cache_metadata_is_the_files_and_its_arrays(tmp_path, monkeypatc
         g = read_parquet(p, parallel=parallel)
         assert g.meta == good.meta
     assert caplog.text.count("ignoring unreadable CSR cache") == 3
+
+
+def test_npz_member_with_negative_sizes_is_refused_from_its_header(tmp_path):
+    """A header shape (-2, -5) declares 10 items, as many as the member holds: it passed
+    the header check (the product of the sizes) and failed only when read."""
+    import io
+    import zipfile
+
+    from gpu_sssp.pipeline import npzfile
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.arange(10, dtype=np.int64))
+    raw = buf.getvalue()
+    hl = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + hl].decode().replace("(10,)", "(-2, -5)").rstrip()
+    header = header + " " * (hl - len(header) - 1) + "\n"
+    path = tmp_path / "neg.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("x.npy", raw[:10] + header.encode() + raw[10 + hl:])
+    with pytest.raises(ValueError, match=r"member 'x.npy' declares a negative size \(-2, -5\)"):
+        npzfile.members(path)
