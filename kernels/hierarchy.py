@@ -675,6 +675,9 @@ def _derived_numba():
 
 
 _DERIVED = None
+#: check_derived's bound on the pairs it looks at (with 256 per hierarchy arc): about a
+#: second or two; a road network's hierarchy makes 1.6 pairs per arc (NY: 2.2 million)
+MAX_DERIVED_PAIRS = 2**28
 
 
 def check_derived(h: Hierarchy, graph) -> None:
@@ -698,6 +701,11 @@ def check_derived(h: Hierarchy, graph) -> None:
     n = h.n
     if not n or not (h.m_up or h.m_down):
         return
+    pairs = float(np.dot(np.diff(h.down_indptr).astype(np.float64), np.diff(h.up_indptr).astype(np.float64)))
+    if pairs > MAX_DERIVED_PAIRS + 256.0 * (h.m_up + h.m_down):
+        # a file of a few MB giving one vertex 10^5 arcs in and out was 10^10 steps here
+        raise ValueError(f"hierarchy: its vertices' arcs in x arcs out make {pairs:,.0f} pairs, beyond "
+                         f"{MAX_DERIVED_PAIRS:,} + 256 a hierarchy arc (NY: 1.6 an arc)")
     if _DERIVED is None:
         _DERIVED = _derived_numba()
     lv = h.level_of_position().astype(np.int64)

@@ -144,3 +144,19 @@ def test_a_hierarchy_given_without_a_fingerprint_is_checked_against_the_graph():
     other = dataclasses.replace(hmod.build_hierarchy(a), fingerprint="")
     with pytest.raises(ValueError, match="the hierarchy given is not one of"):
         kernels.solve(b, np.arange(n), method="phast", backend="cpu", hierarchy=other)
+
+
+def test_a_vertex_with_too_many_arcs_in_and_out_is_refused_before_the_pairs_are_walked(monkeypatch):
+    """check_derived walks every vertex's (arc in, arc out) pairs: a forged file with one
+    vertex of 10^5 arcs in and out would be 10^10 steps; refused by their count first."""
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 30, 90), rng.integers(0, 30, 90)
+    g = Graph.from_edges(np.r_[src, dst], np.r_[dst, src], np.tile(rng.integers(1, 100, 90), 2), 30)
+    h = hmod.build_hierarchy(g)
+    pairs = int(np.dot(np.diff(h.down_indptr), np.diff(h.up_indptr)))
+    assert pairs >= 1
+    hmod.check_derived(h, g)  # within the bound
+    monkeypatch.setattr(hmod, "MAX_DERIVED_PAIRS", pairs - 256 * (h.m_up + h.m_down) - 1)
+    monkeypatch.setattr(hmod, "_DERIVED", lambda *a: (_ for _ in ()).throw(AssertionError("walked")))
+    with pytest.raises(ValueError, match="pairs, beyond"):
+        hmod.check_derived(h, g)
