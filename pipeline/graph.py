@@ -127,7 +127,12 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
             if heads.get("key", (np.dtype(object), ()))[0].kind != "U":
                 raise ValueError("no key in the file")
             with np.load(cpath, allow_pickle=False) as z:
-                if json.loads(str(z["key"])) == key:
+                old = json.loads(str(z["key"]))
+                if old != key:  # stale: expected after the Parquet file was written again
+                    moved = sorted(k for k in key if not isinstance(old, dict) or old.get(k) != key[k])
+                    log.info("rebuilding the CSR cache %s: the Parquet file's %s changed since it was written",
+                             cpath, ", ".join(moved) or "record")
+                else:
                     _check_csr_heads(heads, n, int(pf.metadata.num_rows))
                     indptr, indices, weights = _csr_cache_arrays(z, n)
                     # what Graph.from_edges adds to the file's metadata, from the arrays: the

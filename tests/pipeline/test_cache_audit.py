@@ -228,3 +228,17 @@ def test_npz_member_with_negative_sizes_is_refused_from_its_header(tmp_path):
         z.writestr("x.npy", raw[:10] + header.encode() + raw[10 + hl:])
     with pytest.raises(ValueError, match=r"member 'x.npy' declares a negative size \(-2, -5\)"):
         npzfile.members(path)
+
+
+def test_a_stale_csr_cache_is_rebuilt_with_a_line_saying_why(tmp_path, caplog):
+    """A cache of an earlier state of the Parquet file was rebuilt without a word (as
+    expected, but nothing said so, even with -v)."""
+    import logging
+
+    p = _edge_list(tmp_path / "g.parquet", [1, 2], [2, 3], [5, 7], 3)
+    read_parquet(p)
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with caplog.at_level(logging.INFO, logger="gpu_sssp.pipeline.graph"):
+        read_parquet(p)
+    assert "rebuilding the CSR cache" in caplog.text and "mtime_ns" in caplog.text
