@@ -626,6 +626,9 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
             # here, where it is about to be ingested, not on every load: finding a
             # tarball's format reads the whole archive (a cached copy was read in ms)
             _refuse_aux_input(path, ingest_options.get("format"), _ingest)
+            if out.is_dir() and not out.is_symlink():  # the rename would fail after the whole read
+                raise OSError(errno.EISDIR, f"{shown(out)} is a folder where the ingested copy of {shown(path)} "
+                              "goes: remove it")
             t0 = _now_ns()
             try:
                 _ingest.ingest(path, out, **ingest_options)
@@ -727,7 +730,10 @@ def _remove_entry(entry: Path) -> None:
         found = []
     for f in [*found, entry]:
         try:
-            f.unlink()
+            if f.is_dir() and not f.is_symlink():
+                f.rmdir()  # an empty folder in a cache file's place; one with files stays
+            else:
+                f.unlink()
             log.debug("removed cache file %s", f)
         except OSError:
             pass

@@ -242,3 +242,27 @@ def test_a_stale_csr_cache_is_rebuilt_with_a_line_saying_why(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="gpu_sssp.pipeline.graph"):
         read_parquet(p)
     assert "rebuilding the CSR cache" in caplog.text and "mtime_ns" in caplog.text
+
+
+def test_a_folder_in_place_of_an_ingested_copy(tmp_path):
+    """An empty folder where a copy in .sssp-cache goes stopped every load after the whole
+    input was read again, with the rename's error ("Is a directory: '.x.tmp' -> 'x'"): it
+    is now removed as a bad copy is; one holding files stays, and the load stops first
+    with one line naming it."""
+    import gpu_sssp
+
+    gr = _gr(tmp_path / "g.gr")
+    copy = Path(gpu_sssp.load_graph(gr).path)
+    for p in copy.parent.glob(copy.name + "*"):
+        p.unlink()
+    copy.mkdir()
+    g = gpu_sssp.load_graph(gr)
+    assert copy.is_file() and g.n == 40
+    del g
+    for p in copy.parent.glob(copy.name + "*"):
+        p.unlink()
+    copy.mkdir()
+    (copy / "keep").write_text("x")
+    with pytest.raises(OSError, match="is a folder where the ingested copy of .*g.gr goes: remove it") as e:
+        gpu_sssp.load_graph(gr)
+    assert (copy / "keep").exists() and "\n" not in str(e.value)
