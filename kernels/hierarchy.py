@@ -496,6 +496,8 @@ def layout(rank, fwd, bwd, *, build_s: float, library: str, fingerprint: str = "
         if len(first) != n + 1 or first[0] != 0 or first[-1] != len(head) or np.any(np.diff(first.astype(np.int64)) < 0):
             raise ValueError(f"RoutingKit hierarchy: bad {name} first_out")
         tail_rank = np.repeat(np.arange(n, dtype=np.int64), np.diff(first.astype(np.int64)))
+        if len(head) and int(head.max()) >= n:  # read out of bounds by the level pass (Numba)
+            raise ValueError(f"RoutingKit hierarchy: a {name} arc head {int(head.max())} beyond {n - 1}")
         if len(head) and np.any(head.astype(np.int64) <= tail_rank):
             raise ValueError(f"RoutingKit hierarchy: a {name} arc does not go up in rank")
         if len(weight) and int(weight.max()) >= INF_WEIGHT:
@@ -554,6 +556,10 @@ def check_hierarchy(h: Hierarchy) -> None:
     if h.level_ptr.dtype != np.int64 or h.level_ptr.ndim != 1 or len(h.level_ptr) < 1 or h.level_ptr[0] != 0 \
             or h.level_ptr[-1] != n or np.any(np.diff(h.level_ptr) < 0):
         raise ValueError("hierarchy: bad level_ptr")
+    if np.any(np.diff(h.level_ptr) == 0):  # a built one has none: a vertex's level is 1 + a neighbour's
+        # the GPU sweep launches kernels per level: a file of 8-byte empty levels was
+        # millions of launches a batch
+        raise ValueError(f"hierarchy: {int(np.sum(np.diff(h.level_ptr) == 0)):,} empty level(s) in level_ptr")
     for name in ("order", "position"):  # indices into each other: in range first
         a = getattr(h, name)
         if n and (int(a.min()) < 0 or int(a.max()) >= n):
@@ -588,7 +594,8 @@ def check_covers(h: Hierarchy, graph) -> None:
     (:func:`check_hierarchy`) but whose vertices were shuffled, or that was made for
     another graph of as many vertices, does not, and would give wrong distances.  A
     necessary condition, not a proof (shortcuts are not checked); ``O(m log m)``, run on
-    every hierarchy read from a file, after :func:`check_hierarchy`.
+    every hierarchy read from a file, after :func:`check_hierarchy`; then
+    :func:`check_derived` (no hierarchy arc lighter than a walk it stands for).
     """
     n = h.n
     if graph.n != n:
@@ -616,6 +623,116 @@ def check_covers(h: Hierarchy, graph) -> None:
             a, b = int(u[keep][j]), int(v[keep][j])
             raise ValueError(f"hierarchy: the graph's arc {a} -> {b} (0-based, weight {w[j]}) has no {name} arc "
                              "of at most that weight in it (a hierarchy of another graph, or its vertices shuffled)")
+    check_derived(h, graph)
+
+
+def _derived_numba():
+    from numba import njit
+
+    @njit(cache=True)
+    def find(ptr, other, row, key):
+        lo, hi = ptr[row], ptr[row + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if other[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < ptr[row + 1] and other[lo] == key:
+            return lo
+        return -1
+
+    @njit(cache=True)
+    def lightest(n, lv, up_ptr, up_head, up_w, down_ptr, down_tail, down_w, gu, gv, gw):
+        """The lightest derivation of every hierarchy arc: the graph's arc between its ends,
+        or an arc into and an arc out of a vertex of a larger level between them."""
+        big = np.int64(1) << 62
+        up_best = np.full(len(up_head), big, dtype=np.int64)
+        down_best = np.full(len(down_tail), big, dtype=np.int64)
+        for j in range(len(gu)):
+            a, b = gu[j], gv[j]
+            if lv[b] < lv[a]:
+                k = find(up_ptr, up_head, a, b)
+                if k >= 0 and gw[j] < up_best[k]:
+                    up_best[k] = gw[j]
+            elif lv[b] > lv[a]:
+                k = find(down_ptr, down_tail, b, a)
+                if k >= 0 and gw[j] < down_best[k]:
+                    down_best[k] = gw[j]
+        for x in range(n):
+            for i in range(down_ptr[x], down_ptr[x + 1]):
+                a = down_tail[i]
+                w1 = np.int64(down_w[i])
+                for o in range(up_ptr[x], up_ptr[x + 1]):
+                    b = up_head[o]
+                    if a == b:
+                        continue
+                    c = w1 + np.int64(up_w[o])
+                    if lv[b] < lv[a]:
+                        k = find(up_ptr, up_head, a, b)
+                        if k >= 0 and c < up_best[k]:
+                            up_best[k] = c
+                    elif lv[b] > lv[a]:
+                        k = find(down_ptr, down_tail, b, a)
+                        if k >= 0 and c < down_best[k]:
+                            down_best[k] = c
+        return up_best, down_best
+
+    return lightest
+
+
+_DERIVED = None
+#: check_derived's bound on the pairs it looks at (with 256 per hierarchy arc): about a
+#: second or two; a road network's hierarchy makes 1.6 pairs per arc (NY: 2.2 million)
+MAX_DERIVED_PAIRS = 2**28
+
+
+def check_derived(h: Hierarchy, graph) -> None:
+    """Raise ``ValueError`` unless every arc of ``h`` weighs at least a walk of ``graph``
+    between its ends: the graph's lightest arc between them, or an arc into and an arc out
+    of a vertex ``x`` of a larger level (lower rank) than both, as contraction makes a
+    shortcut when it removes ``x``.
+
+    Contraction only ever sets an arc's weight to one of these (the original arc, or the
+    sum of two arcs of the contracted vertex, which are final by then), so a hierarchy
+    built for ``graph`` always passes; by induction from the bottom level up, a hierarchy
+    that passes has no arc lighter than the real distance between its ends, so ``phast``
+    never answers a distance that is too small (a shortcut weight made smaller in a cache
+    file gave silently wrong, too small distances).  Not checked: that no shortcut is
+    missing or too heavy (distances too large), which needs the witness searches of the
+    contraction itself.  Needs :func:`check_hierarchy` first (levels, ends in range, rows
+    sorted: :func:`check_covers`); one pass over each vertex's in x out hierarchy arcs
+    (the pairs its contraction looked at), with a binary search each.
+    """
+    global _DERIVED
+    n = h.n
+    if not n or not (h.m_up or h.m_down):
+        return
+    pairs = float(np.dot(np.diff(h.down_indptr).astype(np.float64), np.diff(h.up_indptr).astype(np.float64)))
+    if pairs > MAX_DERIVED_PAIRS + 256.0 * (h.m_up + h.m_down):
+        # a file of a few MB giving one vertex 10^5 arcs in and out was 10^10 steps here
+        raise ValueError(f"hierarchy: its vertices' arcs in x arcs out make {pairs:,.0f} pairs, beyond "
+                         f"{MAX_DERIVED_PAIRS:,} + 256 a hierarchy arc (NY: 1.6 an arc)")
+    if _DERIVED is None:
+        _DERIVED = _derived_numba()
+    lv = h.level_of_position().astype(np.int64)
+    u, v = graph.tails().astype(np.int64), graph.indices.astype(np.int64)
+    keep = u != v
+    gu, gv = h.position[u[keep]].astype(np.int64), h.position[v[keep]].astype(np.int64)
+    gw = graph.weights[keep].astype(np.int64)
+    up_best, down_best = _DERIVED(n, lv, h.up_indptr, h.up_head, h.up_weight, h.down_indptr, h.down_tail,
+                                  h.down_weight, gu, gv, gw)
+    for name, ptr, other, w, best in (("up", h.up_indptr, h.up_head, h.up_weight, up_best),
+                                      ("down", h.down_indptr, h.down_tail, h.down_weight, down_best)):
+        bad = w.astype(np.int64) < best
+        if bad.any():
+            k = int(np.argmax(bad))
+            row = int(np.searchsorted(ptr, k, side="right") - 1)
+            a, b = (row, int(other[k])) if name == "up" else (int(other[k]), row)
+            how = "no walk of the graph" if best[k] >= (1 << 62) else f"at least {int(best[k])}"
+            raise ValueError(f"hierarchy: its {name} arc {int(h.order[a])} -> {int(h.order[b])} (0-based) weighs "
+                             f"{int(w[k])}, below every walk it can stand for ({how}): a shortcut weight "
+                             "changed, or a hierarchy of another graph")
 
 
 #: Structure rule (:func:`structure`): the largest in/out degree a road-like graph has.

@@ -29,7 +29,7 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import open_parquet, safe_name, shown
+from gpu_sssp.pipeline.fsnames import arrow_file, safe_name, shown
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
 # depth in interpreter-wide state: ast.literal_eval, which np.load uses to parse each .npy header,
@@ -127,14 +127,30 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
             if heads.get("key", (np.dtype(object), ()))[0].kind != "U":
                 raise ValueError("no key in the file")
             with np.load(cpath, allow_pickle=False) as z:
-                if json.loads(str(z["key"])) == key:
+                old = json.loads(str(z["key"]))
+                if old != key:  # stale: expected after the Parquet file was written again
+                    moved = sorted(k for k in key if not isinstance(old, dict) or old.get(k) != key[k])
+                    log.info("rebuilding the CSR cache %s: the Parquet file's %s changed since it was written",
+                             cpath, ", ".join(moved) or "record")
+                else:
                     _check_csr_heads(heads, n, int(pf.metadata.num_rows))
                     indptr, indices, weights = _csr_cache_arrays(z, n)
+                    # what Graph.from_edges adds to the file's metadata, from the arrays: the
+                    # file's record steered the solvers (parallel_policy) and was any JSON
+                    gmeta = _csr_meta(meta, parallel, int(pf.metadata.num_rows), indptr, indices)
+                    if json.loads(str(z["meta"])) != gmeta:
+                        raise ValueError("its recorded metadata is not the Parquet file's and its arrays'")
                     g = Graph(n=n, indptr=indptr, indices=indices,
                             weights=weights, id_base=base,
                             directed=bool(meta.get("directed", True)), name=shown(path.stem),
-                            meta=json.loads(str(z["meta"])))
-                    g.fingerprint = str(z["fingerprint"])
+                            meta=gmeta)
+                    # the arrays' own digest, never the one the file states: a cache whose
+                    # arrays were rewritten (a tool re-saving it, another graph's arrays under
+                    # this key) would carry the old fingerprint, which the hierarchy cache
+                    # and a study's workers trust (one SHA-256 pass, as the first build)
+                    if g.fingerprint != str(z["fingerprint"]):
+                        raise ValueError(f"its arrays' fingerprint is {g.fingerprint}, the file records "
+                                         f"{str(z['fingerprint'])}")
                     g.path = str(path.resolve())
                     log.debug("loaded CSR cache %s", cpath)
                     return g
@@ -192,6 +208,20 @@ def _check_csr_heads(heads: dict, n: int, rows: int) -> None:
         raise ValueError(f"weights are {wd}, expected one of {', '.join(_CSR_WEIGHTS)}")
 
 
+def _csr_meta(meta: dict, parallel: str, rows: int, indptr, indices) -> dict:
+    """The metadata :meth:`Graph.from_edges` gives a CSR of the ``rows`` arcs of a Parquet
+    file whose ``sssp`` metadata is ``meta``, from the CSR's arrays."""
+    m = len(indices)
+    tails = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    same = (tails[1:] == tails[:-1]) & (indices[1:] == indices[:-1]) if m > 1 else np.zeros(0, dtype=bool)
+    info = dict(meta)
+    info.update(csr_arcs=int(m),
+                parallel_arcs_found=int(rows - m) if parallel == "min" else int(same.sum()),
+                parallel_policy=parallel,
+                self_loops_found=int((tails == indices).sum()))
+    return info
+
+
 def _csr_cache_arrays(z, n: int):
     """``(indptr, indices, weights)`` of an open CSR cache whose headers passed
     :func:`_check_csr_heads`, checked to form a CSR of ``n`` vertices: ``n`` as recorded,
@@ -219,6 +249,15 @@ def _not_parquet(path: Path, exc: Exception) -> InputError:
 
 
 @contextlib.contextmanager
+def _open_verified(path: Path):
+    """:func:`fsnames.open_parquet`, with the pages' checksums verified as they are read."""
+    import pyarrow.parquet as pq
+
+    with arrow_file(path) as src, pq.ParquetFile(src, page_checksum_verification=True) as pf:
+        yield pf
+
+
+@contextlib.contextmanager
 def _open_parquet_checked(path: Path):
     """:func:`fsnames.open_parquet` (any file name), a file that is not Parquet an
     ``InputError``; ``FileNotFoundError`` as it is."""
@@ -226,7 +265,9 @@ def _open_parquet_checked(path: Path):
 
     stack = contextlib.ExitStack()
     try:
-        pf = stack.enter_context(open_parquet(path))
+        # every page's CRC compared where the writer stored one (sssp ingest and sssp
+        # generate do): a flipped bit in a page gave other arcs or weights, silently
+        pf = stack.enter_context(_open_verified(path))
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as exc:
@@ -307,7 +348,14 @@ def _read_arcs(path: Path, pf, n: int, base: int):
     ``base .. base + n - 1`` (unsigned ids compared before any cast), finite weights,
     unsigned weights within int64 (the solvers' integer type: a cast would wrap them)."""
 
-    table = pf.read(columns=["src", "dst", "weight"])
+    import pyarrow as pa
+
+    try:
+        table = pf.read(columns=["src", "dst", "weight"])
+    except (pa.ArrowException, OSError) as exc:  # a page's CRC, a damaged page
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(path, None, f"its arcs cannot be read ({first}); the file is damaged (ingest or "
+                         "generate it again)") from None
     out = []
     for col in ("src", "dst", "weight"):
         c = table.column(col)
@@ -578,6 +626,9 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
             # here, where it is about to be ingested, not on every load: finding a
             # tarball's format reads the whole archive (a cached copy was read in ms)
             _refuse_aux_input(path, ingest_options.get("format"), _ingest)
+            if out.is_dir() and not out.is_symlink():  # the rename would fail after the whole read
+                raise OSError(errno.EISDIR, f"{shown(out)} is a folder where the ingested copy of {shown(path)} "
+                              "goes: remove it")
             t0 = _now_ns()
             try:
                 _ingest.ingest(path, out, **ingest_options)
@@ -613,12 +664,17 @@ def _short_hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, default=str).encode()).hexdigest()[:8]
 
 
+def user_cache_folder() -> Path:
+    """``$XDG_CACHE_HOME/sssp`` (default ``~/.cache/sssp``; the XDG base directory spec:
+    an empty or relative ``XDG_CACHE_HOME`` is ignored), not created here."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+
+
 def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     """The cache folder (created when missing) and whether this call created it."""
     first = Path(cache_dir) if cache_dir else resolved.parent / ".sssp-cache"
-    # the XDG base directory spec: an empty or relative XDG_CACHE_HOME is ignored
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    user = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sssp"
+    user = user_cache_folder()
     tried = []
     for base in (first, user):
         existed = base.is_dir()
@@ -674,7 +730,10 @@ def _remove_entry(entry: Path) -> None:
         found = []
     for f in [*found, entry]:
         try:
-            f.unlink()
+            if f.is_dir() and not f.is_symlink():
+                f.rmdir()  # an empty folder in a cache file's place; one with files stays
+            else:
+                f.unlink()
             log.debug("removed cache file %s", f)
         except OSError:
             pass

@@ -6,8 +6,10 @@ beside the Parquet edge list, like the CSR cache (``<file>.csr.npz``).  The cach
 records the graph's fingerprint, the contraction library and its version, and a SHA-256
 digest, dtype and shape of every array; a file whose record does not match the graph or
 the installed library (stale), or whose arrays do not match their record, do not form a
-consistent hierarchy or do not hold every arc of the graph (corrupt, truncated, another
-graph's), is rebuilt and replaced, never used.  Files are
+consistent hierarchy, do not hold every arc of the graph, or hold an arc lighter than
+every walk it can stand for (corrupt, truncated, another graph's, a shortcut weight
+changed: ``kernels.hierarchy.check_covers``), is rebuilt and replaced, never used.  Not
+checked, as it needs the contraction's own searches: a shortcut missing or too heavy.  Files are
 written to a temporary name and renamed, so a reader never sees half a file.
 
 ``load_hierarchy(graph)`` also keeps the hierarchy with the graph (``Graph.cached``),
@@ -319,11 +321,48 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     """
     target = Path(os.fspath(graph_path) + ".ch.npz")
     mine = cache_path(graph)
-    if mine is not None and Path(mine).resolve() == target.resolve():
-        return target  # load_hierarchy read or wrote it just now
-    remove_dead_temps(target)
-    got, _why = read_cache(graph, target)
-    if got is None:
-        write_cache(h, graph, target)
-        log.info("wrote the hierarchy of %s for the workers to %s", graph.name, target)
-    return target
+    if mine is None or Path(mine).resolve() != target.resolve():
+        remove_dead_temps(target)
+    # load_hierarchy read or wrote it just now where target is the graph's own cache, or
+    # could not write it there (a read-only folder, a folder in its place): checked again
+    # (its checksums; the arrays are vouched for)
+    got, why = read_cache(graph, target)
+    if got is not None:
+        return target
+    if mine is None or Path(mine).resolve() != target.resolve():
+        try:
+            write_cache(h, graph, target)
+            log.info("wrote the hierarchy of %s for the workers to %s", graph.name, target)
+            return target
+        except OSError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+    return _place_in_user_cache(h, graph, target, why)
+
+
+def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
+    """Where the file beside the graph cannot hold the hierarchy the workers load, the
+    user's cache folder (``$XDG_CACHE_HOME/sssp/hierarchies/<fingerprint>.ch.npz``; a
+    study's workers on this host read it, as its record names the graph it belongs to);
+    a warning says so.  A study's workers used to fail on the missing file, each batch
+    with a traceback, with a message about shared folders.
+
+    Raises
+    ------
+    OSError
+        Neither place can be written (one line naming both).
+    """
+    from gpu_sssp.pipeline.graph import user_cache_folder
+
+    folder = user_cache_folder() / "hierarchies"
+    spare = folder / f"{graph.fingerprint}.ch.npz"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_dead_temps(spare)
+        if read_cache(graph, spare)[0] is None:
+            write_cache(h, graph, spare)
+    except OSError as exc:
+        raise OSError(f"{target}: cannot hold the contraction hierarchy the workers load ({why}), nor can "
+                      f"{spare} ({exc.strerror or exc}): make either writable, or choose another --algorithm") from None
+    log.warning("%s cannot hold the contraction hierarchy the workers load (%s): they load %s instead",
+                target, why, spare)
+    return spare

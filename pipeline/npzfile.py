@@ -57,6 +57,8 @@ def members(path) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
                 else:
                     raise ValueError(f"member {name!r}: .npy format version {version}")
                 header = f.tell()
+            if any(int(x) < 0 for x in shape):  # two negative sizes multiply to a positive count
+                raise ValueError(f"member {name!r} declares a negative size {tuple(shape)}")
             if dtype.hasobject:
                 raise ValueError(f"member {name!r} holds Python objects ({dtype})")
             nbytes = math.prod(int(x) for x in shape) * dtype.itemsize

@@ -93,7 +93,8 @@ class AtomicParquet:
             # pyarrow cannot take a name that is not UTF-8: then Python opens the file
             self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
             self._w = pq.ParquetWriter(self._file if self._file is not None else str(self.tmp), schema,
-                                       compression=PARQUET_COMPRESSION, use_dictionary=False)
+                                       compression=PARQUET_COMPRESSION, use_dictionary=False,
+                                       write_page_checksum=True)  # verified on read (pipeline.graph)
         except BaseException as exc:
             self._close_file()
             if getattr(self, "tmp", None) is not None:
