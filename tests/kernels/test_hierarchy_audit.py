@@ -146,6 +146,26 @@ def test_a_hierarchy_given_without_a_fingerprint_is_checked_against_the_graph():
         kernels.solve(b, np.arange(n), method="phast", backend="cpu", hierarchy=other)
 
 
+@pytest.mark.gpu
+def test_a_hierarchy_given_without_a_fingerprint_is_checked_on_the_gpu_too():
+    """The same on the GPU backend (kernels.gpu.phast.prepare took it unchecked)."""
+    from gpu_sssp import kernels
+
+    if kernels.device_count() == 0:
+        pytest.skip("no CUDA device visible")
+    rng = np.random.default_rng(0)
+    n = 30
+    src, dst = rng.integers(0, n, 90), rng.integers(0, n, 90)
+    a = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
+    b = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
+    mine = dataclasses.replace(hmod.build_hierarchy(b), fingerprint="")
+    r = kernels.solve(b, np.arange(n), method="phast", backend="gpu", hierarchy=mine, force=True)
+    assert np.array_equal(r.distances, csg.dijkstra(b.to_scipy()))
+    other = dataclasses.replace(hmod.build_hierarchy(a), fingerprint="")
+    with pytest.raises(ValueError, match="the hierarchy given is not one of"):
+        kernels.solve(b, np.arange(n), method="phast", backend="gpu", hierarchy=other, force=True)
+
+
 def test_a_vertex_with_too_many_arcs_in_and_out_is_refused_before_the_pairs_are_walked(monkeypatch):
     """check_derived walks every vertex's (arc in, arc out) pairs: a forged file with one
     vertex of 10^5 arcs in and out would be 10^10 steps; refused by their count first."""
