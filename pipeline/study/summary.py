@@ -81,6 +81,10 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         the stats table.
     """
     run_meta = run_meta or []
+    # in source order: a value several sources share (a diameter, a radius, a closeness)
+    # names the smallest of them, not the first of the study's batch order (--order,
+    # batch size and layout, the workers), which two runs of one study may not share
+    stats = stats.sort_by("source")
     g = plan.graph
     n = g.n
     src = stats.column("source").to_numpy()
