@@ -255,3 +255,112 @@ def test_distance_files_long_and_wide_hold_the_same_pairs_and_valid_trees(client
                     assert np.array_equal(a, t.column(c).to_numpy()), f"{name}: {c} against gpu_sssp.solve"
             for a, b, c in zip(ref, (s, v, d), ("source", "vertex", "distance")):
                 assert np.array_equal(a, b), f"{name} {method} {form} batch {bs}: {c} differs"
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_resumed_study_gives_the_tables_of_an_uninterrupted_one(client, graphs, tmp_path):
+    """A study stopped after its first batches, then resumed: statistics, summary and
+    distance files equal to those of the same study run in one go."""
+    kw = dict(sources="all", algorithm="dijkstra", batch_size=7, outputs="stats,distances")
+    whole = _study(client, graphs["random"], tmp_path / "whole", **kw)
+
+    def stop(meta, folder):
+        if len(folder.done) >= 3:
+            raise _Stop()
+
+    with pytest.raises(_Stop):
+        _study(client, graphs["random"], tmp_path / "cut", on_batch=stop, **kw)
+    cut = tmp_path / "cut"
+    assert json.loads((cut / "manifest.json").read_text())["status"] != "complete"
+    _study(client, graphs["random"], cut, resume=True, **kw)
+    _same(_stats(whole), _stats(cut), "resumed")
+    _same_summary(_summary(whole), _summary(cut), "resumed")
+    for a, b in zip(_distances(whole), _distances(cut)):
+        assert np.array_equal(a, b)
+
+
+def test_a_sources_file_with_repeats_gives_the_study_of_the_ids_once(client, graphs, tmp_path):
+    """README: repeated sources are solved once. A sources file naming ids twice gives the
+    statistics, summary and distances of the same ids listed once."""
+    ids = [5, 17, 5, 200, 17, 3, 99, 3, 3, 120, 240, 0]
+    once = list(dict.fromkeys(ids))
+    (tmp_path / "twice.txt").write_text("".join(f"{i}\n" for i in ids))
+    (tmp_path / "once.txt").write_text("".join(f"{i}\n" for i in sorted(once)))
+    twice = _study(client, graphs["random"], tmp_path / "twice", sources_file=str(tmp_path / "twice.txt"),
+                   outputs="stats,distances", batch_size=4)
+    single = _study(client, graphs["random"], tmp_path / "once", sources_file=str(tmp_path / "once.txt"),
+                    outputs="stats,distances", order="given")
+    assert len(_stats(twice)["source"]) == len(once)
+    _same(_stats(single), _stats(twice), "sources file with repeats")
+    _same_summary(_summary(single), _summary(twice), "sources file with repeats")
+    for a, b in zip(_distances(single), _distances(twice)):
+        assert np.array_equal(a, b)
+    manifest = json.loads((twice / "manifest.json").read_text())
+    assert manifest["sources"]["duplicates_dropped"] == len(ids) - len(once)
+
+
+def _matrix(out):
+    """{(source, target): distance} of a matrix study's files, wide or long form."""
+    out = Path(out)
+    cols = pq.read_table(out / "targets.parquet").sort_by("column").column("target").to_numpy()
+    cells = {}
+    for f in sorted((out / "matrix").glob("batch-*.parquet")):
+        t = pq.read_table(f)
+        if "target" in t.column_names:
+            for s, x, d in zip(*(t.column(c).to_pylist() for c in ("source", "target", "distance"))):
+                assert cells.setdefault((s, x), d) == d  # repeated targets: one value
+        else:
+            for s, row in zip(t.column("source").to_pylist(), t.column("distance").to_pylist()):
+                assert len(row) == len(cols)
+                for x, d in zip(cols.tolist(), row):
+                    assert cells.setdefault((s, x), d) == d
+    return cells
+
+
+def test_matrix_study_is_the_same_matrix_however_it_is_run(client, graphs, tmp_path):
+    """A travel-time matrix study (targets with a repeat): the same cells in wide and long
+    form, for every batch size, order and method, and equal to ``gpu_sssp.matrix``."""
+    import gpu_sssp
+
+    targets = [3, 40, 3, 77, 150, 1, 249]
+    ref = None
+    for i, kw in enumerate((dict(), dict(matrix_form="long", batch_size=1, algorithm="bellman-ford"),
+                            dict(batch_size=7, order="given", algorithm="dijkstra"))):
+        out = _study(client, graphs["random"], tmp_path / f"m{i}", random=30, seed=5, targets=targets, **kw)
+        got = _matrix(out), _stats(out), _summary(out)
+        if ref is None:
+            ref = got
+            srcs = sorted({s for s, _ in got[0]})
+            m = gpu_sssp.matrix(str(graphs["random"]), srcs, targets, backend="cpu")
+            assert {(s, x): float(m[i, j]) for i, s in enumerate(srcs) for j, x in enumerate(targets)} == got[0]
+            continue
+        assert got[0] == ref[0], f"matrix {kw}"
+        _same(ref[1], got[1], f"matrix {kw}")
+        _same_summary(ref[2], got[2], f"matrix {kw}")
+
+
+def test_real_weights_same_on_cpu_however_the_study_is_run(client, graphs, tmp_path):
+    """float64 weights (0..1, so near-ties): on CPU workers the statistics, summary and
+    distances are identical across batch sizes, orders, worker layouts and between
+    dijkstra and bellman-ford (0 ulp measured; the README promises rtol 1e-12 across
+    methods, GPU ones included: ``test_study_determinism_gpu``)."""
+    from gpu_sssp.pipeline import generate
+
+    src, dst, w, n = generate.random_graph(300, 2400, seed=4, weights=(0.0, 1.0), weight_type="float64")
+    path = tmp_path / "float.parquet"
+    generate.write(path, src, dst, w, n, directed=True)
+    ref = None
+    for i, kw in enumerate((dict(), dict(algorithm="bellman-ford", batch_size=7, order="given"),
+                            dict(algorithm="dijkstra", batch_size=1, distance_form="wide"))):
+        out = _study(client, path, tmp_path / f"f{i}", sources="all", outputs="stats,distances", **kw)
+        got = _stats(out), _summary(out), _distances(out)[:3]
+        if ref is None:
+            ref = got
+            continue
+        _same(ref[0], got[0], f"float {kw}")
+        _same_summary(ref[1], got[1], f"float {kw}")
+        for a, b in zip(ref[2], got[2]):
+            assert np.array_equal(a, b), f"float {kw}: distances differ"
