@@ -129,3 +129,24 @@ def test_gpu_study_with_real_weights_within_the_readme_tolerance(gpu_client, gra
     assert np.array_equal(rd[0], gd[0]) and np.array_equal(rd[1], gd[1])
     np.testing.assert_allclose(gd[2], rd[2], rtol=1e-12)
     print(f"float64 batched vs CPU distances: largest difference {_ulps(rd[2], gd[2])} ulp")
+
+
+def test_gpu_float32_weights_within_the_readme_tolerance(gpu_client, tmp_path):
+    """float32 weights: the README's rtol 1e-5 for sums and means against the CPU (SciPy,
+    float64 arithmetic); the largest differences in ulps (float64) are printed."""
+    import gpu_sssp
+    from gpu_sssp.pipeline import generate
+
+    src, dst, w, n = generate.random_graph(300, 2400, seed=6, weights=(0.0, 1.0), weight_type="float32")
+    path = tmp_path / "float32.parquet"
+    generate.write(path, src, dst, w, n, directed=True)
+    out = tmp_path / "f32"
+    gpu_sssp.study(str(path), sources="all", out=str(out), client=gpu_client, algorithm="batched", batch_size=64)
+    got = _stats(out)
+    g = gpu_sssp.read_parquet(str(path))
+    ref = gpu_sssp.solve(g, g.to_index(got["source"]), method="dijkstra", backend="cpu")
+    assert np.array_equal(got["reached"], ref.reached)
+    for c, want in (("eccentricity", ref.eccentricity), ("sum_distance", ref.sum_distance),
+                    ("mean_distance", ref.mean_distance())):
+        np.testing.assert_allclose(got[c], want, rtol=1e-5, err_msg=c)
+        print(f"float32 batched vs CPU {c}: largest difference {_ulps(want, got[c])} ulp (float64)")
