@@ -76,7 +76,9 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     dict
         Counts (``sources_planned``, ``sources_solved``, ``complete``, ...),
         ``eccentricity_max``, ``diameter``, ``radius``, ``closeness_max`` and
-        ``closeness_min`` (each ``{"value", "source"}`` or ``None``), totals, the
+        ``closeness_min`` (each ``{"value", "source"}`` or ``None``; where several
+        sources share the value, the smallest source id, so that the summary does not
+        depend on the batch order), totals, the
         algorithms and devices used, and ``timings``.  Sources are file ids as in
         the stats table.
     """
