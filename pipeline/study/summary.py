@@ -76,11 +76,17 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     dict
         Counts (``sources_planned``, ``sources_solved``, ``complete``, ...),
         ``eccentricity_max``, ``diameter``, ``radius``, ``closeness_max`` and
-        ``closeness_min`` (each ``{"value", "source"}`` or ``None``), totals, the
+        ``closeness_min`` (each ``{"value", "source"}`` or ``None``; where several
+        sources share the value, the smallest source id, so that the summary does not
+        depend on the batch order), totals, the
         algorithms and devices used, and ``timings``.  Sources are file ids as in
         the stats table.
     """
     run_meta = run_meta or []
+    # in source order: a value several sources share (a diameter, a radius, a closeness)
+    # names the smallest of them, not the first of the study's batch order (--order,
+    # batch size and layout, the workers), which two runs of one study may not share
+    stats = stats.sort_by("source")
     g = plan.graph
     n = g.n
     src = stats.column("source").to_numpy()
