@@ -127,43 +127,28 @@ def test_a_routingkit_arc_head_out_of_range_is_a_valueerror():
         hmod.layout(rank, fwd, bwd, build_s=0.0, library="test")
 
 
-def test_a_hierarchy_given_without_a_fingerprint_is_checked_against_the_graph():
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_hierarchy_given_without_a_fingerprint_is_checked_against_the_graph(backend):
     """``solve(..., method="phast", hierarchy=h)`` with a hierarchy that names no graph
     (``fingerprint=""``: made by hand, or by ``layout``) of another graph of as many
-    vertices answered 700 of 900 distances wrong, silently (CPU phast)."""
+    vertices answered 700 of 900 distances wrong, silently (CPU phast; the GPU's
+    ``kernels.gpu.phast.prepare`` took it unchecked too)."""
     from gpu_sssp import kernels
 
-    rng = np.random.default_rng(0)
-    n = 30
-    src, dst = rng.integers(0, n, 90), rng.integers(0, n, 90)
-    a = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
-    b = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
-    mine = dataclasses.replace(hmod.build_hierarchy(b), fingerprint="")
-    r = kernels.solve(b, np.arange(n), method="phast", backend="cpu", hierarchy=mine)
-    assert np.array_equal(r.distances, csg.dijkstra(b.to_scipy()))
-    other = dataclasses.replace(hmod.build_hierarchy(a), fingerprint="")
-    with pytest.raises(ValueError, match="the hierarchy given is not one of"):
-        kernels.solve(b, np.arange(n), method="phast", backend="cpu", hierarchy=other)
-
-
-@pytest.mark.gpu
-def test_a_hierarchy_given_without_a_fingerprint_is_checked_on_the_gpu_too():
-    """The same on the GPU backend (kernels.gpu.phast.prepare took it unchecked)."""
-    from gpu_sssp import kernels
-
-    if kernels.device_count() == 0:
+    if backend == "gpu" and kernels.device_count() == 0:
         pytest.skip("no CUDA device visible")
     rng = np.random.default_rng(0)
     n = 30
     src, dst = rng.integers(0, n, 90), rng.integers(0, n, 90)
     a = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
     b = Graph.from_edges(src, dst, rng.integers(1, 100, 90), n)
+    opts = {"force": True} if backend == "gpu" else {}
     mine = dataclasses.replace(hmod.build_hierarchy(b), fingerprint="")
-    r = kernels.solve(b, np.arange(n), method="phast", backend="gpu", hierarchy=mine, force=True)
+    r = kernels.solve(b, np.arange(n), method="phast", backend=backend, hierarchy=mine, **opts)
     assert np.array_equal(r.distances, csg.dijkstra(b.to_scipy()))
     other = dataclasses.replace(hmod.build_hierarchy(a), fingerprint="")
     with pytest.raises(ValueError, match="the hierarchy given is not one of"):
-        kernels.solve(b, np.arange(n), method="phast", backend="gpu", hierarchy=other, force=True)
+        kernels.solve(b, np.arange(n), method="phast", backend=backend, hierarchy=other, **opts)
 
 
 def test_a_vertex_with_too_many_arcs_in_and_out_is_refused_before_the_pairs_are_walked(monkeypatch):

@@ -46,6 +46,15 @@ def _dead_pid() -> int:
     return p.pid
 
 
+def _write_args(command: str, out: Path, graph: Path) -> list[str]:
+    """The command line of ``command`` writing one output ``out`` (``graph``: its input)."""
+    if command == "ingest":
+        return ["ingest", str(graph), "-o", str(out), "-q"]
+    if command == "generate":
+        return ["generate", "grid", "--rows", "5", "--cols", "5", "-o", str(out), "-q"]
+    return ["solve", str(graph), "-s", "1", "-o", str(out)]
+
+
 def _only_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -130,13 +139,7 @@ def test_a_killed_runs_temporary_goes_at_the_next_run_and_nothing_else(rome99, t
     folder.mkdir()
     made = _temporaries(folder, "g.parquet")
     out = folder / "g.parquet"
-    if command == "ingest":
-        args = ["ingest", str(_edge_list(tmp_path / "e.wel", 100)), "-o", str(out), "-q"]
-    elif command == "generate":
-        args = ["generate", "grid", "--rows", "5", "--cols", "5", "-o", str(out), "-q"]
-    else:
-        args = ["solve", str(rome99), "-s", "1", "-o", str(out)]
-    assert main(args) == 0
+    assert main(_write_args(command, out, _edge_list(tmp_path / "e.wel", 100) if command == "ingest" else rome99)) == 0
     assert pq.read_table(out).num_rows > 0
     assert not made["abandoned"].exists()
     assert all(made[k].exists() for k in ("fresh", "live", "other", "study"))
@@ -188,13 +191,7 @@ def test_an_output_name_near_the_file_name_limit_is_written(rome99, tmp_path, co
         left = left.with_name(left.name.replace(f".{os.getpid()}.", f".{dead}."))
         left.write_bytes(b"PAR1 partial")
         os.utime(left, (old, old))
-        if command == "ingest":
-            args = ["ingest", str(rome99), "-o", str(out), "-q"]
-        elif command == "generate":
-            args = ["generate", "grid", "--rows", "5", "--cols", "5", "-o", str(out), "-q"]
-        else:
-            args = ["solve", str(rome99), "-s", "1", "-o", str(out)]
-        assert main(args) == 0
+        assert main(_write_args(command, out, rome99)) == 0
         assert pq.read_table(out).num_rows > 0
         assert not left.exists()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
