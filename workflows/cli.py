@@ -189,7 +189,38 @@ def _quiet_lost_scheduler(record: logging.LogRecord) -> bool:
     return not isinstance(exc, (CommClosedError, ConnectionError, OSError))
 
 
+@contextlib.contextmanager
+def _stdout_never_fails_to_encode():
+    """While a command runs, a character that standard output's encoding cannot take
+    (an ASCII one: ``PYTHONUTF8=0 LC_ALL=C``, ``PYTHONIOENCODING=ascii``) is written as a
+    backslash escape, as standard error does by default: a file name beyond ASCII in a
+    table or a status line ended the command with ``UnicodeEncodeError`` (and a
+    traceback) after its work was done.  Put back afterwards."""
+    out = sys.stdout
+    errors = getattr(out, "errors", None)
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if errors not in ("strict", "surrogateescape") or encoding in ("utf8", "utf8sig") \
+            or not hasattr(out, "reconfigure"):
+        yield
+        return
+    try:
+        out.reconfigure(errors="backslashreplace")
+    except (ValueError, OSError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            out.reconfigure(errors=errors)
+
+
 def main(argv=None) -> int:
+    with _stdout_never_fails_to_encode():
+        return _main(argv)
+
+
+def _main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
             parser = build_parser()  # imports every subcommand (rich, NumPy, ...): not instant
