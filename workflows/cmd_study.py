@@ -18,7 +18,10 @@ from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
 
-console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
+# status lines stay whole in logs and pipes; plain text (no Rich markup): file names and the
+# notes that name them are printed as they are ("g[bold]x.gr" was shown as "gx.gr", and a
+# folder "x[/bold]y" stopped the command with Rich's MarkupError after its work was done)
+console = Console(soft_wrap=True, markup=False)
 
 
 def parse_bytes(text: str) -> int:
@@ -472,14 +475,14 @@ def run(args) -> int:
                 # an attached cluster outlives the client: its running tasks go on writing
                 more += ("; tasks still running on the attached cluster may write more batches "
                          "(--resume keeps the complete ones)")
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; {then}",
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {shown(args.out)}{more}; {then}",
                         label="note")
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
-    out = shown(args.out)
-    folders = ([f"{out}/matrix/", "targets.parquet"] if "targets" in summary
-               else [f"{out}/{d}/" for d in state["plan"].distance_folders])
-    console.print(f"wrote {''.join(f + ', ' for f in folders)}{out}/stats/ ({summary['sources_solved']:,} rows), "
+    folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
+               else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])
+    stats = shown(f"{args.out}/stats/")  # (a name with a line break is quoted, escaped)
+    console.print(f"wrote {''.join(f + ', ' for f in folders)}{stats} ({summary['sources_solved']:,} rows), "
                   "manifest.json, summary.json" + (f"; report {shown(args.report)}" if args.report else ""))
     return 0
