@@ -135,8 +135,29 @@ class _PrintVersion(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (every subcommand's too: ``add_parser`` makes one of its
+    parent's class) whose usage error says how to give a file whose name starts with a
+    minus: ``sssp solve -g.gr -s 1`` ended with "the following arguments are required:
+    graph", the file taken for an unknown option."""
+
+    #: the command line being parsed (set by :func:`main`)
+    argv: tuple = ()
+
+    def error(self, message):
+        from gpu_sssp.pipeline.fsnames import shown
+
+        dashed = [a for a in _Parser.argv if isinstance(a, str) and a.startswith("-") and a not in ("-", "--")
+                  and a.split("=", 1)[0] not in self._option_string_actions and os.path.lexists(a)]
+        if dashed:
+            name = shown(dashed[0])
+            message = (f"{message} ({name} is a file, read as an option: give it as ./{name}, or after --, "
+                       f"e.g. {self.prog if ' ' in self.prog else self.prog + ' COMMAND'} ... -- {name})")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sssp",
         description="Batched single-source shortest paths on GPUs (CUDA kernels, Dask, Arrow/Parquet).",
         epilog=EXIT_CODES,
@@ -228,6 +249,7 @@ def _main(argv=None) -> int:
         return _interrupted(str(exc), 128 + exc.signum)
     except KeyboardInterrupt:
         return _interrupted()
+    _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     handler = logging.StreamHandler()

@@ -96,6 +96,21 @@ def test_a_leading_dash_name_after_double_dash(tmp_path, monkeypatch, capsys):
     assert "3,353" in capsys.readouterr().out
 
 
+def test_a_leading_dash_name_read_as_an_option_gets_a_hint(tmp_path, monkeypatch, capsys):
+    """``sssp solve -g.gr -s 1``: argparse reads the file as an unknown option ("the
+    following arguments are required: graph"); the error says how to give it."""
+    odd_copy(tmp_path, "-g.gr")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", "-g.gr", "-s", "1"])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "required: graph" in last and "./-g.gr" in last and "-- -g.gr" in last
+    with pytest.raises(SystemExit):  # an unknown option that is no file: argparse's own line
+        main(["solve", "-s", "1", "-z.gr"])
+    assert "./" not in capsys.readouterr().err
+
+
 def test_load_graph_on_a_255_byte_name(tmp_path):
     import gpu_sssp
 
