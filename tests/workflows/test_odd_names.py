@@ -182,6 +182,19 @@ def test_an_output_name_too_long_for_its_temporary_file_is_refused_before_the_wo
     assert main(["ingest", str(ROME), "-o", str(ok), "-q"]) == 0 and ok.is_file()
 
 
+def test_a_study_folder_named_with_a_newline_is_shown_escaped_in_its_refusal(tmp_path, capsys):
+    graph = odd_copy(tmp_path, "g.gr")
+    out = tmp_path / "s\nx"
+    try:
+        out.mkdir()
+    except OSError:
+        pytest.skip("this file system refuses a newline in a name")
+    (out / "junk.txt").write_text("x")
+    assert main(["study", str(graph), "--random", "3", "--cpu-workers", "1", "--no-dashboard", "--out", str(out)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "s\\nx" in line and "holds no study" in line
+
+
 # --- Rich markup in names ------------------------------------------------------------
 
 def test_generate_to_a_folder_whose_name_reads_as_rich_markup(tmp_path, capsys):
