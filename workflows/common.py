@@ -146,6 +146,16 @@ def refuse_name_too_long(out, option: str = "-o") -> None:
         raise UsageError(f"{option} {shown(out)}: a file name of {size:,} bytes; it is written under a temporary "
                          f"name {TEMPORARY_NAME_EXTRA} bytes longer, beyond the folder's {limit}-byte limit: give "
                          f"a name of at most {limit - TEMPORARY_NAME_EXTRA} bytes")
+    # the whole path too (PATH_MAX, 4096 bytes on Linux; pyarrow opens it made absolute)
+    whole = len(os.fsencode(os.path.abspath(out)))
+    try:
+        path_limit = int(os.pathconf(folder, "PC_PATH_MAX"))
+    except (OSError, ValueError, AttributeError):
+        path_limit = 4096
+    if path_limit > 0 and whole + TEMPORARY_NAME_EXTRA >= path_limit:
+        raise UsageError(f"{option} {shown(out)}: a path of {whole:,} bytes; it is written under a temporary name "
+                         f"{TEMPORARY_NAME_EXTRA} bytes longer, beyond the system's {path_limit}-byte limit on a "
+                         "path: give a shorter one")
 
 
 def _is_parquet(path) -> bool:

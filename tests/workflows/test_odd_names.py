@@ -195,6 +195,23 @@ def test_a_study_folder_named_with_a_newline_is_shown_escaped_in_its_refusal(tmp
     assert "s\\nx" in line and "holds no study" in line
 
 
+def test_an_output_path_near_path_max_is_refused_before_the_work(tmp_path, capsys):
+    deep = tmp_path
+    while len(os.fsencode(str(deep))) < 3880:
+        deep = deep / ("d" * 100)
+    try:
+        deep.mkdir(parents=True)
+    except OSError:
+        pytest.skip("this file system refuses a path this long")
+    # a path of 4,080 bytes: legal (PATH_MAX is 4096), its temporary file's is not
+    out = deep / ("o" * (4080 - len(os.fsencode(str(deep))) - 1 - len(".parquet")) + ".parquet")
+    assert len(os.fsencode(str(out))) == 4080
+    assert main(["generate", "grid", "--rows", "3", "--cols", "3", "-o", str(out), "-q"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "limit on a path" in line
+    assert os.listdir(deep) == []
+
+
 # --- Rich markup in names ------------------------------------------------------------
 
 def test_generate_to_a_folder_whose_name_reads_as_rich_markup(tmp_path, capsys):
