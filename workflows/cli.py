@@ -241,6 +241,22 @@ def main(argv=None) -> int:
         return _main(argv)
 
 
+class _OneLineFormatter(logging.Formatter):
+    """Our log lines on one line each: a line break in a message (a file name that holds
+    one: "could not write CSR cache new<LF>line.parquet...") is written escaped (``\\n``),
+    and bytes of a name that are not UTF-8 as U+FFFD; a traceback (``-v`` with an
+    exception) keeps its lines."""
+
+    def formatMessage(self, record):
+        from gpu_sssp.pipeline.fsnames import printable
+
+        text = printable(record.message)
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        record.message = text
+        return super().formatMessage(record)
+
+
 def _main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
@@ -253,7 +269,7 @@ def _main(argv=None) -> int:
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
     # our own loggers only: Dask's loggers keep their own configuration, quieted
     # unless -vv asks for everything
     for name in ("gpu_sssp",):

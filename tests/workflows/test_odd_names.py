@@ -263,3 +263,25 @@ def test_names_beyond_ascii_under_an_ascii_locale(tmp_path):
     assert (tmp_path / "\u00e9.parquet").is_file() and (tmp_path / "\u00e9i.parquet").is_file()
     assert graph.is_file()
 
+
+
+def test_a_log_line_naming_a_file_with_a_newline_stays_one_line():
+    """The command line's log lines (``WARNING gpu_sssp...: could not write CSR cache
+    NAME``) keep a name's line break escaped; a traceback keeps its lines."""
+    import logging
+
+    from gpu_sssp.workflows import cli
+
+    fmt = cli._OneLineFormatter("%(levelname)s %(name)s: %(message)s")
+    rec = logging.LogRecord("gpu_sssp.pipeline.graph", logging.WARNING, __file__, 1,
+                            "could not write CSR cache %s: %s", ("n\nx.parquet.csr.npz", "too long"), None)
+    line = fmt.format(rec)
+    assert line == "WARNING gpu_sssp.pipeline.graph: could not write CSR cache n\\nx.parquet.csr.npz: too long"
+    rec = logging.LogRecord("gpu_sssp", logging.WARNING, __file__, 1, "na%sme", (os.fsdecode(b"\xff"),), None)
+    assert fmt.format(rec).endswith("na\ufffdme")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        rec = logging.LogRecord("gpu_sssp", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
+    text = fmt.format(rec)
+    assert text.startswith("ERROR gpu_sssp: failed\nTraceback") and "ValueError: boom" in text
