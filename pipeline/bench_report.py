@@ -787,13 +787,25 @@ def device_caption(table: pa.Table) -> str:
 
 
 def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
-    """Draw the PNGs that apply to these rows; returns their paths.
+    """Draw the PNGs that apply to these rows; returns their paths.  Text is drawn as
+    it is, never as mathtext: a graph named ``m$^$.gr`` stopped the bench with
+    matplotlib's ParseSyntaxException (a traceback, exit 1), and ``d$ol_lar$.gr`` was
+    drawn as a formula.
 
     Raises
     ------
     ImportError
         matplotlib is not installed.
     """
+    import matplotlib
+
+    if "text.parse_math" in matplotlib.rcParams:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return _make_plots(table, outdir, runs)
+    return _make_plots(table, outdir, runs)
+
+
+def _make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")

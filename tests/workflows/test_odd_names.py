@@ -285,3 +285,15 @@ def test_a_log_line_naming_a_file_with_a_newline_stays_one_line():
         rec = logging.LogRecord("gpu_sssp", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     text = fmt.format(rec)
     assert text.startswith("ERROR gpu_sssp: failed\nTraceback") and "ValueError: boom" in text
+
+
+def test_bench_plots_a_graph_whose_name_reads_as_mathtext(tmp_path, capsys):
+    """A graph named ``m$^$.gr``: matplotlib read its name in the plot titles as
+    mathtext and stopped the bench with ParseSyntaxException (exit 1)."""
+    pytest.importorskip("matplotlib")
+    graph = odd_copy(tmp_path, "m$^$.gr")
+    out = tmp_path / "b[/bold]ench"
+    assert main(["bench", "--algorithms", "dijkstra", "--sources", "2", "--runs", "1", "--min-component", "1",
+                 "--baselines", "scipy", "--out", str(out), "--", str(graph)]) == 0
+    assert (out / "time_per_graph.png").is_file() and "m$^$" in (out / "summary.md").read_text()
+    capsys.readouterr()
