@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -474,7 +475,8 @@ def _rate(x) -> str:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    # a '|' in a cell (a graph named p|ipe.gr) is escaped: it split the row's cells
+    lines += ["| " + " | ".join(re.sub(r"(?<!\\)\|", r"\|", str(c)) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
