@@ -203,14 +203,17 @@ def _check_later_graphs(graphs, opts: dict) -> None:
 
 
 def _plain_label(path: Path) -> str:
+    """A raw input's label: its name without compression, ``.tar`` and format suffixes,
+    in any case (``g.gr.XZ`` was labelled ``g.gr``); never empty (a file named ``.gr``
+    was labelled '', a heading of nothing in summary.md): such a name stays whole."""
     name = path.name
     for suf in (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma"):
-        if name.endswith(suf):
+        if name.lower().endswith(suf):
             name = name[: -len(suf)]
             break
-    if name.endswith(".tar"):
+    if name.lower().endswith(".tar"):
         name = name[:-4]
-    return name.rsplit(".", 1)[0] if "." in name else name
+    return (name.rsplit(".", 1)[0] if "." in name else name) or name or path.name
 
 
 def _check_out_writable(out: Path) -> None:

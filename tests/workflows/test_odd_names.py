@@ -300,3 +300,11 @@ def test_bench_plots_a_graph_whose_name_reads_as_mathtext(tmp_path, capsys):
     rows = [ln for ln in (out / "summary.md").read_text().splitlines() if ln.startswith("| m$^$")]
     assert rows and all(ln.startswith("| m$^$\\|x | ") for ln in rows), rows
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("name, label", [(".gr", ".gr"), ("..gr", "."), ("G.GR", "G"), ("g.gr.XZ", "g"),
+                                         ("g.TAR.GZ", "g"), ("NY.gr.xz", "NY"), ("sp ace.gr", "sp ace")])
+def test_bench_labels_a_raw_input_by_its_name_in_any_case_never_empty(name, label):
+    from gpu_sssp.workflows.cmd_bench import _plain_label
+
+    assert _plain_label(Path(name)) == label
