@@ -308,3 +308,23 @@ def test_bench_labels_a_raw_input_by_its_name_in_any_case_never_empty(name, labe
     from gpu_sssp.workflows.cmd_bench import _plain_label
 
     assert _plain_label(Path(name)) == label
+
+
+# (not b".gr": a Parquet graph named ".parquet" is not read as Parquet, pipeline.graph
+# telling Parquet files by Path.suffix, which is '' for it)
+PARQUET_ODD = [n for n in ODD[:-1] if n != b".gr"]
+
+
+@pytest.mark.parametrize("name", PARQUET_ODD, ids=[repr(n)[2:30] for n in PARQUET_ODD])
+def test_a_parquet_graph_with_an_odd_name_finds_its_csr_cache_again(tmp_path, monkeypatch, capsys, name):
+    src = odd_copy(tmp_path / "src", "g.gr")
+    pq_name = os.fsdecode(os.fsencode(name)[:-3] + b".parquet")
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest", str(src), "-o", "./" + pq_name, "-q"]) == 0
+    assert main(["solve", "./" + pq_name, "-s", "1"]) == 0
+    csr = tmp_path / (pq_name + ".csr.npz")
+    assert csr.is_file()
+    stamp = csr.stat().st_mtime_ns
+    assert main(["solve", "./" + pq_name, "-s", "2"]) == 0
+    assert csr.stat().st_mtime_ns == stamp
+    capsys.readouterr()
