@@ -280,7 +280,7 @@ def run(args) -> int:
     settings.check()  # before any graph is read (run_benchmark checks them too)
     for raw in args.graphs:  # fail early on a missing file, before hours of timing
         if not Path(raw).exists():
-            raise FileNotFoundError(f"{raw}: no such file")
+            raise FileNotFoundError(f"{shown(raw)}: no such file")
     opts = graph_options(args)
     _check_later_graphs(args.graphs, opts)
     # the first graph before --out gets its partial rows: a refused first input left a

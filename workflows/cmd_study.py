@@ -278,13 +278,14 @@ def run(args) -> int:
             raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
         where = Path(args.report)
         if where.is_dir():
-            raise StudyError(f"--report {where}: is a directory; give an HTML file name (e.g. {where / 'report.html'})")
+            raise StudyError(f"--report {shown(where)}: is a directory; give an HTML file name "
+                             f"(e.g. {shown(where / 'report.html')})")
         if not where.parent.is_dir():
-            raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
+            raise StudyError(f"--report {shown(where)}: no folder {shown(where.parent)} to write it in")
         # a folder that takes no file (/proc, read-only): refused now, not after the study
         from gpu_sssp.workflows.common import refuse_unwritable_folder
 
-        refuse_unwritable_folder(where.parent, f"--report {where}")
+        refuse_unwritable_folder(where.parent, f"--report {shown(where)}")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
     if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)

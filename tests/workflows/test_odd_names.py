@@ -328,3 +328,20 @@ def test_a_parquet_graph_with_an_odd_name_finds_its_csr_cache_again(tmp_path, mo
     assert main(["solve", "./" + pq_name, "-s", "2"]) == 0
     assert csr.stat().st_mtime_ns == stamp
     capsys.readouterr()
+
+
+def test_bench_and_study_name_a_missing_graph_or_report_folder_escaped(tmp_path, capsys):
+    missing = tmp_path / "no\nne.gr"
+    assert main(["bench", "--algorithms", "dijkstra", "--out", str(tmp_path / "b"), "--", str(missing)]) == 2
+    assert "no\\nne.gr" in _one_line(capsys.readouterr().err)
+    pytest.importorskip("bokeh")
+    graph = odd_copy(tmp_path, "g.gr")
+    report = tmp_path / "r\nep"
+    try:
+        report.mkdir()
+    except OSError:
+        pytest.skip("this file system refuses a newline in a name")
+    assert main(["study", str(graph), "--random", "2", "--cpu-workers", "1", "--no-dashboard",
+                 "--out", str(tmp_path / "s"), "--report", str(report)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "r\\nep" in line and "is a directory" in line
