@@ -435,10 +435,10 @@ def run(args) -> int:
             # cluster closes), or before a resume's run began: nothing to resume; 128 +
             # the signal all the same
             if state.get("started"):
-                print_error(f"the study in {args.out} is complete (summary.json)",
+                print_error(f"the study in {shown(args.out)} is complete (summary.json)",
                             label="stopped while closing the cluster")
             else:
-                print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; "
+                print_error(f"the study in {shown(args.out)} is complete (summary.json), nothing to resume; "
                             + before.format("was stopped"), label="stopped")
             return 128 + int(getattr(exc, "signum", 2))
         if complete and isinstance(exc, Exception):
@@ -454,7 +454,7 @@ def run(args) -> int:
                 what = "what failed came after it"
             else:
                 what = before.format("failed")
-            print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; {what}",
+            print_error(f"the study in {shown(args.out)} is complete (summary.json), nothing to resume; {what}",
                         label="note")
             raise
         if "study" in state and not isinstance(exc, StudyError):
