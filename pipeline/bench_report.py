@@ -211,7 +211,7 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
     text = summary_markdown(table, context, plots=[p.name for p in made], extra_notes=extra_notes)
     spath = outdir / SUMMARY_FILE
     with atomic_path(spath) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")  # whatever the locale: a graph named beyond ASCII
     return {"summary": spath, "plots": made, "notes": extra_notes}
 
 

@@ -247,7 +247,8 @@ def test_study_names_markup_and_newlines_as_they_are_and_resumes(tmp_path, monke
 def test_names_beyond_ascii_under_an_ascii_locale(tmp_path):
     """``PYTHONUTF8=0 LC_ALL=C``: Python's file-system and stdout encodings are ASCII.
     An input named in UTF-8 ingests (pyarrow was handed a name with surrogates:
-    ``UnicodeEncodeError``) and its table prints (stdout could not encode the name)."""
+    ``UnicodeEncodeError``), its table prints (stdout could not encode the name), and
+    bench writes its summary.md (written in the locale's encoding: UnicodeEncodeError)."""
     name = "\u00e9\u65e5\u672c.gr"
     graph = odd_copy(tmp_path, name)
     env = dict(os.environ, PYTHONUTF8="0", LC_ALL="C", LANG="C", PYTHONPATH=str(REPO))
@@ -256,11 +257,14 @@ def test_names_beyond_ascii_under_an_ascii_locale(tmp_path):
                            env=env, capture_output=True, text=True)
     if probe.stdout.strip().lower() in ("utf-8", "utf8"):
         pytest.skip("this Python keeps UTF-8 under LC_ALL=C")
-    for argv in (["solve", name, "-s", "1", "-o", "\u00e9.parquet"], ["ingest", name, "-o", "\u00e9i.parquet", "-q"]):
+    for argv in (["solve", name, "-s", "1", "-o", "\u00e9.parquet"], ["ingest", name, "-o", "\u00e9i.parquet", "-q"],
+                 ["bench", "--algorithms", "dijkstra", "--sources", "2", "--runs", "1", "--min-component", "1",
+                  "--baselines", "scipy", "--no-plots", "--out", "\u00e9b", "--", name]):
         r = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], cwd=tmp_path, env=env,
                            capture_output=True)
         assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-800:]
     assert (tmp_path / "\u00e9.parquet").is_file() and (tmp_path / "\u00e9i.parquet").is_file()
+    assert "\u00e9\u65e5\u672c" in (tmp_path / "\u00e9b" / "summary.md").read_text(encoding="utf-8")
     assert graph.is_file()
 
 
