@@ -85,8 +85,10 @@ def safe_name(name) -> str:
     tag = "input-" + hashlib.sha256(raw).hexdigest()[:8]
     if text is None:
         return tag
-    head = raw[:80].decode("utf-8", "ignore")  # whole characters only
-    return f"{head}...-{tag}"
+    head = raw[:80].decode("utf-8", "ignore").encode("utf-8")  # whole characters only
+    # (as the file system's name: under an ASCII file-system encoding a str of these
+    # characters could not be encoded back)
+    return os.fsdecode(head + b"...-" + tag.encode("ascii"))
 
 
 def refuse_pipe(path, why: str, display=None) -> None:

@@ -251,13 +251,15 @@ def test_names_beyond_ascii_under_an_ascii_locale(tmp_path):
     bench writes its summary.md (written in the locale's encoding: UnicodeEncodeError)."""
     name = "\u00e9\u65e5\u672c.gr"
     graph = odd_copy(tmp_path, name)
+    long = "\u00e9" * 100 + ".gr"  # its cached copy's name is cut short (safe_name)
+    odd_copy(tmp_path, long)
     env = dict(os.environ, PYTHONUTF8="0", LC_ALL="C", LANG="C", PYTHONPATH=str(REPO))
     env.pop("PYTHONIOENCODING", None)
     probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
                            env=env, capture_output=True, text=True)
     if probe.stdout.strip().lower() in ("utf-8", "utf8"):
         pytest.skip("this Python keeps UTF-8 under LC_ALL=C")
-    for argv in (["solve", name, "-s", "1", "-o", "\u00e9.parquet"], ["ingest", name, "-o", "\u00e9i.parquet", "-q"],
+    for argv in (["solve", name, "-s", "1", "-o", "\u00e9.parquet"], ["solve", long, "-s", "1"], ["ingest", name, "-o", "\u00e9i.parquet", "-q"],
                  ["bench", "--algorithms", "dijkstra", "--sources", "2", "--runs", "1", "--min-component", "1",
                   "--baselines", "scipy", "--no-plots", "--out", "\u00e9b", "--", name]):
         r = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", *argv], cwd=tmp_path, env=env,
