@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -230,7 +231,7 @@ def write_report(table: pa.Table, context: dict, outdir, *, plots: bool = True) 
     text = summary_markdown(table, context, plots=[p.name for p in made], extra_notes=extra_notes)
     spath = outdir / SUMMARY_FILE
     with _output(spath), atomic_path(spath, temp_name=owned_temp_for) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")  # whatever the locale: a graph named beyond ASCII
     # what a killed bench left (its process gone, untouched for 10 minutes): never another's
     for name in (ROWS_FILE, SUMMARY_FILE, *PLOT_FILES.values()):
         remove_abandoned_temporaries(outdir / name)
@@ -497,7 +498,8 @@ def _rate(x) -> str:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    # a '|' in a cell (a graph named p|ipe.gr) is escaped: it split the row's cells
+    lines += ["| " + " | ".join(re.sub(r"(?<!\\)\|", r"\|", str(c)) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -810,13 +812,25 @@ def device_caption(table: pa.Table) -> str:
 
 
 def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
-    """Draw the PNGs that apply to these rows; returns their paths.
+    """Draw the PNGs that apply to these rows; returns their paths.  Text is drawn as
+    it is, never as mathtext: a graph named ``m$^$.gr`` stopped the bench with
+    matplotlib's ParseSyntaxException (a traceback, exit 1), and ``d$ol_lar$.gr`` was
+    drawn as a formula.
 
     Raises
     ------
     ImportError
         matplotlib is not installed.
     """
+    import matplotlib
+
+    if "text.parse_math" in matplotlib.rcParams:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return _make_plots(table, outdir, runs)
+    return _make_plots(table, outdir, runs)
+
+
+def _make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -21,7 +21,8 @@ class InputError(SsspError, ValueError):
     Parameters
     ----------
     path : str or os.PathLike
-        The offending file (shown by its name as given).
+        The offending file (shown by its name as given, escaped where it holds a
+        character that does not print: ``pipeline.fsnames.shown``).
     line : int or None
         1-based line number in the (decompressed) text, or ``None`` when the problem
         is not tied to one line (an empty file, a count checked at the end, ...).
@@ -42,9 +43,12 @@ class InputError(SsspError, ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        from gpu_sssp.pipeline.fsnames import shown
+
+        # the name on one line, printable (a newline in it is shown escaped)
         if self.line is None:
-            return f"{self.path}: {self.message}"
-        return f"{self.path}:{self.line}: {self.message}"
+            return f"{shown(self.path)}: {self.message}"
+        return f"{shown(self.path)}:{self.line}: {self.message}"
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.message))

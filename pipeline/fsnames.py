@@ -6,7 +6,8 @@ is ``"na\\udcffme.gr"``).  pyarrow encodes a path it is given as strict UTF-8 an
 raises ``UnicodeEncodeError`` on such a name, so every place that hands pyarrow a
 user's path goes through :func:`arrow_file` (or :func:`open_parquet`): the name
 itself where pyarrow can take it (pyarrow's own I/O, unchanged), the file opened by
-Python otherwise.  :func:`shown` turns any name into text that prints everywhere.
+Python otherwise.  :func:`shown` turns any name into text that prints everywhere, on
+one line; :func:`printable` does the same for a message.
 """
 from __future__ import annotations
 
@@ -14,21 +15,37 @@ import contextlib
 import hashlib
 import os
 
-__all__ = ["is_utf8", "shown", "safe_name", "refuse_pipe", "arrow_file", "open_parquet", "read_table", "read_metadata"]
+__all__ = ["is_utf8", "shown", "printable", "safe_name", "refuse_pipe", "arrow_file", "open_parquet", "read_table", "read_metadata"]
 
 
 def is_utf8(path) -> bool:
-    """Whether ``path``'s bytes on the file system are valid UTF-8 (what pyarrow needs)."""
+    """Whether pyarrow can take ``path`` as it is: the UTF-8 encoding of its ``str``
+    (what pyarrow opens) is the name's bytes on the file system.  Not so for a name
+    whose bytes are not UTF-8, nor, where Python's file-system encoding is not UTF-8
+    (``PYTHONUTF8=0 LC_ALL=C``: ASCII, a Latin-1 locale), for any name beyond ASCII:
+    pyarrow raised ``UnicodeEncodeError`` on its surrogates, or opened another name."""
+    p = os.fspath(path)
     try:
-        os.fsencode(path).decode("utf-8")
+        if isinstance(p, bytes):
+            p.decode("utf-8")
+            return True
+        return p.encode("utf-8") == os.fsencode(p)
     except UnicodeError:
         return False
-    return True
 
 
-def shown(text) -> str:
-    """``text`` (a path or a message holding one) as printable text: bytes that are not
-    UTF-8 become U+FFFD, so printing it never raises ``UnicodeEncodeError``."""
+#: the longest name :func:`safe_name` gives, in bytes: a cached copy's name adds its
+#: keys (``.XXXXXXXX`` three times, ``.parquet``), its companions theirs (``.csr.npz``,
+#: ``.ch.npz``, ``.used``) and a writer its temporary name's (``.NAME.PID.XXXXXXXX.tmp``):
+#: with a 255-byte input name the copy could not be made ("File name too long")
+SAFE_NAME_BYTES = 120
+
+
+def printable(text) -> str:
+    """``text`` (a message) as text that prints everywhere: bytes that are not UTF-8 (a
+    name's lone surrogates) become U+FFFD, so printing it never raises
+    ``UnicodeEncodeError``.  Line breaks are kept (``workflows.common.one_line`` folds
+    them); a name in a message is shown by :func:`shown`."""
     s = os.fspath(text) if isinstance(text, os.PathLike) else text
     if isinstance(s, bytes):
         return s.decode("utf-8", "replace")
@@ -39,12 +56,39 @@ def shown(text) -> str:
         return s.encode("utf-8", "replace").decode("utf-8")
 
 
+def shown(text) -> str:
+    """``text`` (a file or folder name) as printable text on one line: bytes that are not
+    UTF-8 become U+FFFD (printing it never raises ``UnicodeEncodeError``), and a name
+    with a character that does not print (a newline, a tab, a carriage return, an escape
+    sequence, U+2028) is shown quoted with Python's escapes (``'new\\nline.gr'``): it
+    was printed raw, which broke an error's one line in two (or folded the newline into
+    a space: another file's name) and let a name's escape sequences drive the terminal.
+    Idempotent: what it returns is shown as it is."""
+    s = printable(text)
+    if s.isprintable():
+        return s
+    return repr(s)
+
+
 def safe_name(name) -> str:
-    """A file name derived from ``name`` that is valid UTF-8: ``name`` itself when it is,
-    else ``input-`` and the first 8 hex digits of the SHA-256 of its bytes."""
-    if is_utf8(name):
+    """A file name derived from ``name`` that is valid UTF-8 and short enough to take
+    suffixes: ``name`` itself when it is both (at most :data:`SAFE_NAME_BYTES` bytes),
+    else ``input-`` and the first 8 hex digits of the SHA-256 of its bytes (a long UTF-8
+    name keeps its first 80 bytes before them: ``LONG-NAME...-input-XXXXXXXX``)."""
+    raw = os.fsencode(name)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeError:
+        text = None
+    if text is not None and len(raw) <= SAFE_NAME_BYTES:
         return os.fsdecode(name)
-    return "input-" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
+    tag = "input-" + hashlib.sha256(raw).hexdigest()[:8]
+    if text is None:
+        return tag
+    head = raw[:80].decode("utf-8", "ignore").encode("utf-8")  # whole characters only
+    # (as the file system's name: under an ASCII file-system encoding a str of these
+    # characters could not be encoded back)
+    return os.fsdecode(head + b"...-" + tag.encode("ascii"))
 
 
 def refuse_pipe(path, why: str, display=None) -> None:
@@ -80,8 +124,14 @@ def arrow_file(path, mode: str = "rb"):
     p = os.fspath(path)
     if mode == "rb":
         refuse_pipe(p, "a Parquet file is read from its end (its footer) first")
-    if is_utf8(p):
-        yield os.fsdecode(p)
+    try:
+        # the name's own bytes as pyarrow will encode them again, whatever Python's
+        # file-system encoding (os.fsdecode gives surrogates for them under an ASCII one)
+        name = os.fsencode(p).decode("utf-8")
+    except UnicodeError:
+        name = None
+    if name is not None:
+        yield name
         return
     if mode not in ("rb", "wb"):
         raise ValueError(f"mode {mode!r}: 'rb' or 'wb'")

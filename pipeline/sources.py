@@ -21,6 +21,7 @@ import numpy as np
 # the batching order lives with the kernels it serves
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.order import locality_order
+from gpu_sssp.pipeline.fsnames import shown as _fs_shown
 
 log = logging.getLogger(__name__)
 
@@ -652,7 +653,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         how = {"kind": "list"}
     elif chosen == ["file"]:
         file_ids = read_source_file(sources_file, graph)
-        idx = graph.to_index(file_ids, what=f"source in {sources_file}")
+        idx = graph.to_index(file_ids, what=f"source in {_fs_shown(sources_file)}")
         how = {"kind": "file", "file": str(sources_file)}
     else:
         k = check_draw_count(random, graph.n, "--random K")

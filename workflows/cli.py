@@ -135,8 +135,29 @@ class _PrintVersion(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (every subcommand's too: ``add_parser`` makes one of its
+    parent's class) whose usage error says how to give a file whose name starts with a
+    minus: ``sssp solve -g.gr -s 1`` ended with "the following arguments are required:
+    graph", the file taken for an unknown option."""
+
+    #: the command line being parsed (set by :func:`main`)
+    argv: tuple = ()
+
+    def error(self, message):
+        from gpu_sssp.pipeline.fsnames import shown
+
+        dashed = [a for a in _Parser.argv if isinstance(a, str) and a.startswith("-") and a not in ("-", "--")
+                  and a.split("=", 1)[0] not in self._option_string_actions and os.path.lexists(a)]
+        if dashed:
+            name = shown(dashed[0])
+            message = (f"{message} ({name} is a file, read as an option: give it as ./{name}, or after --, "
+                       f"e.g. {self.prog if ' ' in self.prog else self.prog + ' COMMAND'} ... -- {name})")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sssp",
         description="Batched single-source shortest paths on GPUs (CUDA kernels, Dask, Arrow/Parquet).",
         epilog=EXIT_CODES,
@@ -189,7 +210,54 @@ def _quiet_lost_scheduler(record: logging.LogRecord) -> bool:
     return not isinstance(exc, (CommClosedError, ConnectionError, OSError))
 
 
+@contextlib.contextmanager
+def _stdout_never_fails_to_encode():
+    """While a command runs, a character that standard output's encoding cannot take
+    (an ASCII one: ``PYTHONUTF8=0 LC_ALL=C``, ``PYTHONIOENCODING=ascii``) is written as a
+    backslash escape, as standard error does by default: a file name beyond ASCII in a
+    table or a status line ended the command with ``UnicodeEncodeError`` (and a
+    traceback) after its work was done.  Put back afterwards."""
+    out = sys.stdout
+    errors = getattr(out, "errors", None)
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if errors not in ("strict", "surrogateescape") or encoding in ("utf8", "utf8sig") \
+            or not hasattr(out, "reconfigure"):
+        yield
+        return
+    try:
+        out.reconfigure(errors="backslashreplace")
+    except (ValueError, OSError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            out.reconfigure(errors=errors)
+
+
 def main(argv=None) -> int:
+    with _stdout_never_fails_to_encode():
+        return _main(argv)
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Our log lines on one line each: a line break in a message (a file name that holds
+    one: "could not write CSR cache new<LF>line.parquet...") is written escaped (``\\n``),
+    and bytes of a name that are not UTF-8 as U+FFFD; a traceback (``-v`` with an
+    exception) keeps its lines."""
+
+    def formatMessage(self, record):
+        from gpu_sssp.pipeline.fsnames import printable
+
+        text = printable(record.message)
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        record.message = text
+        return super().formatMessage(record)
+
+
+def _main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
             parser = build_parser()  # imports every subcommand (rich, NumPy, ...): not instant
@@ -197,10 +265,11 @@ def main(argv=None) -> int:
         return _interrupted(str(exc), 128 + exc.signum)
     except KeyboardInterrupt:
         return _interrupted()
+    _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
     # our own loggers only: Dask's loggers keep their own configuration, quieted
     # unless -vv asks for everything
     for name in ("gpu_sssp",):

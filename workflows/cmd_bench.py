@@ -203,14 +203,17 @@ def _check_later_graphs(graphs, opts: dict) -> None:
 
 
 def _plain_label(path: Path) -> str:
+    """A raw input's label: its name without compression, ``.tar`` and format suffixes,
+    in any case (``g.gr.XZ`` was labelled ``g.gr``); never empty (a file named ``.gr``
+    was labelled '', a heading of nothing in summary.md): such a name stays whole."""
     name = path.name
     for suf in (".gz", ".xz", ".bz2", ".zst", ".zstd", ".lzma"):
-        if name.endswith(suf):
+        if name.lower().endswith(suf):
             name = name[: -len(suf)]
             break
-    if name.endswith(".tar"):
+    if name.lower().endswith(".tar"):
         name = name[:-4]
-    return name.rsplit(".", 1)[0] if "." in name else name
+    return (name.rsplit(".", 1)[0] if "." in name else name) or name or path.name
 
 
 def _check_out_writable(out: Path) -> None:
@@ -277,7 +280,7 @@ def run(args) -> int:
     settings.check()  # before any graph is read (run_benchmark checks them too)
     for raw in args.graphs:  # fail early on a missing file, before hours of timing
         if not Path(raw).exists():
-            raise FileNotFoundError(f"{raw}: no such file")
+            raise FileNotFoundError(f"{shown(raw)}: no such file")
     opts = graph_options(args)
     _check_later_graphs(args.graphs, opts)
     # the first graph before --out gets its partial rows: a refused first input left a

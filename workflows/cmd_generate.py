@@ -138,5 +138,7 @@ def run(args) -> int:
     with no_new_folders_on_failure(args.output):  # (the writer makes its folders when it opens)
         meta = generate(args.family, Path(args.output), **kw)
     if not args.quiet:
-        Console().print(summary_table(meta, args.output, time.perf_counter() - t0))
+        # plain text: the table's title names the output, whose "[/bold]" (a folder "x[/bold]y")
+        # Rich read as markup (MarkupError after the file was written)
+        Console(markup=False).print(summary_table(meta, args.output, time.perf_counter() - t0))
     return 0

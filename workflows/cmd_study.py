@@ -18,7 +18,10 @@ from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
 
-console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
+# status lines stay whole in logs and pipes; plain text (no Rich markup): file names and the
+# notes that name them are printed as they are ("g[bold]x.gr" was shown as "gx.gr", and a
+# folder "x[/bold]y" stopped the command with Rich's MarkupError after its work was done)
+console = Console(soft_wrap=True, markup=False)
 
 
 def parse_bytes(text: str) -> int:
@@ -275,13 +278,14 @@ def run(args) -> int:
             raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
         where = Path(args.report)
         if where.is_dir():
-            raise StudyError(f"--report {where}: is a directory; give an HTML file name (e.g. {where / 'report.html'})")
+            raise StudyError(f"--report {shown(where)}: is a directory; give an HTML file name "
+                             f"(e.g. {shown(where / 'report.html')})")
         if not where.parent.is_dir():
-            raise StudyError(f"--report {where}: no folder {where.parent} to write it in")
+            raise StudyError(f"--report {shown(where)}: no folder {shown(where.parent)} to write it in")
         # a folder that takes no file (/proc, read-only): refused now, not after the study
         from gpu_sssp.workflows.common import refuse_unwritable_folder
 
-        refuse_unwritable_folder(where.parent, f"--report {where}")
+        refuse_unwritable_folder(where.parent, f"--report {shown(where)}")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
     if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
@@ -431,10 +435,10 @@ def run(args) -> int:
             # cluster closes), or before a resume's run began: nothing to resume; 128 +
             # the signal all the same
             if state.get("started"):
-                print_error(f"the study in {args.out} is complete (summary.json)",
+                print_error(f"the study in {shown(args.out)} is complete (summary.json)",
                             label="stopped while closing the cluster")
             else:
-                print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; "
+                print_error(f"the study in {shown(args.out)} is complete (summary.json), nothing to resume; "
                             + before.format("was stopped"), label="stopped")
             return 128 + int(getattr(exc, "signum", 2))
         if complete and isinstance(exc, Exception):
@@ -450,7 +454,7 @@ def run(args) -> int:
                 what = "what failed came after it"
             else:
                 what = before.format("failed")
-            print_error(f"the study in {args.out} is complete (summary.json), nothing to resume; {what}",
+            print_error(f"the study in {shown(args.out)} is complete (summary.json), nothing to resume; {what}",
                         label="note")
             raise
         if "study" in state and not isinstance(exc, StudyError):
@@ -472,14 +476,14 @@ def run(args) -> int:
                 # an attached cluster outlives the client: its running tasks go on writing
                 more += ("; tasks still running on the attached cluster may write more batches "
                          "(--resume keeps the complete ones)")
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {args.out}{more}; {then}",
+            print_error(f"{len(study.done)} finished batch(es) are recorded in {shown(args.out)}{more}; {then}",
                         label="note")
         raise
     progress.stop()
     console.print(summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
-    out = shown(args.out)
-    folders = ([f"{out}/matrix/", "targets.parquet"] if "targets" in summary
-               else [f"{out}/{d}/" for d in state["plan"].distance_folders])
-    console.print(f"wrote {''.join(f + ', ' for f in folders)}{out}/stats/ ({summary['sources_solved']:,} rows), "
+    folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
+               else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])
+    stats = shown(f"{args.out}/stats/")  # (a name with a line break is quoted, escaped)
+    console.print(f"wrote {''.join(f + ', ' for f in folders)}{stats} ({summary['sources_solved']:,} rows), "
                   "manifest.json, summary.json" + (f"; report {shown(args.report)}" if args.report else ""))
     return 0

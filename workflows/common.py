@@ -22,10 +22,11 @@ _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 def one_line(text) -> str:
     """``text`` with its line breaks folded into spaces: an error is one line.  A file
     name that is not valid UTF-8 in it shows U+FFFD for its odd bytes (it never makes
-    printing fail)."""
-    from gpu_sssp.pipeline.fsnames import shown
+    printing fail); a name with a line break is escaped where the message names it
+    (``pipeline.fsnames.shown``), not here, where it cannot be told from the text."""
+    from gpu_sssp.pipeline.fsnames import printable
 
-    return _BREAKS.sub(" ", shown(str(text))).strip()
+    return _BREAKS.sub(" ", printable(str(text))).strip()
 
 
 def print_error(message, *, label: str = "error", file=None) -> None:
@@ -74,6 +75,7 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     ``pipeline.writers.refuse_input_as_output``, which ``pipeline.ingest.ingest`` applies
     itself); an empty name or one that ends with ``/`` (a folder); and, with
     ``caches_of`` (the graph), the names of that Parquet graph's cache files beside it."""
+    from gpu_sssp.pipeline.fsnames import shown
     from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
 
     import os
@@ -86,11 +88,11 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     refuse_empty_names((option, out))
     if str(out).endswith(("/", os.sep)) and not os.path.isdir(out):
         # Path() drops the trailing slash: "-o results/" wrote a file named "results"
-        raise UsageError(f"{option} {out}: names a folder (it ends with '/'); give a file name "
-                         f"(e.g. {Path(out) / example})")
+        raise UsageError(f"{option} {shown(out)}: names a folder (it ends with '/'); give a file name "
+                         f"(e.g. {shown(Path(out) / example)})")
     out = Path(out)
     if out.is_dir():
-        raise UsageError(f"{option} {out}: is a directory; give a file name (e.g. {out / example})")
+        raise UsageError(f"{option} {shown(out)}: is a directory; give a file name (e.g. {shown(out / example)})")
     try:
         mode = os.stat(out).st_mode
     except OSError:  # missing (the usual case), or below a file: refused next
@@ -98,9 +100,10 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     if mode is not None and not stat.S_ISREG(mode):
         # the output is renamed over its name when complete: that would replace a device
         # (as root, -o /dev/null replaced /dev/null by a regular file), a FIFO or a socket
-        raise UsageError(f"{option} {out}: not a regular file (a device, FIFO or socket); the output is "
+        raise UsageError(f"{option} {shown(out)}: not a regular file (a device, FIFO or socket); the output is "
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
+    refuse_name_too_long(out, option)
     refuse_input_as_output(out, inputs, label=option)
     if caches_of is not None and _is_parquet(caches_of):
         # <graph>.csr.npz, <graph>.ch.npz beside a Parquet graph (pipeline.graph,
@@ -109,9 +112,50 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
         path = Path(caches_of)
         if (out.name.startswith(path.name + ".") and out.name.endswith(".npz")
                 and os.path.abspath(out.parent) == os.path.abspath(path.parent)):
-            raise UsageError(f"{option} {out}: is where {path.name}'s cache files go (its CSR, its hierarchy), "
+            raise UsageError(f"{option} {shown(out)}: is where {shown(path.name)}'s cache files go (its CSR, its hierarchy), "
                              "which the next run would write over it; give another output name")
-    refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {out}")
+    refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {shown(out)}")
+
+
+#: what a writer adds to an output's name for its temporary file beside it, at most:
+#: ``.NAME.PID.XXXXXXXX.tmp`` (``pipeline.ingest._sink``; a 7-digit pid) and
+#: ``.NAME.tmp-<12 hex>`` (``pipeline.writers``)
+TEMPORARY_NAME_EXTRA = 22
+
+
+def refuse_name_too_long(out, option: str = "-o") -> None:
+    """Refuse, before any input is read, an output file whose name is legal but leaves
+    no room for the temporary name it is written under (its folder's name limit, 255
+    bytes on most file systems, less :data:`TEMPORARY_NAME_EXTRA`): the command failed
+    after its work, naming the temporary file ("[Errno 36] Failed stat()ing path
+    '.NAME.17993.acadc34f.tmp'")."""
+    import os
+
+    from gpu_sssp.pipeline.fsnames import shown
+
+    out = Path(out)
+    size = len(os.fsencode(out.name))
+    folder = out.parent if str(out.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        limit = int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        limit = 255
+    if limit > 0 and size + TEMPORARY_NAME_EXTRA > limit:
+        raise UsageError(f"{option} {shown(out)}: a file name of {size:,} bytes; it is written under a temporary "
+                         f"name {TEMPORARY_NAME_EXTRA} bytes longer, beyond the folder's {limit}-byte limit: give "
+                         f"a name of at most {limit - TEMPORARY_NAME_EXTRA} bytes")
+    # the whole path too (PATH_MAX, 4096 bytes on Linux; pyarrow opens it made absolute)
+    whole = len(os.fsencode(os.path.abspath(out)))
+    try:
+        path_limit = int(os.pathconf(folder, "PC_PATH_MAX"))
+    except (OSError, ValueError, AttributeError):
+        path_limit = 4096
+    if path_limit > 0 and whole + TEMPORARY_NAME_EXTRA >= path_limit:
+        raise UsageError(f"{option} {shown(out)}: a path of {whole:,} bytes; it is written under a temporary name "
+                         f"{TEMPORARY_NAME_EXTRA} bytes longer, beyond the system's {path_limit}-byte limit on a "
+                         "path: give a shorter one")
 
 
 def _is_parquet(path) -> bool:
@@ -197,10 +241,12 @@ def graph_options(args) -> dict:
 
 def checked_graph_options(args) -> dict:
     """The ingest options of the command line, refused for an ingested Parquet file."""
+    from gpu_sssp.pipeline.fsnames import shown
+
     opts = graph_options(args)
     path = Path(args.graph)
     if path.suffix == ".parquet" and opts:
-        raise OptionError(f"{path}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
+        raise OptionError(f"{shown(path)}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
                         "not to an ingested Parquet file")
     return opts
 
@@ -223,10 +269,11 @@ def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     if ids:
         chunks.append(graph.to_index(list(ids), what="source"))
     if sources_file:  # the rule of every sources file (study's, matrix's and targets files' too)
+        from gpu_sssp.pipeline.fsnames import shown
         from gpu_sssp.pipeline.sources import read_source_file
 
         file_ids = read_source_file(sources_file, graph)
-        chunks.append(graph.to_index(file_ids, what=f"source in {sources_file}"))
+        chunks.append(graph.to_index(file_ids, what=f"source in {shown(sources_file)}"))
     if not chunks:
         raise UsageError("no sources: give --source ID (repeatable) or --sources-file F.ss")
     return np.concatenate(chunks)

@@ -86,7 +86,7 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     write_parquet_atomic(table, target, metadata=meta)
     written = read_parquet(target)
     if written.fingerprint != graph.fingerprint:  # should not happen: CSR round trip
-        raise RuntimeError(f"{target}: rewritten graph differs from the input (fingerprint)")
+        raise RuntimeError(f"{_fs.shown(target)}: rewritten graph differs from the input (fingerprint)")
     return os.fspath(target.resolve())
 
 
@@ -119,7 +119,7 @@ def _same_graph_file(graph, target: Path, *, ours: bool | None = None) -> bool:
     if not ours:
         # a folder holding only a graph.parquet is taken as empty (a run stopped
         # before its manifest leaves one): one that is not a study's is the user's
-        raise StudyError(f"{target}: a different graph, not written by sssp study; not replaced "
+        raise StudyError(f"{_fs.shown(target)}: a different graph, not written by sssp study; not replaced "
                          "(move it, or choose another --out)")
     return False
 
@@ -170,7 +170,7 @@ class FolderLock:
                 fh.seek(0)
                 holder = " ".join(fh.read().split()) or "holder unknown"
                 fh.close()
-                raise StudyError(f"{self.path.parent} is in use by another study run ({holder}); "
+                raise StudyError(f"{_fs.shown(self.path.parent)} is in use by another study run ({holder}); "
                                  "wait for it to end (or stop it), then --resume") from None
             # the file may have been removed by its last holder (see release) between
             # our open and our lock: then this lock guards nothing; take the new file's
@@ -371,7 +371,7 @@ class Study:
         self.journal = Journal(self.out / JOURNAL)
         self.manifest: dict = {}
         if self.out.exists() and not self.out.is_dir():
-            raise StudyError(f"{self.out}: exists and is not a folder")
+            raise StudyError(f"{_fs.shown(self.out)}: exists and is not a folder")
         refuse_file_as_folder(self.out, "out")  # below a file: the OS's "Not a directory" named neither
         self._created = not self.out.exists()
         # one run per folder: the checks and the journal read below are under the lock
@@ -432,15 +432,15 @@ class Study:
         out = self.out
         mpath = out / MANIFEST
         if out.exists() and not out.is_dir():
-            raise StudyError(f"{out}: exists and is not a folder")
+            raise StudyError(f"{_fs.shown(out)}: exists and is not a folder")
         if mpath.exists():
             try:
                 old = json.loads(mpath.read_text())
             except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise StudyError(f"{mpath}: unreadable study manifest ({exc}); remove the folder or choose another --out") from None
+                raise StudyError(f"{_fs.shown(mpath)}: unreadable study manifest ({exc}); remove the folder or choose another --out") from None
             if not isinstance(old, dict) or not all(isinstance(old.get(k, {}), dict)
                                                     for k in ("identity", "graph", "sources")):
-                raise StudyError(f"{mpath}: unreadable study manifest (JSON, but not a study's manifest); remove "
+                raise StudyError(f"{_fs.shown(mpath)}: unreadable study manifest (JSON, but not a study's manifest); remove "
                                  "the folder or choose another --out")
             if not resume:
                 raise StudyError(
@@ -458,14 +458,14 @@ class Study:
             # study's targets, the layout of batches for several workers)
             diff = identity_difference(theirs, self.plan.identity)
             if diff:
-                raise StudyError(f"{out} holds a different study, cannot resume "
+                raise StudyError(f"{_fs.shown(out)} holds a different study, cannot resume "
                                  f"({_explain_difference(diff, old, self.plan, batch_given=batch_given)})")
             self.manifest = old
         elif out.exists() and any(p.name not in (GRAPH_FILE,) and not p.name.startswith(".")
                                   for p in out.iterdir()):
             if resume:
-                raise StudyError(f"{out}: no study to resume here (no {MANIFEST})")
-            raise StudyError(f"{out}: folder is not empty and holds no study; choose another --out")
+                raise StudyError(f"{_fs.shown(out)}: no study to resume here (no {MANIFEST})")
+            raise StudyError(f"{_fs.shown(out)}: folder is not empty and holds no study; choose another --out")
 
     def _foreign_files(self) -> list[Path]:
         """Files in the study's batch folders that are no batch file of this study (a file
@@ -486,8 +486,8 @@ class Study:
     def _foreign_error(self, found: list[Path]) -> StudyError:
         sub = found[0].parent
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        return StudyError(f"{found[0]}{more}: not a batch file of this study ({len(self.plan.batches)} batches, "
-                          f"{batch_name(0)} to {batch_name(len(self.plan.batches) - 1)}); a reader of {sub} "
+        return StudyError(f"{_fs.shown(found[0])}{more}: not a batch file of this study ({len(self.plan.batches)} batches, "
+                          f"{batch_name(0)} to {batch_name(len(self.plan.batches) - 1)}); a reader of {_fs.shown(sub)} "
                           "would take its rows for the study's: move it out of the folder, then --resume")
 
     def _refuse_foreign_files(self) -> None:
@@ -495,7 +495,7 @@ class Study:
         or where a batch folder is a file (no batch could be written there)."""
         for sub in self.plan.batch_folders:
             if (self.out / sub).exists() and not (self.out / sub).is_dir():
-                raise StudyError(f"{self.out / sub}: a file, where the study keeps its {sub} batch files; move it "
+                raise StudyError(f"{_fs.shown(self.out / sub)}: a file, where the study keeps its {sub} batch files; move it "
                                  "out of the folder, then --resume")
         found = self._foreign_files()
         if found:
@@ -869,7 +869,7 @@ class Study:
 
     def removed_error(self) -> StudyError:
         """The one line for a folder removed during the run (:meth:`removed`)."""
-        return StudyError(f"{self.out}: the study folder was removed during the run ({MANIFEST} is gone); "
+        return StudyError(f"{_fs.shown(self.out)}: the study folder was removed during the run ({MANIFEST} is gone); "
                           "nothing more is recorded there: remove what is left of it and start the study again")
 
     def record_many(self, metas: list[dict]) -> None:
@@ -929,7 +929,7 @@ class Study:
         foreign = self._foreign_files()
         if wrong is not None or foreign:  # never a summary of other sources than the study's
             exc = (self._foreign_error(foreign) if wrong is None else
-                   StudyError(f"{self.out / 'stats' / batch_name(wrong)}: holds other sources than batch {wrong}'s "
+                   StudyError(f"{_fs.shown(self.out / 'stats' / batch_name(wrong))}: holds other sources than batch {wrong}'s "
                               "(the file was replaced during the run); --resume solves it again"))
             self.stop(exc, batch=wrong)
             raise exc
