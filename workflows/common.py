@@ -117,24 +117,22 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {shown(out)}")
 
 
-#: what a writer adds to an output's name for its temporary file beside it, at most:
-#: ``.NAME.PID.XXXXXXXX.tmp`` (``pipeline.ingest._sink``; a 7-digit pid) and
-#: ``.NAME.tmp-<12 hex>`` (``pipeline.writers``)
-TEMPORARY_NAME_EXTRA = 22
-
-
 def refuse_name_too_long(out, option: str = "-o") -> None:
-    """Refuse, before any input is read, an output file whose name is legal but leaves
-    no room for the temporary name it is written under (its folder's name limit, 255
-    bytes on most file systems, less :data:`TEMPORARY_NAME_EXTRA`): the command failed
-    after its work, naming the temporary file ("[Errno 36] Failed stat()ing path
-    '.NAME.17993.acadc34f.tmp'")."""
+    """Refuse, before any input is read, an output file whose temporary name (the one
+    it is written under, ``pipeline.writers.owned_temp_for``: the name, or its start and
+    a digest where the name is long, plus ``.PID.XXXXXXXX.tmp``) does not fit its
+    folder's name limit or the system's path limit: the command failed after its work,
+    naming the temporary file ("[Errno 36] Failed stat()ing path
+    '.NAME.17993.acadc34f.tmp'").  A name of up to 255 bytes fits on most file
+    systems (the temporary is shortened)."""
     import os
 
     from gpu_sssp.pipeline.fsnames import shown
+    from gpu_sssp.pipeline.writers import owned_temp_for
 
     out = Path(out)
-    size = len(os.fsencode(out.name))
+    tmp = owned_temp_for(out)
+    size = len(os.fsencode(tmp.name))
     folder = out.parent if str(out.parent) else Path(".")
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -142,20 +140,19 @@ def refuse_name_too_long(out, option: str = "-o") -> None:
         limit = int(os.pathconf(folder, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):
         limit = 255
-    if limit > 0 and size + TEMPORARY_NAME_EXTRA > limit:
-        raise UsageError(f"{option} {shown(out)}: a file name of {size:,} bytes; it is written under a temporary "
-                         f"name {TEMPORARY_NAME_EXTRA} bytes longer, beyond the folder's {limit}-byte limit: give "
-                         f"a name of at most {limit - TEMPORARY_NAME_EXTRA} bytes")
+    if limit > 0 and size > limit:
+        raise UsageError(f"{option} {shown(out)}: a file name of {len(os.fsencode(out.name)):,} bytes; it is written "
+                         f"under a temporary name of {size:,} bytes, beyond the folder's {limit}-byte limit: give "
+                         "a shorter name")
     # the whole path too (PATH_MAX, 4096 bytes on Linux; pyarrow opens it made absolute)
-    whole = len(os.fsencode(os.path.abspath(out)))
+    whole = len(os.fsencode(os.path.abspath(tmp)))
     try:
         path_limit = int(os.pathconf(folder, "PC_PATH_MAX"))
     except (OSError, ValueError, AttributeError):
         path_limit = 4096
-    if path_limit > 0 and whole + TEMPORARY_NAME_EXTRA >= path_limit:
-        raise UsageError(f"{option} {shown(out)}: a path of {whole:,} bytes; it is written under a temporary name "
-                         f"{TEMPORARY_NAME_EXTRA} bytes longer, beyond the system's {path_limit}-byte limit on a "
-                         "path: give a shorter one")
+    if path_limit > 0 and whole >= path_limit:
+        raise UsageError(f"{option} {shown(out)}: it is written under a temporary path of {whole:,} bytes, beyond "
+                         f"the system's {path_limit}-byte limit on a path: give a shorter one")
 
 
 def _is_parquet(path) -> bool:
