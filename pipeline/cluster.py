@@ -913,7 +913,9 @@ def read_scheduler_file(path) -> str:
         A folder, a file that is not such JSON, or whose address is none a client can
         connect to (``--scheduler-file FILE: ...``, one line).
     """
-    shown = os.fspath(path)
+    from gpu_sssp.pipeline.fsnames import shown as _shown
+
+    shown = _shown(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{shown}: no such scheduler file")
     if os.path.isdir(path):

@@ -56,6 +56,12 @@ def printable(text) -> str:
         return s.encode("utf-8", "replace").decode("utf-8")
 
 
+def is_parquet_name(path) -> bool:
+    """Whether ``path``'s name says Parquet: it ends in ``.parquet``, any case
+    (``g.Parquet`` too, and a file named ``.parquet``, whose ``Path.suffix`` is empty)."""
+    return os.fsdecode(os.path.basename(os.fspath(path))).lower().endswith(".parquet")
+
+
 def shown(text) -> str:
     """``text`` (a file or folder name) as printable text on one line: bytes that are not
     UTF-8 become U+FFFD (printing it never raises ``UnicodeEncodeError``), and a name

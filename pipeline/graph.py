@@ -29,7 +29,7 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import arrow_file, safe_name, shown
+from gpu_sssp.pipeline.fsnames import arrow_file, is_parquet_name, safe_name, shown
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
 # depth in interpreter-wide state: ast.literal_eval, which np.load uses to parse each .npy header,
@@ -450,11 +450,11 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(f"{shown(path)}: no such file")
     from gpu_sssp.pipeline import ingest as _ingest
 
     _check_ingest_options(path, ingest_options, _ingest.ingest)
-    if path.suffix == ".parquet":
+    if is_parquet_name(path):
         return read_parquet(path)
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
@@ -509,7 +509,7 @@ def _check_ingest_options(path: Path, options: dict, ingest) -> None:
         if name not in takes:
             raise OptionError(f"load_graph: unknown option {name!r}; it takes cache_dir and the ingest options "
                               f"{', '.join(takes)}")
-    if path.suffix == ".parquet":
+    if is_parquet_name(path):
         given = sorted(name for name, value in options.items() if value is not None and value is not False)
         if given:
             raise OptionError(f"{shown(path)}: {', '.join(f'{n}=' for n in given)} apply to raw inputs, not to an "

@@ -21,7 +21,7 @@ import numpy as np
 # the batching order lives with the kernels it serves
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.kernels.order import locality_order
-from gpu_sssp.pipeline.fsnames import shown as _fs_shown
+from gpu_sssp.pipeline.fsnames import is_parquet_name, shown as _fs_shown
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
             raise InputError(display, line_of(i), f"{where}{what} {int(ids[i])} is not a vertex of {graph.name} "
                              f"(its ids run {lo}..{hi})")
 
-    if path.suffix.lower() == ".parquet":  # an ingested .ss file, or a matrix study's targets.parquet
+    if is_parquet_name(path):  # an ingested .ss file, or a matrix study's targets.parquet
         ids, column, rows = _read_id_table(path, what, graph)
         check(ids, lambda i: None, str(path), lambda i: f"row {int(rows[i]) + 1:,} of its '{column}' column")
         header, display = None, str(path)

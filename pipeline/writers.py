@@ -47,6 +47,12 @@ STATS_COMPRESSION = "lz4"
 STATS_STATISTICS = ("source",)
 
 
+def _shown(path) -> str:
+    from gpu_sssp.pipeline.fsnames import shown
+
+    return shown(path)
+
+
 def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
     """Refuse an output file that is one of ``inputs``: the same file by name, through a
     symbolic link or as a hard link (``os.path.samefile``).  Under the input's own name
@@ -67,7 +73,7 @@ def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
         except OSError:  # unreadable: not known to be the same file
             same = False
         if same:
-            raise UsageError(f"{label} {out}: is the input file {path}; give another output name")
+            raise UsageError(f"{label} {_shown(out)}: is the input file {_shown(path)}; give another output name")
 
 
 def check_output_dir(out, *, option: str = "--out") -> None:
@@ -76,7 +82,7 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     directory")."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{option} {out}: is a file, not a folder; give a folder name")
+        raise UsageError(f"{option} {_shown(out)}: is a file, not a folder; give a folder name")
     refuse_file_as_folder(out, option)
 
 
@@ -92,7 +98,7 @@ def refuse_file_as_folder(out, option: str) -> None:
         except OSError:  # unreadable: the write says why
             return
         if not parent.is_dir():
-            raise UsageError(f"{option} {out}: {parent} is a file, not a folder")
+            raise UsageError(f"{option} {_shown(out)}: {_shown(parent)} is a file, not a folder")
         return
 
 

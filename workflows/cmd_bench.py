@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
-from gpu_sssp.pipeline.fsnames import shown
+from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
 from gpu_sssp.workflows.common import INPUT_FORMATS, graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
@@ -172,8 +172,8 @@ def _load_graph(raw: str, opts: dict, names: set):
 
     path = Path(raw)
     t0 = time.perf_counter()
-    g = load_graph(path) if path.suffix == ".parquet" else load_graph(path, **opts)
-    label = shown(path.stem if path.suffix == ".parquet" else _plain_label(path))  # printable
+    g = load_graph(path) if is_parquet_name(path) else load_graph(path, **opts)
+    label = shown(path.name[:-len(".parquet")] if is_parquet_name(path) else _plain_label(path))  # printable
     base, i = label, 2
     while label in names:
         label, i = f"{base}-{i}", i + 1
@@ -195,7 +195,7 @@ def _check_later_graphs(graphs, opts: dict) -> None:
 
     for raw in list(graphs)[1:]:
         path = Path(raw)
-        if path.suffix == ".parquet":
+        if is_parquet_name(path):
             check_parquet(path)
         else:
             console.print(f"reading {escape(shown(path))} ahead (ingested once into its cache)", highlight=False)

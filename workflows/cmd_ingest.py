@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import count_value
@@ -92,7 +93,7 @@ def default_output(path: Path) -> Path:
 
 
 def summary_table(meta: dict, out, seconds: float | None = None, size: int | None = None) -> Table:
-    t = Table(title=shown(f"{meta.get('source_file') or meta.get('format')} -> {out}"), show_header=False,
+    t = Table(title=Text(shown(f"{meta.get('source_file') or meta.get('format')} -> {out}")), show_header=False,
               title_justify="left")
     t.add_column("key", style="bold")
     t.add_column("value")

@@ -13,7 +13,7 @@ from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
                                       load_graph_from_args, refuse_empty_names, repeated_note, sources_from_args)
 
-console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
+console = Console(soft_wrap=True, markup=False)  # status lines stay whole in logs and pipes; names are not markup
 
 #: cells (source, vertex) of the distance table built and written at a time by -o
 PART_CELLS = 1 << 22

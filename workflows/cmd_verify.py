@@ -155,7 +155,7 @@ def run(args) -> int:
         _hierarchy_from_cache(graph)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
     ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
-    table = Table(title=f"verify {graph.name} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
+    table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
     failures = checked = 0

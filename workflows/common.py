@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.pipeline.fsnames import is_parquet_name
 
 # `sssp ingest --format`'s choices (pipeline.ingest._formats.FORMATS): the commands that
 # take a raw input refuse any other name as a usage error, before anything is read
@@ -242,7 +243,7 @@ def checked_graph_options(args) -> dict:
 
     opts = graph_options(args)
     path = Path(args.graph)
-    if path.suffix == ".parquet" and opts:
+    if is_parquet_name(path) and opts:
         raise OptionError(f"{shown(path)}: --format/--weights/--undirected/--zero-based apply to raw inputs, "
                         "not to an ingested Parquet file")
     return opts

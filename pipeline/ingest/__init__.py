@@ -33,6 +33,7 @@ from ._records import _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import ChangedWhileRead, LineCursor, Source, TruncatedInput, peek_text, strip_compression
+from ..fsnames import is_parquet_name
 
 __all__ = ["ingest", "read_meta", "parse_weights_spec", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
@@ -414,7 +415,7 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
     from ..sources import _read_id_text  # the reader of every sources and targets file
 
     path = Path(path)
-    if path.suffix.lower() == ".parquet":
+    if is_parquet_name(path):
         from ..fsnames import read_table  # any file name
 
         ids = read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)

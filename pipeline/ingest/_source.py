@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
-from ..fsnames import refuse_pipe
+from ..fsnames import is_parquet_name, refuse_pipe
 from ._records import NumberTooLarge, lone_cr_note
 
 try:  # optional: .zst inputs
@@ -665,7 +665,7 @@ class Source:
         if magic[:4] == b"PAR1":
             # a Parquet file under another name was read as text: "non-numeric source id
             # 'PAR1\x15...'" (an edge list's first line, or a sources file's)
-            if self.path.name.lower().endswith(".parquet"):
+            if is_parquet_name(self.path):
                 # (`sssp ingest g.parquet`: told to rename it to end in .parquet, as it did)
                 tail = (" (`sssp ingest` converts text formats; a Parquet edge list is given to solve, study, "
                         "bench and verify as it is)") if what == "a graph file" else ""

@@ -14,6 +14,7 @@ from gpu_sssp.pipeline import fsnames as _fs
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
 from gpu_sssp.pipeline.study.summary import summarize
+from gpu_sssp.pipeline.fsnames import is_parquet_name
 from gpu_sssp.pipeline.study.versions import versions
 from gpu_sssp.pipeline.writers import (Journal, batch_name, fsync_file, fsync_folder, is_batch_name,
                                        refuse_file_as_folder, remove_temporaries, write_json_atomic,
@@ -69,7 +70,7 @@ def graph_parquet_path(graph, input_path, out_dir, *, shared: bool = False) -> s
     from gpu_sssp.pipeline.graph import read_parquet
 
     input_path = Path(input_path or "")
-    if input_path.suffix == ".parquet":
+    if is_parquet_name(input_path):
         return os.fspath(input_path.resolve())
     cached = _parquet_in_place(graph, shared)
     if cached is not None:
@@ -94,7 +95,7 @@ def _parquet_in_place(graph, shared: bool | None) -> Path | None:
     """The Parquet file ``graph`` was loaded from (its ingestion cache file), where the
     workers may read it in place: a local cluster (not ``shared``) and a file that exists."""
     p = getattr(graph, "path", None)
-    if not shared and p and Path(p).suffix == ".parquet" and Path(p).exists():
+    if not shared and p and is_parquet_name(p) and Path(p).exists():
         return Path(p)
     return None
 

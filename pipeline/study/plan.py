@@ -10,6 +10,7 @@ from pathlib import Path
 from gpu_sssp.kernels.memory import fmt_bytes  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
+from gpu_sssp.pipeline.fsnames import is_parquet_name
 from gpu_sssp.pipeline.sources import SourcePlan
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.writers import batch_name
@@ -365,7 +366,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     gp = Path(graph_path)
     # a Parquet input is read by the workers as it is; other inputs are written into
     # the study folder by Study.start (after the folder checks)
-    plan = StudyPlan(graph=graph, graph_path=os.fspath(gp.resolve()) if gp.suffix == ".parquet" else "",
+    plan = StudyPlan(graph=graph, graph_path=os.fspath(gp.resolve()) if is_parquet_name(gp) else "",
                      input_path=os.fspath(gp), sources=sources,
                      algorithm=algorithm, batch_size=None, outputs=outputs,
                      distance_form=distance_form, out=Path(out), distance_estimate=estimate)

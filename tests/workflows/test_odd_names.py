@@ -357,3 +357,30 @@ def test_bench_and_study_name_a_missing_graph_or_report_folder_escaped(tmp_path,
                  "--out", str(tmp_path / "s"), "--report", str(report)]) == 2
     line = _one_line(capsys.readouterr().err)
     assert "r\\nep" in line and "is a directory" in line
+
+
+@pytest.mark.parametrize("name", ["G.Parquet", "g.PARQUET", ".parquet"])
+def test_a_parquet_output_named_in_another_case_is_read_back_as_parquet(tmp_path, capsys, name):
+    """`ingest -o g.Parquet` (or a file named `.parquet`) wrote Parquet that `solve`
+    then read as a text edge list ("is a Parquet file ... only under a name ending in
+    .parquet"): one rule for a Parquet name, any case."""
+    out = tmp_path / name
+    assert main(["ingest", str(ROME), "-o", str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(out), "-s", "1"]) == 0, capsys.readouterr().err
+    assert main(["study", str(out), "--random", "3", "--cpu-workers", "1", "--no-dashboard",
+                 "--out", str(tmp_path / "s")]) == 0, capsys.readouterr().err
+
+
+def test_markup_in_output_names_of_solve_ingest_and_verify(tmp_path, capsys):
+    """Rich read `[/bold]` in a name as markup: `solve -o` and `ingest -o` wrote the file,
+    then crashed (MarkupError, exit 1); verify showed `g[bold]x` as `gx`."""
+    d = tmp_path / "x[/bold]y"
+    assert main(["ingest", str(ROME), "-o", str(d / "o.parquet")]) == 0
+    assert "x[/bold]y" in capsys.readouterr().out.replace("\n", "")  # (the title wraps)
+    assert main(["solve", str(d / "o.parquet"), "-s", "1", "-o", str(d / "d.parquet")]) == 0
+    assert (d / "d.parquet").is_file()
+    g = odd_copy(tmp_path, "g[bold]x.gr")
+    capsys.readouterr()
+    assert main(["verify", str(g), "--methods", "dijkstra", "--random", "2"]) == 0
+    assert "g[bold]x" in capsys.readouterr().out
