@@ -166,7 +166,7 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
     g.path = str(path.resolve())
     if cache:
         # the process and a random part: threads of one process may write it at once
-        tmp = cpath.with_name(cpath.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")
+        tmp = cache_temp_for(cpath)
         try:
             np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
                      key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
@@ -584,7 +584,9 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
 
     st = _stat(path)
     resolved = path.resolve()
-    ikey = _short_hash([str(resolved)])
+    # the path's bytes read as UTF-8: the same key under any locale (str() under an ASCII
+    # locale, PYTHONUTF8=0 LC_ALL=C, made another key for a name beyond ASCII: ingested again)
+    ikey = _short_hash([os.fsencode(resolved).decode("utf-8", "surrogateescape")])
     okey = _short_hash(sorted(ingest_options.items()))
     # the state of the input: an edit that keeps the size and puts the old mtime back
     # (touch -r, rsync -t, a tool that restores times) still changes the ctime, which
@@ -1040,19 +1042,40 @@ def _discard(tmp: Path) -> None:
         pass
 
 
+def _cache_temp_base(name: str) -> str:
+    """The part of a cache file's name its temporary repeats: the name, or, where the
+    temporary's name would pass 255 bytes (a graph named 208-233 bytes had caches it
+    could never write), its first bytes and a digest of the whole (``~<16 hex>``)."""
+    raw = os.fsencode(name)
+    room = 255 - len(".tmp4194304-01234567.npz")
+    if len(raw) <= room:
+        return name
+    return f"{os.fsdecode(raw[:room - 17])}~{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
+def cache_temp_for(cache_file) -> Path:
+    """The temporary name a cache file (CSR, hierarchy) is written under before its
+    rename: ``<name>.tmp<pid>-<8 hex>.npz`` beside it (the process and a random part:
+    threads of one process may write it at once; :func:`remove_dead_temps` removes one
+    whose process is gone)."""
+    cache_file = Path(cache_file)
+    return cache_file.with_name(f"{_cache_temp_base(cache_file.name)}.tmp{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")
+
+
 def remove_dead_temps(cache_file) -> None:
     """Delete the temporary files of ``cache_file`` (``<name>.tmp<pid>[-<8 hex>].npz``,
     the CSR and hierarchy caches' writers) left by processes that no longer run
     (:func:`_abandoned`): a process killed while it wrote one leaves it behind.  Never
     raises."""
     cache_file = Path(cache_file)
+    base = _cache_temp_base(cache_file.name)
     try:
-        found = list(cache_file.parent.glob(glob.escape(cache_file.name) + ".tmp*.npz"))
+        found = list(cache_file.parent.glob(glob.escape(base) + ".tmp*.npz"))
     except OSError:
         return
     for f in found:
         m = _CSR_TEMP.search(f.name)
-        if m and f.name[:m.start()] == cache_file.name and _abandoned(f, int(m["pid"])):
+        if m and f.name[:m.start()] == base and _abandoned(f, int(m["pid"])):
             try:
                 f.unlink()
                 log.debug("removed %s, left by process %s", f, m["pid"])

@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import os
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy as np
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
-from gpu_sssp.pipeline.graph import AST_RACE, _discard, remove_dead_temps
+from gpu_sssp.pipeline.graph import AST_RACE, _discard, cache_temp_for, remove_dead_temps
 from gpu_sssp.pipeline.writers import fsync_file, fsync_folder
 
 log = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ def write_cache(h: Hierarchy, graph, path) -> None:
     """
     path = Path(path)
     # the process and a random part: threads of one process may write it at once
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")
+    tmp = cache_temp_for(path)
     rec = _record(h, graph)
     try:
         np.savez(tmp, record=json.dumps(rec), **{name: getattr(h, name) for name in Hierarchy.ARRAYS})

@@ -384,3 +384,21 @@ def test_markup_in_output_names_of_solve_ingest_and_verify(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify", str(g), "--methods", "dijkstra", "--random", "2"]) == 0
     assert "g[bold]x" in capsys.readouterr().out
+
+
+def test_a_parquet_graph_with_a_long_name_writes_its_caches(tmp_path, caplog):
+    """A Parquet graph named 208-233 bytes could never write `<name>.csr.npz` (nor its
+    hierarchy): the temporary name passed 255 bytes, so the CSR was rebuilt (with a
+    WARNING) on every run."""
+    import logging
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    name = "g" * 220 + ".parquet"
+    out = tmp_path / name
+    assert main(["ingest", str(ROME), "-o", str(out), "-q"]) == 0
+    with caplog.at_level(logging.WARNING):
+        read_parquet(out)
+    assert (tmp_path / (name + ".csr.npz")).is_file(), os.listdir(tmp_path)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [p for p in os.listdir(tmp_path) if ".tmp" in p] == []
