@@ -699,6 +699,12 @@ def dask_setup(worker=None) -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         except (ValueError, OSError):  # not settable here
             pass
+    # a graph plugin that fails to load here is said by the study's client, in one line
+    # naming this worker (its traceback logged there with -v): not on the terminal the
+    # client shares with its local workers too, once per worker
+    from gpu_sssp.pipeline.plugins import load_log
+
+    load_log.setLevel(logging.CRITICAL)
 
 
 def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:
