@@ -216,14 +216,12 @@ class GraphPlugin(WorkerPlugin):
                          daemon=True).start()
 
     def wait(self, timeout: float | None = None):
-        """The loaded graph, once ``setup``'s thread is done; where it failed, a
-        :class:`WorkerGraphError` naming this worker, the file and the reason (from the
-        error itself)."""
+        """The loaded graph, once ``setup``'s thread is done (its error raised)."""
         if self._ready is None:
             return None
         self._ready.wait(timeout)
         if self._error is not None:
-            raise self.failure_error() from self._error
+            raise self._error
         return self.graph
 
     def failure(self) -> dict | None:
@@ -234,6 +232,8 @@ class GraphPlugin(WorkerPlugin):
                 "traceback": getattr(self, "_traceback", "")}
 
     def failure_error(self) -> "WorkerGraphError":
+        """The :class:`WorkerGraphError` a task of this worker raises where the load
+        failed (:func:`worker_graph`): this worker, the file and the reason."""
         f = self.failure() or {"worker": "?", "reason": "?"}
         return WorkerGraphError([(f["worker"], f["reason"])], self.path, self.hierarchy)
 
@@ -422,7 +422,12 @@ def worker_graph(fingerprint: str, path: str | None = None):
         found = _plugins(worker, fingerprint)
         for plugin in found:  # the hierarchy's plugin first: it attaches the hierarchy to the graph
             if plugin.graph is None and getattr(plugin, "_ready", None) is not None:
-                plugin.wait()  # setup's thread is loading it
+                try:
+                    plugin.wait()  # setup's thread is loading it
+                except BaseException as exc:  # its load failed: one line naming this worker and why
+                    if getattr(plugin, "_error", None) is exc:
+                        raise plugin.failure_error() from exc
+                    raise
         for plugin in found:
             if plugin.graph is not None:
                 return plugin.graph
