@@ -207,3 +207,25 @@ def test_a_plugin_of_another_gpu_sssp_version_fails_as_one_error(monkeypatch):
     assert isinstance(err, WorkerGraphError) and err.exit_code == 1
     assert "gpu-sssp 0.1.0 on this worker, the study's client has 9.9.9" in str(err), str(err)
     assert "/nowhere/g.parquet" in str(err) and err.failures == got.failures and str(err) == str(got)
+
+
+def test_on_an_attached_cluster_the_worker_set_aside_is_put_back_at_the_end(tmp_path, graph, monkeypatch):
+    """A cluster the study did not start (``client=``): the worker whose plugin failed
+    is paused on the scheduler for the study only (the note says so), and running again
+    after it, for other work."""
+    from distributed import Client, LocalCluster
+
+    import gpu_sssp as sssp
+
+    for k, v in _env(tmp_path, "parquet-one").items():
+        if k in ("PYTHONPATH", "SSSP_TEST_WORKER_FAIL", "SSSP_TEST_MARK"):
+            monkeypatch.setenv(k, v)  # the spawned workers' environment
+    notes = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        summary = sssp.study(str(graph), random=20, client=client, out=str(tmp_path / "att"), on_wait=notes.append)
+        assert summary["complete"], summary
+        (line,) = [n for n in notes if "cannot load the study's graph" in n]
+        assert line.startswith("1 of 2 worker(s)") and "goes on with the other 1 worker(s)" in line, notes
+        status = {a: str(w.get("status")) for a, w in client.scheduler_info()["workers"].items()}
+        assert sorted(status.values()) == ["running", "running"], status
