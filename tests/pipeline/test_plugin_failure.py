@@ -229,3 +229,18 @@ def test_on_an_attached_cluster_the_worker_set_aside_is_put_back_at_the_end(tmp_
         assert line.startswith("1 of 2 worker(s)") and "goes on with the other 1 worker(s)" in line, notes
         status = {a: str(w.get("status")) for a, w in client.scheduler_info()["workers"].items()}
         assert sorted(status.values()) == ["running", "running"], status
+
+
+def test_a_worker_named_0_is_named_in_the_start_checks_line(monkeypatch):
+    """The start check's line (workers of another gpu-sssp, refused before the folder is
+    made) named a local cluster's worker ``1 (tcp://...)`` but its worker 0 by its
+    address alone: the name 0 was taken for none."""
+    import gpu_sssp.pipeline.cluster as cluster
+
+    monkeypatch.setattr(cluster, "_gpu_sssp_version", lambda: "0.1.0")
+    workers = {"tcp://127.0.0.1:1": {"name": 0}, "tcp://127.0.0.1:2": {"name": 1}}
+    per = {a: {"gpu_sssp": "0.2.0"} for a in workers}
+    with pytest.raises(cluster.WorkerEnvironmentError) as got:
+        cluster._check_worker_code(per, workers)
+    assert "0 (tcp://127.0.0.1:1): gpu-sssp 0.2.0, the client 0.1.0" in str(got.value), str(got.value)
+    assert "1 (tcp://127.0.0.1:2)" in str(got.value)
