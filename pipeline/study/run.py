@@ -591,6 +591,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     ------
     StudyError
         See :class:`Study`.
+    pipeline.plugins.WorkerGraphError
+        Every worker failed to load the graph (or its hierarchy) in its graph plugin: one
+        line naming them, the file and the reason; the manifest says ``failed`` and
+        ``resume`` continues once they are fixed.  Where only some failed they are
+        paused on the scheduler for this run (told once to ``on_wait``) and the others
+        solve every batch; one that fails later (a restart) stops the run with this
+        error, naming it.
     SsspError
         A batch failed with a product error (``NegativeCycleError``, ...), raised as
         itself; the remaining tasks are cancelled, the finished ones stay recorded
@@ -1337,6 +1344,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     StudyError
         Bad options, a folder in the way or held by another run (checked before any
         cluster starts).
+    pipeline.plugins.WorkerGraphError
+        The workers cannot load the graph or its hierarchy (see :func:`run_study`).
     SsspError, Exception, KeyboardInterrupt
         A batch failed (its error raised as itself, e.g. ``NegativeCycleError``) or
         the run was interrupted; finished batches stay recorded for ``resume`` and the
