@@ -699,6 +699,12 @@ def dask_setup(worker=None) -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         except (ValueError, OSError):  # not settable here
             pass
+    # a graph plugin that fails to load here is said by the study's client, in one line
+    # naming this worker (its traceback logged there with -v): not on the terminal the
+    # client shares with its local workers too, once per worker
+    from gpu_sssp.pipeline.plugins import load_log
+
+    load_log.setLevel(logging.CRITICAL)
 
 
 def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: dict) -> ClusterHandle:
@@ -1603,7 +1609,8 @@ def _attached_check(client, backend: str, notice=None) -> tuple[dict, dict]:
             ok = _check_worker_code(rest, workers)
             if ok:
                 for addr, why in sorted(refused.items()):
-                    n = str(workers.get(addr, {}).get("name", "") or "")
+                    n = workers.get(addr, {}).get("name")
+                    n = "" if n is None else str(n)  # (a local cluster's first worker is named 0)
                     who = f"{n} ({addr})" if n and n != addr else addr
                     tell(f"worker {who} is kept paused: a study under way on the cluster refused it ({why}); "
                          "no batch goes to it, the study goes on with the other workers")
@@ -1655,7 +1662,8 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
     mine = _gpu_sssp_version()
 
     def name(addr):
-        n = str(workers.get(addr, {}).get("name", "") or "")
+        n = workers.get(addr, {}).get("name")
+        n = "" if n is None else str(n)  # (a local cluster's first worker is named 0, not "")
         return f"{n} ({addr})" if n and n != addr else addr
 
     for addr, r in sorted(per.items()):
@@ -2019,7 +2027,8 @@ def _late_gate_class():
             import logging
 
             ws = s.workers.get(addr)
-            name = str(getattr(ws, "name", "") or "")
+            name = getattr(ws, "name", None)
+            name = "" if name is None else str(name)
             # a graph plugin that failed there: the studies of that graph refused it (not
             # every study running); otherwise (gpu_sssp, its version, a failed start) all did
             by = sorted(t for t, st in self.studies.items() if plugin is not None and st["plugin"] == plugin)

@@ -18,6 +18,8 @@ import numpy as np
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from gpu_sssp.kernels.errors import SsspError
+
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -60,6 +62,60 @@ def _load(path: str, fingerprint: str):
 
 class WorkerVersionError(RuntimeError):
     """A worker whose gpu-sssp is another version than the study's client's."""
+
+
+#: the logger of a graph plugin's failure to load (its traceback): a local cluster's
+#: workers silence it (``pipeline.cluster.dask_setup``), as the study's client says it
+#: in one line and logs the traceback with ``-v``; a real cluster's workers keep it
+load_log = logging.getLogger(__name__ + ".load")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A plugin's load error as one line: ``Type: message`` (a ``MemoryError`` says that
+    the worker is out of memory for the graph)."""
+    text = " ".join(str(exc).split())
+    kind = type(exc).__name__
+    why = f"{kind}: {text}" if text else kind
+    if isinstance(exc, MemoryError):
+        why = f"out of memory for the graph ({why})"
+    return why
+
+
+class WorkerGraphError(SsspError, RuntimeError):
+    """Workers of a study that cannot load its graph (or its contraction hierarchy) in
+    their graph plugin: the file unreadable or damaged there, no memory for it, another
+    gpu-sssp.  One line naming each worker, the file and the reason, exit status 1 (the
+    study folder records the failure and resumes once the workers are fixed).
+
+    ``failures``: ``[(worker, reason), ...]``; ``path``: the graph file (and
+    ``hierarchy``: the hierarchy file, for ``phast``) the workers load; ``of``: how many
+    workers the study had."""
+
+    exit_code = 1
+
+    def __init__(self, failures, path: str = "", hierarchy: str | None = None, of: int | None = None):
+        self.failures = [(str(w), str(r)) for w, r in failures]
+        self.path = str(path or "")
+        self.hierarchy = hierarchy if isinstance(hierarchy, str) else None
+        self.of = of
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        n = len(self.failures)
+        files = self.path + (f" and its hierarchy {self.hierarchy}" if self.hierarchy else "")
+        # workers with the same reason are named together
+        by: dict = {}
+        for w, r in self.failures:
+            by.setdefault(r, []).append(w)
+        shown = "; ".join(f"{', '.join(ws[:4])}{f' and {len(ws) - 4} more' if len(ws) > 4 else ''}: {r}"
+                          for r, ws in list(by.items())[:3])
+        if len(by) > 3:
+            shown += f"; and {len(by) - 3} other reason(s)"
+        of = f" of {self.of}" if self.of else ""
+        return f"{n}{of} worker(s) cannot load the study's graph {files}: {shown}"
+
+    def __reduce__(self):
+        return (type(self), (self.failures, self.path, self.hierarchy, self.of))
 
 
 def _check_version(want: str | None) -> None:
@@ -149,6 +205,8 @@ class GraphPlugin(WorkerPlugin):
     def __getstate__(self):  # sent to the scheduler and the workers: no thread state
         state = dict(self.__dict__)
         state.update(graph=None, _ready=None, _error=None, timings={})
+        for key in ("_worker", "_traceback"):
+            state.pop(key, None)
         return state
 
     def setup(self, worker=None):
@@ -165,6 +223,19 @@ class GraphPlugin(WorkerPlugin):
         if self._error is not None:
             raise self._error
         return self.graph
+
+    def failure(self) -> dict | None:
+        """``{"worker", "reason", "traceback"}`` of a load that failed, else None."""
+        if self._error is None:
+            return None
+        return {"worker": getattr(self, "_worker", "?"), "reason": describe_failure(self._error),
+                "traceback": getattr(self, "_traceback", "")}
+
+    def failure_error(self) -> "WorkerGraphError":
+        """The :class:`WorkerGraphError` a task of this worker raises where the load
+        failed (:func:`worker_graph`): this worker, the file and the reason."""
+        f = self.failure() or {"worker": "?", "reason": "?"}
+        return WorkerGraphError([(f["worker"], f["reason"])], self.path, self.hierarchy)
 
     def _load(self, worker):
         tm = self.timings
@@ -203,9 +274,13 @@ class GraphPlugin(WorkerPlugin):
                 tm["warm_s"] = time.perf_counter() - t
             self.graph = graph
         except BaseException as exc:  # raised again by the tasks that wait (wait())
+            import traceback
+
             self._error = exc
-            log.error("graph %s could not be loaded on %s: %s", self.fingerprint,
-                      getattr(worker, "address", "?"), exc)
+            self._worker = _worker_label(worker)
+            self._traceback = "".join(traceback.format_exception(exc))
+            load_log.error("graph %s (%s) could not be loaded on %s: %s", self.fingerprint, self.path,
+                           self._worker, describe_failure(exc), exc_info=exc)
         finally:
             tm["setup_s"] = time.perf_counter() - t0
             tm["ready_at"] = time.time()
@@ -297,6 +372,31 @@ async def wait_ready(fingerprint: str, timeout: float, dask_worker=None) -> bool
     return True
 
 
+def _worker_label(worker) -> str:
+    """``name (address)`` of a Dask worker (its address alone where the name is it)."""
+    if worker is None:
+        return "?"
+    addr = str(getattr(worker, "address", "?"))
+    name = getattr(worker, "name", None)
+    name = str(name) if name is not None else ""
+    return f"{name} ({addr})" if name and name != addr else addr
+
+
+def load_failure(fingerprint: str, dask_worker=None) -> dict | None:
+    """Why this worker's graph plugin of ``fingerprint`` failed to load
+    (:meth:`GraphPlugin.failure`), None where it did not (or is still loading); for
+    ``client.run`` (:func:`pipeline.study.run.wait_for_workers`)."""
+    if dask_worker is None:
+        return None
+    for plugin in _plugins(dask_worker, fingerprint):
+        ready = getattr(plugin, "_ready", None)
+        if ready is not None and ready.is_set() and getattr(plugin, "_error", None) is not None:
+            got = plugin.failure()
+            got["worker"] = _worker_label(dask_worker)
+            return got
+    return None
+
+
 def worker_startup(fingerprint: str, dask_worker=None) -> dict:
     """The start-up timings of this worker's graph plugin (for ``client.run``)."""
     if dask_worker is None:
@@ -322,7 +422,12 @@ def worker_graph(fingerprint: str, path: str | None = None):
         found = _plugins(worker, fingerprint)
         for plugin in found:  # the hierarchy's plugin first: it attaches the hierarchy to the graph
             if plugin.graph is None and getattr(plugin, "_ready", None) is not None:
-                plugin.wait()  # setup's thread is loading it
+                try:
+                    plugin.wait()  # setup's thread is loading it
+                except BaseException as exc:  # its load failed: one line naming this worker and why
+                    if getattr(plugin, "_error", None) is exc:
+                        raise plugin.failure_error() from exc
+                    raise
         for plugin in found:
             if plugin.graph is not None:
                 return plugin.graph

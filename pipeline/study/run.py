@@ -246,18 +246,110 @@ def wait_for_workers(client, fingerprint: str) -> dict:
     in parallel, so the study waits only for the slowest one.  Returns
     ``{"ready_wait_s", "workers_ready", "workers_waited"}``.
     """
-    from gpu_sssp.pipeline.plugins import wait_ready
+    from gpu_sssp.pipeline.plugins import load_failure, wait_ready
 
     limit = float(setting("study.ready-wait", None, default=120))
     t = time.perf_counter()
     got: dict = {}
+    failed: dict = {}
     if limit > 0:
         try:
             got = client.run(wait_ready, fingerprint, limit)
         except Exception as exc:  # best effort: the tasks wait for their worker's graph anyway
             log.debug("workers' readiness not awaited: %s", exc)
+        not_ready = [a for a, v in got.items() if not v]
+        if not_ready:  # failed, or still loading after the wait
+            try:
+                answers = client.run(load_failure, fingerprint, workers=not_ready, on_error="return")
+                failed = {a: f for a, f in answers.items() if isinstance(f, dict)}
+            except Exception as exc:  # best effort: such a worker's tasks then say why
+                log.debug("workers' load failures not asked: %s", exc)
     return {"ready_wait_s": time.perf_counter() - t, "workers_ready": sum(bool(v) for v in got.values()),
-            "workers_waited": len(got)}
+            "workers_waited": len(got), "load_failed": failed}
+
+
+def _set_aside(client, failed: dict, plan: StudyPlan, reg: dict, on_wait=None):
+    """Workers whose graph plugin failed to load (:func:`wait_for_workers`'s
+    ``load_failed``: ``{address: {"worker", "reason", "traceback"}}``): where every
+    worker failed, raise :class:`pipeline.plugins.WorkerGraphError` (one line naming
+    them, the file and the reason); otherwise pause them on the scheduler, so that no
+    task of this run goes there, and say so once (``on_wait``, else a log warning): the
+    study goes on with the others.  Their tracebacks are logged at INFO (``sssp -v``).
+    Returns the function that puts the paused workers back (None: none paused)."""
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+
+    if not failed:
+        return None
+    for addr, f in sorted(failed.items()):
+        log.info("graph plugin of worker %s failed: %s\n%s", f.get("worker", addr), f.get("reason"),
+                 str(f.get("traceback") or "").rstrip())
+    failures = sorted((str(f.get("worker", addr)), str(f.get("reason", "?"))) for addr, f in failed.items())
+    hfile = reg.get("hierarchy_file")
+    try:
+        live = set(client.run_on_scheduler(_live_workers))
+    except Exception as exc:  # noqa: BLE001 - the scheduler's word, best effort
+        log.debug("the scheduler's workers not asked: %s", exc)
+        live = set(_workers_of(client))
+    good = live - set(failed)
+    if not good:
+        raise WorkerGraphError(failures, plan.graph_path, hfile, of=len(live | set(failed)))
+    token = f"sssp-set-aside-{uuid.uuid4().hex[:12]}"
+    try:
+        paused = client.run_on_scheduler(_pause_workers(), addresses=sorted(failed), token=token)
+    except Exception as exc:  # noqa: BLE001 - not paused: such a worker's tasks stop the study in one line
+        log.debug("workers that cannot load the graph not paused: %s", exc)
+        return None
+    line = (f"{WorkerGraphError(failures, plan.graph_path, hfile, of=len(live | set(failed)))}; they get no "
+            f"batch of this study, which goes on with the other {len(good)} worker(s)")
+    (on_wait or log.warning)(line)
+
+    def put_back():
+        if _connected(client):
+            try:
+                client.run_on_scheduler(_pause_workers(), addresses=list(paused), token=token, undo=True)
+            except Exception as exc:  # noqa: BLE001 - workers or scheduler gone
+                log.debug("paused workers not put back: %s", exc)
+
+    return put_back
+
+
+def _workers_of(client) -> list:
+    try:
+        return list(client.scheduler_info().get("workers", {}))
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _pause_workers():
+    """The function that pauses workers on the scheduler, built here so that it is sent
+    by value (an attached scheduler needs no gpu_sssp): it pauses the running workers
+    ``addresses`` (no task goes to them; their running tasks end), or, with ``undo``,
+    puts back those that ``token`` paused and are still paused.  It returns the
+    addresses paused (or put back)."""
+
+    def pause(dask_scheduler=None, addresses=(), token="", undo=False):
+        from time import time
+
+        from distributed.core import Status
+
+        table = dask_scheduler.__dict__.setdefault("_sssp_set_aside", {})
+        done = []
+        for addr in addresses:
+            ws = dask_scheduler.workers.get(addr)
+            if undo:
+                if table.get(addr) == token:
+                    del table[addr]
+                    if ws is not None and ws.status == Status.paused:
+                        dask_scheduler.handle_worker_status_change(Status.running, ws, f"{token}-back-{time()}")
+                        done.append(addr)
+                continue
+            if ws is not None and ws.status == Status.running:
+                table[addr] = token
+                dask_scheduler.handle_worker_status_change(Status.paused, ws, f"{token}-{time()}")
+                done.append(addr)
+        return done
+
+    return pause
 
 
 def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: bool = True,
@@ -499,6 +591,13 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     ------
     StudyError
         See :class:`Study`.
+    pipeline.plugins.WorkerGraphError
+        Every worker failed to load the graph (or its hierarchy) in its graph plugin: one
+        line naming them, the file and the reason; the manifest says ``failed`` and
+        ``resume`` continues once they are fixed.  Where only some failed they are
+        paused on the scheduler for this run (told once to ``on_wait``) and the others
+        solve every batch; one that fails later (a restart) stops the run with this
+        error, naming it.
     SsspError
         A batch failed with a product error (``NegativeCycleError``, ...), raised as
         itself; the remaining tasks are cancelled, the finished ones stay recorded
@@ -546,7 +645,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     if pending:
         futures: dict = {}
         failed_batch = None
-        restore_stream = reports = late = None
+        restore_stream = reports = late = set_aside = None
         reg: dict = {}
         reported: dict = {}
         try:
@@ -565,6 +664,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             late = _hold_late_workers(client, reg, plan, cluster_info, on_wait)
             board = _board(client, plan, study, reg["prefix"], cluster_info)
             reg.update(wait_for_workers(client, plan.graph.fingerprint))
+            set_aside = _set_aside(client, reg.pop("load_failed", None), plan, reg, on_wait)
             reports = _Reports(client, f"{REPORTS}{plan.study_id}-{uuid.uuid4().hex[:8]}", on_idle=on_wait)
             restore_stream = (_prompt_streams(client) if setting("study.prompt-streams", None, default=True)
                               else _prompt_client_stream(client))
@@ -636,6 +736,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                 reports.close()
             if late is not None and _connected(client):
                 late.close()
+            if set_aside is not None:
+                set_aside()
             if registered is None and reg.get("user") and _connected(client):
                 # called on its own (not through study(), which ends the use after the
                 # run): end this run's count of the graph now, keeping its plugin as before,
@@ -1242,6 +1344,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     StudyError
         Bad options, a folder in the way or held by another run (checked before any
         cluster starts).
+    pipeline.plugins.WorkerGraphError
+        The workers cannot load the graph or its hierarchy (see :func:`run_study`).
     SsspError, Exception, KeyboardInterrupt
         A batch failed (its error raised as itself, e.g. ``NegativeCycleError``) or
         the run was interrupted; finished batches stay recorded for ``resume`` and the

@@ -222,7 +222,10 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
     started = time.time()  # wall clock, comparable with the client's (same host or NTP)
     indices = [int(i) for i in indices]
     parts = [np.asarray(s, dtype=np.int64) for s in sources]
-    graph = worker_graph(fingerprint, graph_path)
+    try:
+        graph = worker_graph(fingerprint, graph_path)
+    except SsspError as exc:  # this worker's graph plugin failed (WorkerGraphError): as below
+        return {"batch": indices[0], "error": exc}
     worker, task_key = _worker_name()
     want_dist = "distances" in outputs or "predecessors" in outputs
     matrix_kw = {}
