@@ -193,6 +193,14 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
     return h, ""
 
 
+class HierarchyFileError(FileNotFoundError):
+    """A hierarchy cache file that is there but cannot be used (damaged, another
+    graph's, another library version) where it may not be rebuilt (``build=False``: a
+    study's worker).  A ``FileNotFoundError`` for the callers that take either case alike,
+    named for what it is in messages (a worker's line said "FileNotFoundError" of a
+    file that was there)."""
+
+
 def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) -> Hierarchy:
     """``graph``'s contraction hierarchy: kept with the graph, else read from the cache
     file, else built (and written to the cache file).
@@ -233,7 +241,7 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
                          graph.name, cpath, h.levels, h.build_s)
                 return h
             if not build:
-                raise FileNotFoundError(
+                raise (HierarchyFileError if cpath.exists() else FileNotFoundError)(
                     f"{cpath}: the contraction hierarchy of {graph.name} cannot be used here ({why}); "
                     "the study's client writes it beside the graph file before the workers load it: "
                     "the folder must be shared with the workers under the same path")

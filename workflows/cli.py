@@ -15,7 +15,8 @@ import sys
 
 SUBCOMMANDS = ("ingest", "generate", "solve", "study", "bench", "verify")
 
-EXIT_CODES = ("exit status: 0 done; 1 a check failed, a study stopped on a failed batch, or a bug (with its traceback); "
+EXIT_CODES = ("exit status: 0 done; 1 a check failed, a study stopped on a failed batch or on workers that cannot "
+              "load its graph, or a bug (with its traceback); "
               "2 bad usage or input; 3 negative cycle; 4 no usable GPU; 130 interrupted (Ctrl-C); "
               "143 terminated (SIGTERM)")
 

@@ -128,6 +128,7 @@ def test_a_damaged_hierarchy_file_names_the_file(tmp_path, graph):
     hfile = f"{graph}.ch.npz"
     assert f"cannot load the study's graph {graph} and its hierarchy {hfile}: " in line, line
     assert "BadZipFile" in line and "0 (tcp://" in line and "1 (tcp://" in line, line
+    assert "FileNotFoundError" not in line and "HierarchyFileError" in line, line  # the file is there
 
 
 def test_a_worker_out_of_memory_for_the_graph(tmp_path, graph):
