@@ -355,3 +355,12 @@ def test_plan_sources_takes_file_ids_and_files_as_sources_as_matrix_does(tmp_pat
         plan_sources(g, sources="all", ids=[2])
     with pytest.raises(ValueError, match="no such|not found|No such"):
         plan_sources(g, sources=tmp_path / "absent.ss")
+
+
+def test_the_manifest_names_the_version_of_the_code_that_runs():
+    """A checkout on PYTHONPATH (no installed metadata, or another copy's) was recorded
+    as gpu-sssp "unknown" (the GPU host's cluster bench showed it)."""
+    import gpu_sssp
+    from gpu_sssp.pipeline.study.versions import versions
+
+    assert versions()["gpu-sssp"] == gpu_sssp.__version__
