@@ -1,0 +1,58 @@
+"""Interactions between the audits merged together (review of 658dc5a..): rules that
+two changes each made for the same thing, checked where they meet."""
+from __future__ import annotations
+
+import io
+import logging
+import types
+
+import pytest
+
+
+def _cli_log(logger: str):
+    """A handler with the CLI's log formatter on ``logger``; returns (stream, remove)."""
+    from gpu_sssp.workflows.cli import _OneLineFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    lg = logging.getLogger(logger)
+    old = lg.level
+    lg.setLevel(logging.INFO)
+    lg.addHandler(handler)
+
+    def remove():
+        lg.removeHandler(handler)
+        lg.setLevel(old)
+
+    return stream, remove
+
+
+def test_worker_tracebacks_with_verbose_keep_their_lines():
+    """``sssp -v`` logs the traceback of a worker whose graph plugin failed (sent as text):
+    the one-line log formatter wrote it as one line of literal ``\\n``; a name's line
+    break in another message is still escaped."""
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+    from gpu_sssp.pipeline.study import run
+
+    class Client:  # the scheduler cannot be asked: its workers from scheduler_info
+        def run_on_scheduler(self, *a, **k):
+            raise OSError("not asked")
+
+        def scheduler_info(self):
+            return {"workers": {"tcp://a:1": {}}}
+
+    tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad'
+    stream, remove = _cli_log("gpu_sssp.pipeline.study.run")
+    try:
+        with pytest.raises(WorkerGraphError):
+            run._set_aside(Client(), {"tcp://a:1": {"worker": "0 (tcp://a:1)", "reason": "ValueError: bad",
+                                                    "traceback": tb}},
+                           types.SimpleNamespace(graph_path="g.parquet"), {})
+        logging.getLogger("gpu_sssp.pipeline.study.run").info("could not write %s", "new\nline.parquet")
+    finally:
+        remove()
+    lines = stream.getvalue().splitlines()
+    assert "Traceback (most recent call last):" in lines, lines
+    assert '  File "x.py", line 1, in <module>' in lines, lines
+    assert lines[-1].endswith("could not write new\\nline.parquet"), lines
