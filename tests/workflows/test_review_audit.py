@@ -56,3 +56,19 @@ def test_worker_tracebacks_with_verbose_keep_their_lines():
     assert "Traceback (most recent call last):" in lines, lines
     assert '  File "x.py", line 1, in <module>' in lines, lines
     assert lines[-1].endswith("could not write new\\nline.parquet"), lines
+
+
+def test_workers_that_cannot_load_a_graph_name_its_file_escaped():
+    """WorkerGraphError (the plugin-failure change) named the graph and hierarchy files
+    raw; the CLI's one line folded a line break in them into a space, naming another
+    folder (``/tmp/s x``), where every other message shows such a name escaped
+    (``fsnames.shown``, the odd-names change)."""
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+    from gpu_sssp.workflows.common import one_line
+
+    e = WorkerGraphError([("0 (tcp://a:1)", "ValueError: bad")], "/tmp/s\nx/graph.parquet",
+                         "/tmp/s\nx/graph.parquet.ch.npz")
+    line = one_line(e)
+    assert "'/tmp/s\\nx/graph.parquet'" in line and "'/tmp/s\\nx/graph.parquet.ch.npz'" in line, line
+    assert "/tmp/s x" not in line
+    assert str(WorkerGraphError([("w", "r")], "/tmp/g.parquet")).endswith("graph /tmp/g.parquet: w: r")
