@@ -72,3 +72,31 @@ def test_workers_that_cannot_load_a_graph_name_its_file_escaped():
     assert "'/tmp/s\\nx/graph.parquet'" in line and "'/tmp/s\\nx/graph.parquet.ch.npz'" in line, line
     assert "/tmp/s x" not in line
     assert str(WorkerGraphError([("w", "r")], "/tmp/g.parquet")).endswith("graph /tmp/g.parquet: w: r")
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2, 3])
+def test_a_long_utf8_names_temporaries_are_utf8(tmp_path, pad):
+    """The writers' and the caches' temporary names (two rules added the same day:
+    writers._owned_base, graph._cache_temp_base) cut a long name at a byte count,
+    inside a character: the temporary of a valid UTF-8 name was not UTF-8, which
+    macOS or ZFS utf8only refuse (safe_name kept whole characters).  Now one rule,
+    fsnames.shortened; the next run's clean-up still finds a killed writer's file."""
+    import os
+    import time
+
+    from gpu_sssp.pipeline.graph import cache_temp_for, remove_dead_temps
+    from gpu_sssp.pipeline.writers import owned_temp_for, remove_abandoned_temporaries
+
+    name = "a" * pad + "\u00e9" * 70 + "\U0001d11e" * 25 + ".parquet"  # 2- and 4-byte characters
+    assert 230 < len(name.encode()) <= 255
+    for temp, clean in ((owned_temp_for, remove_abandoned_temporaries), (cache_temp_for, remove_dead_temps)):
+        t = temp(tmp_path / (name if temp is owned_temp_for else name[:-8] + ".csr.npz"))
+        raw = os.fsencode(t.name)
+        assert len(raw) <= 255
+        raw.decode("utf-8")  # (UnicodeDecodeError before)
+        # a killed writer's (no such process, untouched for an hour): found and removed
+        dead = t.with_name(t.name.replace(f"{os.getpid()}", "4194303", 1))
+        dead.write_bytes(b"x")
+        os.utime(dead, (time.time() - 3600, time.time() - 3600))
+        clean(t.with_name(name if temp is owned_temp_for else name[:-8] + ".csr.npz"))
+        assert not dead.exists()
