@@ -100,3 +100,17 @@ def test_a_long_utf8_names_temporaries_are_utf8(tmp_path, pad):
         os.utime(dead, (time.time() - 3600, time.time() - 3600))
         clean(t.with_name(name if temp is owned_temp_for else name[:-8] + ".csr.npz"))
         assert not dead.exists()
+
+
+@pytest.mark.parametrize("name, label", [(".parquet", ".parquet"), ("g.Parquet", "g"), ("p.parquet", "p")])
+def test_a_parquet_graphs_bench_label_is_never_empty(tmp_path, name, label):
+    """bench labels a Parquet graph by its name less ``.parquet`` (is_parquet_name, any
+    case): a file named ``.parquet`` (which the same change made a Parquet name) was
+    labelled '', the heading of nothing that the raw inputs' labels no longer give."""
+    from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.workflows.cmd_bench import _load_graph
+    from tests.conftest import DATA
+
+    out = tmp_path / name
+    ingest(DATA / "gapbs" / "4.gr", out)
+    assert _load_graph(str(out), {}, set()).name == label
