@@ -114,3 +114,18 @@ def test_a_parquet_graphs_bench_label_is_never_empty(tmp_path, name, label):
     out = tmp_path / name
     ingest(DATA / "gapbs" / "4.gr", out)
     assert _load_graph(str(out), {}, set()).name == label
+
+
+def test_a_loose_scheduler_files_note_names_it_escaped(tmp_path):
+    """The note on a scheduler file every user may rewrite (the network audit) named the
+    file raw, where read_scheduler_file's messages (the odd-names audit) escape it: a
+    line break in the name broke the note in two."""
+    import os
+
+    from gpu_sssp.pipeline.cluster import _writable_by_others
+
+    f = tmp_path / "sched\nuler.json"
+    f.write_text("{}")
+    os.chmod(f, 0o666)
+    (note,) = _writable_by_others(f)
+    assert "\n" not in note and "sched\\nuler.json'" in note, note
