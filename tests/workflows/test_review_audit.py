@@ -129,3 +129,24 @@ def test_a_loose_scheduler_files_note_names_it_escaped(tmp_path):
     os.chmod(f, 0o666)
     (note,) = _writable_by_others(f)
     assert "\n" not in note and "sched\\nuler.json'" in note, note
+
+
+def test_sssp_study_leaves_the_network_warnings_on_for_the_process(tmp_path):
+    """``sssp study`` prints what a local cluster exposes as ``note:`` lines and so
+    ignores NetworkExposureWarning while it runs (the network audit): it set that
+    filter for the whole process, for good, so a study started from Python later in
+    the same process (``cli.main`` called from a script, a notebook) warned nothing."""
+    import shutil
+    import warnings
+
+    from gpu_sssp.pipeline.cluster import NetworkExposureWarning
+    from gpu_sssp.workflows.cli import main
+    from tests.conftest import DATA
+
+    graph = tmp_path / "4.gr"
+    shutil.copy(DATA / "gapbs" / "4.gr", graph)
+    with warnings.catch_warnings():  # (the test's own filters put back after it)
+        assert main(["study", str(graph), "--out", str(tmp_path / "s"), "--cpu-workers", "1",
+                     "--no-dashboard"]) == 0
+        left = [f for f in warnings.filters if f[2] is NetworkExposureWarning]
+    assert left == []
