@@ -150,3 +150,24 @@ def test_sssp_study_leaves_the_network_warnings_on_for_the_process(tmp_path):
                      "--no-dashboard"]) == 0
         left = [f for f in warnings.filters if f[2] is NetworkExposureWarning]
     assert left == []
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_an_output_name_past_the_limit_is_refused_by_the_name_check(tmp_path, monkeypatch, capsys, given):
+    """refuse_name_too_long (the odd-names audit) checks the output's temporary name,
+    which owned_temp_for (the writers audit) now shortens: a name past 255 bytes itself
+    was no longer caught there and stopped at ``Path.is_dir`` with "[Errno 36] File
+    name too long" (ingest's default output, input name + .parquet; an -o)."""
+    import shutil
+
+    from gpu_sssp.workflows.cli import main
+    from tests.conftest import DATA
+
+    monkeypatch.chdir(tmp_path)
+    graph = tmp_path / ("a" * 250 + ".gr")
+    shutil.copy(DATA / "gapbs" / "4.gr", graph)
+    args = ["ingest", graph.name, "-q"] + (["-o", "b" * 256 + ".parquet"] if given else [])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Errno" not in err and "bytes, beyond the folder's" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [graph.name]
