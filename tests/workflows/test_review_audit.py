@@ -171,3 +171,36 @@ def test_an_output_name_past_the_limit_is_refused_by_the_name_check(tmp_path, mo
     err = capsys.readouterr().err
     assert "Errno" not in err and "bytes, beyond the folder's" in err and len(err.splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [graph.name]
+
+
+def test_the_hierarchy_files_messages_name_them_escaped(tmp_path, monkeypatch):
+    """The hierarchy's new messages (the plugin-failure and cache audits: a file a worker
+    cannot use, no place for the workers' file) named their files raw; the CLI's one
+    line folded a line break into a space, naming another folder."""
+    import shutil
+    import types
+
+    from gpu_sssp.pipeline import graph as pgraph
+    from gpu_sssp.pipeline import hierarchy as ph
+    from gpu_sssp.pipeline.ingest import ingest
+    from tests.conftest import DATA
+    from gpu_sssp.workflows.common import one_line
+
+    pytest.importorskip("routingkit_ch")
+    folder = tmp_path / "a\nb"
+    folder.mkdir()
+    shutil.copy(DATA / "gapbs" / "4.gr", folder / "4.gr")
+    ingest(folder / "4.gr", folder / "4.parquet")
+    g = pgraph.read_parquet(folder / "4.parquet")
+    (folder / "4.parquet.ch.npz").write_bytes(b"not a hierarchy")
+    with pytest.raises(ph.HierarchyFileError) as got:
+        ph.load_hierarchy(g, build=False)
+    assert "a\\nb" in one_line(got.value) and "a b" not in one_line(got.value), one_line(got.value)
+
+    (tmp_path / "f").write_text("a file where a folder goes")
+    monkeypatch.setattr(pgraph, "user_cache_folder", lambda: tmp_path / "f" / "c\nd")
+    with pytest.raises(OSError) as got:
+        ph._place_in_user_cache(None, types.SimpleNamespace(fingerprint="0" * 16),
+                                folder / "4.parquet.ch.npz", "read-only")
+    line = one_line(got.value)
+    assert "a\\nb" in line and "c\\nd" in line and "a b" not in line and "c d" not in line, line
