@@ -967,7 +967,9 @@ def _writable_by_others(path) -> list[str]:
         folder = os.stat(os.path.dirname(os.path.abspath(path))).st_mode
     except OSError:
         return out
-    shown = os.fspath(path)
+    from gpu_sssp.pipeline.fsnames import shown as _shown
+
+    shown = _shown(path)  # (a line break in the name escaped: a note is one line)
     if mode & stat.S_IWOTH:
         out.append(f"--scheduler-file {shown} can be written by every user of this machine (mode "
                    f"{stat.S_IMODE(mode):o}): whoever rewrites it points this client at a scheduler of theirs, "

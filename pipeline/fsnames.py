@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import os
 
-__all__ = ["is_utf8", "shown", "printable", "safe_name", "refuse_pipe", "arrow_file", "open_parquet", "read_table", "read_metadata"]
+__all__ = ["is_utf8", "shown", "printable", "shortened", "safe_name", "refuse_pipe", "arrow_file", "open_parquet", "read_table", "read_metadata"]
 
 
 def is_utf8(path) -> bool:
@@ -74,6 +74,27 @@ def shown(text) -> str:
     if s.isprintable():
         return s
     return repr(s)
+
+
+def shortened(name, room: int) -> str:
+    """``name`` where it takes at most ``room`` bytes, else its first bytes and ``~`` and
+    16 hex digits of the SHA-256 of the whole, in ``room`` bytes, the same for every run:
+    the part of a file's name that its temporary's name repeats (``pipeline.writers.
+    owned_temp_for``, ``pipeline.graph.cache_temp_for``), so that a name of up to 255
+    bytes is written.  A UTF-8 name keeps whole characters (as :func:`safe_name`): cut
+    inside one, the temporary's name was not UTF-8, which a file system that takes only
+    UTF-8 names (macOS, ZFS ``utf8only``) refuses."""
+    raw = os.fsencode(name)
+    if len(raw) <= room:
+        return name
+    head = raw[:room - 17]
+    try:
+        raw.decode("utf-8")
+    except UnicodeError:
+        pass  # not UTF-8 anyway: its bytes as they come
+    else:
+        head = head.decode("utf-8", "ignore").encode("utf-8")  # (drops a character cut at the end)
+    return os.fsdecode(head + b"~" + hashlib.sha256(raw).hexdigest()[:16].encode("ascii"))
 
 
 def safe_name(name) -> str:

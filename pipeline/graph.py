@@ -1046,11 +1046,9 @@ def _cache_temp_base(name: str) -> str:
     """The part of a cache file's name its temporary repeats: the name, or, where the
     temporary's name would pass 255 bytes (a graph named 208-233 bytes had caches it
     could never write), its first bytes and a digest of the whole (``~<16 hex>``)."""
-    raw = os.fsencode(name)
-    room = 255 - len(".tmp4194304-01234567.npz")
-    if len(raw) <= room:
-        return name
-    return f"{os.fsdecode(raw[:room - 17])}~{hashlib.sha256(raw).hexdigest()[:16]}"
+    from gpu_sssp.pipeline.fsnames import shortened
+
+    return shortened(name, 255 - len(".tmp4194304-01234567.npz"))
 
 
 def cache_temp_for(cache_file) -> Path:

@@ -30,6 +30,7 @@ import numpy as np
 from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
+from gpu_sssp.pipeline.fsnames import shown as _shown
 from gpu_sssp.pipeline.graph import AST_RACE, _discard, cache_temp_for, remove_dead_temps
 from gpu_sssp.pipeline.writers import fsync_file, fsync_folder
 
@@ -242,7 +243,7 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
                 return h
             if not build:
                 raise (HierarchyFileError if cpath.exists() else FileNotFoundError)(
-                    f"{cpath}: the contraction hierarchy of {graph.name} cannot be used here ({why}); "
+                    f"{_shown(cpath)}: the contraction hierarchy of {graph.name} cannot be used here ({why}); "
                     "the study's client writes it beside the graph file before the workers load it: "
                     "the folder must be shared with the workers under the same path")
             if cpath.exists():
@@ -368,8 +369,9 @@ def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
         if read_cache(graph, spare)[0] is None:
             write_cache(h, graph, spare)
     except OSError as exc:
-        raise OSError(f"{target}: cannot hold the contraction hierarchy the workers load ({why}), nor can "
-                      f"{spare} ({exc.strerror or exc}): make either writable, or choose another --algorithm") from None
+        raise OSError(f"{_shown(target)}: cannot hold the contraction hierarchy the workers load ({why}), nor can "
+                      f"{_shown(spare)} ({exc.strerror or exc}): make either writable, or choose another "
+                      "--algorithm") from None
     log.warning("%s cannot hold the contraction hierarchy the workers load (%s): they load %s instead",
                 target, why, spare)
     return spare

@@ -101,8 +101,11 @@ class WorkerGraphError(SsspError, RuntimeError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        from gpu_sssp.pipeline.fsnames import shown
+
         n = len(self.failures)
-        files = self.path + (f" and its hierarchy {self.hierarchy}" if self.hierarchy else "")
+        # (escaped where a name holds a line break: print_error folds one into a space)
+        files = shown(self.path) + (f" and its hierarchy {shown(self.hierarchy)}" if self.hierarchy else "")
         # workers with the same reason are named together
         by: dict = {}
         for w, r in self.failures:

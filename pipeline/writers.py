@@ -135,13 +135,9 @@ def _owned_base(name: str) -> str:
     the temporary's name would pass 255 bytes (an output name of 231 to 255 bytes is
     valid, and was refused as "File name too long" after the work was done), its first
     bytes and a digest of the whole (``~<16 hex>``), the same for every run."""
-    raw = os.fsencode(name)
-    room = _NAME_MAX - _OWNED_EXTRA
-    if len(raw) <= room:
-        return name
-    import hashlib
+    from gpu_sssp.pipeline.fsnames import shortened
 
-    return f"{os.fsdecode(raw[:room - 17])}~{hashlib.sha256(raw).hexdigest()[:16]}"
+    return shortened(name, _NAME_MAX - _OWNED_EXTRA)
 
 
 def owned_temp_for(path) -> Path:

@@ -246,14 +246,17 @@ class _OneLineFormatter(logging.Formatter):
     """Our log lines on one line each: a line break in a message (a file name that holds
     one: "could not write CSR cache new<LF>line.parquet...") is written escaped (``\\n``),
     and bytes of a name that are not UTF-8 as U+FFFD; a traceback (``-v`` with an
-    exception) keeps its lines."""
+    exception) keeps its lines, as does a message logged with ``extra={"keep_lines":
+    True}`` (a worker's traceback sent as text: ``pipeline.study.run._set_aside``),
+    each of its lines escaped otherwise."""
 
     def formatMessage(self, record):
         from gpu_sssp.pipeline.fsnames import printable
 
         text = printable(record.message)
         if not text.isprintable():
-            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+            lines = text.split("\n") if getattr(record, "keep_lines", False) else [text]
+            text = "\n".join("".join(c if c.isprintable() else repr(c)[1:-1] for c in line) for line in lines)
         record.message = text
         return super().formatMessage(record)
 

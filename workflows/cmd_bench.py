@@ -173,7 +173,8 @@ def _load_graph(raw: str, opts: dict, names: set):
     path = Path(raw)
     t0 = time.perf_counter()
     g = load_graph(path) if is_parquet_name(path) else load_graph(path, **opts)
-    label = shown(path.name[:-len(".parquet")] if is_parquet_name(path) else _plain_label(path))  # printable
+    # printable; never empty (a file named .parquet: its name whole, as _plain_label's)
+    label = shown((path.name[:-len(".parquet")] or path.name) if is_parquet_name(path) else _plain_label(path))
     base, i = label, 2
     while label in names:
         label, i = f"{base}-{i}", i + 1

@@ -400,25 +400,26 @@ def run(args) -> int:
 
     from gpu_sssp.pipeline.cluster import NetworkExposureWarning
 
-    # said as note: lines by on_cluster, once
-    warnings.filterwarnings("ignore", category=NetworkExposureWarning)
     try:
         # the performance report needs the study's client: entered inside, once it exists
-        summary = run_study(
-            args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
-            random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
-            batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
-            max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
-            scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
-            cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
-            host=args.host, dashboard_address=args.dashboard_address,
-            on_cluster=on_cluster, on_batch=on_batch, on_wait=lambda line: console.print(f"note: {line}"),
-            # this run's start (its manifest says "running" from then until its end): a
-            # failure after a complete study's summary is told from one before the run
-            on_start=lambda _study: state.__setitem__("started", True),
-            targets=args.targets,
-            random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
-            matrix_form=args.matrix_form, report=args.report, **ingest_options)
+        with warnings.catch_warnings():  # (this run only: not the process's later studies from Python)
+            # said as note: lines by on_cluster, once
+            warnings.filterwarnings("ignore", category=NetworkExposureWarning)
+            summary = run_study(
+                args.graph, sources=args.sources, ids=args.source, sources_file=args.sources_file,
+                random=args.random, seed=args.seed, order=args.order, algorithm=args.algorithm,
+                batch_size=args.batch_size, outputs=args.outputs, distance_form=args.distance_form,
+                max_distance_bytes=args.max_distance_bytes, out=args.out, resume=args.resume,
+                scheduler=args.scheduler, scheduler_file=args.scheduler_file, gpus=args.gpus,
+                cpu_workers=args.cpu_workers, dashboard=not args.no_dashboard,
+                host=args.host, dashboard_address=args.dashboard_address,
+                on_cluster=on_cluster, on_batch=on_batch, on_wait=lambda line: console.print(f"note: {line}"),
+                # this run's start (its manifest says "running" from then until its end): a
+                # failure after a complete study's summary is told from one before the run
+                on_start=lambda _study: state.__setitem__("started", True),
+                targets=args.targets,
+                random_targets=args.random_targets, target_seed=args.target_seed, stats_over=args.stats_over,
+                matrix_form=args.matrix_form, report=args.report, **ingest_options)
     except BaseException as exc:
         # the error itself is printed once, as one line, by the CLI (last)
         if "task" in state:

@@ -92,6 +92,8 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
         raise UsageError(f"{option} {shown(out)}: names a folder (it ends with '/'); give a file name "
                          f"(e.g. {shown(Path(out) / example)})")
     out = Path(out)
+    # (first: Path.is_dir raised "[Errno 36] File name too long" on a name past the limit)
+    refuse_name_too_long(out, option)
     if out.is_dir():
         raise UsageError(f"{option} {shown(out)}: is a directory; give a file name (e.g. {shown(out / example)})")
     try:
@@ -104,7 +106,6 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
         raise UsageError(f"{option} {shown(out)}: not a regular file (a device, FIFO or socket); the output is "
                          "written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
-    refuse_name_too_long(out, option)
     refuse_input_as_output(out, inputs, label=option)
     if caches_of is not None and _is_parquet(caches_of):
         # <graph>.csr.npz, <graph>.ch.npz beside a Parquet graph (pipeline.graph,
@@ -141,6 +142,10 @@ def refuse_name_too_long(out, option: str = "-o") -> None:
         limit = int(os.pathconf(folder, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):
         limit = 255
+    own = len(os.fsencode(out.name))
+    if limit > 0 and own > limit:  # (its temporary is shortened: the name itself is not)
+        raise UsageError(f"{option} {shown(out)}: a file name of {own:,} bytes, beyond the folder's {limit}-byte "
+                         "limit: give a shorter name")
     if limit > 0 and size > limit:
         raise UsageError(f"{option} {shown(out)}: a file name of {len(os.fsencode(out.name)):,} bytes; it is written "
                          f"under a temporary name of {size:,} bytes, beyond the folder's {limit}-byte limit: give "

@@ -282,7 +282,7 @@ def _set_aside(client, failed: dict, plan: StudyPlan, reg: dict, on_wait=None):
         return None
     for addr, f in sorted(failed.items()):
         log.info("graph plugin of worker %s failed: %s\n%s", f.get("worker", addr), f.get("reason"),
-                 str(f.get("traceback") or "").rstrip())
+                 str(f.get("traceback") or "").rstrip(), extra={"keep_lines": True})  # (sssp -v: as lines)
     failures = sorted((str(f.get("worker", addr)), str(f.get("reason", "?"))) for addr, f in failed.items())
     hfile = reg.get("hierarchy_file")
     try:
