@@ -389,8 +389,7 @@ def encode_parquet(table: pa.Table, *, compression: str = "zstd", use_dictionary
         return sink.getvalue()
     with pq.ParquetWriter(sink, table.schema, **opts) as w:
         w.write_table(table)
-        if hasattr(w, "add_key_value_metadata"):  # pyarrow >= 17; older: the file names no study
-            w.add_key_value_metadata(dict(key_value_metadata))
+        w.add_key_value_metadata(dict(key_value_metadata))  # pyarrow >= 17
     return sink.getvalue()
 
 
@@ -402,17 +401,6 @@ def write_bytes_atomic(data, path, *, fsync: bool = True, fsync_folder: bool | N
         with open(tmp, "wb") as fh:
             fh.write(view)
     return view.nbytes
-
-
-def parquet_bytes(table: pa.Table, *, compression: str = "zstd", use_dictionary=True, store_schema: bool = True,
-                  write_statistics=True) -> int:
-    """Encode ``table`` as :func:`write_parquet_atomic` would, in memory; return the size.
-
-    A study's workers call it once while they warm up: the first Parquet file a
-    process writes pays for the writer's and the codec's set-up (250 ms in a GPU worker,
-    against 2-3 ms for each later 4,096-row statistics file)."""
-    return int(encode_parquet(table, compression=compression, use_dictionary=use_dictionary,
-                              store_schema=store_schema, write_statistics=write_statistics).size)
 
 
 def write_json_atomic(obj, path) -> None:

@@ -135,6 +135,10 @@ def refuse_name_too_long(out, option: str = "-o") -> None:
     out = Path(out)
     tmp = owned_temp_for(out)
     size = len(os.fsencode(tmp.name))
+    for part in out.parent.parts:  # a folder's own name past the limit: the OS said only "[Errno 36]"
+        if len(os.fsencode(part)) > 255:
+            raise UsageError(f"{option} {shown(out)}: its folder name {shown(part)} is {len(os.fsencode(part)):,} "
+                             "bytes, beyond the 255-byte limit of a name: give a shorter one")
     folder = out.parent if str(out.parent) else Path(".")
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent

@@ -325,6 +325,15 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
     return "; ".join(parts)
 
 
+def _run_ids(manifest: dict) -> list[str]:
+    """The study ids a folder's runs wrote into its batch files (``study_ids``; a
+    manifest of an earlier version: its ``study_id``)."""
+    ids = manifest.get("study_ids")
+    ids = [x for x in ids if isinstance(x, str)] if isinstance(ids, list) else []
+    one = manifest.get("study_id")
+    return ids + ([one] if isinstance(one, str) and one not in ids else [])
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -545,8 +554,9 @@ class Study:
     def _study_named(self, meta) -> str | None:
         """The problem with a batch file's study id (its footer's
         ``pipeline.study.task.STUDY_KEY``), None when it names this study: this run's
-        id or the one the folder's manifest recorded (a resume by another version
-        whose identity differs only where an absent key means the same).  A file
+        id or one the folder's manifest recorded for an earlier run (``study_ids``: a
+        resume by another version whose identity differs only where an absent key
+        means the same).  A file
         naming none (an older version's, or one no study wrote) is ``"none"``."""
         from gpu_sssp.pipeline.study.task import STUDY_KEY
 
@@ -554,7 +564,7 @@ class Study:
         if named is None:
             return "none"
         named = named.decode("utf-8", "replace")
-        if named in (self.plan.study_id, self.manifest.get("study_id")):
+        if named == self.plan.study_id or named in _run_ids(self.manifest):
             return None
         return named
 
@@ -806,6 +816,8 @@ class Study:
                      "cluster": cluster_info or {}})
         self.manifest = {
             "study_id": self.plan.study_id,
+            # every id the folder's runs wrote into batch files (kept over resumes)
+            "study_ids": list(dict.fromkeys([*_run_ids(self.manifest), self.plan.study_id])),
             "status": "running",
             "identity": self.plan.identity,
             "graph": {"name": g.name, "input": self.plan.input_path, "path": self.plan.graph_path, "fingerprint": g.fingerprint,

@@ -220,7 +220,9 @@ def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool, *, stu
     # the columns are named once, in targets.parquet (not in every batch's metadata)
     meta = {b"sssp": json.dumps({"form": form, "targets": TARGETS_FILE}).encode()}
     if study:  # the study that wrote it (pipeline.study.task.STUDY_KEY)
-        meta[b"gpu_sssp.study"] = study.encode()
+        from gpu_sssp.pipeline.study.task import STUDY_KEY
+
+        meta[STUDY_KEY.encode()] = study.encode()
     base = graph.id_base
     sources, targets, mat = res.sources, res.targets, res.matrix
     # sources per row group: 8 bytes a distance (wide), 24 a pair with its two ids (long)

@@ -8,20 +8,29 @@ from gpu_sssp.pipeline.cluster import start_cluster
 from gpu_sssp.pipeline.errors import SettingError
 
 
+def _one_core(monkeypatch):
+    """One core, so that a refusal that regressed would start 5 workers, not a million."""
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+
+
 def test_too_many_cpu_workers_from_the_environment_names_the_setting(monkeypatch):
     """``DASK_SSSP__CLUSTER__CPU_WORKERS=100`` on 2 cores was refused as
     ``error: --cpu-workers 100: more than 4 workers per core``: an option never given."""
     import dask.config
 
-    monkeypatch.setenv("DASK_SSSP__CLUSTER__CPU_WORKERS", "1000000")
-    with dask.config.set({"sssp.cluster.cpu-workers": 1000000}):
-        with pytest.raises(SettingError, match=r"^setting sssp\.cluster\.cpu-workers: '1000000' \(from the "
+    _one_core(monkeypatch)
+    monkeypatch.setenv("DASK_SSSP__CLUSTER__CPU_WORKERS", "5")
+    with dask.config.set({"sssp.cluster.cpu-workers": 5}):
+        with pytest.raises(SettingError, match=r"^setting sssp\.cluster\.cpu-workers: '5' \(from the "
                            r"environment variable DASK_SSSP__CLUSTER__CPU_WORKERS\): more than 4 workers per core"):
             start_cluster()
 
 
-def test_too_many_cpu_workers_as_an_argument_still_names_the_option():
+def test_too_many_cpu_workers_as_an_argument_still_names_the_option(monkeypatch):
     from gpu_sssp.kernels.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"^--cpu-workers 1000000: more than 4 workers per core"):
-        start_cluster(cpu_workers=1000000)
+    _one_core(monkeypatch)
+    with pytest.raises(UsageError, match=r"^--cpu-workers 5: more than 4 workers per core"):
+        start_cluster(cpu_workers=5)

@@ -166,6 +166,44 @@ def test_files_of_a_version_before_the_study_ids_are_kept_when_journaled_only(st
         study.close()
 
 
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_file_named_by_an_earlier_runs_id_is_kept_where_the_manifest_lists_it(studies, tmp_path, recorded):
+    """A resume by a version whose study id differs (an identity key whose absence
+    means the same) keeps the batches its earlier runs wrote: every run's id is kept in
+    the manifest (``study_ids``); a file naming an id no run of the folder had is
+    another study's, solved again."""
+    from gpu_sssp.pipeline.study import Study
+    from gpu_sssp.pipeline.writers import batch_name, encode_parquet
+
+    _client, got = studies
+    out = tmp_path / "ids"
+    shutil.copytree(got["ref"][1], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["study_ids"] == [manifest["study_id"]]
+    f = out / "stats" / batch_name(1)
+    from gpu_sssp.pipeline.study.task import STATS_PARQUET
+
+    t = pq.read_table(f)
+    f.write_bytes(encode_parquet(t, **dict(STATS_PARQUET, use_dictionary=False),
+                                 key_value_metadata={"gpu_sssp.study": "feedfacefeedface"}).to_pybytes())
+    entries = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
+    for e in entries:
+        if e.get("batch") == 1:
+            e["bytes"] = f.stat().st_size
+    (out / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    if recorded:
+        manifest["study_ids"] = ["feedfacefeedface", manifest["study_id"]]
+        (out / "manifest.json").write_text(json.dumps(manifest))
+    study = Study(_plan(got["graph"], out), resume=True)
+    try:
+        if recorded:
+            assert 1 in study.done and 1 not in study.redone
+        else:
+            assert 1 not in study.done and "another study (feedfacefeedface)" in study.redone[1]
+    finally:
+        study.close()
+
+
 def test_a_statistics_file_replaced_during_the_run_stops_the_summary(studies, tmp_path):
     from gpu_sssp.pipeline.study import Study, StudyError
     from gpu_sssp.pipeline.writers import batch_name

@@ -204,3 +204,16 @@ def test_the_hierarchy_files_messages_name_them_escaped(tmp_path, monkeypatch):
                                 folder / "4.parquet.ch.npz", "read-only")
     line = one_line(got.value)
     assert "a\\nb" in line and "c\\nd" in line and "a b" not in line and "c d" not in line, line
+
+
+def test_an_output_below_a_folder_name_past_the_limit_is_one_line(tmp_path, capsys):
+    """`-o <300-byte folder>/x.parquet`: the name check's own `exists()` met
+    "[Errno 36] File name too long", naming no option."""
+    from gpu_sssp.workflows.cli import main
+
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 2 1\na 1 2 3\n")
+    out = tmp_path / ("d" * 300) / "x.parquet"
+    assert main(["ingest", str(g), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its folder name" in err and "300 bytes" in err

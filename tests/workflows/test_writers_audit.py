@@ -178,7 +178,7 @@ def test_solve_writes_under_a_temporary_that_names_its_process(rome99, tmp_path,
 def test_an_output_name_near_the_file_name_limit_is_written(rome99, tmp_path, command):
     """A valid output name of 231 to 255 bytes was refused after the work ("could not
     be written (File name too long)", or, from ingest/generate, Arrow's words about
-    the temporary file): its temporary's name, the output's plus 22 bytes, was past
+    the temporary file): its temporary's name, the output's plus 25 bytes, was past
     255.  Such a temporary keeps the name's start and a digest; a killed run's is
     still found by the next run.  With a two-byte character cut at the end too."""
     for name in ("a" * 240 + ".parquet", "é" * 123 + ".parquet"):
