@@ -1,0 +1,102 @@
+"""Memory pressure: the limits a process really runs under (a memory cgroup, ``ulimit -v``)
+bound the memory checks, the checks count what the solvers really hold, and running out
+is one line, never a traceback (kernels.memory, kernels.registry, the CLI)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_sssp.kernels import memory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _fake_cgroup(tmp_path, monkeypatch, *, v2: bool, limit, usage: int, inactive: int = 0,
+                 parent_limit=None):
+    """A made-up cgroup tree: this process in /job/step, the limit at /job/step (and
+    ``parent_limit`` at /job), its files where the mount table says."""
+    point = tmp_path / "cg"
+    leaf = point / "job" / "step"
+    leaf.mkdir(parents=True)
+    if v2:
+        (leaf / "memory.max").write_text("max\n" if limit is None else f"{limit}\n")
+        (leaf / "memory.current").write_text(f"{usage}\n")
+        (leaf / "memory.stat").write_text(f"anon {usage}\ninactive_file {inactive}\n")
+        (point / "job" / "memory.max").write_text("max\n" if parent_limit is None else f"{parent_limit}\n")
+        (point / "job" / "memory.current").write_text(f"{usage}\n")
+        (tmp_path / "cgroup").write_text("0::/job/step\n")
+        mount = f"41 31 0:38 / {point} rw,relatime - cgroup2 cgroup2 rw\n"
+    else:
+        (leaf / "memory.limit_in_bytes").write_text(f"{9223372036854771712 if limit is None else limit}\n")
+        (leaf / "memory.usage_in_bytes").write_text(f"{usage}\n")
+        (leaf / "memory.stat").write_text(f"cache 0\ntotal_inactive_file {inactive}\n")
+        (point / "job" / "memory.limit_in_bytes").write_text(
+            f"{9223372036854771712 if parent_limit is None else parent_limit}\n")
+        (point / "job" / "memory.usage_in_bytes").write_text(f"{usage}\n")
+        (tmp_path / "cgroup").write_text("5:devices:/job/step\n4:memory:/job/step\n0::/\n")
+        mount = (f"32 31 0:29 / {tmp_path / 'cpu'} rw,relatime - cgroup cgroup rw,cpu\n"
+                 f"35 31 0:32 / {point} rw,relatime - cgroup cgroup rw,memory\n")
+    (tmp_path / "mountinfo").write_text("23 1 0:22 / / rw - ext4 /dev/vda rw\n" + mount)
+    monkeypatch.setattr(memory, "_SELF_CGROUP", str(tmp_path / "cgroup"))
+    monkeypatch.setattr(memory, "_SELF_MOUNTINFO", str(tmp_path / "mountinfo"))
+
+
+@pytest.mark.parametrize("v2", [True, False], ids=["cgroup-v2", "cgroup-v1"])
+def test_available_memory_is_bounded_by_the_memory_cgroup(tmp_path, monkeypatch, v2):
+    """In a container or a batch job's cgroup /proc/meminfo shows the whole machine: a
+    solve of 200 NY sources with predecessors passed the check under a 1.2 GB cgroup
+    limit and was killed by the OOM killer (SIGKILL, no line, exit 137)."""
+    _fake_cgroup(tmp_path, monkeypatch, v2=v2, limit=1_500_000_000, usage=400_000_000, inactive=100_000_000)
+    room, why = memory.memory_headroom()
+    assert room == 1_500_000_000 - 300_000_000
+    assert "cgroup /job/step" in why and "1.5 GB" in why
+    assert memory.available_memory() == room
+    with pytest.raises(memory.OutputTooLargeError, match=r"more than the 1\.2 GB of memory available here "
+                                                          r"\(the memory cgroup /job/step's limit of 1\.5 GB\); x$"):
+        memory.check_host_memory(1_300_000_000, "distances", "x")
+    memory.check_host_memory(1_100_000_000, "distances", "x")  # fits
+
+
+@pytest.mark.parametrize("v2", [True, False], ids=["cgroup-v2", "cgroup-v1"])
+def test_a_parent_cgroups_limit_counts_too(tmp_path, monkeypatch, v2):
+    _fake_cgroup(tmp_path, monkeypatch, v2=v2, limit=None, usage=200_000_000, parent_limit=700_000_000)
+    room, why = memory.memory_headroom()
+    assert room == 500_000_000 and "cgroup /job's limit" in why
+
+
+def test_no_cgroup_limit_leaves_the_machines_memory(tmp_path, monkeypatch):
+    _fake_cgroup(tmp_path, monkeypatch, v2=True, limit=None, usage=200_000_000)
+    room, why = memory.memory_headroom()
+    assert why in ("the machine's available memory",) or "ulimit" in why
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+def test_available_memory_is_bounded_by_the_address_space_limit():
+    """``ulimit -v``: NY's 200 sources with predecessors passed the check (the machine's
+    23 GB) and failed in NumPy; the check now sees the limit.  The limit is set 300 MB
+    above what the child has mapped, so nothing it does here comes near it."""
+    code = textwrap.dedent("""
+        import resource
+        from gpu_sssp.kernels import memory
+        from gpu_sssp.kernels.errors import OutputTooLargeError
+        size = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize:")][0]
+        resource.setrlimit(resource.RLIMIT_AS, (size + 300_000_000, resource.RLIM_INFINITY))
+        room = memory.available_memory()
+        assert 200_000_000 < room <= 300_000_000, room
+        try:
+            memory.check_host_memory(1_000_000_000, "the distances", "solve fewer sources")
+        except OutputTooLargeError as exc:
+            print(exc)
+        else:
+            print("passed")
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ulimit -v" in out.stdout and "solve fewer sources" in out.stdout, out.stdout
