@@ -100,3 +100,49 @@ def test_available_memory_is_bounded_by_the_address_space_limit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "ulimit -v" in out.stdout and "solve fewer sources" in out.stdout, out.stdout
+
+
+def _chain(n: int):
+    from gpu_sssp.kernels.graph import Graph
+
+    return Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, dtype=np.int64), n=n)
+
+
+@pytest.fixture
+def memory_of(monkeypatch):
+    """``memory_of(b)``: ``b`` bytes available, and every array checked."""
+    def set_to(nbytes):
+        monkeypatch.setattr(memory, "available_memory", lambda: nbytes)
+        monkeypatch.setattr(memory, "SMALL_BYTES", 0)
+    return set_to
+
+
+@pytest.mark.parametrize("distances", [True, False])
+def test_scipy_solvers_working_memory_is_counted(memory_of, distances):
+    """SciPy's Dijkstra holds about 34 bytes a (source, vertex) cell at its peak (its
+    full float64 rows, their copy in the asked order, the reduction's temporaries), the
+    statistics alone included: the check counted the result's 8 (0 with
+    distances=False), so 200 NY sources passed a check of 423 MB and peaked at 1.8 GB."""
+    from gpu_sssp.kernels import solve
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+
+    g = _chain(10_000)
+    src = np.arange(100)
+    memory_of(100 * 10_000 * 20)  # above the result's 8 bytes a cell, below SciPy's peak
+    with pytest.raises(OutputTooLargeError, match=r"working arrays of dijkstra on the CPU .*36 bytes a source and "
+                                                  r"vertex.* would take 36\.0 MB, more than the 20\.0 MB"):
+        solve(g, src, method="dijkstra", backend="cpu", distances=distances)
+    memory_of(100 * 10_000 * 40)
+    res = solve(g, src, method="dijkstra", backend="cpu", distances=distances)
+    assert int(res.reached[0]) == 10_000
+
+
+def test_scipy_advice_does_not_offer_statistics_only(memory_of):
+    """distances=False does not shrink SciPy's rows: it is not offered as the way on."""
+    from gpu_sssp.kernels import solve
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+
+    memory_of(30_000_000)  # the result's 16 MB fit, not SciPy's 44
+    with pytest.raises(OutputTooLargeError) as err:
+        solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu", predecessors=True)
+    assert "distances=False" not in str(err.value) and "predecessors=False" in str(err.value)
