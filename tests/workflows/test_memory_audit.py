@@ -146,3 +146,60 @@ def test_scipy_advice_does_not_offer_statistics_only(memory_of):
     with pytest.raises(OutputTooLargeError) as err:
         solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu", predecessors=True)
     assert "distances=False" not in str(err.value) and "predecessors=False" in str(err.value)
+
+
+def _main_raising(monkeypatch, exc):
+    """``sssp ingest x.gr`` whose work raises ``exc``: (status, stderr lines)."""
+    from gpu_sssp.workflows import cli, cmd_ingest
+
+    def run(args):
+        raise exc
+
+    monkeypatch.setattr(cmd_ingest, "run", run)
+    return cli.main(["ingest", "x.gr"])
+
+
+def test_a_thread_pyarrow_cannot_start_is_one_line(monkeypatch, capsys):
+    """Under ``ulimit -v`` (rome99's ingest at 600 MB and at 1.5 GB, by chance) pyarrow's
+    CSV reader could not start its threads: a traceback ending in ``ArrowException:
+    Unknown error: Failed to launch worker thread``, status 1."""
+    import pyarrow.lib
+
+    code = _main_raising(monkeypatch, pyarrow.lib.ArrowException(
+        "Unknown error: Failed to launch worker thread: Resource temporarily unavailable"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: could not start a thread (Unknown error: Failed to launch worker thread")
+    assert "Traceback" not in err[0]
+
+
+def test_other_arrow_errors_keep_their_traceback(monkeypatch):
+    import pyarrow.lib
+
+    with pytest.raises(pyarrow.lib.ArrowException):
+        _main_raising(monkeypatch, pyarrow.lib.ArrowException("Unknown error: something else"))
+
+
+def test_a_bare_memory_error_says_what_ran_short(monkeypatch, capsys):
+    """``error: MemoryError`` was the whole line (rome99's ingest under ulimit -v 500 MB)."""
+    code = _main_raising(monkeypatch, MemoryError())
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("error: out of memory (MemoryError)") and "more memory" in err[0]
+
+
+def test_a_study_batch_whose_workers_died_is_one_line(monkeypatch, capsys):
+    """A CPU study of NY distances in a 1.5 GB cgroup: its workers were OOM-killed, the
+    nanny restarted them, and after 4 deaths the study ended on Dask's KilledWorker
+    traceback (status 1, the folder resumable but not a word about memory or --resume
+    in the last line)."""
+    from distributed.scheduler import KilledWorker
+
+    class Where:
+        address = "tcp://127.0.0.1:42457"
+
+    code = _main_raising(monkeypatch, KilledWorker("phast-batch-000000-000003-1475c0b0", Where(), 3))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert "phast-batch-000000-000003" in err[0] and "4 times" in err[0] and "tcp://127.0.0.1:42457" in err[0]
+    assert "memory" in err[0] and "--batch-size" in err[0] and "--resume" in err[0]
