@@ -203,3 +203,23 @@ def test_a_study_batch_whose_workers_died_is_one_line(monkeypatch, capsys):
     assert code == 1 and len(err) == 1, err
     assert "phast-batch-000000-000003" in err[0] and "4 times" in err[0] and "tcp://127.0.0.1:42457" in err[0]
     assert "memory" in err[0] and "--batch-size" in err[0] and "--resume" in err[0]
+
+
+@pytest.mark.parametrize("family, kw, arcs", [
+    ("rmat", dict(scale=10, edge_factor=16), 16_384),
+    ("random", dict(n=10_000, m=16_384), 16_384),
+])
+def test_generate_counts_what_generation_holds(tmp_path, monkeypatch, family, kw, arcs):
+    """generate checked the ids and weights alone (16 bytes an arc) and then used 26
+    (rmat, grid) to 78 (random) bytes an arc: ``generate random -n 1000000 -m 16000000``
+    peaked at 1.36 GB against a check of 256 MB, and ran out of memory past the check."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline import generate as G
+
+    monkeypatch.setattr(memory, "available_memory", lambda: arcs * 16 * 3 // 2)  # the ids and weights fit
+    with pytest.raises(UsageError, match=r"arcs need at least .* GB of memory to generate \(their ids and "
+                                         r"weights are .* GB\), more than"):
+        G.generate(family, tmp_path / "g.parquet", **kw)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(memory, "available_memory", lambda: arcs * 16 * 7)
+    assert G.generate(family, tmp_path / "g.parquet", **kw)["arcs"] == arcs
