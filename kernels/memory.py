@@ -194,7 +194,7 @@ def available_memory() -> int | None:
 def fmt_bytes(b: float) -> str:
     """``1.5 GB`` (powers of 1000, as ``--max-distance-bytes`` reads them)."""
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(b) < 1000 or unit == "PB":
+        if abs(round(b, 1)) < 1000 or unit == "PB":  # (999,999,488 B is 1.0 GB, not "1,000.0 MB")
             return f"{b:,.1f} {unit}" if unit != "B" else f"{int(b)} B"
         b /= 1000.0
     return f"{b} B"

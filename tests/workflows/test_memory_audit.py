@@ -223,3 +223,9 @@ def test_generate_counts_what_generation_holds(tmp_path, monkeypatch, family, kw
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setattr(memory, "available_memory", lambda: arcs * 16 * 7)
     assert G.generate(family, tmp_path / "g.parquet", **kw)["arcs"] == arcs
+
+
+def test_sizes_just_below_a_unit_are_written_in_the_next():
+    """A 1 GB cgroup limit (999,999,488 bytes, page-rounded) was named "1,000.0 MB"."""
+    assert memory.fmt_bytes(999_999_488) == "1.0 GB"
+    assert memory.fmt_bytes(999_949_999) == "999.9 MB"
