@@ -229,3 +229,33 @@ def test_sizes_just_below_a_unit_are_written_in_the_next():
     """A 1 GB cgroup limit (999,999,488 bytes, page-rounded) was named "1,000.0 MB"."""
     assert memory.fmt_bytes(999_999_488) == "1.0 GB"
     assert memory.fmt_bytes(999_949_999) == "999.9 MB"
+
+
+def test_verify_checks_its_sources_a_part_at_a_time(rome99, monkeypatch, capsys):
+    """``sssp verify --random 200`` on NY held the reference's and each method's full
+    rows with their trees and the checks' temporaries at once: 7.1 GB (about 133 bytes a
+    source and vertex), where solve's check counted 44.  It now solves and checks a part
+    of the sources at a time (1.2 GB), and a wrong distance in a later part is still
+    found."""
+    from gpu_sssp import kernels
+    from gpu_sssp.workflows import cli, cmd_verify
+
+    n = 3353  # rome99
+    monkeypatch.setattr(cmd_verify, "VERIFY_PART_BYTES", cmd_verify.VERIFY_CELL_BYTES * n * 3)
+    real, calls = kernels.solve, []
+
+    def solve(graph, sources, **kw):
+        calls.append(len(sources))
+        res = real(graph, sources, **kw)
+        if len(calls) == 4:  # the method's result of the second part: one distance off
+            res.distances[0, 5] += 1
+        return res
+
+    monkeypatch.setattr(kernels, "solve", solve)
+    from rich.console import Console
+
+    monkeypatch.setattr(cmd_verify, "console", Console(width=1000, soft_wrap=True))  # (table cells whole)
+    code = cli.main(["verify", str(rome99), "--random", "8", "--methods", "dijkstra"])
+    out = capsys.readouterr().out
+    assert calls == [3, 3, 3, 3, 2, 2], calls
+    assert code == 1 and "sources 4-6 of 8: 1 distances differ" in out, out
