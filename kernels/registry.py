@@ -344,8 +344,10 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         drop = [name for name, asked in (("distances=False", distances and not full_rows),
                                          ("predecessors=False", predecessors)) if asked]
         stats = f"pass {' and '.join(drop)} for the per-source statistics only, " if drop else ""
-        advice = (f"solve fewer sources at a time, {stats}or run a study (sssp study), which writes the "
-                  "distances to files batch by batch")
+        # (the same check refuses a study's batch on its worker: there the way on is a
+        # smaller batch, which "run a study" did not say)
+        advice = (f"solve fewer sources at a time (in a study: a smaller --batch-size, then --resume), {stats}or "
+                  "run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 
 

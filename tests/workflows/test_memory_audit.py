@@ -259,3 +259,16 @@ def test_verify_checks_its_sources_a_part_at_a_time(rome99, monkeypatch, capsys)
     out = capsys.readouterr().out
     assert calls == [3, 3, 3, 3, 2, 2], calls
     assert code == 1 and "sources 4-6 of 8: 1 distances differ" in out, out
+
+
+def test_the_refusal_names_the_study_s_way_on(memory_of):
+    """A CPU study of 300 NY sources with distances in a 1.1 GB cgroup: a worker's batch
+    was refused with solve's advice alone ("solve fewer sources at a time, pass
+    distances=False ..., or run a study"), in a study; the way on there is a smaller
+    --batch-size and --resume."""
+    from gpu_sssp.kernels import solve
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+
+    memory_of(1_000_000)
+    with pytest.raises(OutputTooLargeError, match=r"in a study: a smaller --batch-size, then --resume"):
+        solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu")
