@@ -272,3 +272,28 @@ def test_the_refusal_names_the_study_s_way_on(memory_of):
     memory_of(1_000_000)
     with pytest.raises(OutputTooLargeError, match=r"in a study: a smaller --batch-size, then --resume"):
         solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu")
+
+
+def test_ingest_refuses_a_chunk_that_cannot_be_parsed_in_memory(tmp_path, monkeypatch, capsys):
+    """``sssp ingest --chunk-mb 1024`` took 2.3 GB for a 155 MB DIMACS file read as one
+    chunk (about 14 bytes a byte of the chunk), whatever memory the machine had; it is
+    refused in one line before the input is read."""
+    from gpu_sssp.workflows import cli
+
+    gr = tmp_path / "g.gr"
+    arcs = 1_500_000
+    i = np.arange(arcs)
+    body = np.char.add(np.char.add(np.char.add("a ", (i % 1000 + 1).astype(str)), " "),
+                       np.char.add(((i * 7) % 1000 + 1).astype(str), " 5\n"))
+    gr.write_text(f"p sp 1000 {arcs}\n" + "".join(body.tolist()))
+    size = gr.stat().st_size
+    assert size > 16 << 20  # above the default chunk
+    monkeypatch.setattr(memory, "available_memory", lambda: size * 8)
+    out = tmp_path / "g.parquet"
+    code = cli.main(["ingest", str(gr), "-o", str(out), "--chunk-mb", "64", "-q"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: --chunk-mb 64: reading ") and "takes about" in err[0], err
+    assert "give --chunk-mb 8 or less" in err[0] and not out.exists()  # (141 MB / 16, in MiB)
+    monkeypatch.setattr(memory, "available_memory", lambda: size * 20)  # a chunk that fits is read
+    assert cli.main(["ingest", str(gr), "-o", str(out), "--chunk-mb", "64", "-q"]) == 0 and out.exists()
