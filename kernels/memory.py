@@ -156,23 +156,7 @@ def memory_headroom() -> tuple[int, str] | None:
     runs in (a container's, a batch job's, ``systemd-run -p MemoryMax=``), the
     address-space limit (``ulimit -v``), whichever is least; None where unknown."""
     found = []
-    try:
-        info = {}
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                info[key] = int(rest.split()[0]) * 1024
-        if "MemAvailable" in info:
-            found.append((info["MemAvailable"] + info.get("SwapFree", 0), "the machine's available memory"))
-    except (OSError, ValueError, IndexError):
-        pass
-    if not found:
-        try:
-            found.append((os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-                          "the machine's available memory"))
-        except (AttributeError, ValueError, OSError):
-            pass
-    for limit in (_cgroup_headroom, _rlimit_headroom):
+    for limit in (_machine_headroom, _cgroup_headroom, _rlimit_headroom):
         try:
             got = limit()
         except Exception:  # (an odd /proc or cgroup tree never stops a run)
@@ -180,6 +164,24 @@ def memory_headroom() -> tuple[int, str] | None:
         if got is not None:
             found.append(got)
     return min(found, key=lambda item: item[0]) if found else None
+
+
+def _machine_headroom() -> tuple[int, str] | None:
+    """The machine's free memory (``MemAvailable`` + ``SwapFree``, or ``os.sysconf``)."""
+    try:
+        info = {}
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                info[key] = int(rest.split()[0]) * 1024
+        if "MemAvailable" in info:
+            return info["MemAvailable"] + info.get("SwapFree", 0), "the machine's available memory"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "the machine's available memory"
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def available_memory() -> int | None:
