@@ -279,6 +279,20 @@ def _out_of_memory(exc: MemoryError) -> str:
     return f"{text}{_memory_bound()}; give the command more memory or a smaller task"
 
 
+def _os_error(exc: OSError) -> str:
+    """The line for an OSError; where the process runs under a memory bound and the
+    error is one that running short of address space gives (ENOMEM, a shared library
+    that could not be mapped: ``solve -m phast@cpu`` under ``ulimit -v 2000000`` said
+    only that ``libllvmlite.so`` could not be found), the bound too."""
+    import errno
+
+    text = str(exc) or type(exc).__name__
+    short = (getattr(exc, "errno", None) == errno.ENOMEM or "shared object" in text
+             or "cannot allocate memory" in text.lower())
+    bound = _memory_bound() if short else ""
+    return f"{text}{bound}; give the command more memory" if bound else text
+
+
 def _resource_exhausted(exc: BaseException):
     """``(line, exit status)`` for the failures that are the machine's limits but not a
     MemoryError, or ``(None, None)``: a thread that could not be started (pyarrow's
@@ -343,7 +357,7 @@ def _main(argv=None) -> int:
         print_error(exc)
         return exc.exit_code
     except (OSError, MemoryError) as exc:  # the machine's limits, not a bug: one line
-        print_error(_out_of_memory(exc) if isinstance(exc, MemoryError) else exc)
+        print_error(_out_of_memory(exc) if isinstance(exc, MemoryError) else _os_error(exc))
         return 2
     except Exception as exc:
         # memory running short where it is not a MemoryError (pyarrow's threads under

@@ -299,3 +299,22 @@ def test_ingest_refuses_a_chunk_that_cannot_be_parsed_in_memory(tmp_path, monkey
     assert "give --chunk-mb 8 or less" in err[0] and not out.exists()  # (141 MB / 16, in MiB)
     monkeypatch.setattr(memory, "available_memory", lambda: size * 20)  # a chunk that fits is read
     assert cli.main(["ingest", str(gr), "-o", str(out), "--chunk-mb", "64", "-q"]) == 0 and out.exists()
+
+
+def test_a_library_that_cannot_be_mapped_under_a_limit_names_it(monkeypatch, capsys):
+    """``solve -m phast@cpu`` under ``ulimit -v 2000000``: "error: Could not find/load
+    shared object file 'libllvmlite.so' ..." - the library is there; the address space
+    is not.  The line names the bound the process runs under (and says nothing more
+    without one)."""
+    text = ("Could not find/load shared object file 'libllvmlite.so' from resource location: "
+            "'llvmlite.binding'.")
+    monkeypatch.setattr(memory, "memory_headroom", lambda: (10_000_000, "the address-space limit (ulimit -v) of "
+                                                                        "2.0 GB"))
+    assert _main_raising(monkeypatch, OSError(text)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "libllvmlite.so" in err[0]
+    assert "(this process runs under the address-space limit (ulimit -v) of 2.0 GB); give the command more " \
+           "memory" in err[0]
+    monkeypatch.setattr(memory, "memory_headroom", lambda: (10**12, "the machine's available memory"))
+    assert _main_raising(monkeypatch, OSError(text)) == 2
+    assert capsys.readouterr().err.strip().endswith("'llvmlite.binding'.")
