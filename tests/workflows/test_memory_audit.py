@@ -318,3 +318,20 @@ def test_a_library_that_cannot_be_mapped_under_a_limit_names_it(monkeypatch, cap
     monkeypatch.setattr(memory, "memory_headroom", lambda: (10**12, "the machine's available memory"))
     assert _main_raising(monkeypatch, OSError(text)) == 2
     assert capsys.readouterr().err.strip().endswith("'llvmlite.binding'.")
+
+
+def test_solve_counts_the_writer_beside_the_result(rome99, memory_of, capsys, tmp_path):
+    """``solve -o``: the solve's check counted the result, not the writer's parts beside
+    it (about 550 MB more): 200 NY sources with predecessors passed in a 1.3 GB cgroup,
+    solved, and were killed while writing.  Refused before anything is solved now."""
+    from gpu_sssp.workflows import cli
+
+    out = tmp_path / "d.parquet"
+    memory_of(2_000_000)  # SciPy's 1.2 MB for 10 rome99 sources fit; with the writer's parts, not
+    argv = ["solve", str(rome99), "-m", "dijkstra", "-o", str(out)] + [a for s in range(1, 11) for a in ("-s", str(s))]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the -o writer's parts beside them would take" in err[0], err
+    assert not out.exists()
+    memory_of(20_000_000)
+    assert cli.main(argv) == 0 and out.exists()
