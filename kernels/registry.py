@@ -282,8 +282,18 @@ def refuse_unsuitable(spec: Method, graph, options: dict) -> None:
         raise UsageError(why)
 
 
+#: host bytes a CPU engine holds at its peak per (source, vertex) cell of its full rows -
+#: ``(always, with predecessors)``, measured as peak RSS on NY (264,346 vertices, 100
+#: sources): SciPy's Dijkstra and Johnson return whole float64 rows even for the
+#: statistics, copy them to the asked order and reduce them through full-size temporaries
+#: (34 bytes a cell, 38 with the trees, where the result's own distances are 8); the
+#: CPU PHAST sweep keeps only the rows asked for (10 with distances, 18 with the trees,
+#: under 1 for the statistics alone)
+CPU_CELL_BYTES = {"dijkstra": (36, 8), "bellman-ford": (36, 8), "phast": (12, 8)}
+
+
 def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True,
-                        pair_ids: bool = False) -> None:
+                        pair_ids: bool = False, method: str | None = None, backend: str | None = None) -> None:
     """Refuse, before anything is solved or allocated, a result whose host arrays (the
     ``(B, n)`` or ``(B, T)`` float64 distances, the ``(B, n)`` int64 predecessors) cannot
     fit in the memory available here (:func:`kernels.memory.check_host_memory`).
@@ -299,16 +309,45 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         parts.append("its long table's source and target ids (int64)")
     if predecessors:
         parts.append(f"predecessors of {n_sources:,} sources x {graph.n:,} vertices (int64)")
+    cell = CPU_CELL_BYTES.get(method) if backend == "cpu" else None
+    if cell is not None and targets is not None and method == "phast":
+        cell = None  # (its sweep gathers the targets' columns: no full rows)
+    if cell is not None:
+        # what the CPU engine really holds (its full rows and the temporaries of their
+        # reduction), not only the result: 200 NY sources passed a check of 846 MB and
+        # peaked at 2.1 GB (SIGKILL under a cgroup limit between the two)
+        per = (cell[0] if (distances or method != "phast") else 0) + (cell[1] if predecessors else 0)
+        rows = int(n_sources)
+        if targets is not None:  # solved GENERIC_CHUNK_BYTES of full rows at a time (_gather_cpu)
+            rows = min(rows, max(1, GENERIC_CHUNK_BYTES // max(1, 8 * int(graph.n))))
+        work = rows * int(graph.n) * per
+        if targets is not None:
+            work += need
+        if work > need:
+            need = work
+            at = f", {rows:,} sources at a time" if rows < n_sources else ""
+            if parts:
+                parts = [" and ".join(parts) + f", with the working arrays of {method} on the CPU ({per} bytes a "
+                         f"source and vertex in all at its peak{at})"]
+            else:
+                parts = [f"the working arrays of {method} on the CPU for {n_sources:,} sources x {graph.n:,} "
+                         f"vertices ({per} bytes a source and vertex at its peak{at})"]
     if targets is not None:
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
     else:
         # name only what would help this call: distances=False where it asked for them,
         # predecessors=False where it asked for the trees
-        drop = [name for name, asked in (("distances=False", distances), ("predecessors=False", predecessors))
-                if asked]
-        advice = (f"solve fewer sources at a time, pass {' and '.join(drop)} for the per-source statistics "
-                  "only, or run a study (sssp study), which writes the distances to files batch by batch")
+        # (SciPy's engines make the whole rows for the statistics too: distances=False
+        # does not help them)
+        full_rows = cell is not None and method != "phast"
+        drop = [name for name, asked in (("distances=False", distances and not full_rows),
+                                         ("predecessors=False", predecessors)) if asked]
+        stats = f"pass {' and '.join(drop)} for the per-source statistics only, " if drop else ""
+        # (the same check refuses a study's batch on its worker: there the way on is a
+        # smaller batch, which "run a study" did not say)
+        advice = (f"solve fewer sources at a time (in a study: a smaller --batch-size, then --resume), {stats}or "
+                  "run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 
 
@@ -416,6 +455,9 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     refuse_unsuitable(spec, graph, options)
     if spec.backend == "gpu" and device_count() == 0:
         raise _gpu.GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
+    # again, now that the engine is known: what it holds beyond the result (CPU_CELL_BYTES)
+    check_output_memory(graph, len(src), targets=targets, predecessors=predecessors, distances=distances,
+                        method=spec.name, backend=spec.backend)
     fn = spec.load()
     if targets is not None:
         res = _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)

@@ -431,6 +431,20 @@ def _arc_bytes(n: int, weight_type: str) -> int:
     return 2 * (4 if n <= 2**31 else 8) + np.dtype(WEIGHT_TYPES.get(weight_type, np.int64)).itemsize
 
 
+def _work_factor(family: str, kw: dict) -> int:
+    """Peak memory of a generation over its arcs' ids and weights (:func:`_arc_bytes`),
+    measured as peak RSS (2**24 arcs, int32 ids, int64 weights: ids and weights 16 bytes
+    an arc): R-MAT and grids 26 bytes an arc (their draws, the table written), G(n, m)
+    78 directed, 53 undirected (int64 pair keys drawn 1.1 times over, deduplicated by a
+    sort), potentials (``negative_fraction``) 52 on a grid.  Checking the ids and
+    weights alone passed graphs that then ran out of memory."""
+    random = family in ("random", "er", "gnm")
+    factor = (4 if kw.get("undirected") else 6) if random else 2
+    if kw.get("negative_fraction"):
+        factor += 2
+    return factor
+
+
 def _count(v: int) -> str:
     """``v`` with thousands separators, or its order of magnitude where it has more
     digits than a message can hold (Python refuses to write integers of more than 4,300
@@ -500,12 +514,16 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, max_isolated_ve
     if limits.max_arcs is not None and arcs > limits.max_arcs:
         raise UsageError(f"generate {what}: {_count(arcs)} arcs, above the limit sssp.ingest.max-arcs = "
                          f"{_count(limits.max_arcs)}; {how('max-arcs', '--max-arcs')}")
-    need = arcs * _arc_bytes(n, str(kw.get("weight_type", "int64")))
+    arrays = arcs * _arc_bytes(n, str(kw.get("weight_type", "int64")))
+    need = arrays * _work_factor(family, kw)
     avail = memory.available_memory()
     if avail is not None and need > avail:
+        got, bound = memory.memory_headroom() or (None, "")
+        why = f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
         raise UsageError(f"generate {what}: {_count(n)} vertices and {_count(arcs)} arcs need at least "
-                         f"{_gigabytes(need)} GB of memory (ids and weights alone; generation takes more), more "
-                         f"than the {avail / 1e9:,.1f} GB available here; generate a smaller graph")
+                         f"{_gigabytes(need)} GB of memory to generate (their ids and weights are "
+                         f"{_gigabytes(arrays)} GB), more than the {avail / 1e9:,.1f} GB available here{why}; "
+                         "generate a smaller graph")
 
 
 def generate(family: str, out, *, max_vertices=None, max_arcs=None, max_isolated_vertices=None, **kw) -> dict:

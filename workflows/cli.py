@@ -261,6 +261,67 @@ class _OneLineFormatter(logging.Formatter):
         return super().formatMessage(record)
 
 
+def _memory_bound() -> str:
+    """`` (BOUND)``: the limit on this process's memory where it is not the machine's
+    own (a memory cgroup, ``ulimit -v``), else ``""``."""
+    try:
+        from gpu_sssp.kernels.memory import memory_headroom
+
+        got = memory_headroom()
+    except Exception:  # (never in the way of the error line itself)
+        return ""
+    if got is None or got[1].startswith("the machine"):
+        return ""
+    return f" (this process runs under {got[1]})"
+
+
+def _out_of_memory(exc: MemoryError) -> str:
+    """The line for a MemoryError: its own text (NumPy's names the array), and which
+    limit the process runs under; a bare ``MemoryError`` said only ``error: MemoryError``."""
+    text = str(exc) or "out of memory (MemoryError)"
+    return f"{text}{_memory_bound()}; give the command more memory or a smaller task"
+
+
+def _os_error(exc: OSError) -> str:
+    """The line for an OSError; where the process runs under a memory bound and the
+    error is one that running short of address space gives (ENOMEM, a shared library
+    that could not be mapped: ``solve -m phast@cpu`` under ``ulimit -v 2000000`` said
+    only that ``libllvmlite.so`` could not be found), the bound too."""
+    import errno
+
+    text = str(exc) or type(exc).__name__
+    short = (getattr(exc, "errno", None) == errno.ENOMEM or "shared object" in text
+             or "cannot allocate memory" in text.lower())
+    bound = _memory_bound() if short else ""
+    return f"{text}{bound}; give the command more memory" if bound else text
+
+
+def _resource_exhausted(exc: BaseException):
+    """``(line, exit status)`` for the failures that are the machine's limits but not a
+    MemoryError, or ``(None, None)``: a thread that could not be started (pyarrow's
+    reader pool, Python's threads: under ``ulimit -v`` each thread's stack and malloc
+    arena need address space), and a study batch whose workers died while solving it
+    (Dask's ``KilledWorker``: a worker killed by the OOM killer or its nanny's memory
+    limit, most often; the study folder resumes)."""
+    name, text = type(exc).__name__, str(exc)
+    module = type(exc).__module__ or ""
+    if name == "KilledWorker" and module.startswith("distributed"):
+        task = getattr(exc, "task", None)
+        worker = getattr(getattr(exc, "last_worker", None), "address", None)
+        tries = getattr(exc, "allowed_failures", None)
+        times = f"{tries + 1} times" if isinstance(tries, int) else "too often"
+        return (f"a batch ({task}) lost the worker solving it {times}{f', last {worker}' if worker else ''}: a "
+                "worker that dies while it solves is most often out of memory (the OOM killer, or its nanny at "
+                "distributed.worker.memory.terminate); lower --batch-size or give the workers more memory, then "
+                "add --resume to continue (finished batches are kept)"), 1
+    thread = ("Failed to launch worker thread" in text or "can't start new thread" in text
+              or "Resource temporarily unavailable" in text)
+    if thread and (module.startswith("pyarrow") or isinstance(exc, RuntimeError)):
+        return (f"could not start a thread ({text}): out of memory or of threads{_memory_bound()}; give the "
+                "command more memory (a thread needs address space for its stack)"), 2
+    return None, None
+
+
 def _main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
@@ -299,8 +360,17 @@ def _main(argv=None) -> int:
         print_error(exc)
         return exc.exit_code
     except (OSError, MemoryError) as exc:  # the machine's limits, not a bug: one line
-        print_error(exc if str(exc) else type(exc).__name__)
+        print_error(_out_of_memory(exc) if isinstance(exc, MemoryError) else _os_error(exc))
         return 2
+    except Exception as exc:
+        # memory running short where it is not a MemoryError (pyarrow's threads under
+        # ulimit -v, a study's workers killed for memory) is the machine's limit too: one
+        # line; anything else is a bug and keeps its traceback
+        line, code = _resource_exhausted(exc)
+        if line is None:
+            raise
+        print_error(line)
+        return code
     except Terminated as exc:  # SIGTERM: as Ctrl-C, with the signal's own status
         print_error(str(exc), label="stopped")
         return 128 + exc.signum

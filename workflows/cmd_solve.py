@@ -45,6 +45,30 @@ def part_slices(rows: int, n: int, cells: int):
             yield slice(i, i + 1), slice(v, v + cells)
 
 
+#: bytes the -o writer holds per cell of a part beside the result (the part's long table,
+#: the next one made while it is written, the Parquet encoder's buffers): measured about
+#: 130 (550 MB over the solve's own peak for 100 or 200 NY sources, parts of PART_CELLS)
+WRITER_CELL_BYTES = 160
+
+
+def check_writer_memory(graph, sources: int, predecessors: bool) -> None:
+    """Refuse, before anything is solved, a ``solve -o`` whose result (distances, and
+    predecessors) and the writer's parts beside it would not fit in the memory available:
+    the solve's own check counts the result, not the writing after it (200 NY sources
+    with predecessors passed a check of 1.06 GB in a 1.3 GB cgroup, solved, and were
+    killed while writing, at 1.8 GB)."""
+    from gpu_sssp.kernels.memory import check_host_memory, output_bytes
+
+    cells = int(sources) * int(graph.n)
+    held = output_bytes(sources, graph.n, distances=True, predecessors=predecessors, n=graph.n)
+    writer = min(cells, PART_CELLS) * WRITER_CELL_BYTES
+    check_host_memory(held + writer,
+                      f"{shown(graph.name)}: the distances{' and predecessors' if predecessors else ''} of "
+                      f"{sources:,} sources x {graph.n:,} vertices and the -o writer's parts beside them",
+                      "solve fewer sources at a time, or run a study (sssp study --outputs distances), which "
+                      "writes the distances batch by batch")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("solve", help="shortest paths from given sources",
                        description="Solve SSSP from the given sources and write distances "
@@ -109,6 +133,8 @@ def run(args) -> int:
     from gpu_sssp.pipeline.hierarchy import prepare_study
 
     prepare_study(graph, len(src), resolve_backend(args.method, args.backend), args.method)
+    if args.out:
+        check_writer_memory(graph, len(src), args.predecessors)
     t0 = time.perf_counter()
     res = kernels.solve(graph, src, method=args.method, backend=args.backend,
                         predecessors=args.predecessors, distances=True)

@@ -66,6 +66,26 @@ def random_sources(graph, k: int, seed: int) -> np.ndarray:
     return src
 
 
+#: bytes ``sssp verify`` holds per (source, vertex) pair of a part (measured: about 133,
+#: the reference's and a method's distances and predecessors and the tree checks'
+#: temporaries), and the most it holds at once
+VERIFY_CELL_BYTES = 160
+VERIFY_PART_BYTES = 1 << 30
+
+
+def verify_part_sources(n: int, sources: int) -> int:
+    """How many sources ``sssp verify`` solves and checks at a time: as many as keep
+    ``VERIFY_CELL_BYTES`` a pair within ``VERIFY_PART_BYTES`` (and half the memory
+    available), at least one."""
+    from gpu_sssp.kernels.memory import available_memory
+
+    budget = VERIFY_PART_BYTES
+    avail = available_memory()
+    if avail is not None:
+        budget = min(budget, avail // 2)
+    return max(1, min(max(sources, 1), budget // (VERIFY_CELL_BYTES * max(int(n), 1))))
+
+
 def _hierarchy_from_cache(graph) -> None:
     """Give ``graph`` the contraction hierarchy cached beside its file (``<file>.ch.npz``,
     written by a study or ``gpu_sssp.matrix``), or build it and write that file where
@@ -154,23 +174,49 @@ def run(args) -> int:
     if any(name == "phast" for name, _ in todo):
         _hierarchy_from_cache(graph)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
-    ref = kernels.solve(graph, src, method=ref_method, backend="cpu", predecessors=True)
     table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
-    failures = checked = 0
+    runnable, skipped = [], {}
     for name, backend in todo:
         spec = kernels.get(name, backend)
         why = spec.unsuitable(graph)
         if why:
+            skipped[(name, backend)] = (spec, why)
+        else:
+            runnable.append((name, backend, spec))
+    # the sources a part at a time: the reference, each method's result (distances and
+    # predecessors) and the checks' temporaries over them held about 140 bytes a
+    # (source, vertex) pair at once (200 NY sources: 7.1 GB), where solve's memory check
+    # counted 44
+    step = verify_part_sources(graph.n, len(src))
+    found = {key: [] for key in ((name, backend) for name, backend, _ in runnable)}
+    ms = {key: 0.0 for key in found}
+    for lo in range(0, len(src) if runnable else 0, step):
+        part = src[lo:lo + step]
+        ref = kernels.solve(graph, part, method=ref_method, backend="cpu", predecessors=True)
+        for name, backend, spec in runnable:
+            res = kernels.solve(graph, part, method=name, backend=spec.backend, predecessors=True)
+            problems = compare(graph, ref, res)
+            if problems and len(found[(name, backend)]) < 4:  # (the parts' first few: one table cell)
+                found[(name, backend)].append(
+                    "; ".join(problems) if step >= len(src) else
+                    f"sources {lo + 1:,}-{lo + len(part):,} of {len(src):,}: " + "; ".join(problems))
+            ms[(name, backend)] += float(res.counters.get("kernel_ms", 0) or 0)
+            del res
+        del ref
+    failures = checked = 0
+    for name, backend in todo:
+        if (name, backend) in skipped:
+            spec, why = skipped[(name, backend)]
             table.add_row(name, spec.backend, f"[dim]skipped: {escape(why)}[/]", "")
             continue
+        spec = kernels.get(name, backend)
         checked += 1
-        res = kernels.solve(graph, src, method=name, backend=spec.backend, predecessors=True)
-        problems = compare(graph, ref, res)
+        problems = found[(name, backend)]
         failures += bool(problems)
         table.add_row(name, spec.backend, "[green]ok[/]" if not problems else "[red]" + "; ".join(problems) + "[/]",
-                      f"{res.counters.get('kernel_ms', 0):.2f}")
+                      f"{ms[(name, backend)]:.2f}")
     console.print(table)
     if todo and not checked:  # exit 0 said "verified" where nothing was
         raise UsageError(f"nothing was checked: every method asked for was skipped on {graph.name} (the table says "

