@@ -5,25 +5,17 @@ name), not by two digests; ``stats_over`` / ``matrix_form`` that only compare eq
 a value (a NumPy array of one string) are refused, not written into the manifest."""
 from __future__ import annotations
 
-import logging
 
 import pytest
 
-from tests.pipeline.test_study_support import rome_parquet
+from tests.pipeline.test_study_support import cpu_client, rome_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.WARNING)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    yield from cpu_client(1)
 
 
 @pytest.fixture(scope="module")

@@ -12,25 +12,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipeline.test_study_support import grid_parquet, rome_parquet, scipy_stats, write_edge_parquet
+from tests.pipeline.test_study_support import cpu_client, grid_parquet, local_cpu_cluster, rome_parquet, scipy_stats, write_edge_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def _cluster(n=2):
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.WARNING)
-    return cluster, Client(cluster)
-
-
 @pytest.fixture(scope="module")
 def client():
-    cluster, client = _cluster()
-    yield client
-    client.close()
-    cluster.close()
+    yield from cpu_client(2)
 
 
 @pytest.fixture(scope="module")
@@ -384,7 +373,7 @@ def test_distance_form_only_matters_where_distances_are_written(client, data, tm
 def test_worker_killed_mid_study(data, tmp_path):
     """A worker process dies mid-study: its batches run elsewhere, nothing is lost or doubled."""
     path = rome_parquet(data)
-    cluster, client = _cluster()
+    cluster, client = local_cpu_cluster()
     try:
         pids = client.run(os.getpid)
         killed = []

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipeline.test_study_support import rome_parquet
+from tests.pipeline.test_study_support import cpu_client, local_cpu_cluster, rome_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -36,20 +36,9 @@ SUMMARY = ("vertices", "arcs", "sources_planned", "sources_solved", "complete", 
 
 
 # ----------------------------------------------------------------------------- fixtures
-def _cluster(n):
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
-    return cluster, Client(cluster)
-
-
 @pytest.fixture(scope="module")
 def client():
-    cluster, client = _cluster(2)
-    yield client
-    client.close()
-    cluster.close()
+    yield from cpu_client(2, logging.ERROR)
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +192,7 @@ def test_integer_results_do_not_depend_on_workers_batches_order_or_method(client
             _same_summary(refs[name][1], got[1], f"{name} {kw}")
     # one and three workers (the default batches are laid out for the workers)
     for n in (1, 3):
-        cluster, other = _cluster(n)
+        cluster, other = local_cpu_cluster(n, logging.ERROR)
         try:
             for name, kw in (("grid", dict(order="given")), ("random", dict(batch_size=7))):
                 out = _study(other, graphs[name], tmp_path / f"{name}-w{n}", sources="all", **kw)

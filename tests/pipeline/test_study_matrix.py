@@ -4,7 +4,6 @@ files give one line naming the file and line; the ``gpu_sssp.matrix`` facade."""
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import pyarrow as pa
@@ -13,21 +12,14 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csg
 
-from tests.pipeline.test_study_support import rome_parquet
+from tests.pipeline.test_study_support import cpu_client, rome_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.WARNING)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    yield from cpu_client(2)
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,12 @@
 loads it from the cache file (plugin), the batches solve with phast, exactly."""
 from __future__ import annotations
 
-import logging
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipeline.test_study_support import _parse_gr, rome_parquet, rome_source, scipy_stats, write_edge_parquet
+from tests.pipeline.test_study_support import _parse_gr, cpu_client, rome_parquet, rome_source, scipy_stats, write_edge_parquet
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -23,14 +22,7 @@ def _holds_hierarchy(fingerprint, dask_worker=None):
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.WARNING)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    yield from cpu_client(2)
 
 
 def _plan(path, out, random=None, **kw):

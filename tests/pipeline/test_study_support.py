@@ -3,6 +3,7 @@ study's small parts: source planning, atomic writers, the journal, size estimate
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -14,6 +15,27 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ROME = (REPO.parent / "shared" / "data" / "dimacs9" / "rome99.gr").resolve()
 ROME_LOCAL = REPO / "data" / "rome99.gr"
+
+
+def local_cpu_cluster(n: int = 2, silence: int = logging.WARNING):
+    """``(cluster, client)``: a local CPU cluster of ``n`` single-thread worker processes,
+    its dashboard on a free port."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=silence)
+    return cluster, Client(cluster)
+
+
+def cpu_client(n: int = 2, silence: int = logging.WARNING):
+    """A module fixture's body (``yield from cpu_client(n)``): the client of
+    :func:`local_cpu_cluster`, closed with its cluster after the module."""
+    cluster, client = local_cpu_cluster(n, silence)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
 
 
 def rome_source() -> Path:
