@@ -176,12 +176,13 @@ def arrow_file(path, mode: str = "rb"):
 
 
 @contextlib.contextmanager
-def open_parquet(path):
-    """Yield a ``pyarrow.parquet.ParquetFile`` on ``path`` whatever its name; the file is
-    closed when the block ends."""
+def open_parquet(path, **kwargs):
+    """Yield a ``pyarrow.parquet.ParquetFile`` on ``path`` whatever its name (``kwargs``:
+    the reader's options, e.g. ``page_checksum_verification``); the file is closed when
+    the block ends."""
     import pyarrow.parquet as pq
 
-    with arrow_file(path) as src, pq.ParquetFile(src) as pf:
+    with arrow_file(path) as src, pq.ParquetFile(src, **kwargs) as pf:
         yield pf
 
 

@@ -29,7 +29,8 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import arrow_file, is_parquet_name, safe_name, shown
+from gpu_sssp.pipeline.fsnames import is_parquet_name, open_parquet, safe_name, shortened, shown
+from gpu_sssp.pipeline.writers import OWNED_TEMP
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
 # depth in interpreter-wide state: ast.literal_eval, which np.load uses to parse each .npy header,
@@ -249,15 +250,6 @@ def _not_parquet(path: Path, exc: Exception) -> InputError:
 
 
 @contextlib.contextmanager
-def _open_verified(path: Path):
-    """:func:`fsnames.open_parquet`, with the pages' checksums verified as they are read."""
-    import pyarrow.parquet as pq
-
-    with arrow_file(path) as src, pq.ParquetFile(src, page_checksum_verification=True) as pf:
-        yield pf
-
-
-@contextlib.contextmanager
 def _open_parquet_checked(path: Path):
     """:func:`fsnames.open_parquet` (any file name), a file that is not Parquet an
     ``InputError``; ``FileNotFoundError`` as it is."""
@@ -267,7 +259,7 @@ def _open_parquet_checked(path: Path):
     try:
         # every page's CRC compared where the writer stored one (sssp ingest and sssp
         # generate do): a flipped bit in a page gave other arcs or weights, silently
-        pf = stack.enter_context(_open_verified(path))
+        pf = stack.enter_context(open_parquet(path, page_checksum_verification=True))
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as exc:
@@ -1029,7 +1021,6 @@ def _pid_alive(pid: int) -> bool:
 
 
 _LEGACY = re.compile(r"\.[0-9a-f]{16}\.parquet$")  # before cache version 4: <name>.<key16>.parquet
-_TEMP = re.compile(r"^\.(?P<entry>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")  # ingest.AtomicParquet's temp names
 _CSR_TEMP = re.compile(r"\.tmp(?P<pid>\d+)(?:-[0-9a-f]{8})?\.npz$")  # read_parquet's temp names
 
 
@@ -1046,8 +1037,6 @@ def _cache_temp_base(name: str) -> str:
     """The part of a cache file's name its temporary repeats: the name, or, where the
     temporary's name would pass 255 bytes (a graph named 208-233 bytes had caches it
     could never write), its first bytes and a digest of the whole (``~<16 hex>``)."""
-    from gpu_sssp.pipeline.fsnames import shortened
-
     return shortened(name, 255 - len(".tmp4194304-01234567.npz"))
 
 
@@ -1096,7 +1085,7 @@ def _evict_stale(base: Path, name: str, prefix: str, skey: str, *, legacy: bool)
             # the default folder sits beside the input: a name match is this input
             _remove_entry(f)
         else:
-            m = _TEMP.match(fn) or (_CSR_TEMP.search(fn) if fn.startswith(prefix) else None)
+            m = OWNED_TEMP.fullmatch(fn) or (_CSR_TEMP.search(fn) if fn.startswith(prefix) else None)
             if m and (fn.startswith("." + prefix) or fn.startswith(prefix)) and _abandoned(f, int(m["pid"])):
                 try:
                     f.unlink()

@@ -329,7 +329,8 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     """
     target = Path(os.fspath(graph_path) + ".ch.npz")
     mine = cache_path(graph)
-    if mine is None or Path(mine).resolve() != target.resolve():
+    elsewhere = mine is None or Path(mine).resolve() != target.resolve()  # not the graph's own cache
+    if elsewhere:
         remove_dead_temps(target)
     # load_hierarchy read or wrote it just now where target is the graph's own cache, or
     # could not write it there (a read-only folder, a folder in its place): checked again
@@ -337,7 +338,7 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     got, why = read_cache(graph, target)
     if got is not None:
         return target
-    if mine is None or Path(mine).resolve() != target.resolve():
+    if elsewhere:
         try:
             write_cache(h, graph, target)
             log.info("wrote the hierarchy of %s for the workers to %s", graph.name, target)

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.pipeline.fsnames import arrow_file
+from gpu_sssp.pipeline.fsnames import arrow_file, shortened, shown
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,6 @@ STATS_COMPRESSION = "lz4"
 #: the statistics files' only column with Parquet min/max statistics (which file holds a
 #: source); those of the other columns cost a quarter of the encode
 STATS_STATISTICS = ("source",)
-
-
-def _shown(path) -> str:
-    from gpu_sssp.pipeline.fsnames import shown
-
-    return shown(path)
 
 
 def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
@@ -73,7 +67,7 @@ def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
         except OSError:  # unreadable: not known to be the same file
             same = False
         if same:
-            raise UsageError(f"{label} {_shown(out)}: is the input file {_shown(path)}; give another output name")
+            raise UsageError(f"{label} {shown(out)}: is the input file {shown(path)}; give another output name")
 
 
 def check_output_dir(out, *, option: str = "--out") -> None:
@@ -82,7 +76,7 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     directory")."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{option} {_shown(out)}: is a file, not a folder; give a folder name")
+        raise UsageError(f"{option} {shown(out)}: is a file, not a folder; give a folder name")
     refuse_file_as_folder(out, option)
 
 
@@ -98,7 +92,7 @@ def refuse_file_as_folder(out, option: str) -> None:
         except OSError:  # unreadable: the write says why
             return
         if not parent.is_dir():
-            raise UsageError(f"{option} {_shown(out)}: {_shown(parent)} is a file, not a folder")
+            raise UsageError(f"{option} {shown(out)}: {shown(parent)} is a file, not a folder")
         return
 
 
@@ -120,8 +114,9 @@ def _temp_for(path: Path) -> Path:
 
 
 #: the whole name of a temporary file of :func:`owned_temp_for` (a single output file:
-#: ``sssp ingest``/``generate``/``solve -o``): ``.NAME.<pid>.<8 hex>.tmp``
-_OWNED_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp", re.DOTALL)
+#: ``sssp ingest``/``generate``/``solve -o``, an ingested copy in a cache folder, whose
+#: leftovers ``pipeline.graph`` removes too): ``.NAME.<pid>.<8 hex>.tmp``
+OWNED_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp", re.DOTALL)
 
 
 #: bytes of a file name (NAME_MAX of Linux file systems) and those an owned temporary
@@ -135,8 +130,6 @@ def _owned_base(name: str) -> str:
     the temporary's name would pass 255 bytes (an output name of 231 to 255 bytes is
     valid, and was refused as "File name too long" after the work was done), its first
     bytes and a digest of the whole (``~<16 hex>``), the same for every run."""
-    from gpu_sssp.pipeline.fsnames import shortened
-
     return shortened(name, _NAME_MAX - _OWNED_EXTRA)
 
 
@@ -168,7 +161,7 @@ def remove_abandoned_temporaries(path) -> int:
     except OSError:
         return 0
     for entry in entries:
-        m = _OWNED_TEMP.fullmatch(entry.name)
+        m = OWNED_TEMP.fullmatch(entry.name)
         if m is None or m["name"] != base:
             continue
         try:
@@ -189,8 +182,6 @@ class OutputWriteError(UsageError, OSError):
     exit status 2.  An ``OSError`` too (``errno`` kept), for callers that catch those."""
 
     def __init__(self, path, exc: BaseException, label: str | None = None):
-        from gpu_sssp.pipeline.fsnames import shown
-
         code = getattr(exc, "errno", None)
         reason = os.strerror(code) if code else (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
         self.output, self.label = Path(path), label

@@ -69,10 +69,6 @@ def fsync_path(path) -> None:
         os.close(fd)
 
 
-def temp_path_for(out: Path) -> Path:
-    return owned_temp_for(out)
-
-
 class AtomicParquet:
     """A ParquetWriter on a temporary name next to ``out``, renamed only on success.
 
@@ -89,7 +85,7 @@ class AtomicParquet:
         try:
             self.out.parent.mkdir(parents=True, exist_ok=True)
             remove_abandoned_temporaries(self.out)
-            self.tmp = temp_path_for(self.out)
+            self.tmp = owned_temp_for(self.out)
             # pyarrow cannot take a name that is not UTF-8: then Python opens the file
             self._file = None if is_utf8(self.tmp) else open(self.tmp, "wb")
             self._w = pq.ParquetWriter(self._file if self._file is not None else str(self.tmp), schema,

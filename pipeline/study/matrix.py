@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import StudyError
+from gpu_sssp.pipeline.fsnames import shown
 
 MATRIX_DIR = "matrix"
 TARGETS_FILE = "targets.parquet"
@@ -129,14 +130,14 @@ def resumed_targets(out, kept: dict, graph):
     try:
         ids = read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
     except FileNotFoundError:
-        raise StudyError(f"{_shown(path)}: missing, so the study's targets cannot be taken from the folder; {again}") from None
+        raise StudyError(f"{shown(path)}: missing, so the study's targets cannot be taken from the folder; {again}") from None
     except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
         why = " ".join(str(exc).split())[:200]
-        raise StudyError(f"{_shown(path)}: unreadable ({why}); {again}") from None
+        raise StudyError(f"{shown(path)}: unreadable ({why}); {again}") from None
     base = kept.get("id_base")
     tp = TargetPlan(ids - (graph.id_base if base is None else int(base)), dict(kept.get("how") or {}))
     if tp.digest() != kept.get("digest"):
-        raise StudyError(f"{_shown(path)}: not the study's targets (digest {tp.digest()}, the study's "
+        raise StudyError(f"{shown(path)}: not the study's targets (digest {tp.digest()}, the study's "
                          f"{kept.get('digest')}); {again}")
     return tp
 
@@ -185,7 +186,7 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
         got = ids - id_base
         mine = ids_digest(got)
         if mine != digest:
-            raise StudyError(f"{_shown(path)}: the targets differ from the study's (digest {mine}, expected {digest})")
+            raise StudyError(f"{shown(path)}: the targets differ from the study's (digest {mine}, expected {digest})")
         if len(_LOADED) >= 4:
             _LOADED.clear()
         _LOADED[key] = got
@@ -197,12 +198,6 @@ def load_targets(path: str, digest: str, id_base: int) -> np.ndarray:
 #: writer hold about as much again as the matrix (a 516 MB NY batch, wide: 405 MB more; in
 #: 64 MB groups: 93 MB), and the long form's table two id columns of the matrix's size.
 MATRIX_GROUP_BYTES = 64 << 20
-
-
-def _shown(path) -> str:
-    from gpu_sssp.pipeline.fsnames import shown
-
-    return shown(path)
 
 
 def write_batch(res, graph, out: Path, name: str, form: str, fsync: bool, *, study: str = "") -> int:
