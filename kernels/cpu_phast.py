@@ -601,13 +601,7 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
                      fallback="dijkstra")
     if hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy):
         if not hierarchy.fingerprint and hierarchy.n == graph.n:
-            # made elsewhere, for no graph it names: checked against this one as a cache
-            # file is (a hierarchy of another graph of as many vertices answered wrong)
-            try:
-                hmod.check_hierarchy(hierarchy)
-                hmod.check_covers(hierarchy, graph)
-            except ValueError as exc:
-                raise ValueError(f"phast: the hierarchy given is not one of {graph.name}: {exc}") from None
+            hmod.check_given(hierarchy, graph)
         lay = sweep_layout(hierarchy)
     else:
         lay = get_layout(graph)

@@ -626,6 +626,18 @@ def check_covers(h: Hierarchy, graph) -> None:
     check_derived(h, graph)
 
 
+def check_given(h: Hierarchy, graph) -> None:
+    """Check a hierarchy given to ``phast`` (``hierarchy=``) that names no graph (no
+    fingerprint: made by hand, or by :func:`layout`) against ``graph`` as a cache file
+    is (:func:`check_hierarchy`, :func:`check_covers`): another graph's hierarchy of as
+    many vertices answered wrong.  ``ValueError`` in ``phast``'s words."""
+    try:
+        check_hierarchy(h)
+        check_covers(h, graph)
+    except ValueError as exc:
+        raise ValueError(f"phast: the hierarchy given is not one of {graph.name}: {exc}") from None
+
+
 def _derived_numba():
     from numba import njit
 

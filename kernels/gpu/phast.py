@@ -222,15 +222,8 @@ def prepare(graph, hierarchy=None) -> Prepared:
     slot = graph.cached(_PREP_KEY, dict)
     prep = slot.get("prepared")
     if prep is None or prep.hierarchy is not hierarchy:
-        if not hierarchy.fingerprint:
-            # made elsewhere, for no graph it names: checked against this one as a cache
-            # file is (kernels.cpu_phast does the same; another graph's hierarchy of as
-            # many vertices answered wrong), once per hierarchy laid out
-            try:
-                hmod.check_hierarchy(hierarchy)
-                hmod.check_covers(hierarchy, graph)
-            except ValueError as exc:
-                raise ValueError(f"phast: the hierarchy given is not one of {graph.name}: {exc}") from None
+        if not hierarchy.fingerprint:  # once per hierarchy laid out
+            hmod.check_given(hierarchy, graph)
         prep = _layout(graph, hierarchy)
         slot["prepared"] = prep
     return prep
