@@ -14,7 +14,7 @@ import re
 
 from gpu_sssp.kernels.errors import OutputTooLargeError
 
-__all__ = ["available_memory", "memory_headroom", "fmt_bytes", "parse_bytes", "output_bytes", "check_host_memory"]
+__all__ = ["available_memory", "bound_note", "memory_headroom", "fmt_bytes", "parse_bytes", "output_bytes", "check_host_memory"]
 
 #: arrays below this many bytes are not checked (not worth reading /proc/meminfo)
 SMALL_BYTES = 1 << 26
@@ -193,6 +193,14 @@ def available_memory() -> int | None:
     return None if got is None else got[0]
 
 
+def bound_note(avail: int) -> str:
+    """For a refusal's line, once :func:`available_memory` gave ``avail``: `` (BOUND)``
+    where that is not the machine's own free memory but a memory cgroup's or ``ulimit
+    -v``'s (what a user has to raise, or run outside), else ``""``."""
+    got, bound = memory_headroom() or (None, "")
+    return f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
+
+
 def fmt_bytes(b: float) -> str:
     """``1.5 GB`` (powers of 1000, as ``--max-distance-bytes`` reads them)."""
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
@@ -262,10 +270,7 @@ def check_host_memory(nbytes: int, what: str, advice: str = "solve fewer sources
         return
     avail = available_memory()
     if avail is not None and nbytes > avail:
-        # name the bound where it is not the machine's own free memory: a cgroup's or
-        # ulimit -v's is what a user has to raise (or run outside)
-        got, bound = memory_headroom() or (None, "")
-        why = f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
+        why = bound_note(avail)
         raise OutputTooLargeError(
             f"{what} would take {fmt_bytes(nbytes)}, more than the {fmt_bytes(avail)} of memory "
             f"available here{why}; {advice}")

@@ -518,8 +518,7 @@ def check_size(family: str, *, max_vertices=None, max_arcs=None, max_isolated_ve
     need = arrays * _work_factor(family, kw)
     avail = memory.available_memory()
     if avail is not None and need > avail:
-        got, bound = memory.memory_headroom() or (None, "")
-        why = f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
+        why = memory.bound_note(avail)
         raise UsageError(f"generate {what}: {_count(n)} vertices and {_count(arcs)} arcs need at least "
                          f"{_gigabytes(need)} GB of memory to generate (their ids and weights are "
                          f"{_gigabytes(arrays)} GB), more than the {avail / 1e9:,.1f} GB available here{why}; "

@@ -144,7 +144,7 @@ def check_chunk_memory(path: Path, chunk_mb: int) -> None:
     here (``CHUNK_WORK_FACTOR`` bytes a byte): ``--chunk-mb 1024`` was accepted on any
     machine and took 2.3 GB for a 155 MB file, about 16 GB for a large one."""
     from gpu_sssp.kernels.errors import OptionError
-    from gpu_sssp.kernels.memory import available_memory, fmt_bytes, memory_headroom
+    from gpu_sssp.kernels.memory import available_memory, bound_note, fmt_bytes
 
     chunk = int(chunk_mb) << 20
     try:
@@ -156,8 +156,7 @@ def check_chunk_memory(path: Path, chunk_mb: int) -> None:
     avail = available_memory()
     if avail is None or need <= avail or chunk <= 16 << 20:  # (the default is never refused here)
         return
-    got, bound = memory_headroom() or (None, "")
-    why = f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
+    why = bound_note(avail)
     fit = max(1, (avail // CHUNK_WORK_FACTOR) >> 20)
     raise OptionError(f"--chunk-mb {chunk_mb}: reading {shown(path)} {fmt_bytes(chunk)} at a time takes about "
                       f"{fmt_bytes(need)} of memory, more than the {fmt_bytes(avail)} available here{why}; give "
