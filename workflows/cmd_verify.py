@@ -177,41 +177,39 @@ def run(args) -> int:
     table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
-    runnable, skipped = [], {}
-    for name, backend in todo:
-        spec = kernels.get(name, backend)
+    specs, skipped = {}, {}
+    for key in todo:
+        spec = specs[key] = kernels.get(*key)
         why = spec.unsuitable(graph)
         if why:
-            skipped[(name, backend)] = (spec, why)
-        else:
-            runnable.append((name, backend, spec))
+            skipped[key] = why
+    runnable = [key for key in specs if key not in skipped]
     # the sources a part at a time: the reference, each method's result (distances and
     # predecessors) and the checks' temporaries over them held about 140 bytes a
     # (source, vertex) pair at once (200 NY sources: 7.1 GB), where solve's memory check
     # counted 44
     step = verify_part_sources(graph.n, len(src))
-    found = {key: [] for key in ((name, backend) for name, backend, _ in runnable)}
+    found = {key: [] for key in runnable}
     ms = {key: 0.0 for key in found}
     for lo in range(0, len(src) if runnable else 0, step):
         part = src[lo:lo + step]
         ref = kernels.solve(graph, part, method=ref_method, backend="cpu", predecessors=True)
-        for name, backend, spec in runnable:
-            res = kernels.solve(graph, part, method=name, backend=spec.backend, predecessors=True)
+        for key in runnable:
+            res = kernels.solve(graph, part, method=key[0], backend=specs[key].backend, predecessors=True)
             problems = compare(graph, ref, res)
-            if problems and len(found[(name, backend)]) < 4:  # (the parts' first few: one table cell)
-                found[(name, backend)].append(
+            if problems and len(found[key]) < 4:  # (the parts' first few: one table cell)
+                found[key].append(
                     "; ".join(problems) if step >= len(src) else
                     f"sources {lo + 1:,}-{lo + len(part):,} of {len(src):,}: " + "; ".join(problems))
-            ms[(name, backend)] += float(res.counters.get("kernel_ms", 0) or 0)
+            ms[key] += float(res.counters.get("kernel_ms", 0) or 0)
             del res
         del ref
     failures = checked = 0
     for name, backend in todo:
+        spec = specs[(name, backend)]
         if (name, backend) in skipped:
-            spec, why = skipped[(name, backend)]
-            table.add_row(name, spec.backend, f"[dim]skipped: {escape(why)}[/]", "")
+            table.add_row(name, spec.backend, f"[dim]skipped: {escape(skipped[(name, backend)])}[/]", "")
             continue
-        spec = kernels.get(name, backend)
         checked += 1
         problems = found[(name, backend)]
         failures += bool(problems)
