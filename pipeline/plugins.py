@@ -110,12 +110,12 @@ class WorkerGraphError(SsspError, RuntimeError):
         by: dict = {}
         for w, r in self.failures:
             by.setdefault(r, []).append(w)
-        shown = "; ".join(f"{', '.join(ws[:4])}{f' and {len(ws) - 4} more' if len(ws) > 4 else ''}: {r}"
+        named = "; ".join(f"{', '.join(ws[:4])}{f' and {len(ws) - 4} more' if len(ws) > 4 else ''}: {r}"
                           for r, ws in list(by.items())[:3])
         if len(by) > 3:
-            shown += f"; and {len(by) - 3} other reason(s)"
+            named += f"; and {len(by) - 3} other reason(s)"
         of = f" of {self.of}" if self.of else ""
-        return f"{n}{of} worker(s) cannot load the study's graph {files}: {shown}"
+        return f"{n}{of} worker(s) cannot load the study's graph {files}: {named}"
 
     def __reduce__(self):
         return (type(self), (self.failures, self.path, self.hierarchy, self.of))
