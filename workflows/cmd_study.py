@@ -267,7 +267,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
-    from gpu_sssp.pipeline.study.plan import describe_batches, parse_outputs, refuse_idle_distance_form
+    from gpu_sssp.pipeline.study.plan import describe_batches, refuse_idle_distance_form
     from gpu_sssp.pipeline.study.run import study as run_study
     from gpu_sssp.pipeline.writers import check_output_dir
 

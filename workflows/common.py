@@ -309,7 +309,7 @@ def check_method_name(method: str, backend: str = "auto") -> None:
 
     if resolve_backend(method, backend) == "gpu":
         if method == "auto":
-            raise GPUUnavailableError(f"--backend gpu needs a CUDA device; none is visible here (--backend cpu, or "
+            raise GPUUnavailableError("--backend gpu needs a CUDA device; none is visible here (--backend cpu, or "
                                       "auto, runs the CPU methods)")
         raise GPUUnavailableError(f"method {method!r} needs a CUDA device; none is visible here")
 

@@ -10,7 +10,6 @@ import json
 import logging
 import shutil
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
