@@ -275,4 +275,4 @@ def test_a_killed_benchs_temporaries_go_at_the_next_report(tmp_path):
     assert fresh.exists() and other.exists()
     assert pq.read_table(tmp_path / bench_report.ROWS_FILE).num_rows == 0
     names = {p.name for p in tmp_path.iterdir()}
-    assert not any(n.endswith(".tmp") and str(os.getpid()) in n for n in names)
+    assert not any(n.endswith(".tmp") and f".{os.getpid()}." in n for n in names)
