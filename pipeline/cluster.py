@@ -336,22 +336,41 @@ def parse_gpus(gpus) -> str:
     return ",".join(items)
 
 
-#: the schemes a scheduler address may name (README: ``[SCHEME://]HOST:PORT``)
+#: the schemes of Dask's own sockets, which the attach probes (:func:`probe_scheduler`);
+#: a scheduler address may also name another scheme Dask has a comm backend for here
+#: (``ucx://`` of a dask-cuda cluster started with ``--protocol ucx``, with
+#: distributed-ucxx installed), which Dask's client connects to unprobed
 _SCHEMES = ("tcp", "tls", "ws", "wss")
 
 
 def _address_problem(address: str) -> str | None:
     """Why ``address`` is no scheduler address a client can connect to, or None:
-    ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``: a host and a
-    port; ``inproc`` is of one process only)."""
+    ``SCHEME://HOST:PORT`` or ``HOST:PORT`` (``tcp``, ``tls``, ``ws``, ``wss``, or any other
+    scheme Dask has a comm backend for here, e.g. ``ucx``: a host and a port; ``inproc`` is
+    of one process only)."""
     from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
 
     try:
         scheme, loc = parse_address(address)
         if scheme == "inproc":
             raise ValueError("an inproc address belongs to one process")
-        if scheme not in _SCHEMES:  # http://, ucx:// ...: Dask's ValueError or TypeError traceback came later
-            raise ValueError(f"scheme {scheme!r}: a client connects with {', '.join(_SCHEMES)}")
+        if scheme not in _SCHEMES:  # http://, a typo ...: Dask's ValueError or TypeError traceback came later
+            import warnings
+
+            try:
+                backend = get_backend(scheme)  # (ucx://, or a backend a package registers)
+            except Exception:  # noqa: BLE001 - ValueError, or a backend that fails to load
+                raise ValueError(f"scheme {scheme!r}: a client connects with {', '.join(_SCHEMES)} "
+                                 "(or a scheme a Dask comm package installed here adds, e.g. ucx with "
+                                 "distributed-ucxx)") from None
+            try:  # a backend that cannot work here (Dask's own ucx without distributed-ucxx) says so
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    backend.get_address_host(loc)
+            except Exception as exc:  # noqa: BLE001
+                why = " ".join(str(exc).split()) or type(exc).__name__
+                raise ValueError(f"scheme {scheme!r}: Dask cannot connect with it here ({why})") from None
         host, _port = parse_host_port(loc)
         if not host:
             raise ValueError("no host")
@@ -451,7 +470,22 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
     import dask
     from dask.utils import parse_timedelta
     from distributed.comm import connect
+    from distributed.comm.addressing import parse_address
+    from distributed.security import Security
 
+    try:
+        scheme = parse_address(address)[0]
+    except ValueError:
+        scheme = ""
+    if scheme not in _SCHEMES:  # (ucx://: not a socket the probe can ask; Dask's client connects)
+        return
+    # the client's own TLS settings (distributed.comm.tls.*): without them a tls://
+    # scheduler's connect failed with a TypeError (no ssl_context), read as "not Dask's
+    # protocol", and refused an attach that Client() makes
+    try:
+        conn_args = Security().get_connection_args("client")
+    except Exception:  # noqa: BLE001 - unreadable TLS settings: Client() says so in its words
+        return
     grace = REFUSED_GRACE_S if grace is None else float(grace)
     patience = max(grace, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"),
                                           default="seconds"))
@@ -468,7 +502,8 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
             import asyncio
 
             try:
-                comm = await asyncio.wait_for(connect(address, timeout=grace), timeout=grace + limit)
+                comm = await asyncio.wait_for(connect(address, timeout=grace, **conn_args),
+                                              timeout=grace + limit)
             except asyncio.TimeoutError:  # (before OSError: TimeoutError is one)
                 outcome.append("silent")
             except Exception as exc:  # noqa: BLE001 - asked about below
@@ -518,7 +553,9 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
                 "the one its scheduler file names, or that `dask scheduler` logs as 'Scheduler at:')")
         return
     why = _nothing_there(address)
-    if why is None and errors and not isinstance(errors[-1], OSError):
+    if why is None and errors and not isinstance(errors[-1], OSError) and scheme in ("tcp", "ws"):
+        # (tls, wss: a handshake that fails for want of credentials, or other TLS settings,
+        # is the client's to report, as the docstring says)
         # something accepted the connection and answered, but not in Dask's protocol: its
         # first bytes read as a frame length made Dask's client allocate exabytes ("Unable
         # to allocate 3.07 EiB", a MemoryError exit 2) or fail to decode, a traceback

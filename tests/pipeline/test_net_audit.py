@@ -145,10 +145,10 @@ def test_a_dashboard_link_template_that_fails_still_gives_the_link():
             assert _get(got["link"]) == 200
 
 
-@pytest.mark.parametrize("address", ["http://127.0.0.1:8786", "ucx://127.0.0.1:8786", "foo://h:1"])
+@pytest.mark.parametrize("address", ["http://127.0.0.1:8786", "foo://h:1"])
 def test_a_scheduler_address_of_another_scheme_is_one_line(tmp_path, address):
     """``--scheduler http://...`` (or a scheduler file naming one) ended in Dask's
-    ``ValueError: unknown address scheme`` traceback (``ucx``: a ``TypeError``)."""
+    ``ValueError: unknown address scheme`` traceback."""
     with pytest.raises(UsageError, match=r"^--scheduler .*not a scheduler address \(scheme "):
         C.check_scheduler_address(address)
     f = tmp_path / "sched.json"
@@ -156,6 +156,110 @@ def test_a_scheduler_address_of_another_scheme_is_one_line(tmp_path, address):
     with pytest.raises(UsageError, match=r"^--scheduler-file .*sched\.json: its address .* is not a scheduler "
                        r"address \(scheme "):
         C.read_scheduler_file(f)
+
+
+def _ucx_works() -> bool:
+    import warnings as w
+
+    from distributed.comm.registry import get_backend
+
+    try:
+        with w.catch_warnings():
+            w.simplefilter("ignore")
+            get_backend("ucx").get_address_host("127.0.0.1:8786")
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def test_a_ucx_scheduler_address_is_taken_where_dask_can_connect_with_it(tmp_path):
+    """``ucx://`` (a dask-cuda cluster started with ``--protocol ucx``) was refused as a
+    scheme a client does not connect with, also where distributed-ucxx is installed; it
+    is taken where Dask has a working backend for it and refused in one line, with
+    Dask's own reason (install distributed-ucxx), where it has not.  (Where it is taken
+    the probe leaves it to Dask's client: it asks sockets of Dask's TCP schemes only.)"""
+    address = "ucx://127.0.0.1:8786"
+    if _ucx_works():
+        assert C._address_problem(address) is None
+        C.probe_scheduler(address, "--scheduler x", grace=0.1)  # returns at once: not probed
+        return
+    with pytest.raises(UsageError, match=r"^--scheduler 'ucx://127\.0\.0\.1:8786': not a scheduler address "
+                       r"\(scheme 'ucx': Dask cannot connect with it here \(.*distributed-ucxx"):
+        C.check_scheduler_address(address)
+    f = tmp_path / "sched.json"
+    f.write_text('{"address": "%s"}' % address)
+    with pytest.raises(UsageError, match=r"its address 'ucx://.*distributed-ucxx"):
+        C.read_scheduler_file(f)
+
+
+def _tls_files(folder):
+    """A self-signed certificate and its key (openssl), or None where openssl is missing."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        return None
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_attaching_to_a_tls_scheduler_with_the_clients_tls_settings(tmp_path):
+    """A ``tls://`` scheduler, with the client's ``distributed.comm.tls.*`` settings (the
+    README's advice for a cluster across machines): the attach probe connected without
+    them, Dask's connector raised a TypeError (no ssl_context) and the probe took that
+    for a server that does not speak Dask's protocol, refusing an attach that Client()
+    makes.  Without the settings the probe leaves the refusal to Dask's client."""
+    import asyncio
+    import time
+
+    import dask
+    from distributed import Scheduler
+    from distributed.security import Security
+
+    files = _tls_files(tmp_path)
+    if files is None:
+        pytest.skip("openssl is not installed (for a test certificate)")
+    cert, key = (str(f) for f in files)
+    cfg = {"distributed.comm.tls.ca-file": cert, "distributed.comm.tls.client.cert": cert,
+           "distributed.comm.tls.client.key": key, "distributed.comm.tls.scheduler.cert": cert,
+           "distributed.comm.tls.scheduler.key": key}
+    found, stop = {}, threading.Event()
+
+    def serve():
+        async def main():
+            with dask.config.set(cfg):
+                security = Security()
+            async with Scheduler(security=security, protocol="tls", host="127.0.0.1", port=0,
+                                 dashboard=False) as s:
+                found["address"] = s.address
+                while not stop.is_set():
+                    await asyncio.sleep(0.05)
+
+        try:
+            asyncio.run(main())
+        except Exception as exc:  # noqa: BLE001 - shown by the wait below
+            found["error"] = exc
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while "address" not in found and "error" not in found and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "address" in found, found
+        address = found["address"]
+        assert address.startswith("tls://")
+        C.probe_scheduler(address, "--scheduler x", grace=2.0)  # no settings: not refused by the probe
+        with dask.config.set(cfg):
+            with start_cluster(scheduler=address) as handle:
+                assert handle.mode == "attached"
+                assert handle.client.run_on_scheduler(lambda: 1) == 1
+    finally:
+        stop.set()
+        t.join(30)
 
 
 class _Answering:
