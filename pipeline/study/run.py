@@ -323,30 +323,45 @@ def _workers_of(client) -> list:
 def _pause_workers():
     """The function that pauses workers on the scheduler, built here so that it is sent
     by value (an attached scheduler needs no gpu_sssp): it pauses the running workers
-    ``addresses`` (no task goes to them; their running tasks end), or, with ``undo``,
-    puts back those that ``token`` paused and are still paused.  It returns the
-    addresses paused (or put back)."""
+    ``addresses`` (no task goes to them; their running tasks end) and holds them for
+    ``token``, or, with ``undo``, gives up ``token``'s hold and puts back those that no
+    other study still holds and are still paused.  A worker that another study set
+    aside (two studies of one graph on an attached cluster, sharing a worker that cannot
+    load it) is held by both: the first to end put it back under the other, whose tasks
+    then reached it and stopped that study.  It returns the addresses held (or put
+    back)."""
 
     def pause(dask_scheduler=None, addresses=(), token="", undo=False):
         from time import time
 
         from distributed.core import Status
 
-        table = dask_scheduler.__dict__.setdefault("_sssp_set_aside", {})
+        holds = dask_scheduler.__dict__.setdefault("_sssp_set_aside_holds", {})  # {addr: {token, ...}}
         done = []
         for addr in addresses:
             ws = dask_scheduler.workers.get(addr)
             if undo:
-                if table.get(addr) == token:
-                    del table[addr]
+                by = holds.get(addr)
+                if by is not None and token in by:
+                    by.discard(token)
+                    if by:  # another study still sets it aside
+                        continue
+                    del holds[addr]
                     if ws is not None and ws.status == Status.paused:
                         dask_scheduler.handle_worker_status_change(Status.running, ws, f"{token}-back-{time()}")
                         done.append(addr)
                 continue
-            if ws is not None and ws.status == Status.running:
-                table[addr] = token
+            if ws is None:
+                continue
+            if ws.status == Status.running:
+                holds[addr] = {token}
                 dask_scheduler.handle_worker_status_change(Status.paused, ws, f"{token}-{time()}")
                 done.append(addr)
+            elif ws.status == Status.paused and holds.get(addr):  # set aside by another study
+                holds[addr].add(token)
+                done.append(addr)
+        for addr in [a for a in holds if a not in dask_scheduler.workers]:  # workers gone meanwhile
+            del holds[addr]
         return done
 
     return pause

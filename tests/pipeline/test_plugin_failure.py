@@ -172,6 +172,9 @@ def test_a_worker_failing_after_the_ready_wait_stops_the_study_in_one_line(tmp_p
     assert r.returncode == 1, r.stderr[-3000:]
     line = _one_error(r)
     assert "worker(s) cannot load the study's graph" in line and "PermissionError" in line, line
+    # the tasks' line, not the start check's ("2 of 2 worker(s) ..."), which the ready
+    # wait gives: the setting must have been taken
+    assert re.search(r"(^|\s)[12] worker\(s\) cannot load", line) and " of 2 worker(s)" not in line, line
 
 
 def test_python_study_raises_one_error_naming_the_workers(tmp_path, graph, monkeypatch):
@@ -245,3 +248,40 @@ def test_a_worker_named_0_is_named_in_the_start_checks_line(monkeypatch):
         cluster._check_worker_code(per, workers)
     assert "0 (tcp://127.0.0.1:1): gpu-sssp 0.2.0, the client 0.1.0" in str(got.value), str(got.value)
     assert "1 (tcp://127.0.0.1:2)" in str(got.value)
+
+
+def test_a_worker_two_studies_set_aside_stays_paused_until_both_end():
+    """Two studies of one graph on an attached cluster that share a worker which cannot
+    load it: each sets it aside (pauses it on the scheduler).  The second found it
+    paused already and recorded nothing, so the first study's end put it back to work
+    under the second, whose tasks then reached it and stopped that study.  Each holds
+    it now; it runs again once neither does.  (A real scheduler, in this process.)"""
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from gpu_sssp.pipeline.study.run import _pause_workers
+
+    def status(client, addr):
+        return str(client.scheduler_info()["workers"][addr]["status"])
+
+    def wait_for(client, addr, want):
+        deadline = time.monotonic() + 10
+        while status(client, addr) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return status(client, addr)
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        (w,) = client.scheduler_info()["workers"]
+        a = client.run_on_scheduler(_pause_workers(), addresses=[w], token="A")
+        b = client.run_on_scheduler(_pause_workers(), addresses=[w], token="B")
+        assert a == [w] and b == [w]  # B holds it too
+        assert wait_for(client, w, "paused") == "paused"
+        assert client.run_on_scheduler(_pause_workers(), addresses=a, token="A", undo=True) == []
+        time.sleep(0.3)
+        assert status(client, w) == "paused"  # B still runs: not put back under it
+        assert client.run_on_scheduler(_pause_workers(), addresses=b, token="B", undo=True) == [w]
+        assert wait_for(client, w, "running") == "running"
+        # a token that holds nothing puts nothing back
+        assert client.run_on_scheduler(_pause_workers(), addresses=[w], token="C", undo=True) == []
