@@ -1206,7 +1206,9 @@ def _link_host(host: str, dash: str | None, dashboard: bool) -> str | None:
         return None
     dash_host = dash.rsplit(":", 1)[0].strip()
     if dash_host in _EVERY_INTERFACE:
-        return "::1" if ":" in host and host.strip("[]") not in _EVERY_INTERFACE else None
+        # an IPv6 host (``::1``, or ``::``: every interface) got Dask's link split at its
+        # first colon (http://[fd00:45927/status); ``::1`` reaches it from this machine
+        return "::1" if ":" in host else None
     if dash_host.strip("[]") != host.strip("[]") or ":" in dash_host:
         return dash_host.strip("[]")
     return None

@@ -132,6 +132,26 @@ def test_an_ipv6_loopback_host_starts_and_links_right():
         assert _get(link) == 200
 
 
+def test_an_ipv6_every_interface_host_links_right():
+    """``--host ::`` (every interface, IPv6) with the dashboard on every interface too:
+    the link was Dask's, split at the address's first colon (``http://[fd00:PORT/status``,
+    where the README says IPv6 links are right); it names ``::1`` now, which reaches it."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::", 0))
+    except OSError:
+        pytest.skip(":: cannot be bound here")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", C.NetworkExposureWarning)  # (every interface: warned, as it should)
+        with start_cluster(cpu_workers=1, dashboard_address="[::]:0", host="::") as handle:
+            assert handle.client.submit(sum, [1, 2]).result() == 3
+            link = handle.dashboard()["link"]
+            assert link.startswith("http://[::1]:"), link
+            assert _get(link) == 200
+
+
 def test_a_dashboard_link_template_that_fails_still_gives_the_link():
     """A user's ``distributed.dashboard.link`` naming an unknown value: Dask logs a
     warning and gives no link, and the study said "dashboard: none (the scheduler names
