@@ -133,6 +133,8 @@ def refuse_name_too_long(out, option: str = "-o") -> None:
     from gpu_sssp.pipeline.writers import owned_temp_for
 
     out = Path(out)
+    if not out.name:  # ".", "/": no name for a temporary (Path.with_name's ValueError); a folder, refused next
+        return
     tmp = owned_temp_for(out)
     size = len(os.fsencode(tmp.name))
     for part in out.parent.parts:  # a folder's own name past the limit: the OS said only "[Errno 36]"

@@ -59,3 +59,21 @@ def test_names_that_are_no_parquet_graphs_cache_are_written(graph, tmp_path, cap
     raw.write_text("p sp 2 1\na 1 2 5\n")
     assert main(["solve", str(raw), "-s", "1", "-o", str(tmp_path / "g.gr.csr.npz")]) == 0
     assert (tmp_path / "g.gr.csr.npz").is_file() and (tmp_path / "s.txt.dist.npz").is_file()
+
+
+@pytest.mark.parametrize("command", ["generate", "ingest", "solve"])
+@pytest.mark.parametrize("out", [".", "/"])
+def test_an_output_that_names_a_folder_without_a_name_is_one_line(graph, tmp_path, capsys, monkeypatch,
+                                                                     command, out):
+    """``-o .`` and ``-o /``: the output name's length check (run first, since a name
+    past the limit made Path.is_dir raise) asked for the temporary of a path with no
+    name and ended in Path.with_name's ValueError traceback (exit 1); it is the
+    folder refusal again (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    argv = {"generate": ["generate", "grid", "--rows", "2", "--cols", "2"],
+            "ingest": ["ingest", str(graph)],
+            "solve": ["solve", str(graph), "-s", "0"]}[command]
+    assert main(argv + ["-o", out]) == 2
+    err = capsys.readouterr().err
+    option = "--out" if command == "solve" else "-o"  # (solve's -o is --out)
+    assert f"error: {option} {out}: is a directory; give a file name" in err and "Traceback" not in err, err
