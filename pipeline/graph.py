@@ -1013,7 +1013,7 @@ def _abandoned(path: Path, pid: int) -> bool:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # (a pid past the C int, as a name may hold: none)
         return False
     except (PermissionError, OSError):
         return True

@@ -276,3 +276,26 @@ def test_a_killed_benchs_temporaries_go_at_the_next_report(tmp_path):
     assert pq.read_table(tmp_path / bench_report.ROWS_FILE).num_rows == 0
     names = {p.name for p in tmp_path.iterdir()}
     assert not any(n.endswith(".tmp") and f".{os.getpid()}." in n for n in names)
+
+
+@pytest.mark.parametrize("command", ["ingest", "solve"])
+def test_a_temporary_naming_a_pid_past_the_c_int_is_cleared_not_a_traceback(rome99, tmp_path, command):
+    """A leftover temporary whose pid field is past 2**31 - 1 (the name's digits are
+    any run of digits): ``os.kill`` raised OverflowError, which the clean-up ("never
+    raises") let through, ending ingest in a traceback and solve after its solve.  No
+    process has such a pid: the file is abandoned as any dead writer's."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    big, old = 2**31, time.time() - 660
+    if command == "ingest":
+        junk = folder / f".g.parquet.{big}.0123abcd.tmp"
+        argv = ["ingest", str(rome99), "-o", str(folder / "g.parquet"), "-q"]
+    else:
+        g = folder / "g.parquet"
+        assert main(["ingest", str(rome99), "-o", str(g), "-q"]) == 0
+        junk = folder / f"g.parquet.csr.npz.tmp{big}-01234567.npz"
+        argv = ["solve", str(g), "-s", "1"]
+    junk.write_bytes(b"x")
+    os.utime(junk, (old, old))
+    assert main(argv) == 0
+    assert not junk.exists()
