@@ -316,7 +316,9 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         # what the CPU engine really holds (its full rows and the temporaries of their
         # reduction), not only the result: 200 NY sources passed a check of 846 MB and
         # peaked at 2.1 GB (SIGKILL under a cgroup limit between the two)
-        per = (cell[0] if (distances or method != "phast") else 0) + (cell[1] if predecessors else 0)
+        # (the CPU phast sweep makes the float64 rows for the trees too: distances=False
+        # with predecessors=True holds them, which 8 bytes a cell left out)
+        per = (cell[0] if (distances or predecessors or method != "phast") else 0) + (cell[1] if predecessors else 0)
         rows = int(n_sources)
         if targets is not None:  # solved GENERIC_CHUNK_BYTES of full rows at a time (_gather_cpu)
             rows = min(rows, max(1, GENERIC_CHUNK_BYTES // max(1, 8 * int(graph.n))))

@@ -150,6 +150,23 @@ def test_scipy_advice_does_not_offer_statistics_only(memory_of):
     assert "distances=False" not in str(err.value) and "predecessors=False" in str(err.value)
 
 
+def test_cpu_phast_trees_without_distances_count_the_rows_it_makes(memory_of):
+    """The CPU phast sweep makes the float64 rows for the trees (``distances=False,
+    predecessors=True``) as for the distances: the check counted 8 bytes a (source,
+    vertex) cell, the trees alone, and passed work that held about 17."""
+    from gpu_sssp.kernels import solve
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+
+    g = _chain(10_000)
+    solve(g, np.arange(2), method="phast", backend="cpu", force=True, predecessors=True)  # its hierarchy, once
+    memory_of(100 * 10_000 * 15)  # above the trees' 8 bytes a cell, below the sweep's 20
+    with pytest.raises(OutputTooLargeError, match=r"phast on the CPU .*20 bytes a source and vertex"):
+        solve(g, np.arange(100), method="phast", backend="cpu", force=True, distances=False, predecessors=True)
+    memory_of(100 * 10_000 * 30)
+    res = solve(g, np.arange(100), method="phast", backend="cpu", force=True, distances=False, predecessors=True)
+    assert res.predecessors.shape == (100, 10_000)
+
+
 def _main_raising(monkeypatch, exc):
     """``sssp ingest x.gr`` whose work raises ``exc``: (status, stderr lines)."""
     from gpu_sssp.workflows import cli, cmd_ingest
