@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 from gpu_sssp.kernels.errors import OutputTooLargeError
 
@@ -163,7 +164,15 @@ def memory_headroom() -> tuple[int, str] | None:
             got = None
         if got is not None:
             found.append(got)
-    return min(found, key=lambda item: item[0]) if found else None
+    best = min(found, key=lambda item: item[0]) if found else None
+    _last.reading = best
+    return best
+
+
+#: this thread's last :func:`memory_headroom` reading, for :func:`bound_note`: a second
+#: reading differs from the first under a cgroup (its usage moves with every page), so
+#: the refusal's bound was left out when the two were compared
+_last = threading.local()
 
 
 def _machine_headroom() -> tuple[int, str] | None:
@@ -197,7 +206,9 @@ def bound_note(avail: int) -> str:
     """For a refusal's line, once :func:`available_memory` gave ``avail``: `` (BOUND)``
     where that is not the machine's own free memory but a memory cgroup's or ``ulimit
     -v``'s (what a user has to raise, or run outside), else ``""``."""
-    got, bound = memory_headroom() or (None, "")
+    got, bound = getattr(_last, "reading", None) or (None, "")
+    if got != avail:  # not this thread's last reading (available_memory given another way): read again
+        got, bound = memory_headroom() or (None, "")
     return f" ({bound})" if got == avail and not bound.startswith("the machine") else ""
 
 

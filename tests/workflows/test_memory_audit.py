@@ -66,6 +66,26 @@ def test_available_memory_is_bounded_by_the_memory_cgroup(tmp_path, monkeypatch,
     memory.check_host_memory(1_100_000_000, "distances", "x")  # fits
 
 
+def test_the_bound_is_named_while_the_cgroups_usage_moves(tmp_path, monkeypatch):
+    """The refusal read the memory twice (the number, then what bounds it) and named the
+    bound only where the two readings were equal; a cgroup's usage moves between any
+    two readings (every page the group touches), so under a real limit the bound was
+    mostly left out.  One reading gives both now."""
+    _fake_cgroup(tmp_path, monkeypatch, v2=True, limit=1_500_000_000, usage=400_000_000, inactive=100_000_000)
+    real = memory._cgroup_headroom
+    calls = []
+
+    def moving():
+        got = real()
+        calls.append(got)
+        return None if got is None else (got[0] - 4096 * len(calls), got[1])  # a page more each time
+
+    monkeypatch.setattr(memory, "_cgroup_headroom", moving)
+    with pytest.raises(memory.OutputTooLargeError, match=r"available here \(the memory cgroup /job/step's limit "
+                                                          r"of 1\.5 GB\); x$"):
+        memory.check_host_memory(1_300_000_000, "distances", "x")
+
+
 @pytest.mark.parametrize("v2", [True, False], ids=["cgroup-v2", "cgroup-v1"])
 def test_a_parent_cgroups_limit_counts_too(tmp_path, monkeypatch, v2):
     _fake_cgroup(tmp_path, monkeypatch, v2=v2, limit=None, usage=200_000_000, parent_limit=700_000_000)
