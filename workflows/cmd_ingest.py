@@ -135,23 +135,34 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 #: columns, their sort and the table written): measured 14 (a 155 MB DIMACS file read as
 #: one chunk, --chunk-mb 1024: 2.3 GB)
 CHUNK_WORK_FACTOR = 16
-_COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".tgz", ".tar")
+#: the most text one byte of a gzip stream can stand for (deflate's limit, about 1032:1);
+#: xz, bzip2 and zstd have no such useful bound
+GZIP_MAX_RATIO = 1032
 
 
 def check_chunk_memory(path: Path, chunk_mb: int) -> None:
-    """Refuse, before the input is read, a ``--chunk-mb`` whose chunks (at most the
-    file's size where it is not compressed) take more memory to parse than is available
-    here (``CHUNK_WORK_FACTOR`` bytes a byte): ``--chunk-mb 1024`` was accepted on any
-    machine and took 2.3 GB for a 155 MB file, about 16 GB for a large one."""
+    """Refuse, before the input is read, a ``--chunk-mb`` whose chunks take more memory
+    to parse than is available here (``CHUNK_WORK_FACTOR`` bytes a byte): ``--chunk-mb
+    1024`` was accepted on any machine and took 2.3 GB for a 155 MB file, about 16 GB for
+    a large one.  A chunk is at most the text the file holds: its size (plain text, a
+    tar), :data:`GZIP_MAX_RATIO` times it for gzip (a 52 KB ``.gr.gz`` was refused as
+    if a whole 1 GB chunk could come of it); the compression is told by the file's
+    first bytes, as ingest tells it (a gzip file named ``.gr`` was bounded by its size)."""
     from gpu_sssp.kernels.errors import OptionError
     from gpu_sssp.kernels.memory import available_memory, bound_note, fmt_bytes
+    from gpu_sssp.pipeline.ingest._source import compression_of
 
     chunk = int(chunk_mb) << 20
     try:
-        if not any(s.lower() in _COMPRESSED for s in path.suffixes):
-            chunk = min(chunk, path.stat().st_size)
-    except OSError:  # (a missing input is ingest's own error, with its name)
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            kind = compression_of(path, fh.read(8))
+    except OSError:  # (a missing or unreadable input is ingest's own error, with its name)
         return
+    if kind is None:
+        chunk = min(chunk, size)
+    elif kind == "gz":
+        chunk = min(chunk, size * GZIP_MAX_RATIO)
     need = chunk * CHUNK_WORK_FACTOR
     avail = available_memory()
     if avail is None or need <= avail or chunk <= 16 << 20:  # (the default is never refused here)

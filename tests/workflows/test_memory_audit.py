@@ -338,6 +338,34 @@ def test_ingest_refuses_a_chunk_that_cannot_be_parsed_in_memory(tmp_path, monkey
     assert cli.main(["ingest", str(gr), "-o", str(out), "--chunk-mb", "64", "-q"]) == 0 and out.exists()
 
 
+def test_ingest_chunk_check_bounds_a_chunk_by_the_text_the_file_holds(tmp_path, monkeypatch, capsys):
+    """A compressed input was taken to give a whole --chunk-mb chunk whatever its size:
+    a 52 KB rome99.gr.gz with --chunk-mb 1024 was refused as 17 GB of work.  A gzip
+    stream stands for at most 1032 times its bytes; and the compression is told from the
+    file's first bytes, as ingest tells it: a gzip file named .gr was bounded by its
+    compressed size."""
+    import gzip
+
+    from gpu_sssp.kernels.errors import OptionError
+    from gpu_sssp.workflows import cli, cmd_ingest
+    from tests.conftest import DATA
+
+    raw = (DATA / "rome99.gr").read_bytes()
+    small = tmp_path / "rome99.gr.gz"
+    small.write_bytes(gzip.compress(raw))
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 << 30)  # 2 GiB: a 1 GiB chunk's work does not fit
+    out = tmp_path / "r.parquet"
+    assert cli.main(["ingest", str(small), "-o", str(out), "--chunk-mb", "1024", "-q"]) == 0, capsys.readouterr().err
+    # a gzip file whose name does not say so, holding far more text than its size
+    hidden = tmp_path / "big.gr"
+    text = b"c " + b"x" * (200 << 20) + b"\n"  # 200 MB of text in a few hundred KB
+    hidden.write_bytes(gzip.compress(text, compresslevel=1))
+    assert hidden.stat().st_size < (4 << 20)
+    monkeypatch.setattr(memory, "available_memory", lambda: 1 << 30)
+    with pytest.raises(OptionError, match=r"^--chunk-mb 1024: reading .*big\.gr .* at a time takes about"):
+        cmd_ingest.check_chunk_memory(hidden, 1024)
+
+
 def test_a_library_that_cannot_be_mapped_under_a_limit_names_it(monkeypatch, capsys):
     """``solve -m phast@cpu`` under ``ulimit -v 2000000``: "error: Could not find/load
     shared object file 'libllvmlite.so' ..." - the library is there; the address space
