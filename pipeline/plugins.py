@@ -400,6 +400,24 @@ def load_failure(fingerprint: str, dask_worker=None) -> dict | None:
     return None
 
 
+def retry_failed_load(fingerprint: str, hierarchy: bool, dask_worker=None) -> bool:
+    """Load this worker's graph plugin (``plugin_name(fingerprint, hierarchy)``) again
+    where its load has failed: a registration of a plugin the scheduler holds already
+    is skipped (idempotent), so a worker whose load failed for an earlier study kept
+    that error for every later one, also once its cause was fixed.  True where it
+    started a new load (for ``client.run``, :func:`pipeline.study.run.register_graph`)."""
+    if dask_worker is None:
+        return False
+    plugin = dask_worker.plugins.get(plugin_name(fingerprint, hierarchy))
+    ready = getattr(plugin, "_ready", None)
+    if plugin is None or ready is None or not ready.is_set() or getattr(plugin, "_error", None) is None:
+        return False
+    plugin._error = None
+    plugin.graph = None
+    plugin.setup(dask_worker)
+    return True
+
+
 def worker_startup(fingerprint: str, dask_worker=None) -> dict:
     """The start-up timings of this worker's graph plugin (for ``client.run``)."""
     if dask_worker is None:

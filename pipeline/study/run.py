@@ -194,7 +194,7 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
     """
     from gpu_sssp.pipeline.cluster import _gpu_sssp_version
     from gpu_sssp.pipeline.hierarchy import place_for_workers, prepare_study, vouched
-    from gpu_sssp.pipeline.plugins import GraphPlugin
+    from gpu_sssp.pipeline.plugins import GraphPlugin, retry_failed_load
 
     t0 = time.perf_counter()
     devices = list(devices or [])
@@ -205,15 +205,26 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
     hfile = os.fspath(place_for_workers(h, plan.graph, plan.graph_path)) if h is not None else None
     t1 = time.perf_counter()
     user = f"{plan.study_id}-{uuid.uuid4().hex[:12]}"
+    registered: list = []
     try:  # counted before the plugin exists: a study ending meanwhile does not unregister it
-        graph_users(client, plan.graph.fingerprint, user, add=True, free_if_lost=free_if_lost)
+        registered = graph_users(client, plan.graph.fingerprint, user, add=True, free_if_lost=free_if_lost) or []
     except Exception as exc:  # best effort: the study runs without the count
         log.debug("graph use not counted on the scheduler: %s", exc)
-    client.register_plugin(GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend,
-                                       hierarchy=hfile or False, method=plan.algorithm,
-                                       unit=int(plan.batch_size or 1),
-                                       hierarchy_key=vouched(plan.graph) if hfile else None,
-                                       version=_gpu_sssp_version()))
+    plugin = GraphPlugin(plan.graph_path, plan.graph.fingerprint, backend, hierarchy=hfile or False,
+                         method=plan.algorithm, unit=int(plan.batch_size or 1),
+                         hierarchy_key=vouched(plan.graph) if hfile else None, version=_gpu_sssp_version())
+    client.register_plugin(plugin)
+    if plugin.name in registered:
+        # kept from an earlier study (sssp.study.keep-graph) or another study's: the
+        # registration was skipped, and a worker whose load of it failed then (a file
+        # since fixed: "fix it, then --resume") kept that failure for good; it loads again
+        try:
+            again = client.run(retry_failed_load, plan.graph.fingerprint, bool(hfile), on_error="return")
+            if any(v is True for v in again.values()):
+                log.info("graph plugin loaded again on %d worker(s) where an earlier study's load had failed",
+                         sum(v is True for v in again.values()))
+        except Exception as exc:  # noqa: BLE001 - best effort: such a worker's tasks say why
+            log.debug("failed graph loads not retried: %s", exc)
     t2 = time.perf_counter()
     return {"client_hierarchy_s": t1 - t0, "hierarchy_file": hfile, "register_s": t2 - t1,
             "prefix": task_prefix(plan, devices), "user": user}
@@ -417,7 +428,9 @@ def graph_users(client, fingerprint: str, user: str, *, add: bool, unregister: b
                 # replaces it (an earlier version's client never replaces a later one)
                 s.plugins.pop(_WATCH, None)
                 s.add_plugin(_watch_class()(grace), name=_WATCH)
-            return []
+            # the graph's plugins registered already (kept, or another study's): a
+            # registration of one of them is skipped (idempotent)
+            return [name for name in names if name in getattr(s, "worker_plugins", {})]
         users.pop(user, None)
         frees.pop(user, None)
         away = s.__dict__.get("_sssp_graph_away", {})

@@ -47,7 +47,14 @@ if _mode and "--multiprocessing-fork" in sys.argv:  # a Dask worker process (spa
         except FileExistsError:
             _fail = False
         _mode = _mode[:-4]
-    if _fail and _mode == "parquet":
+    if _fail and _mode == "parquet-while":  # while the file SSSP_TEST_BROKEN exists (then fixed)
+        _read = _g.read_parquet
+        def _refuse_while(path, *a, **k):
+            if os.path.exists(os.environ["SSSP_TEST_BROKEN"]):
+                raise PermissionError(13, "Permission denied", str(path))
+            return _read(path, *a, **k)
+        _g.read_parquet = _refuse_while
+    elif _fail and _mode == "parquet":
         def _refuse(path, *a, **k):
             raise PermissionError(13, "Permission denied", str(path))
         _g.read_parquet = _refuse
@@ -285,3 +292,29 @@ def test_a_worker_two_studies_set_aside_stays_paused_until_both_end():
         assert wait_for(client, w, "running") == "running"
         # a token that holds nothing puts nothing back
         assert client.run_on_scheduler(_pause_workers(), addresses=[w], token="C", undo=True) == []
+
+
+def test_a_kept_graph_plugin_that_failed_loads_again_for_the_resume(tmp_path, graph, monkeypatch):
+    """"Fix it, then --resume": on an attached cluster that keeps the graph's plugin
+    (``keep_graph``, or another study of the graph still running) the resume's
+    registration was skipped (the scheduler holds the plugin: idempotent), so the
+    workers kept the first load's error and the resume failed as the study had, until
+    they were restarted.  The workers whose kept plugin failed load it again."""
+    from distributed import Client, LocalCluster
+
+    import gpu_sssp as sssp
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+
+    broken = tmp_path / "broken"
+    broken.write_text("x")
+    env = _env(tmp_path, "parquet-while", SSSP_TEST_BROKEN=str(broken))
+    for k in ("PYTHONPATH", "SSSP_TEST_WORKER_FAIL", "SSSP_TEST_MARK", "SSSP_TEST_BROKEN"):
+        monkeypatch.setenv(k, env[k])  # the spawned workers' environment
+    out = str(tmp_path / "kept")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        with pytest.raises(WorkerGraphError, match=r"2 of 2 worker\(s\) cannot load"):
+            sssp.study(str(graph), random=20, client=client, out=out, keep_graph=True)
+        broken.unlink()  # fixed
+        summary = sssp.study(str(graph), random=20, client=client, out=out, resume=True, keep_graph=True)
+        assert summary["complete"], summary
