@@ -9,10 +9,15 @@ from gpu_sssp.pipeline.errors import SettingError
 
 
 def _one_core(monkeypatch):
-    """One core, so that a refusal that regressed would start 5 workers, not a million."""
+    """One core, so that a refusal that regressed would start 5 workers, not a million;
+    and no GPU, so that a GPU host with dask-cuda takes the CPU cluster's path too (the
+    setting sizes a CPU cluster: a LocalCUDACluster was started there and left open)."""
     import os
 
+    from gpu_sssp import kernels
+
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(kernels, "device_count", lambda: 0)
 
 
 def test_too_many_cpu_workers_from_the_environment_names_the_setting(monkeypatch):
