@@ -112,17 +112,21 @@ def test_the_dashboard_link_names_the_interface_the_dashboard_listens_on():
         assert _get(link) == 200
 
 
-def test_an_ipv6_loopback_host_starts_and_links_right():
-    """``--host ::1`` passed the checks, then Dask refused the unbracketed address and
-    the command said "a worker process ended while starting; run the command again"
-    (exit 1); its dashboard link was ``http://[:PORT/status``."""
+def _skip_unless_ipv6(host: str) -> None:
     if not socket.has_ipv6:
         pytest.skip("no IPv6")
     try:
         with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
+            s.bind((host, 0))
     except OSError:
-        pytest.skip("::1 cannot be bound here")
+        pytest.skip(f"{host} cannot be bound here")
+
+
+def test_an_ipv6_loopback_host_starts_and_links_right():
+    """``--host ::1`` passed the checks, then Dask refused the unbracketed address and
+    the command said "a worker process ended while starting; run the command again"
+    (exit 1); its dashboard link was ``http://[:PORT/status``."""
+    _skip_unless_ipv6("::1")
     with start_cluster(cpu_workers=1, dashboard_address="[::1]:0", host="::1") as handle:
         assert handle.client.submit(sum, [1, 2]).result() == 3
         socks = [ip for ip, _port in _listening(handle)]
@@ -136,13 +140,7 @@ def test_an_ipv6_every_interface_host_links_right():
     """``--host ::`` (every interface, IPv6) with the dashboard on every interface too:
     the link was Dask's, split at the address's first colon (``http://[fd00:PORT/status``,
     where the README says IPv6 links are right); it names ``::1`` now, which reaches it."""
-    if not socket.has_ipv6:
-        pytest.skip("no IPv6")
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::", 0))
-    except OSError:
-        pytest.skip(":: cannot be bound here")
+    _skip_unless_ipv6("::")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", C.NetworkExposureWarning)  # (every interface: warned, as it should)
         with start_cluster(cpu_workers=1, dashboard_address="[::]:0", host="::") as handle:
