@@ -153,8 +153,13 @@ def check_chunk_memory(path: Path, chunk_mb: int) -> None:
     from gpu_sssp.pipeline.ingest._source import compression_of
 
     chunk = int(chunk_mb) << 20
+    import stat
+
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # (a FIFO's open waits for a writer: ingest refuses it, in its words)
+            return
+        size = st.st_size
         with open(path, "rb") as fh:
             kind = compression_of(path, fh.read(8))
     except OSError:  # (a missing or unreadable input is ingest's own error, with its name)
