@@ -356,8 +356,6 @@ def _address_problem(address: str) -> str | None:
         if scheme == "inproc":
             raise ValueError("an inproc address belongs to one process")
         if scheme not in _SCHEMES:  # http://, a typo ...: Dask's ValueError or TypeError traceback came later
-            import warnings
-
             try:
                 backend = get_backend(scheme)  # (ucx://, or a backend a package registers)
             except Exception:  # noqa: BLE001 - ValueError, or a backend that fails to load

@@ -148,13 +148,13 @@ def check_chunk_memory(path: Path, chunk_mb: int) -> None:
     tar), :data:`GZIP_MAX_RATIO` times it for gzip (a 52 KB ``.gr.gz`` was refused as
     if a whole 1 GB chunk could come of it); the compression is told by the file's
     first bytes, as ingest tells it (a gzip file named ``.gr`` was bounded by its size)."""
+    import stat
+
     from gpu_sssp.kernels.errors import OptionError
     from gpu_sssp.kernels.memory import available_memory, bound_note, fmt_bytes
     from gpu_sssp.pipeline.ingest._source import compression_of
 
     chunk = int(chunk_mb) << 20
-    import stat
-
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):  # (a FIFO's open waits for a writer: ingest refuses it, in its words)

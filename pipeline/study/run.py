@@ -220,9 +220,10 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
         # since fixed: "fix it, then --resume") kept that failure for good; it loads again
         try:
             again = client.run(retry_failed_load, plan.graph.fingerprint, bool(hfile), on_error="return")
-            if any(v is True for v in again.values()):
+            retried = sum(v is True for v in again.values())
+            if retried:
                 log.info("graph plugin loaded again on %d worker(s) where an earlier study's load had failed",
-                         sum(v is True for v in again.values()))
+                         retried)
         except Exception as exc:  # noqa: BLE001 - best effort: such a worker's tasks say why
             log.debug("failed graph loads not retried: %s", exc)
     t2 = time.perf_counter()
