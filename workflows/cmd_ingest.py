@@ -131,64 +131,17 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
     return t
 
 
-#: peak memory of ingestion per byte of a chunk of the input (its text, the parsed
-#: columns, their sort and the table written): measured 14 (a 155 MB DIMACS file read as
-#: one chunk, --chunk-mb 1024: 2.3 GB)
-CHUNK_WORK_FACTOR = 16
-#: the most text one byte of a gzip stream can stand for (deflate's limit, about 1032:1);
-#: xz, bzip2 and zstd have no such useful bound
-GZIP_MAX_RATIO = 1032
-
-
-def check_chunk_memory(path: Path, chunk_mb: int) -> None:
-    """Refuse, before the input is read, a ``--chunk-mb`` whose chunks take more memory
-    to parse than is available here (``CHUNK_WORK_FACTOR`` bytes a byte): ``--chunk-mb
-    1024`` was accepted on any machine and took 2.3 GB for a 155 MB file, about 16 GB for
-    a large one.  A chunk is at most the text the file holds: its size (plain text, a
-    tar), :data:`GZIP_MAX_RATIO` times it for gzip (a 52 KB ``.gr.gz`` was refused as
-    if a whole 1 GB chunk could come of it); the compression is told by the file's
-    first bytes, as ingest tells it (a gzip file named ``.gr`` was bounded by its size)."""
-    import stat
-
-    from gpu_sssp.kernels.errors import OptionError
-    from gpu_sssp.kernels.memory import available_memory, bound_note, fmt_bytes
-    from gpu_sssp.pipeline.ingest._source import compression_of
-
-    chunk = int(chunk_mb) << 20
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):  # (a FIFO's open waits for a writer: ingest refuses it, in its words)
-            return
-        size = st.st_size
-        with open(path, "rb") as fh:
-            kind = compression_of(path, fh.read(8))
-    except OSError:  # (a missing or unreadable input is ingest's own error, with its name)
-        return
-    if kind is None:
-        chunk = min(chunk, size)
-    elif kind == "gz":
-        chunk = min(chunk, size * GZIP_MAX_RATIO)
-    need = chunk * CHUNK_WORK_FACTOR
-    avail = available_memory()
-    if avail is None or need <= avail or chunk <= 16 << 20:  # (the default is never refused here)
-        return
-    why = bound_note(avail)
-    fit = max(1, (avail // CHUNK_WORK_FACTOR) >> 20)
-    raise OptionError(f"--chunk-mb {chunk_mb}: reading {shown(path)} {fmt_bytes(chunk)} at a time takes about "
-                      f"{fmt_bytes(need)} of memory, more than the {fmt_bytes(avail)} available here{why}; give "
-                      f"--chunk-mb {min(fit, 16)} or less (the default is 16)")
-
-
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
-    from gpu_sssp.pipeline.ingest import check_chunk_bytes, ingest
+    from gpu_sssp.pipeline.ingest import check_chunk_bytes, check_chunk_memory, ingest
     from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
     console = Console()
     err = Console(stderr=True)
     check_chunk_bytes(args.chunk_mb, "--chunk-mb", 1 << 20)  # a usage error (exit 2) before anything is read
     path = Path(args.input)
-    check_chunk_memory(path, args.chunk_mb)
+    # (ingest() checks it too; here first, for a line in the command's own option)
+    check_chunk_memory(path, args.chunk_mb << 20, option="--chunk-mb", scale=1 << 20)
     out = Path(args.output) if args.output else default_output(path)
     # (an output that is the input is refused by ingest() itself, before it reads anything)
     # the name as given: Path("./-") is Path("-"), which the check refuses as standard output

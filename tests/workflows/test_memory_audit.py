@@ -347,7 +347,8 @@ def test_ingest_chunk_check_bounds_a_chunk_by_the_text_the_file_holds(tmp_path, 
     import gzip
 
     from gpu_sssp.kernels.errors import OptionError
-    from gpu_sssp.workflows import cli, cmd_ingest
+    from gpu_sssp.pipeline.ingest import check_chunk_memory
+    from gpu_sssp.workflows import cli
     from tests.conftest import DATA
 
     raw = (DATA / "rome99.gr").read_bytes()
@@ -363,7 +364,29 @@ def test_ingest_chunk_check_bounds_a_chunk_by_the_text_the_file_holds(tmp_path, 
     assert hidden.stat().st_size < (4 << 20)
     monkeypatch.setattr(memory, "available_memory", lambda: 1 << 30)
     with pytest.raises(OptionError, match=r"^--chunk-mb 1024: reading .*big\.gr .* at a time takes about"):
-        cmd_ingest.check_chunk_memory(hidden, 1024)
+        check_chunk_memory(hidden, 1024 << 20, option="--chunk-mb", scale=1 << 20)
+
+
+def test_ingest_from_python_refuses_a_chunk_that_cannot_be_parsed_in_memory(tmp_path, monkeypatch):
+    """The chunk check was the CLI's alone: ``gpu_sssp.pipeline.ingest.ingest(path, out,
+    chunk_bytes=1 << 30)`` read a large file as one 1 GiB chunk whatever memory there
+    was.  ingest() refuses it now, in its own option's words, before anything is read
+    or written; the default chunk is never refused."""
+    from gpu_sssp.kernels.errors import OptionError
+    from gpu_sssp.pipeline.ingest import ingest
+
+    gr = tmp_path / "g.gr"
+    line = b"a 1 2 5\n"
+    n = (40 << 20) // len(line)  # 40 MB of text: above the default chunk
+    gr.write_bytes(b"p sp 2 %d\n" % n + line * n)
+    out = tmp_path / "g.parquet"
+    monkeypatch.setattr(memory, "available_memory", lambda: 100 << 20)  # 40 MB x 16 does not fit
+    with pytest.raises(OptionError, match=r"^chunk_bytes 1073741824: reading .*g\.gr 41\.9 MB at a time takes about "
+                                          r".*; give chunk_bytes 6553600 or less \(the default is 16777216\)$"):
+        ingest(gr, out, chunk_bytes=1 << 30)
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["g.gr"]
+    meta = ingest(gr, out)  # the default chunk is read (16 MiB at a time: not refused)
+    assert meta["arcs"] == n and out.exists()
 
 
 def test_a_library_that_cannot_be_mapped_under_a_limit_names_it(monkeypatch, capsys):
