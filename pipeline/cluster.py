@@ -658,6 +658,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     host, dash = listen_addresses(host, dashboard_address, dashboard)
     exposed = _exposed(host, dash, dashboard, host_from=host_from, dash_from=dash_from)
     info = {"dashboard": dashboard, "exposed": exposed, "link_host": _link_host(host, dash, dashboard)}
+    # checked whichever cluster starts: a bad sssp.cluster.cpu-workers setting went
+    # unnoticed on a GPU host (where it sizes nothing) until the day the study ran on CPUs
+    n = _cpu_worker_count(cpu_workers)
     if cpu_workers is None:
         from gpu_sssp import kernels
 
@@ -693,19 +696,6 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 raise
     from distributed import LocalCluster
 
-    n = setting("cluster.cpu-workers", cpu_workers, default=None)
-    if n is None:  # (0 is not "unset": it is refused below)
-        n = os.cpu_count() or 1
-    n = int(n)
-    if n < 1:
-        raise UsageError(f"--cpu-workers must be at least 1, got {n}")
-    cores = os.cpu_count() or 1
-    if n > 4 * cores:  # a million asked for started processes until killed, silently
-        problem = (f"more than 4 workers per core (this machine has {cores}); "
-                   "each worker is a single-thread process")
-        if cpu_workers is None:  # the setting's: named with where it came from, not as an option
-            raise refuse_setting("cluster.cpu-workers", problem)
-        raise UsageError(f"--cpu-workers {n}: {problem}")
     # preload: each worker loads the CPU phast kernels in the background as it starts
     # (pipeline.warmup), overlapping Numba's one-time cost with the rest of the start-up
     kw = dict(n_workers=n, threads_per_worker=1, processes=True, host=_bracket(host),
@@ -1125,6 +1115,26 @@ def _refuse_host(where: str, value: str, problem: str):
     if where.startswith("--"):
         raise UsageError(f"{where} {value}: {problem}")
     raise refuse_setting(where, problem)
+
+
+def _cpu_worker_count(cpu_workers: int | None) -> int:
+    """A local CPU cluster's workers: ``cpu_workers``, else the setting
+    ``sssp.cluster.cpu-workers``, else one per core; refused below 1 or above 4 per core
+    (named as the option, or as the setting with where it came from)."""
+    n = setting("cluster.cpu-workers", cpu_workers, default=None)
+    if n is None:  # (0 is not "unset": it is refused below)
+        n = os.cpu_count() or 1
+    n = int(n)
+    if n < 1:
+        raise UsageError(f"--cpu-workers must be at least 1, got {n}")
+    cores = os.cpu_count() or 1
+    if n > 4 * cores:  # a million asked for started processes until killed, silently
+        problem = (f"more than 4 workers per core (this machine has {cores}); "
+                   "each worker is a single-thread process")
+        if cpu_workers is None:  # the setting's: named with where it came from, not as an option
+            raise refuse_setting("cluster.cpu-workers", problem)
+        raise UsageError(f"--cpu-workers {n}: {problem}")
+    return n
 
 
 _EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}
