@@ -89,15 +89,18 @@ class WorkerGraphError(SsspError, RuntimeError):
 
     ``failures``: ``[(worker, reason), ...]``; ``path``: the graph file (and
     ``hierarchy``: the hierarchy file, for ``phast``) the workers load; ``of``: how many
-    workers the study had."""
+    workers the study had; ``tracebacks``: ``{worker: traceback text}`` of the loads
+    (the client logs them at INFO, ``sssp -v``; not in the line)."""
 
     exit_code = 1
 
-    def __init__(self, failures, path: str = "", hierarchy: str | None = None, of: int | None = None):
+    def __init__(self, failures, path: str = "", hierarchy: str | None = None, of: int | None = None,
+                 tracebacks: dict | None = None):
         self.failures = [(str(w), str(r)) for w, r in failures]
         self.path = str(path or "")
         self.hierarchy = hierarchy if isinstance(hierarchy, str) else None
         self.of = of
+        self.tracebacks = {str(w): str(t) for w, t in (tracebacks or {}).items() if t}
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -118,7 +121,7 @@ class WorkerGraphError(SsspError, RuntimeError):
         return f"{n}{of} worker(s) cannot load the study's graph {files}: {named}"
 
     def __reduce__(self):
-        return (type(self), (self.failures, self.path, self.hierarchy, self.of))
+        return (type(self), (self.failures, self.path, self.hierarchy, self.of, self.tracebacks))
 
 
 def _check_version(want: str | None) -> None:
@@ -238,7 +241,8 @@ class GraphPlugin(WorkerPlugin):
         """The :class:`WorkerGraphError` a task of this worker raises where the load
         failed (:func:`worker_graph`): this worker, the file and the reason."""
         f = self.failure() or {"worker": "?", "reason": "?"}
-        return WorkerGraphError([(f["worker"], f["reason"])], self.path, self.hierarchy)
+        return WorkerGraphError([(f["worker"], f["reason"])], self.path, self.hierarchy,
+                                tracebacks={f["worker"]: f.get("traceback") or ""})
 
     def _load(self, worker):
         tm = self.timings

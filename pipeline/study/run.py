@@ -280,6 +280,12 @@ def wait_for_workers(client, fingerprint: str) -> dict:
             "workers_waited": len(got), "load_failed": failed}
 
 
+def _log_load_traceback(worker, reason, traceback) -> None:
+    """A worker's failed graph load with its traceback, at INFO (``sssp -v``: as lines)."""
+    log.info("graph plugin of worker %s failed: %s\n%s", worker, reason, str(traceback or "").rstrip(),
+             extra={"keep_lines": True})
+
+
 def _set_aside(client, failed: dict, plan: StudyPlan, reg: dict, on_wait=None):
     """Workers whose graph plugin failed to load (:func:`wait_for_workers`'s
     ``load_failed``: ``{address: {"worker", "reason", "traceback"}}``): where every
@@ -293,8 +299,7 @@ def _set_aside(client, failed: dict, plan: StudyPlan, reg: dict, on_wait=None):
     if not failed:
         return None
     for addr, f in sorted(failed.items()):
-        log.info("graph plugin of worker %s failed: %s\n%s", f.get("worker", addr), f.get("reason"),
-                 str(f.get("traceback") or "").rstrip(), extra={"keep_lines": True})  # (sssp -v: as lines)
+        _log_load_traceback(f.get("worker", addr), f.get("reason"), f.get("traceback"))
     failures = sorted((str(f.get("worker", addr)), str(f.get("reason", "?"))) for addr, f in failed.items())
     hfile = reg.get("hierarchy_file")
     try:
@@ -736,6 +741,10 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                         on_batch(meta, study)
                 if error is not None:
                     failed_batch, exc = error
+                    # a worker whose load failed after the ready-wait (or with no wait,
+                    # sssp.study.ready-wait 0): its traceback, as _set_aside logs one
+                    for w, tb in sorted((getattr(exc, "tracebacks", None) or {}).items()):
+                        _log_load_traceback(w, dict(exc.failures).get(w, "?"), tb)
                     raise exc
             # the study ends once every task has ended too: a task flushes its statistics
             # files after its report (pipeline.study.task.solve_chunk)

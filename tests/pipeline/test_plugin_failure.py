@@ -184,6 +184,27 @@ def test_a_worker_failing_after_the_ready_wait_stops_the_study_in_one_line(tmp_p
     assert re.search(r"(^|\s)[12] worker\(s\) cannot load", line) and " of 2 worker(s)" not in line, line
 
 
+def test_worker_tracebacks_with_verbose_also_without_the_ready_wait(tmp_path, graph):
+    """With ``sssp.study.ready-wait: 0`` the load failure comes back in a task's result,
+    not from the start check: its worker's traceback was lost, also with ``sssp -v``.
+    It travels with the error now and is logged as the start check logs it; without
+    ``-v`` the run still ends in its one line."""
+    r = _study(tmp_path, graph, "parquet", verbose=True, env_extra={"DASK_SSSP__STUDY__READY_WAIT": "0"})
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert "graph plugin of worker" in r.stderr and "Traceback (most recent call last)" in r.stderr, r.stderr[-3000:]
+    assert "PermissionError: [Errno 13]" in r.stderr and "Compute Failed" not in r.stderr
+    assert re.search(r"(^|\s)[12] worker\(s\) cannot load", r.stderr.splitlines()[-1]), r.stderr[-3000:]
+
+
+def test_the_worker_graph_error_keeps_its_tracebacks_when_pickled():
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+
+    err = WorkerGraphError([("w0", "PermissionError: no")], "/g.parquet", tracebacks={"w0": "Traceback ...\nboom"})
+    got = pickle.loads(pickle.dumps(err))
+    assert got.tracebacks == {"w0": "Traceback ...\nboom"} and str(got) == str(err)
+    assert "Traceback" not in str(got)  # the line itself stays one line
+
+
 def test_python_study_raises_one_error_naming_the_workers(tmp_path, graph, monkeypatch):
     """``gpu_sssp.study`` raises :class:`WorkerGraphError` (an ``SsspError``), the
     workers and their reasons in ``failures``."""
