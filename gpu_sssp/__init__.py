@@ -226,10 +226,18 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
             return _np.arange(g.n, dtype=_np.int64)
         if kind == "file":  # a file of ids, as the command line reads it
             if what == "source":
-                from gpu_sssp.pipeline.sources import read_source_file as read
-            else:
-                from gpu_sssp.pipeline.targets import read_target_file as read
-            return g.to_index(read(value, g), what=f"{what} in {_os.fspath(value)}")
+                from gpu_sssp.pipeline.sources import read_source_file
+
+                got = read_source_file(value, g)
+            else:  # the matrix's limit checked as the file is read, before its ids are all held
+                from gpu_sssp.kernels.errors import OutputTooLargeError
+                from gpu_sssp.pipeline.study.matrix import targets_limit
+                from gpu_sssp.pipeline.targets import read_target_file
+
+                got = read_target_file(value, g, on_count=targets_limit(
+                    len(src), max_distance_bytes, form, error=OutputTooLargeError,
+                    option="matrix(..., max_distance_bytes=N) with N above {estimate}", advice=_MATRIX_ADVICE))
+            return g.to_index(got, what=f"{what} in {_os.fspath(value)}")
         if _np.size(value) == 0:
             raise UsageError(f"no {what} ids given")
         # an id beyond 64 bits is refused with the range of ids, not an OverflowError
@@ -246,7 +254,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         from gpu_sssp.kernels.errors import UsageError
 
         raise UsageError(f"as_arrow={as_arrow!r}: use False (a NumPy array), True or 'wide', or 'long'")
-    src, tg = ids(sources, "source"), ids(targets, "target")
+    src = ids(sources, "source")
+    tg = ids(targets, "target")
     _check_matrix_size(g, src, tg, max_distance_bytes, form)
     if method != "auto":
         # refused before a hierarchy is built for it below (phast on a graph that is not
@@ -267,6 +276,10 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     return res.matrix_table(g.id_base, form)
 
 
+_MATRIX_ADVICE = ("or choose fewer sources or targets, or run a study with targets (sssp study --targets, "
+                  "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
+
+
 def _check_matrix_size(g, src, tg, max_distance_bytes, form: str = "wide") -> None:
     """Refuse a matrix above ``sssp.study.max-distance-bytes`` (the study's rule,
     ``pipeline.study.plan.check_output_size``, in the form it is handed over: a long
@@ -280,7 +293,5 @@ def _check_matrix_size(g, src, tg, max_distance_bytes, form: str = "wide") -> No
     check_output_size(matrix_bytes(len(src), len(tg), form), max_distance_bytes, "the matrix",
                       f"{len(src):,} sources x {len(tg):,} targets, float64"
                       + (", a long table: source, target, distance" if form == "long" else ""),
-                      "or choose fewer sources or targets, or run a study with targets (sssp study --targets, "
-                      "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch",
-                      option="matrix(..., max_distance_bytes={estimate})", error=OutputTooLargeError)
+                      _MATRIX_ADVICE, option="matrix(..., max_distance_bytes={estimate})", error=OutputTooLargeError)
     check_output_memory(g, len(src), targets=tg, pair_ids=form == "long")

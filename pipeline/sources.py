@@ -162,7 +162,12 @@ def make_batches(sources: np.ndarray, batch_size: int, workers: int = 1, merge: 
 _ID_COMMENTS = (b"c", b"#", b"%")
 
 
-def read_id_file(path, graph, what: str = "source") -> np.ndarray:
+#: peak host memory of reading one id of a sources or targets file (the parsed chunks,
+#: their concatenation, the caller's index and repeats checks): measured 32-42 bytes
+ID_READ_BYTES = 48
+
+
+def read_id_file(path, graph, what: str = "source", *, on_count=None) -> np.ndarray:
     """File ids listed in a sources or targets file: the one rule for both
     (``--sources-file``, ``--targets FILE``, and a path given to ``gpu_sssp.matrix``).
 
@@ -186,6 +191,12 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
         Its ids (``id_base .. id_base + n - 1``) are the ids a file may name.
     what : {"source", "target"}
         Names the ids in messages.
+    on_count : callable, optional
+        ``on_count(count, where)`` as the ids are counted, before they are all held: with
+        a header's ``K`` or a Parquet file's row count before anything is read, then
+        with the running count after each chunk of text (``where``: ``"FILE"`` or
+        ``"FILE to line L"``); it raises to refuse the file (a matrix above its limit,
+        ``pipeline.study.matrix.targets_limit``) before the ids pile up.
 
     Returns
     -------
@@ -200,7 +211,10 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
         file's row is named in the message: ``FILE: row 3 of its 'source' column: ...``);
         a Parquet file that is a table of results, or whose ids are of another id base
         than ``graph``'s (recorded, or for an earlier version's ``targets.parquet`` told
-        by its digest; one whose digest tells no base is refused too).
+        by its digest; one whose digest tells no base is refused too); more ids than
+        the memory available here can hold (:data:`ID_READ_BYTES` a id), told from the
+        header, the Parquet row count or the ids read so far, before the rest is read
+        (a 400 KB gzip file of 200 million lines took 6.7 GB before any check).
     """
     from gpu_sssp.pipeline.errors import InputError
 
@@ -220,12 +234,17 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
             raise InputError(display, line_of(i), f"{where}{what} {int(ids[i])} is not a vertex of {graph.name} "
                              f"(its ids run {lo}..{hi})")
 
+    def counted(count: int, display, line, where: str) -> None:
+        if on_count is not None:  # the caller's limit (the matrix's) first: an option the user chose
+            on_count(count, where)
+        check_id_memory(count, display, line, what)
+
     if is_parquet_name(path):  # an ingested .ss file, or a matrix study's targets.parquet
-        ids, column, rows = _read_id_table(path, what, graph)
+        ids, column, rows = _read_id_table(path, what, graph, counted)
         check(ids, lambda i: None, str(path), lambda i: f"row {int(rows[i]) + 1:,} of its '{column}' column")
         header, display = None, str(path)
     else:
-        ids, header, display, _ = _read_id_text(path, what, check)
+        ids, header, display, _ = _read_id_text(path, what, check, counted)
     if header is not None and len(ids) != header[0]:
         raise InputError(display, None, f"{what} count does not match the header: expected {header[0]:,} "
                          f"(from '{header[2]}' at line {header[1]}), found {len(ids):,}")
@@ -233,6 +252,24 @@ def read_id_file(path, graph, what: str = "source") -> np.ndarray:
         raise InputError(display, None, f"no {what}s in the file (expected one vertex id per line, or DIMACS "
                          "'s ID' lines)")
     return ids
+
+
+def check_id_memory(count: int, display, line, what: str) -> None:
+    """Refuse ``count`` ids of a sources or targets file that the memory available here
+    cannot hold while they are read (:data:`ID_READ_BYTES` each): one line naming the
+    file and the line reached, before the rest of it is read."""
+    from gpu_sssp.kernels.memory import available_memory, bound_note, fmt_bytes
+    from gpu_sssp.pipeline.errors import InputError
+
+    need = int(count) * ID_READ_BYTES
+    if need <= 64 << 20:  # (a few million ids: never refused, no memory reading)
+        return
+    avail = available_memory()
+    if avail is None or need <= avail:
+        return
+    raise InputError(display, line, f"{int(count):,} {what} ids or more: reading them takes about {fmt_bytes(need)} "
+                     f"of memory, more than the {fmt_bytes(avail)} available here{bound_note(avail)}; give "
+                     f"fewer {what}s")
 
 
 def _results_kind(names) -> str | None:
@@ -254,11 +291,13 @@ def _results_kind(names) -> str | None:
     return None
 
 
-def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.ndarray]:
+def _read_id_table(path: Path, what: str, graph, counted=None) -> tuple[np.ndarray, str, np.ndarray]:
     """The ids of a Parquet sources or targets file: the ``source`` column of an ingested
     ``.ss`` file, or the ``target`` column of a matrix study's ``targets.parquet`` (its
     columns, taken in the order of its ``column`` column, which must number them 0..T-1).
-    ``(ids, column name, file row of each id)``, the rows 0-based, for messages.  An
+    ``(ids, column name, file row of each id)``, the rows 0-based, for messages;
+    ``counted(rows, display, None, where)`` is called with the file's row count before
+    its column is read (:func:`read_id_file`).  An
     ingested ``.ss`` file (or any id file, a ``targets.parquet`` among them) whose
     recorded ``id_base`` is not ``graph``'s is refused: its ids would name other vertices
     (each one off by one) without a word; a ``targets.parquet`` of an earlier version,
@@ -310,6 +349,8 @@ def _read_id_table(path: Path, what: str, graph) -> tuple[np.ndarray, str, np.nd
                          "with a 'source' column, or a matrix study's targets.parquet ('column', 'target'); "
                          f"this one has {', '.join(names) or 'no columns'}")
     cols = [name] if name == "source" else ["column", name]
+    if counted is not None:  # its row count, before the column is read (a few KB of run-length ids can be 100M)
+        counted(int(md.num_rows), str(path), None, str(path))
     table = read_table(path, columns=cols)
     for c in cols:
         col = table.column(c)
@@ -382,12 +423,14 @@ def _check_older_targets(path, graph, what: str, ids: np.ndarray, digest) -> Non
                      "one per line")
 
 
-def _read_id_text(path: Path, what: str, check):
+def _read_id_text(path: Path, what: str, check, counted=None):
     """:func:`read_id_file` for a text file (and ``pipeline.ingest.read_sources``):
     ``(ids, header, display, end)``, ``header`` the ``p aux sp ss K`` line as ``(K, line
     number, text)`` (``None`` without one), ``end`` the line after the file's last.  Read
     with the ingest's line reader (compressed files, the fast chunk parser, exact line
-    numbers); ``check(ids, line_of, display)`` sees each chunk of ids."""
+    numbers); ``check(ids, line_of, display)`` sees each chunk of ids, and
+    ``counted(count, display, line, where)`` the header's count and then the running
+    count after each chunk (:func:`read_id_file`)."""
     from gpu_sssp.pipeline.errors import InputError
     from gpu_sssp.pipeline.ingest._records import RecordSpec, iter_batches
     from gpu_sssp.pipeline.ingest._source import LineCursor, Source
@@ -419,7 +462,10 @@ def _read_id_text(path: Path, what: str, check):
                 raise InputError(display, lineno, f"expected the header 'p aux sp ss K' (K: how many {what}s "
                                  f"follow), got {shown[:60]!r}")
             header = (int(toks[4]), lineno, shown)
+            if counted is not None:  # the count it declares, before the ids are read
+                counted(header[0], display, lineno, f"{display} (its header, line {lineno})")
         parts = []
+        count = 0
         if first is not None:
             name = f"{what} id"
             if first[0] == b"s":
@@ -431,6 +477,10 @@ def _read_id_text(path: Path, what: str, check):
             for batch in iter_batches(cursor, spec, display, header[1] if header else None):
                 col = np.asarray(batch.cols[0], dtype=np.int64)
                 check(col, batch.line_of, display)
+                count += len(col)
+                if counted is not None and len(col):
+                    last = batch.line_of(len(col) - 1)
+                    counted(count, display, last, f"{display} to line {last:,}")
                 parts.append(col)
         end = cursor.lineno
     return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), header, display, end

@@ -40,7 +40,7 @@ class TargetPlan:
         return ids_digest(self.targets)
 
 
-def read_target_file(path, graph) -> np.ndarray:
+def read_target_file(path, graph, *, on_count=None) -> np.ndarray:
     """File ids listed in a targets file, in order (repeats kept): read by the rule of
     sources files, :func:`pipeline.sources.read_id_file` (one vertex id per line, or a
     DIMACS ``.ss`` file of ``s ID`` lines, each with or without ``p aux sp ss K``;
@@ -50,12 +50,16 @@ def read_target_file(path, graph) -> np.ndarray:
     ------
     InputError
         The file is missing or empty, a line is malformed, or an id is not a vertex of
-        ``graph`` (``FILE:LINE: message``, one line).
+        ``graph`` (``FILE:LINE: message``, one line); more ids than memory holds.
+
+    ``on_count(count, where)``: sees the count as the ids are read, and refuses a matrix
+    above its limit before they are all held (:func:`pipeline.sources.read_id_file`).
     """
-    return read_id_file(path, graph, "target")
+    return read_id_file(path, graph, "target", on_count=on_count)
 
 
-def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | None = None) -> TargetPlan | None:
+def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | None = None,
+                 on_count=None) -> TargetPlan | None:
     """Choose the targets of a matrix; ``None`` when none are asked for.
 
     Parameters
@@ -68,6 +72,9 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         K distinct vertices drawn uniformly with ``seed`` (default
         ``DEFAULT_TARGET_SEED``), in id order.
     seed : int, optional
+    on_count : callable, optional
+        For a targets file: :func:`read_target_file`'s (the matrix's limit, checked as
+        the file is read: ``pipeline.study.matrix.targets_limit``).
 
     Raises
     ------
@@ -94,7 +101,7 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
             idx = np.arange(graph.n, dtype=np.int64)
             how = {"kind": "all"}
         elif kind == "file":
-            file_ids = read_target_file(value, graph)
+            file_ids = read_target_file(value, graph, on_count=on_count)
             idx = file_ids - graph.id_base
             how = {"kind": "file", "file": os.fspath(value)}
         else:

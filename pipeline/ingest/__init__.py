@@ -470,12 +470,14 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
     InputError
         Malformed file or a vertex that does not exist (file and line named).
     """
-    from ..sources import _read_id_text  # the reader of every sources and targets file
+    from ..sources import _read_id_text, check_id_memory  # the reader of every sources and targets file
 
     path = Path(path)
     if is_parquet_name(path):
-        from ..fsnames import read_table  # any file name
+        from ..fsnames import read_metadata, read_table  # any file name
+        from ..sources import check_id_memory
 
+        check_id_memory(read_metadata(path).num_rows, str(path), None, "source")  # before the column is read
         ids = read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)
         if vertices is not None:
             _check_sources(ids, None, str(path), vertices, id_base)
@@ -485,7 +487,10 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
         if vertices is not None:
             _check_sources(col, line_of, display, vertices, id_base)
 
-    ids, header, display, end = _read_id_text(path, "source", check)
+    def counted(count, display, line, _where):  # more ids than memory holds: refused as they are read
+        check_id_memory(count, display, line, "source")
+
+    ids, header, display, end = _read_id_text(path, "source", check, counted)
     if header is None and len(ids) == 0:
         raise InputError(display, None, "empty file: expected source ids")
     if header is not None and len(ids) != header[0]:

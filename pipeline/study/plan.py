@@ -73,13 +73,15 @@ def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: boo
 
 
 def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str, *,
-                      option: str = "--max-distance-bytes {estimate}", error=StudyError) -> None:
+                      option: str = "--max-distance-bytes {estimate}", error=StudyError,
+                      at_least: bool = False) -> None:
     """Refuse outputs estimated above ``--max-distance-bytes`` (dask config
     ``sssp.study.max-distance-bytes``): distance vectors and travel-time matrices alike,
     for a study and for ``gpu_sssp.matrix``.  ``what`` names them (``"distance outputs"``),
     ``detail`` the sizes behind the estimate, ``advice`` ends the message (what else to
     choose); ``option`` is how the caller raises the limit (``{estimate}`` filled in) and
-    ``error`` the exception raised."""
+    ``error`` the exception raised; ``at_least``: ``estimate`` is a lower bound (outputs
+    counted before all their parts are known: a targets file still being read)."""
     if max_distance_bytes is not None:  # an explicit value: a number or a size, as the flag takes
         from gpu_sssp.kernels.memory import parse_bytes
 
@@ -98,7 +100,7 @@ def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str,
         if size == cap:  # "11.2 KB ..., above the limit of 11.2 KB": the bytes themselves
             size, cap = f"{estimate:,} bytes", f"{int(limit):,} bytes"
         raise error(
-            f"{what} would take up to {size} ({detail}), above the limit of {cap}; "
+            f"{what} would take {'at least' if at_least else 'up to'} {size} ({detail}), above the limit of {cap}; "
             f"raise it with {how} (or dask config sssp.study.max-distance-bytes), "
             f"{advice}")
 

@@ -1434,7 +1434,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                       order=setting("study.order", order))
     from gpu_sssp.pipeline.targets import plan_targets
 
-    tp = plan_targets(g, targets=targets, random=random_targets, seed=target_seed)
+    tp = plan_targets(g, targets=targets, random=random_targets, seed=target_seed,
+                      on_count=_matrix.targets_limit(sp.count, max_distance_bytes, matrix_form))
     if tp is None and kept.get("targets"):  # the folder's matrix study goes on with its targets
         tp = _matrix.resumed_targets(out, kept["targets"], g)
     plan = plan_study(g, graph_path, sp, out=out, algorithm=algorithm, batch_size=batch_size,
