@@ -322,6 +322,18 @@ def _resource_exhausted(exc: BaseException):
     return None, None
 
 
+def _interrupt_within(exc: BaseException):
+    """The ``KeyboardInterrupt`` (Ctrl-C, or :class:`Terminated` for SIGTERM) that
+    ``exc`` stands for, else None: a signal handled while a compiled function runs (a
+    Numba kernel of CPU ``phast``, its hierarchy's build) raises there, and the call
+    returns ``SystemError: CPUDispatcher(...) returned a result with an exception set``,
+    the interrupt as its cause - which ended ``sssp solve`` in a traceback, status 1."""
+    cur, depth = exc, 0
+    while isinstance(cur, SystemError) and depth < 8:  # (a compiled call nested in another)
+        cur, depth = cur.__cause__ or cur.__context__, depth + 1
+    return cur if depth and isinstance(cur, KeyboardInterrupt) else None
+
+
 def _main(argv=None) -> int:
     try:
         with _sigterm_raises():  # SIGTERM as Ctrl-C while the subcommands load: one line
@@ -363,6 +375,10 @@ def _main(argv=None) -> int:
         print_error(_out_of_memory(exc) if isinstance(exc, MemoryError) else _os_error(exc))
         return 2
     except Exception as exc:
+        stop = _interrupt_within(exc)
+        if stop is not None:  # Ctrl-C or SIGTERM inside compiled code: as below, no traceback
+            print_error(str(stop) if isinstance(stop, Terminated) else "interrupted", label="stopped")
+            return 128 + stop.signum if isinstance(stop, Terminated) else 130
         # memory running short where it is not a MemoryError (pyarrow's threads under
         # ulimit -v, a study's workers killed for memory) is the machine's limit too: one
         # line; anything else is a bug and keeps its traceback

@@ -247,3 +247,47 @@ def test_ctrl_c_while_the_subcommands_are_imported_is_one_line(monkeypatch, caps
     monkeypatch.setattr(cli.importlib, "import_module", interrupted)
     assert cli.main(["study", "g.parquet"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["stopped: interrupted"]
+
+
+def _main_raising(monkeypatch, exc):
+    """``sssp solve x.parquet -s 1`` whose work raises ``exc``: its status."""
+    from gpu_sssp.workflows import cli, cmd_solve
+
+    def run(args):
+        raise exc
+
+    monkeypatch.setattr(cmd_solve, "run", run)
+    return cli.main(["solve", "x.parquet", "-s", "1"])
+
+
+def _wrapped(stop):
+    """What a Numba kernel's call raises when Ctrl-C or SIGTERM is handled inside it."""
+    try:
+        raise stop
+    except KeyboardInterrupt as inner:
+        try:
+            raise SystemError("CPUDispatcher(<function _kahn_smallest_first at 0x7f>) returned a result with an "
+                              "exception set") from inner
+        except SystemError as outer:
+            return outer
+
+
+def test_an_interrupt_inside_compiled_code_stops_in_one_line(monkeypatch, capsys):
+    """Ctrl-C or SIGTERM during a long CPU ``phast`` call (a Numba kernel: its
+    hierarchy's build on 100M vertices) ended ``sssp solve`` in a traceback of
+    ``SystemError: CPUDispatcher(...) returned a result with an exception set``, status
+    1 (found by a review, 4 runs of 5).  It is the interrupt it wraps: one ``stopped:``
+    line, 130 (143 for SIGTERM); a SystemError that wraps no interrupt is a bug and
+    keeps its traceback."""
+    import signal
+
+    from gpu_sssp.workflows.cli import Terminated
+
+    assert _main_raising(monkeypatch, _wrapped(KeyboardInterrupt())) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["stopped: interrupted"], err
+    assert _main_raising(monkeypatch, _wrapped(Terminated(signal.SIGTERM))) == 143
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("stopped: ") and "SystemError" not in err[0], err
+    with pytest.raises(SystemError, match="a bug"):
+        _main_raising(monkeypatch, SystemError("a bug"))
