@@ -32,6 +32,7 @@ solved.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +70,10 @@ class Limits:
         from ..config import setting
 
         def get(key, explicit):
+            if explicit is not None and (isinstance(explicit, (bool, np.bool_))
+                                         or not isinstance(explicit, numbers.Integral)):
+                # int() took 1.5 as 1 (the command line takes whole numbers only)
+                raise UsageError(f"{key.replace('-', '_')}: expected a whole number, got {explicit!r}")
             v = setting(f"ingest.{key}", explicit, default=None)
             if v is None or (isinstance(v, str) and v.lower() in ("none", "null", "")):
                 return None

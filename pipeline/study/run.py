@@ -1398,6 +1398,21 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.study.plan import plan_study, refuse_idle_distance_form
 
     check_settings()  # every sssp.* setting, before any folder or cluster exists
+    from gpu_sssp.kernels.errors import OptionError
+    from gpu_sssp.kernels.registry import check_flag
+    from gpu_sssp.pipeline.sources import _whole_number
+
+    resume = check_flag(resume, "resume")  # "no" is truthy: it resumed (or summarised) the folder's study
+    for name, value in (("batch_size", batch_size), ("cpu_workers", cpu_workers)):
+        # int() took 1.5 as 1 and "2" as 2 (the command line and the settings refuse them)
+        if value is not None and not _whole_number(value):
+            raise OptionError(f"{name} must be a whole number, got {value!r}")
+    if ingest_options and not isinstance(graph, (str, os.PathLike)):
+        # with a path they go to load_graph, which refuses a typo; with a Graph they were dropped
+        # without a word (study(g, ranom=2) solved every source)
+        raise OptionError(f"study() got {', '.join(sorted(ingest_options))} with a {type(graph).__name__}: "
+                          "options for reading a graph file (load_graph's), or unknown; a Graph is used as "
+                          "it is")
     # the caller's own value (a resume fills it from the folder below)
     refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
     if client is None and scheduler is None and scheduler_file is None:
