@@ -8,7 +8,8 @@ H200):
   (``pipeline.hierarchy.load_hierarchy`` was called - a CPU study's workers do when the
   client chose phast - or an earlier phast call built it), or when the graph is eligible
   (non-negative integer weights within the hierarchy's bound), road-like
-  (:func:`kernels.hierarchy.structure`: degree <= 64, hop depth >= 0.25 sqrt(n)) and the
+  (:func:`kernels.hierarchy.structure`: degree <= 64, hop depth >= 0.25 sqrt(n); and not
+  :func:`kernels.hierarchy.scattered`: some weak component of more than 256 vertices) and the
   call has at least :func:`cpu_phast_min_sources` sources; else ``dijkstra``.  The cost
   model behind the threshold: SciPy's Dijkstra costs ~62 ns per arc per source (NY: 45 ms),
   phast ~1.5-2 ms per source on NY (20-40x less), but first the hierarchy is built
@@ -144,7 +145,8 @@ def cpu_phast_applies(graph, n_sources: int, warm: bool = False) -> bool:
         return False
     if hierarchy.has_hierarchy(graph):
         return True
-    return n_sources >= cpu_phast_min_sources(graph, warm) and hierarchy.structure(graph) is None
+    return (n_sources >= cpu_phast_min_sources(graph, warm) and not hierarchy.scattered(graph)
+            and hierarchy.structure(graph) is None)
 
 
 def phast_applies(graph, n_sources: int) -> bool:
@@ -158,4 +160,4 @@ def phast_applies(graph, n_sources: int) -> bool:
         return (h.m_up + h.m_down <= HIERARCHY_MAX_ARC_RATIO * max(graph.m, 1)
                 and h.levels <= HIERARCHY_MAX_LEVELS)
     return (n_sources > 1 and n_sources >= PHAST_BUILD_SHARE * graph.n
-            and hierarchy.structure(graph) is None)
+            and not hierarchy.scattered(graph) and hierarchy.structure(graph) is None)

@@ -51,3 +51,31 @@ def test_warm_check_during_another_threads_import(monkeypatch):
     assert auto._warm_here() is False
     ready._WARM.set()
     assert auto._warm_here() is True
+
+
+def test_auto_takes_no_phast_where_every_component_is_small():
+    """A graph of isolated vertices (no arcs) or of scattered small pieces: ``auto``
+    chose ``phast`` (100M isolated vertices, one source: a 2.4 GB hierarchy and 100 s,
+    16 s with Dijkstra; found by a review).  Each source reaches at most a component, where
+    a sweep covers every vertex: Dijkstra, on either backend.  A ``phast`` asked for by
+    name still runs, and exactly."""
+    import scipy.sparse.csgraph as csg
+
+    from gpu_sssp.kernels import auto, hierarchy, solve
+    from gpu_sssp.kernels.graph import Graph
+
+    n = 10_000
+    empty = Graph.from_edges(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), n)
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, n // 100, 3 * n) * 100  # pieces of 100 vertices: within each, random arcs
+    src, dst = a + rng.integers(0, 100, a.size), a + rng.integers(0, 100, a.size)
+    pieces = Graph.from_edges(src, dst, rng.integers(1, 50, a.size), n)
+    for g in (empty, pieces):
+        assert hierarchy.scattered(g) and hierarchy.structure(g) is None
+        assert not auto.cpu_phast_applies(g, n, warm=True) and not auto.phast_applies(g, n)
+        assert auto.choose(g, 1, "cpu") == "dijkstra" and auto.choose(g, n, "cpu") == "dijkstra"
+        got = solve(g, np.arange(0, n, 997), method="phast", backend="cpu")  # by name: runs
+        want = csg.dijkstra(g.to_scipy(), indices=np.arange(0, n, 997))
+        assert np.array_equal(got.distances, want)
+    joined = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, np.int64), n)  # one path
+    assert not hierarchy.scattered(joined)
