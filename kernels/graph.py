@@ -389,6 +389,12 @@ class Graph:
         dst = dst if dst.dtype.kind == "i" else dst.astype(np.int64)
         if parallel not in ("min", "keep"):
             raise UsageError(f"parallel must be 'min' or 'keep', got {parallel!r}")
+        from gpu_sssp.kernels.memory import check_host_memory
+
+        # the per-vertex arrays (counts and indptr at 8 bytes, a solve's at least as much
+        # again) before they are made: n = 2**40 was NumPy's "Unable to allocate 8.00 TiB"
+        check_host_memory(24 * (int(n) + 1) + 48 * len(src), f"a graph of {int(n):,} vertices and {len(src):,} arcs",
+                          "give fewer vertices (n is the number of vertices, the largest index + 1)")
         # one sort orders arcs by (tail, head, weight): CSR rows come out sorted and
         # the lightest of any parallel group first
         order = np.lexsort((weights, dst, src))

@@ -137,3 +137,16 @@ def test_max_distance_bytes_takes_a_size_as_the_flag_does():
         gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes="1KB")
     with pytest.raises(UsageError, match=r"max_distance_bytes: expected a number of bytes or a size .* got 'lots'"):
         gpu_sssp.matrix(g, "all", "all", method="dijkstra", max_distance_bytes="lots")
+
+
+def test_from_edges_refuses_a_vertex_count_past_memory_before_allocating():
+    """``Graph.from_edges([0], [1], [1], 2**40)`` ended in NumPy's raw ``MemoryError:
+    Unable to allocate 8.00 TiB`` (found by a review); the product's one-line refusal
+    names the size, the memory and the way on, before the arrays are made."""
+    from gpu_sssp.kernels.errors import OutputTooLargeError
+    from gpu_sssp.kernels.graph import Graph
+
+    with pytest.raises(OutputTooLargeError, match=r"^a graph of 1,099,511,627,776 vertices and 1 arcs would take "
+                                                  r".* more than the .* of memory available here.*give fewer vertices"):
+        Graph.from_edges([0], [1], [1], 2**40)
+    assert Graph.from_edges([0], [1], [1], 1_000_000).n == 1_000_000
