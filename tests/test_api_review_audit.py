@@ -25,6 +25,8 @@ def rome():
     (dict(batch_size=True), "batch_size must be a whole number, got True"),
     (dict(cpu_workers=1.5), "cpu_workers must be a whole number, got 1.5"),
     (dict(cpu_workers=True), "cpu_workers must be a whole number, got True"),
+    (dict(dashboard="no"), "dashboard must be True or False, got 'no'"),
+    (dict(keep_graph="no"), "keep_graph must be True or False, got 'no'"),
     (dict(ranom=2), "study() got ranom with a Graph: options for reading a graph file"),
     (dict(undirected=True, weights="unit"), "study() got undirected, weights with a Graph"),
 ])
@@ -49,3 +51,11 @@ def test_ingest_limits_must_be_whole_numbers(tmp_path, kw):
     with pytest.raises(UsageError, match=rf"^{name}: expected a whole number, got "):
         ingest(DATA / "rome99.gr", tmp_path / "r.parquet", **kw)
     assert ingest(DATA / "rome99.gr", tmp_path / "r.parquet", max_vertices=10_000)["vertices"] == 3353
+
+
+def test_a_bad_distance_limit_is_refused_where_no_output_uses_it(rome, tmp_path):
+    """``study(g, max_distance_bytes=1.5)`` of statistics alone ran (the CLI refuses
+    ``--max-distance-bytes 1.5`` whatever the outputs)."""
+    with pytest.raises(UsageError, match=r"^max_distance_bytes: expected a number of bytes or a size"):
+        gpu_sssp.study(rome, out=str(tmp_path / "s"), max_distance_bytes=1.5)
+    assert not (tmp_path / "s").exists()

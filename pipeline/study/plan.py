@@ -72,6 +72,29 @@ def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: boo
     return cells * (16 if predecessors else 8) + int(n_vertices) * 8
 
 
+def distance_limit(max_distance_bytes) -> int:
+    """The distance-output limit in bytes: ``max_distance_bytes`` (a number or a size, as
+    ``--max-distance-bytes`` takes), else the setting ``sssp.study.max-distance-bytes``.
+
+    Raises
+    ------
+    UsageError
+        A value that is no number of bytes nor a size (also where no output would use
+        it: ``study(max_distance_bytes=1.5)`` of statistics alone was taken).
+    """
+    if max_distance_bytes is None:
+        return setting("study.max-distance-bytes")  # checked and converted: bytes
+    from gpu_sssp.kernels.memory import parse_bytes
+
+    try:
+        return parse_bytes(max_distance_bytes)
+    except ValueError:
+        from gpu_sssp.kernels.errors import UsageError
+
+        raise UsageError(f"max_distance_bytes: expected a number of bytes or a size (20e9, 300GB), "
+                         f"got {max_distance_bytes!r}") from None
+
+
 def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str, *,
                       option: str = "--max-distance-bytes {estimate}", error=StudyError,
                       at_least: bool = False) -> None:
@@ -82,18 +105,7 @@ def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str,
     choose); ``option`` is how the caller raises the limit (``{estimate}`` filled in) and
     ``error`` the exception raised; ``at_least``: ``estimate`` is a lower bound (outputs
     counted before all their parts are known: a targets file still being read)."""
-    if max_distance_bytes is not None:  # an explicit value: a number or a size, as the flag takes
-        from gpu_sssp.kernels.memory import parse_bytes
-
-        try:
-            limit = parse_bytes(max_distance_bytes)
-        except ValueError:
-            from gpu_sssp.kernels.errors import UsageError
-
-            raise UsageError(f"max_distance_bytes: expected a number of bytes or a size (20e9, 300GB), "
-                             f"got {max_distance_bytes!r}") from None
-    else:
-        limit = setting("study.max-distance-bytes")  # checked and converted: bytes
+    limit = distance_limit(max_distance_bytes)
     if estimate > limit:
         how = option.format(estimate=estimate)
         size, cap = fmt_bytes(estimate), fmt_bytes(limit)

@@ -1403,6 +1403,11 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.sources import _whole_number
 
     resume = check_flag(resume, "resume")  # "no" is truthy: it resumed (or summarised) the folder's study
+    dashboard = check_flag(dashboard, "dashboard")  # ("no" started one)
+    keep_graph = None if keep_graph is None else check_flag(keep_graph, "keep_graph")
+    from gpu_sssp.pipeline.study.plan import distance_limit
+
+    distance_limit(max_distance_bytes)  # a bad value is refused where no output would use it too
     for name, value in (("batch_size", batch_size), ("cpu_workers", cpu_workers)):
         # int() took 1.5 as 1 and "2" as 2 (the command line and the settings refuse them)
         if value is not None and not _whole_number(value):
