@@ -376,9 +376,10 @@ def _main(argv=None) -> int:
         return 2
     except Exception as exc:
         stop = _interrupt_within(exc)
-        if stop is not None:  # Ctrl-C or SIGTERM inside compiled code: as below, no traceback
-            print_error(str(stop) if isinstance(stop, Terminated) else "interrupted", label="stopped")
-            return 128 + stop.signum if isinstance(stop, Terminated) else 130
+        if isinstance(stop, Terminated):  # SIGTERM or Ctrl-C inside compiled code: as below, no traceback
+            return _interrupted(str(stop), 128 + stop.signum)
+        if stop is not None:
+            return _interrupted()
         # memory running short where it is not a MemoryError (pyarrow's threads under
         # ulimit -v, a study's workers killed for memory) is the machine's limit too: one
         # line; anything else is a bug and keeps its traceback

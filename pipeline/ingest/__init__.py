@@ -475,7 +475,6 @@ def read_sources(path, *, vertices=None, id_base=1) -> np.ndarray:
     path = Path(path)
     if is_parquet_name(path):
         from ..fsnames import read_metadata, read_table  # any file name
-        from ..sources import check_id_memory
 
         check_id_memory(read_metadata(path).num_rows, str(path), None, "source")  # before the column is read
         ids = read_table(path, columns=["source"]).column("source").to_numpy().astype(np.int64)

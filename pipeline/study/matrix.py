@@ -61,7 +61,7 @@ def targets_limit(n_sources: int, max_distance_bytes, matrix_form=None, *, error
     refused later, by :func:`check_plan`; counted as wide here)."""
     from gpu_sssp.pipeline.study.plan import check_output_size
 
-    form = setting("study.matrix-form", matrix_form, default="wide") if matrix_form is None else matrix_form
+    form = setting("study.matrix-form", matrix_form, default="wide")
     form = form if isinstance(form, str) and form in MATRIX_FORMS else "wide"
 
     def on_count(count: int, where: str) -> None:

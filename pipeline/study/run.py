@@ -1395,7 +1395,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings
-    from gpu_sssp.pipeline.study.plan import plan_study, refuse_idle_distance_form
+    from gpu_sssp.pipeline.study.plan import distance_limit, plan_study, refuse_idle_distance_form
 
     check_settings()  # every sssp.* setting, before any folder or cluster exists
     from gpu_sssp.kernels.errors import OptionError
@@ -1405,8 +1405,6 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     resume = check_flag(resume, "resume")  # "no" is truthy: it resumed (or summarised) the folder's study
     dashboard = check_flag(dashboard, "dashboard")  # ("no" started one)
     keep_graph = None if keep_graph is None else check_flag(keep_graph, "keep_graph")
-    from gpu_sssp.pipeline.study.plan import distance_limit
-
     distance_limit(max_distance_bytes)  # a bad value is refused where no output would use it too
     for name, value in (("batch_size", batch_size), ("cpu_workers", cpu_workers)):
         # int() took 1.5 as 1 and "2" as 2 (the command line and the settings refuse them)

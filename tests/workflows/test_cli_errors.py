@@ -249,17 +249,6 @@ def test_ctrl_c_while_the_subcommands_are_imported_is_one_line(monkeypatch, caps
     assert capsys.readouterr().err.strip().splitlines() == ["stopped: interrupted"]
 
 
-def _main_raising(monkeypatch, exc):
-    """``sssp solve x.parquet -s 1`` whose work raises ``exc``: its status."""
-    from gpu_sssp.workflows import cli, cmd_solve
-
-    def run(args):
-        raise exc
-
-    monkeypatch.setattr(cmd_solve, "run", run)
-    return cli.main(["solve", "x.parquet", "-s", "1"])
-
-
 def _wrapped(stop):
     """What a Numba kernel's call raises when Ctrl-C or SIGTERM is handled inside it."""
     try:
@@ -282,6 +271,7 @@ def test_an_interrupt_inside_compiled_code_stops_in_one_line(monkeypatch, capsys
     import signal
 
     from gpu_sssp.workflows.cli import Terminated
+    from tests.workflows.test_memory_audit import _main_raising  # a command whose work raises exc
 
     assert _main_raising(monkeypatch, _wrapped(KeyboardInterrupt())) == 130
     err = capsys.readouterr().err.strip().splitlines()
