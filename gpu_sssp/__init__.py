@@ -156,7 +156,7 @@ def study(graph, **options) -> dict:
 
 
 def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend: str = "auto",
-           stats_over: str = "targets", as_arrow=False, max_distance_bytes=None, **options):
+           stats_over: str = "targets", as_arrow=False, max_distance_bytes=None, ingest=None, **options):
     """The travel-time matrix from ``sources`` to ``targets`` (file ids, as on the command line).
 
     Parameters
@@ -188,6 +188,10 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         8 a source; for ``as_arrow="long"`` 24 bytes a cell, the table's two id columns
         included), as ``sssp study --max-distance-bytes``; default the dask config
         ``sssp.study.max-distance-bytes`` (20 GB).
+    ingest : dict, optional
+        How a ``graph`` given as a path is read (:func:`load_graph`'s options, e.g.
+        ``{"zero_based": True}``, ``{"weights": "random:1:1000:7"}``); refused with a
+        ``Graph``, which is already read.
     **options
         Method options (``batch_size``, ...).
 
@@ -205,11 +209,20 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     """
     import numpy as _np
 
+    if ingest is not None and not isinstance(ingest, dict):
+        from gpu_sssp.kernels.errors import OptionError
+
+        raise OptionError(f"ingest must be a dict of load_graph options, got {type(ingest).__name__}")
     if isinstance(graph, (str, _os.PathLike)):
-        g = load_graph(graph)
+        g = load_graph(graph, **(ingest or {}))
     else:
         from gpu_sssp.kernels.graph import Graph as _Graph
 
+        if ingest:
+            from gpu_sssp.kernels.errors import OptionError
+
+            raise OptionError(f"matrix() got ingest options ({', '.join(sorted(ingest))}) with a "
+                              f"{type(graph).__name__}: they apply to a graph given as a path")
         if not isinstance(graph, _Graph):
             from gpu_sssp.kernels.errors import OptionError
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +170,20 @@ def _whole(v) -> bool:
     if isinstance(v, (float, np.floating)):
         return bool(np.isfinite(v)) and float(v).is_integer()
     return False
+
+
+_DECIMAL = re.compile(r"\s*[+-]?[0-9]+(?:_[0-9]+)*\s*", re.ASCII)
+
+
+def is_decimal(text) -> bool:
+    """Whether ``text`` (str or bytes) is a whole number in ASCII decimal digits (grouped
+    by single underscores as Python writes them, ``1_000``), with an optional sign and
+    surrounding blanks: how ids, counts and seeds given as text are read.  Python's
+    ``int`` and ``float`` also take Arabic-Indic or other Unicode digits (``"\u0663"``:
+    3) and, for ``float``, ``"1e2"`` and ``"2.0"``."""
+    if isinstance(text, bytes):
+        text = text.decode("latin-1")
+    return isinstance(text, str) and _DECIMAL.fullmatch(text) is not None
 
 
 def holds_bool(values) -> bool:
@@ -588,7 +603,8 @@ class Graph:
         Parameters
         ----------
         ids : int or array_like of int
-            The input file's vertex ids (integral floats and numeric strings accepted).
+            The input file's vertex ids (integral floats accepted, and text in ASCII
+            decimal digits: :func:`is_decimal`).
         what : str
             What the ids are, for the error message ("source", ...).
 
@@ -600,8 +616,9 @@ class Graph:
         Raises
         ------
         ValueError
-            (``UsageError``) An id that is not an integer (1.5, "x", True, nan) or names
-            no vertex of the graph, however large (an id beyond 64 bits included).
+            (``UsageError``) An id that is not an integer (1.5, "x", "1e2", "2.0", True,
+            nan) or names no vertex of the graph, however large (an id beyond 64 bits
+            included).
         """
         given = ids
         ids = np.atleast_1d(np.asarray(ids))
@@ -610,6 +627,15 @@ class Graph:
             raise UsageError(f"{what} ids must be integers, got {np.asarray(given, dtype=object).ravel()[:5].tolist()}")
         if ids.dtype.kind == "c":  # complex: the cast to float would drop the imaginary part
             raise UsageError(f"{what} ids must be integers, got {ids[:5].tolist()}")
+        if ids.dtype.kind in "USO":
+            # text ids are decimal integers in ASCII digits: a float parse took "1e2" as
+            # 100, "2.0" as 2 and the Arabic-Indic "\u0663" as 3
+            words = [w for w in ids.ravel().tolist() if isinstance(w, (str, bytes))]
+            odd = [w for w in words if not is_decimal(w)]
+            if odd:
+                raise UsageError(f"{what} ids must be integers (text ids in decimal digits), got {odd[:5]}")
+            if words and ids.dtype.kind != "O":
+                ids = np.array([int(w) for w in ids.ravel().tolist()], dtype=object)
         if ids.dtype.kind not in "iu":
             # casting straight to int64 would truncate 1.5 (or "1.5") to vertex 1
             try:

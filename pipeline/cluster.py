@@ -329,7 +329,7 @@ def parse_gpus(gpus) -> str:
     if not items:
         raise UsageError(f"--gpus needs a list of device numbers like 0,1, got {gpus!r}")
     for g in items:
-        if not g.isdigit() and not g.startswith(("GPU-", "MIG-")):
+        if not (g.isascii() and g.isdigit()) and not g.startswith(("GPU-", "MIG-")):  # not "\u0663" nor "\u00b2"
             raise UsageError(f"--gpus: {g!r} is not a device number or UUID")
     if len(set(items)) != len(items):
         raise UsageError(f"--gpus lists a device twice: {gpus!r}")

@@ -101,8 +101,10 @@ def _whole(v) -> int:
         return v
     if isinstance(v, str):
         s = v.strip()
-        if re.fullmatch(r"[+-]?[0-9]+", s):
+        if re.fullmatch(r"[+-]?[0-9]+", s, re.ASCII):
             return int(s)
+        if not s.isascii():  # float() reads "\u0663" (Arabic-Indic 3) as 3.0
+            raise ValueError(v)
         v = float(s)
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)

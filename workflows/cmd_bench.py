@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
-from gpu_sssp.workflows.common import INPUT_FORMATS, graph_options
+from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -86,14 +86,14 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("auto", "gpu", "cpu"), default="auto",
                    help="backend of the methods named without @ (auto: a method's own; phast: the GPU "
                    "when a device is visible, else the CPU); with 'all': only that backend's methods")
-    p.add_argument("--sources", type=int, default=100,
+    p.add_argument("--sources", type=decimal_int, default=100,
                    help="random sources per graph (default 100; at least a graph's vertex count: every vertex "
                    "of it, the summary says so)")
-    p.add_argument("--min-component", type=int, default=100_000,
+    p.add_argument("--min-component", type=decimal_int, default=100_000,
                    help="vertices each source must reach (default 100000, as H-BF)")
-    p.add_argument("--seed", type=int, default=7, help="seed of the source draw (default 7)")
-    p.add_argument("--runs", type=int, default=1, help="timed runs per source (default 1)")
-    p.add_argument("--warmup", type=int, default=1, help="untimed calls per method first (default 1)")
+    p.add_argument("--seed", type=decimal_int, default=7, help="seed of the source draw (default 7)")
+    p.add_argument("--runs", type=decimal_int, default=1, help="timed runs per source (default 1)")
+    p.add_argument("--warmup", type=decimal_int, default=1, help="untimed calls per method first (default 1)")
     p.add_argument("--ablation", default="", help="methods whose optimisations are switched off in "
                    "turn: 'hbf'")
     p.add_argument("--baselines", default="scipy,networkit,networkit-spsp,rustworkx",
@@ -101,11 +101,11 @@ def add_parser(sub) -> None:
                    "parallel SPSP on every usable host core) and rustworkx come with the 'bench' "
                    "extra and are skipped with a note when absent); '' for none")
     p.add_argument("--locality-k", default="1,2,3,4,5", help="k values timed for 'locality' (default 1..5)")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=decimal_int, default=None,
                    help="sources per call for batched methods (default: all sources in one call); also the "
                    "most for networkit-spsp, whose calls hand back about 16M distances at most, or two "
                    "sources per host core where the graph has more than 16M / (2 x cores) vertices")
-    p.add_argument("--baseline-max-arcs", type=int, default=5_000_000,
+    p.add_argument("--baseline-max-arcs", type=decimal_int, default=5_000_000,
                    help="skip networkit/rustworkx on graphs with more arcs (their graph build is "
                    "slow); SciPy always runs (default 5000000)")
     p.add_argument("--exclude", default="", help="methods to leave out of 'gpu'/'cpu'/'all' (comma-separated)")
@@ -113,7 +113,7 @@ def add_parser(sub) -> None:
                    help="a method whose warm-up call (its first timed call with --warmup 0) takes longer "
                    "than this many ms is timed on --slow-sources sources only (noted; batched methods, "
                    "one call for many sources, are not cut); default: no limit")
-    p.add_argument("--slow-sources", type=int, default=2, help="sources for slow methods (default 2)")
+    p.add_argument("--slow-sources", type=decimal_int, default=2, help="sources for slow methods (default 2)")
     p.add_argument("--graph-time-limit", type=_guard, default=None, metavar="SECONDS",
                    help="start no further method or baseline on a graph once this much time went into "
                    "those after the SciPy anchor, which is always measured (noted); 0: the anchor only")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpu_sssp.workflows.common import count_value
+from gpu_sssp.workflows.common import count_value, decimal_int
 
 HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
 
@@ -19,6 +19,8 @@ def _bound(text: str):
     a float; a float that is not finite (``nan``, ``inf``, ``1e400``) is refused here,
     as written (it was "expected LO:HI", or named ``inf`` for ``1e400``).  ``-0.0`` is
     0.0 (the metadata and the label said ``uniform:-0.0:1``)."""
+    if not text.isascii():  # int() took the Arabic-Indic "\u0669" as 9
+        raise ValueError(text)
     try:
         return int(text)
     except ValueError:
@@ -46,6 +48,8 @@ def _finite(text: str) -> float:
     """A float option that must be a finite number: NaN passes every ``<``/``>=`` check
     later on (false both ways), so it is refused here, with inf."""
     try:
+        if not text.isascii():  # float() took the Arabic-Indic "\u0669" as 9
+            raise ValueError(text)
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
@@ -56,7 +60,7 @@ def _finite(text: str) -> float:
 
 def _common(p, undirected_default=False, undirected=True):
     p.add_argument("-o", "--output", required=True, help="output Parquet file")
-    p.add_argument("--seed", type=int, default=0, help="random seed, a whole number >= 0 (default 0)")
+    p.add_argument("--seed", type=decimal_int, default=0, help="random seed, a whole number >= 0 (default 0)")
     p.add_argument("--weights", type=_range, default=(1, 100), metavar="LO:HI",
                    help="uniform weights in [LO, HI] (whole-number bounds and weights for the integer types, "
                    "reals for float types; default 1:100)")
@@ -85,23 +89,23 @@ def add_parser(subparsers):
     fam = p.add_subparsers(dest="family", metavar="FAMILY")
     fam.required = True
     r = fam.add_parser("rmat", help="R-MAT (GTGraph defaults a=0.45 b=0.15 c=0.15 d=0.25)")
-    r.add_argument("--scale", type=int, required=True, help="2**SCALE vertices")
-    r.add_argument("--edge-factor", type=int, default=16, help="edges per vertex (default 16)")
+    r.add_argument("--scale", type=decimal_int, required=True, help="2**SCALE vertices")
+    r.add_argument("--edge-factor", type=decimal_int, default=16, help="edges per vertex (default 16)")
     r.add_argument("-a", type=_finite, default=0.45)
     r.add_argument("-b", type=_finite, default=0.15)
     r.add_argument("-c", type=_finite, default=0.15)
     r.add_argument("-d", type=_finite, default=None, help="default 1 - a - b - c (0.25)")
     _common(r)
     g = fam.add_parser("grid", help="2-D rows x cols 4-neighbour grid, both directions (road-like)")
-    g.add_argument("--rows", type=int, required=True)
-    g.add_argument("--cols", type=int, required=True)
+    g.add_argument("--rows", type=decimal_int, required=True)
+    g.add_argument("--cols", type=decimal_int, required=True)
     g.add_argument("--asymmetric", action="store_true",
                    help="draw the two directions' weights independently, a directed grid (default: one "
                    "weight per edge, undirected); needed by --negative-fraction")
     _common(g, undirected=False)
     e = fam.add_parser("random", help="Erdos-Renyi G(n, m): m distinct edges, no self-loops")
-    e.add_argument("-n", "--vertices", type=int, required=True)
-    e.add_argument("-m", "--edges", type=int, required=True)
+    e.add_argument("-n", "--vertices", type=decimal_int, required=True)
+    e.add_argument("-m", "--edges", type=decimal_int, required=True)
     _common(e)
     for sp in (r, g, e):
         sp.set_defaults(func=run)

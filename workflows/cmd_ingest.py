@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import count_value
+from gpu_sssp.workflows.common import count_value, decimal_int
 
 HELP = "convert a graph file (.gr/.ss/.co, .mtx, METIS .graph, edge list, PACE; compressed) to Parquet"
 
@@ -75,7 +75,7 @@ def add_parser(subparsers):
     p.add_argument("--max-isolated-vertices", type=count_value, metavar="N",
                    help="refuse headers whose vertex count leaves more than N vertices that no arc can "
                         "touch (default: setting sssp.ingest.max-isolated-vertices, 16777216)")
-    p.add_argument("--chunk-mb", type=int, default=16, metavar="M",
+    p.add_argument("--chunk-mb", type=decimal_int, default=16, metavar="M",
                    help="text parsed per step, MiB, 1 to 1024 (memory is a small multiple of it; default 16)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)

@@ -11,7 +11,8 @@ from rich.table import Table
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
-                                      load_graph_from_args, refuse_empty_names, repeated_note, sources_from_args)
+                                       decimal_int, load_graph_from_args, refuse_empty_names, repeated_note,
+                                       sources_from_args)
 
 console = Console(soft_wrap=True, markup=False)  # status lines stay whole in logs and pipes; names are not markup
 
@@ -74,7 +75,7 @@ def add_parser(sub) -> None:
                        description="Solve SSSP from the given sources and write distances "
                        "(and predecessors) as Parquet in the result schema.")
     add_graph_options(p)
-    p.add_argument("--source", "-s", type=int, action="append", metavar="ID",
+    p.add_argument("--source", "-s", type=decimal_int, action="append", metavar="ID",
                    help="source vertex id as in the input file (repeatable; a source given more than "
                    "once, here or in --sources-file, is solved and written once, noted)")
     p.add_argument("--sources-file", metavar="F.ss", help="DIMACS .ss file (or one id per line)")

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, print_error, repeated_note
+from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, decimal_int, print_error, repeated_note
 
 # status lines stay whole in logs and pipes; plain text (no Rich markup): file names and the
 # notes that name them are printed as they are ("g[bold]x.gr" was shown as "gx.gr", and a
@@ -53,9 +53,9 @@ def add_parser(sub) -> None:
     src = p.add_argument_group("sources (choose one; default: all)")
     src.add_argument("--sources", choices=("all",), help="every vertex")
     src.add_argument("--sources-file", metavar="F.ss", help="DIMACS .ss file (or one id per line)")
-    src.add_argument("--random", type=int, metavar="K", help="K distinct random vertices (with --seed)")
-    src.add_argument("--seed", type=int, default=None, help="seed for --random (default 0)")
-    src.add_argument("--source", "-s", type=int, action="append", metavar="ID",
+    src.add_argument("--random", type=decimal_int, metavar="K", help="K distinct random vertices (with --seed)")
+    src.add_argument("--seed", type=decimal_int, default=None, help="seed for --random (default 0)")
+    src.add_argument("--source", "-s", type=decimal_int, action="append", metavar="ID",
                      help="a source id as in the input file (repeatable)")
     src.add_argument("--order", choices=("locality", "given"), default=None,
                      help="batch order: locality (sources of one region of the graph together; default) or given")
@@ -64,8 +64,8 @@ def add_parser(sub) -> None:
     mat.add_argument("--targets", metavar="all|FILE",
                      help="every vertex, or a file of target ids (one per line, the input's ids; order and "
                      "repeats kept as the matrix's columns)")
-    mat.add_argument("--random-targets", type=int, metavar="K", help="K distinct random targets (with --target-seed)")
-    mat.add_argument("--target-seed", type=int, default=None, help="seed for --random-targets (default 1)")
+    mat.add_argument("--random-targets", type=decimal_int, metavar="K", help="K distinct random targets (with --target-seed)")
+    mat.add_argument("--target-seed", type=decimal_int, default=None, help="seed for --random-targets (default 1)")
     mat.add_argument("--stats-over", choices=("targets", "all"), default=None,
                      help="per-source stats over the distinct targets (default: phast then sweeps only the "
                      "part of the hierarchy the targets need, RPHAST) or over all vertices (the full sweep)")
@@ -74,7 +74,7 @@ def add_parser(sub) -> None:
                      "(source, target); +inf where unreachable")
     sol = p.add_argument_group("solving and outputs")
     sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
-    sol.add_argument("--batch-size", "-b", type=int, default=None,
+    sol.add_argument("--batch-size", "-b", type=decimal_int, default=None,
                      help="sources per batch, the unit of the journal, the files and --resume (default: the folder's "
                      "on --resume, else config sssp.study.batch-size; auto = 512 on GPUs, 8192 for phast "
                      "studies of statistics or a matrix on GPUs (fewer for small studies), 256 for those on CPU "
@@ -92,7 +92,7 @@ def add_parser(sub) -> None:
     cl.add_argument("--scheduler", metavar="ADDRESS", help="attach to a running scheduler, e.g. tcp://host:8786")
     cl.add_argument("--scheduler-file", metavar="F", help="attach through a scheduler file")
     cl.add_argument("--gpus", metavar="0,1", help="local GPUs for a LocalCUDACluster (CUDA_VISIBLE_DEVICES)")
-    cl.add_argument("--cpu-workers", type=int, metavar="N", help="local CPU cluster of N single-thread workers")
+    cl.add_argument("--cpu-workers", type=decimal_int, metavar="N", help="local CPU cluster of N single-thread workers")
     cl.add_argument("--host", metavar="IP",
                     help="interface a local cluster's scheduler and workers listen on (default 127.0.0.1: "
                     "this machine only; 0.0.0.0 opens them, unauthenticated, to the network)")

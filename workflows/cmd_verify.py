@@ -7,8 +7,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.workflows.common import (add_graph_options, load_graph_from_args, refuse_empty_names, repeated_note,
-                                       sources_from_args)
+from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, refuse_empty_names,
+                                       repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -29,12 +29,12 @@ def add_parser(sub) -> None:
                    help="backend of the methods named without @ (auto: a method's own; phast: the "
                    "GPU when a device is visible, else the CPU); with 'all': only that backend's methods")
     # (defaults None: given with -s/--sources-file they are refused, not ignored)
-    p.add_argument("--random", type=int, default=None, metavar="K",
+    p.add_argument("--random", type=decimal_int, default=None, metavar="K",
                    help="K distinct random sources of GRAPH (default 8; at most every vertex, noted); "
                    "not with --source/--sources-file")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=decimal_int, default=None,
                    help="seed of the --random draw (default 0: the same sources every run; printed)")
-    p.add_argument("--source", "-s", type=int, action="append", metavar="ID")
+    p.add_argument("--source", "-s", type=decimal_int, action="append", metavar="ID")
     p.add_argument("--sources-file", metavar="F.ss")
     p.add_argument("--list", action="store_true", help="list the registered methods and exit")
     p.set_defaults(func=run)

@@ -45,12 +45,27 @@ def print_error(message, *, label: str = "error", file=None) -> None:
     out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
 
 
+def decimal_int(text: str) -> int:
+    """An argparse type: a whole number in ASCII decimal digits (an optional sign,
+    ``1_000`` as Python writes it; ``kernels.graph.is_decimal``).  Python's ``int`` took
+    the Arabic-Indic ``-s \u0663`` as vertex 3.  Named ``int`` so that argparse's refusal
+    reads as before ("invalid int value: '\u0663'")."""
+    from gpu_sssp.kernels.graph import is_decimal
+
+    if not is_decimal(text):
+        raise ValueError(text)
+    return int(text)
+
+
+decimal_int.__name__ = "int"
+
+
 def count_value(text: str) -> int:
     """An argparse type: a whole number >= 0 (``--max-vertices``, ``--max-arcs``,
     ``--max-isolated-vertices``; a negative one was refused naming the setting behind
     the option, ``sssp.ingest.max-vertices``, not the option)."""
     try:
-        v = int(text)
+        v = decimal_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0") from None
     if v < 0:

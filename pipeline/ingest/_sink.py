@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, path_bound_of, path_bound_ok
+from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, is_decimal, path_bound_of, path_bound_ok
 
 from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
@@ -231,6 +231,8 @@ def parse_weights_spec(spec: str):
             raise UsageError(f"--weights {_short(spec)}: {name} {show_number(tok.strip().encode())} does not "
                              f"fit in 64 bits ({_I64_MIN}..{_I64_MAX}); expected {form}")
         try:
+            if not tok.isascii() or (kind == "random" and not is_decimal(tok)):
+                raise ValueError(tok)  # int() took the Arabic-Indic "\u0669" as 9
             v = float(tok) if kind == "random-float" else int(tok, 10)
         except ValueError:
             what = "a number" if kind == "random-float" else "an integer"
@@ -245,6 +247,8 @@ def parse_weights_spec(spec: str):
         raise UsageError(f"--weights {_short(spec)}: SEED has {len(rest[2]):,} characters; expected {form} "
                          "with a whole number SEED >= 0 of at most 4,000 digits")
     try:
+        if not is_decimal(rest[2]):
+            raise ValueError(rest[2])
         seed = int(rest[2], 10)
     except ValueError:
         raise UsageError(f"--weights {spec}: SEED {rest[2]!r} is not a whole number; expected {form}") from None

@@ -113,6 +113,21 @@ def test_fractional_ids_rejected_not_truncated():
         g.to_index(["2.7"])
 
 
+def test_text_ids_are_decimal_integers_only():
+    """to_index parsed text ids as floats: "1e2" was vertex 100, "2.0" vertex 2 and the
+    Arabic-Indic digit "\u0663" vertex 3 (``1_000`` stays, as Python's int takes it)."""
+    g = Graph.from_edges([0, 1], [1, 2], [1, 1], 300, id_base=1, name="tiny")
+    for text in ("1e2", "2.0", "\u0663", "0x10", "", "+", "1 2", "1__0", "_1"):
+        with pytest.raises(ValueError, match="text ids in decimal digits"):
+            g.to_index([text])
+    assert g.to_index(["1", " 7 ", "+9", b"8", "1_0"]).tolist() == [0, 6, 8, 7, 9]
+    assert g.to_index(np.array(["3", "300"])).tolist() == [2, 299]
+    with pytest.raises(ValueError, match="does not exist in tiny"):
+        g.to_index(["301"])
+    with pytest.raises(ValueError, match="does not exist in tiny"):
+        g.to_index(["9" * 30])
+
+
 def test_ids_beyond_64_bits_are_out_of_range_not_an_overflow():
     g = Graph.from_edges([0, 1], [1, 2], [1, 1], 3, id_base=1, name="tiny")
     for ids in ([10**20], [1, 10**30], np.array([2**64 - 1], dtype=np.uint64), [-(10**25)]):
