@@ -142,6 +142,12 @@ class StudyPlan:
     # the workers the batches were laid out for (pipeline.sources.make_batches): 1 for the
     # plain split, and whenever the layout for the cluster's workers is that split anyway
     batch_workers: int = 1
+    # the id of the study this plan solves for, where its algorithm was pinned for a
+    # resume (pipeline.study.run._resumed_method: an ``auto`` study goes on with the method
+    # of its finished batches): its identity still says ``auto``, so its files, task keys
+    # and reports keep the folder's id (a hash of ``phast`` named another study, whose
+    # files every later resume solved again)
+    study_id_of: str = ""
     # the batch size is dask config's (sssp.study.batch-size), not an argument: it counts
     # for a new study, but a resume keeps the folder's batches, as with no batch size (Study)
     batch_from_setting: bool = False
@@ -172,6 +178,8 @@ class StudyPlan:
 
     @property
     def study_id(self) -> str:
+        if self.study_id_of:
+            return self.study_id_of
         return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
 
     def set_batch_size(self, batch_size: int, workers: int = 1) -> None:

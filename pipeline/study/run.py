@@ -869,7 +869,7 @@ def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: d
             return plan
     except Exception:  # a method this version does not know
         return plan
-    return dataclasses.replace(plan, algorithm=method)
+    return dataclasses.replace(plan, algorithm=method, study_id_of=plan.study_id)
 
 
 #: most batches in one task on CPU workers.  A CPU batch takes 0.1-3 s (NY: phast, 256

@@ -569,6 +569,16 @@ def test_an_auto_study_resumed_goes_on_with_the_method_of_its_finished_batches(t
         assert (tmp_path / (path.name + ".ch.npz")).exists()
         s = run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu", resume=True)
         assert s["complete"] and s["algorithms"] == ["dijkstra"], s["algorithms"]
+        # the resumed batches' files name the folder's study (the id of an "auto" plan),
+        # not that of a "dijkstra" plan: a later resume solved them again as another
+        # study's files, and so on every resume after it
+        study_id = json.loads((out / "manifest.json").read_text())["study_id"]
+        footers = {pq.read_metadata(f).metadata[b"gpu_sssp.study"].decode() for f in (out / "stats").iterdir()}
+        assert footers == {study_id}, (footers, study_id)
+        journal = (out / "journal.jsonl").read_text()
+        again = run_study(client, _plan(path, out, random=12, seed=1, batch_size=2), backend="cpu", resume=True)
+        assert again["complete"] and (out / "journal.jsonl").read_text() == journal
+        assert json.loads((out / "manifest.json").read_text())["study_ids"] == [study_id]
     finally:
         client.close()
         cl.close()
