@@ -554,7 +554,10 @@ def _lowered(asked, graphs) -> str:
 
 
 def _machine(env: dict) -> tuple:
-    return (env.get("gpu") or "", env.get("driver") or "", env.get("host") or "", env.get("cpu") or "")
+    """What a run's header names of its machine: runs that differ in any of it (the
+    cores usable too, what ``networkit-spsp`` ran on) each name their own."""
+    return (env.get("gpu") or "", env.get("driver") or "", env.get("host") or "", env.get("cpu") or "",
+            env.get("cpu_cores") or "")
 
 
 def _gpu_words(env: dict) -> str:
@@ -788,12 +791,24 @@ def _switch_name(key: str, value=False) -> str:
     return {"heavy_threshold": "heavy-vertex split"}.get(key, key)
 
 
+def _log(ax, axis: str = "x") -> None:
+    """A log ``axis`` whose ticks read as plain numbers (``0.01``, ``10``): matplotlib's
+    log labels are mathtext, which :func:`make_plots` turns off for every text (graph
+    names), so they came out as the raw ``$\\mathdefault{10^{-2}}$``."""
+    from matplotlib import ticker
+
+    getattr(ax, f"set_{axis}scale")("log")
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    a.set_minor_formatter(ticker.NullFormatter())
+
+
 def _scale(ax, lows, highs) -> None:
     """Log axis when the values span more than 20x, else linear from zero."""
     lo = min(x for x in lows if x is not None)
     hi = max(x for x in highs if x is not None)
     if lo > 0 and hi / lo > 20:
-        ax.set_xscale("log")
+        _log(ax, "x")
         ax.set_xlim(lo / 2, hi * 3)
     else:
         ax.set_xlim(0, hi * 1.25)
@@ -801,14 +816,17 @@ def _scale(ax, lows, highs) -> None:
 
 def device_caption(table: pa.Table) -> str:
     """The machines the rows were timed on, from their ``gpu`` and ``cpu`` columns:
-    ``GPU: NVIDIA H200; CPU: AMD EPYC`` (several, comma-separated, for merged runs)."""
-    def distinct(col):
-        if col not in table.schema.names:
-            return []
-        return [v for v in table.column(col).unique().to_pylist() if v]  # in order of first appearance
+    ``GPU: NVIDIA H200; CPU: AMD EPYC``; merged runs of several machines name each GPU
+    with its CPU (``GPU: NVIDIA H200, CPU: Intel Xeon; GPU: none (CPU only), CPU: AMD
+    EPYC``: the GPUs and the CPUs listed apart did not say which went together, nor that
+    a run had no GPU)."""
+    def column(col):
+        return table.column(col).to_pylist() if col in table.schema.names else [None] * table.num_rows
 
-    gpus, cpus = distinct("gpu"), distinct("cpu")
-    return f"GPU: {', '.join(gpus) or 'none (CPU only)'}; CPU: {', '.join(cpus) or 'unknown'}"
+    pairs = list(dict.fromkeys(zip(column("gpu"), column("cpu"))))  # in order of first appearance
+    words = [f"GPU: {g or 'none (CPU only)'}{';' if len(pairs) == 1 else ','} CPU: {c or 'unknown'}"
+             for g, c in pairs or [(None, None)]]
+    return "; ".join(words)
 
 
 def make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
@@ -922,7 +940,7 @@ def _make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
         ax.set_ylabel("ms per source (mean)")
         times = [a["mean_ms"] for a in loc]
         if max(times) / min(times) > 20:
-            ax.set_yscale("log")
+            _log(ax, "y")
         else:
             ax.set_ylim(0, max(times) * 1.15)
         ax.set_title("locality: time versus k")
@@ -937,8 +955,8 @@ def _make_plots(table: pa.Table, outdir, runs=None) -> list[Path]:
         for a in el:
             ax.annotate(a["graph"], (a["arcs"], a["edges_per_s"]), fontsize=7,
                         textcoords="offset points", xytext=(3, 3))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log(ax, "x")
+        _log(ax, "y")
         ax.set_xlabel("arcs")
         ax.set_ylabel("edges processed per second")
         ax.set_title("edgelist: edges/s versus graph size")

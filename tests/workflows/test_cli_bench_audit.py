@@ -207,3 +207,48 @@ def test_the_plots_name_the_machine_the_times_were_taken_on(tmp_path):
         assert Image.open(p).info.get("Description") == "GPU: NVIDIA H200; CPU: CPU-X"
     cpu_only = _rows_file(tmp_path / "b.parquet", {"gpu": "", "host": "h", "cpu": "CPU-Y", "versions": {}})
     assert report.device_caption(report.load_rows([cpu_only])[0]) == "GPU: none (CPU only); CPU: CPU-Y"
+
+
+def test_merged_runs_that_differ_in_cores_name_each_runs_cores(tmp_path):
+    """Runs on one host with different cores usable (one under ``taskset -c 0``): the
+    merged header named the first run's count for both, in the order the files were
+    given, and `networkit-spsp`'s "all cores" column of the other run with it."""
+    base = {"gpu": "", "driver": "", "host": "h", "cpu": "CPU-X", "versions": {}}
+    a = _rows_file(tmp_path / "a.parquet", {**base, "cpu_cores": 2})
+    b = _rows_file(tmp_path / "b.parquet", {**base, "cpu_cores": 1})
+    for files in ([a, b], [b, a]):
+        table, ctx = report.load_rows(files)
+        head = report.summary_markdown(table, ctx).split("## Graphs")[0]
+        runs = [ln for ln in head.splitlines() if ln.startswith("- run ")]
+        assert "differ between the runs" in head, head
+        cores = [("2 cores" in ln, "1 cores" in ln) for ln in runs]
+        assert cores == ([(True, False), (False, True)] if files[0] == a else [(False, True), (True, False)]), runs
+
+
+def test_a_merged_plot_caption_pairs_each_gpu_with_its_cpu(tmp_path):
+    """The caption listed the GPUs and the CPUs apart ("GPU: NVIDIA H200; CPU: CPU-X,
+    CPU-Y"): which CPU went with the GPU, and that one run had none, was not said."""
+    a = _rows_file(tmp_path / "a.parquet", {"gpu": "NVIDIA H200", "host": "h", "cpu": "CPU-X", "versions": {}})
+    b = _rows_file(tmp_path / "b.parquet", {"gpu": "", "host": "h2", "cpu": "CPU-Y", "versions": {}})
+    table, _ctx = report.load_rows([a, b])
+    assert report.device_caption(table) == ("GPU: NVIDIA H200, CPU: CPU-X; GPU: none (CPU only), CPU: CPU-Y")
+
+
+def test_log_axes_read_as_numbers_not_raw_mathtext(tmp_path):
+    """With every text drawn as it is (graph names are never mathtext), a log axis's
+    ticks read ``$\\mathdefault{10^{-2}}$``."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        fig, ax = plt.subplots()
+        ax.plot([0.01, 100], [1, 2])
+        report._scale(ax, [0.01], [100])
+        fig.canvas.draw()
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        plt.close(fig)
+    assert labels and not any("$" in t or "mathdefault" in t for t in labels), labels
+    assert "0.01" in labels and "100" in labels, labels
