@@ -621,6 +621,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     """
     from distributed import Client
 
+    quiet_in_spawned_import()
     given = [k for k, v in (("--scheduler", scheduler), ("--scheduler-file", scheduler_file),
                             ("--gpus", gpus), ("--cpu-workers", cpu_workers)) if v is not None]
     if len(given) > 1:
@@ -777,7 +778,7 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
                     raise ClusterStartError(
                         f"the local cluster did not start ({why}): its worker processes import the main "
                         f"script again (multiprocessing's spawn), and {unguarded} starts the cluster outside "
-                        "'if __name__ == \"__main__\":'; put the script's work under that guard") from exc
+                        "'if __name__ == \"__main__\":'; put the script's work under that guard") from None
                 raise ClusterStartError(f"the local cluster did not start ({why}): a worker process ended "
                                         "while starting; run the command again") from exc
             raise
@@ -785,6 +786,25 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
         if held:  # interrupted while starting: close it, then the signal is delivered
             _close_quietly(handle)
     return handle
+
+
+def quiet_in_spawned_import() -> None:
+    """End this process quietly (``SystemExit(1)``, no traceback) where it is a worker
+    process importing the main script (``__mp_main__``, multiprocessing's spawn) and that
+    import is what calls here: a script that starts a study or a cluster outside ``if
+    __name__ == "__main__":`` ran it again in each worker, which printed a traceback of
+    its own - a study's "in use by another study run" about the folder the parent holds -
+    before the parent's one error (:func:`_unguarded_main_line`).  A call made later in
+    such a process (a function a pool runs) is not affected."""
+    import sys
+
+    # (multiprocessing runs the script with run_name "__mp_main__" and makes it
+    # sys.modules["__main__"] only once it has run)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            raise SystemExit(1)  # the parent, whose worker this is, says why
+        frame = frame.f_back
 
 
 def _unguarded_main_line() -> str | None:

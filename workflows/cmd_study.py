@@ -281,6 +281,9 @@ def run(args) -> int:
             raise StudyError(f"--report {shown(where)}: is a directory; give an HTML file name "
                              f"(e.g. {shown(where / 'report.html')})")
         if not where.parent.is_dir():
+            above = next((p for p in where.parents if p.exists()), None)  # (a file there: say so)
+            if above is not None and not above.is_dir():
+                raise StudyError(f"--report {shown(where)}: {shown(above)} is a file, not a folder")
             raise StudyError(f"--report {shown(where)}: no folder {shown(where.parent)} to write it in")
         # a folder that takes no file (/proc, read-only): refused now, not after the study
         from gpu_sssp.workflows.common import refuse_unwritable_folder

@@ -1389,14 +1389,15 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         the run was interrupted; finished batches stay recorded for ``resume`` and the
         manifest says ``failed`` (with the reason) or ``interrupted``.
     """
-    from gpu_sssp.pipeline.cluster import (ClusterHandle, describe_cluster, listen_addresses, start_cluster,
-                                           worker_devices)
+    from gpu_sssp.pipeline.cluster import (ClusterHandle, describe_cluster, listen_addresses,
+                                           quiet_in_spawned_import, start_cluster, worker_devices)
     from gpu_sssp.pipeline.config import check_settings
     from gpu_sssp.pipeline.graph import load_graph
     from gpu_sssp.pipeline.sources import plan_sources
     from gpu_sssp.pipeline.study.folder import resumed_settings
     from gpu_sssp.pipeline.study.plan import distance_limit, plan_study, refuse_idle_distance_form
 
+    quiet_in_spawned_import()  # a worker importing an unguarded script: its parent says why
     check_settings()  # every sssp.* setting, before any folder or cluster exists
     from gpu_sssp.kernels.errors import OptionError
     from gpu_sssp.kernels.registry import check_flag

@@ -171,6 +171,44 @@ def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
     assert last.endswith(f"{script}:3 starts the cluster outside 'if __name__ == \"__main__\":'; "
                          "put the script's work under that guard"), last
     assert "run the command again" not in last
+    assert p.stderr.count("Traceback") == 1, p.stderr  # the script's own error, no Dask chain
+
+
+def test_an_unguarded_study_script_gets_one_error_not_one_per_worker(tmp_path):
+    """``study()`` at a script's top level: each spawned worker ran it again, and each
+    printed a traceback ending in "st is in use by another study run ... then --resume"
+    (the folder its parent held) before the parent's one error; the workers now end
+    quietly and the parent's error is the only one."""
+    import shutil
+
+    shutil.copy(ROOT / "data" / "rome99.gr", tmp_path / "rome99.gr")
+    script, p = _run_script(tmp_path, "import gpu_sssp as sssp\n"
+                                      "sssp.study('rome99.gr', random=8, out='st', cpu_workers=2)\n")
+    assert p.returncode == 1
+    assert p.stderr.count("Traceback") == 1 and "in use by another study" not in p.stderr, p.stderr
+    assert p.stderr.strip().splitlines()[-1].endswith(f"{script}:2 starts the cluster outside 'if __name__ == "
+                                                      "\"__main__\":'; put the script's work under that guard")
+    assert not (tmp_path / "st").exists()
+
+
+def test_a_pool_worker_may_start_a_study_after_its_import(tmp_path):
+    """A later call in a spawned process (a function a pool runs) is not taken for the
+    script's import."""
+    script, p = _run_script(tmp_path, '''\
+import multiprocessing as mp
+
+
+def probe(_):
+    from gpu_sssp.pipeline.cluster import quiet_in_spawned_import
+    quiet_in_spawned_import()
+    return "went on"
+
+
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(1) as pool:
+        print(pool.map(probe, [0]))
+''')
+    assert p.returncode == 0 and "['went on']" in p.stdout, p.stderr
 
 
 def test_which_cluster_starts_count_as_unguarded(tmp_path):
@@ -275,3 +313,18 @@ def test_solve_reads_a_file_whose_heavy_arcs_are_self_loops(tmp_path, capsys, me
 
     t = pq.read_table(out).to_pydict()
     assert dict(zip(t["vertex"], t["distance"])) == {1: 0.0, 2: 1.0, 3: 2.0}
+
+
+def test_a_report_below_a_file_says_the_file_is_one(tmp_path, monkeypatch, capsys):
+    """``--report rome99.gr/r.html`` said "no folder rome99.gr to write it in" of a
+    file that exists (``--out`` and ``-o`` say "is a file, not a folder")."""
+    import shutil
+
+    shutil.copy(ROOT / "data" / "rome99.gr", tmp_path / "rome99.gr")
+    monkeypatch.chdir(tmp_path)
+    for report, said in (("rome99.gr/r.html", "error: --report rome99.gr/r.html: rome99.gr is a file, not a folder"),
+                         ("rome99.gr/x/r.html", "error: --report rome99.gr/x/r.html: rome99.gr is a file, not a folder"),
+                         ("none/r.html", "error: --report none/r.html: no folder none to write it in")):
+        assert _status(["study", "rome99.gr", "--random", "2", "--report", report, "--out", "st"]) == 2
+        assert capsys.readouterr().err.strip() == said
+    assert not (tmp_path / "st").exists()
