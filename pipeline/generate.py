@@ -552,6 +552,11 @@ def generate(family: str, out, *, max_vertices=None, max_arcs=None, max_isolated
         raise UsageError(f"unknown generator {family!r}: expected rmat, grid or random")
     params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kw.items()}
     params["family"] = family
+    if family == "rmat" and params.get("d") is None:  # the d drawn with (null in the metadata)
+        import inspect
+
+        quad = {k: params.get(k, v.default) for k, v in inspect.signature(rmat).parameters.items() if k in "abc"}
+        params.update(quad, d=1.0 - quad["a"] - quad["b"] - quad["c"])
     # the bounds drawn from (whole numbers for integer types), as the generator checked them
     lo, hi = _weight_bounds(kw.get("weights", (1, 100)), kw.get("weight_type", "int64"))
     if "weights" in params:

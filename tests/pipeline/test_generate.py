@@ -100,6 +100,24 @@ def test_write_contract(tmp_path):
     assert not list(tmp_path.glob(".*tmp"))
 
 
+def test_rmat_metadata_names_the_d_it_drew_with(tmp_path, capsys):
+    """``d`` defaults to 1 - a - b - c: the metadata said ``"d": null``, and the graph
+    could not be drawn again from its recorded parameters alone."""
+    from gpu_sssp.workflows.cli import main
+
+    for argv, want in (([], (0.45, 0.15, 0.15, 0.25)), (["-a", "0.5", "-b", "0.2", "-c", "0.1"], (0.5, 0.2, 0.1, None))):
+        out = tmp_path / "r.parquet"
+        assert main(["generate", "rmat", "--scale", "5", *argv, "-o", str(out), "-q"]) == 0
+        gen = read_meta(out)["generator"]
+        a, b, c, d = (gen[k] for k in "abcd")
+        assert d == 1.0 - a - b - c and (a, b, c) == want[:3] and (want[3] is None or d == want[3]), gen
+        again = {k: v for k, v in gen.items() if k in ("scale", "edge_factor", "a", "b", "c", "d", "seed")}
+        s0, d0, w0, _ = G.rmat(**again, weights=tuple(gen["weights"]))
+        s, dd, w = arcs(out)
+        assert (s == s0).all() and (dd == d0).all() and (w == w0).all()
+
+
+
 def test_write_int32_weights(tmp_path):
     out = tmp_path / "g.parquet"
     meta = G.generate("grid", out, rows=5, cols=5, weight_type="int32", negative_fraction=0.2, seed=1,
