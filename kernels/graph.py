@@ -630,12 +630,14 @@ class Graph:
         if ids.dtype.kind in "USO":
             # text ids are decimal integers in ASCII digits: a float parse took "1e2" as
             # 100, "2.0" as 2 and the Arabic-Indic "\u0663" as 3
-            words = [w for w in ids.ravel().tolist() if isinstance(w, (str, bytes))]
-            odd = [w for w in words if not is_decimal(w)]
+            # (the items as given: NumPy makes [1, 2.0, "3"] the strings "1", "2.0", "3")
+            items = ids if isinstance(given, np.ndarray) else np.atleast_1d(np.asarray(given, dtype=object))
+            flat = items.ravel().tolist()
+            odd = [w for w in flat if isinstance(w, (str, bytes)) and not is_decimal(w)]
             if odd:
                 raise UsageError(f"{what} ids must be integers (text ids in decimal digits), got {odd[:5]}")
-            if words and ids.dtype.kind != "O":
-                ids = np.array([int(w) for w in ids.ravel().tolist()], dtype=object)
+            ids = np.array([int(w) if isinstance(w, (str, bytes)) else w for w in flat],
+                           dtype=object).reshape(items.shape)
         if ids.dtype.kind not in "iu":
             # casting straight to int64 would truncate 1.5 (or "1.5") to vertex 1
             try:

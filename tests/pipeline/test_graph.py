@@ -122,6 +122,7 @@ def test_text_ids_are_decimal_integers_only():
             g.to_index([text])
     assert g.to_index(["1", " 7 ", "+9", b"8", "1_0"]).tolist() == [0, 6, 8, 7, 9]
     assert g.to_index(np.array(["3", "300"])).tolist() == [2, 299]
+    assert g.to_index([1, 2.0, "3", np.int64(4)]).tolist() == [0, 1, 2, 3]  # NumPy would make "2.0" of 2.0
     with pytest.raises(ValueError, match="does not exist in tiny"):
         g.to_index(["301"])
     with pytest.raises(ValueError, match="does not exist in tiny"):
