@@ -625,15 +625,23 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                               "goes: remove it")
             t0 = _now_ns()
             try:
-                _ingest.ingest(path, out, **ingest_options)
+                # never over a copy another process made meanwhile: it may hold it in use
+                # (a rename over it left that process's lease on a file no name reached,
+                # and the copy at the name open to any eviction)
+                _ingest.ingest(path, out, replace=False, **ingest_options)
                 changed = False
-            except _ingest.ChangedWhileRead:  # its bytes differed between two reads (tarballs)
+            except _ingest.ChangedWhileRead:  # it moved while read (or a tarball's bytes differed)
                 changed = True
+            except FileExistsError:  # another process made it first: the next try takes it
+                log.debug("the copy %s of %s was made by another process meanwhile", out, path)
+                return None
             if changed or not _same_state(_stat(path), st) or path.resolve() != resolved:
                 # what was read may be neither the old content nor the new one, and the
-                # copy's name keys the state before: never kept
+                # copy's name keys the state before: never kept (unless another process
+                # took it in use meanwhile, when its own checks judge it)
                 log.warning("%s changed while it was read: reading it again", path)
-                _remove_entry(out)
+                if not changed:
+                    _remove_unused(out, "made while its input changed")
                 if created:
                     _drop_if_empty(base)
                 return None

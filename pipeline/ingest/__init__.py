@@ -187,7 +187,7 @@ def _flag(value, name: str) -> bool:
 
 def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based=False,
            weight_type=None, chunk_bytes=DEFAULT_CHUNK_BYTES, row_group_size=1 << 20,
-           max_vertices=None, max_arcs=None, max_isolated_vertices=None) -> dict:
+           max_vertices=None, max_arcs=None, max_isolated_vertices=None, replace: bool = True) -> dict:
     """Convert a graph file (or a DIMACS ``.ss``/``.co`` file) to Parquet.
 
     Parameters
@@ -224,6 +224,10 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         ``sssp.ingest.max-isolated-vertices``). Declared sizes are also checked against
         the file's size (uncompressed inputs) before anything is read; see
         ``pipeline.ingest._limits``.
+    replace : bool
+        Replace an existing ``out`` (default).  False: a graph's ``out`` is given its
+        name only where no file has it (an ingested copy another process made meanwhile,
+        and may hold in use, stays: ``FileExistsError``, the new file dropped).
 
     Returns
     -------
@@ -236,6 +240,9 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
         Malformed input: names the file, the line where there is one, and what was
         expected; also a header that declares more than the file can hold or than the
         limits allow, and integer weights too large for exact path sums.
+        ``ChangedWhileRead`` (an ``InputError``): the file's size, times or inode moved
+        while it was read (an edit in place, a copy over it), or a tarball's bytes
+        differ between two reads: nothing is written, read it again.
     ValueError
         Bad options.
     UsageError
@@ -260,7 +267,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
         meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format),
-                           zero_based=zero_based)
+                           zero_based=zero_based, replace=replace)
     else:
         id_type = None
         while True:
@@ -268,7 +275,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
                 meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
                                      zero_based=zero_based, weight_type=weight_type,
                                      chunk_bytes=chunk_bytes, row_group_size=row_group_size,
-                                     id_type=id_type, limits=limits, forced=bool(format))
+                                     id_type=id_type, limits=limits, forced=bool(format), replace=replace)
                 break
             except IdOverflow:
                 if id_type == "int64":  # pragma: no cover - cannot happen
@@ -311,9 +318,32 @@ def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
     raise InputError(display, line, f"the file {what}, not {KIND_NAMES[fmt]}: {todo}")
 
 
+def _input_state(path):
+    """The input's size, times and inode (through links), or None for what is not a
+    regular file (a pipe's times move as it is written)."""
+    import os
+    import stat
+
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _refuse_changed(path, display, before) -> None:
+    """Raise ``ChangedWhileRead`` where the input's state moved since ``before``
+    (:func:`_input_state`): an edit in place during the read (even one that kept its size
+    and put its mtime back: the ctime moved) made a graph of old and new lines, recorded
+    under a SHA-256 of neither, and ``sssp ingest -o`` wrote it without a word."""
+    if before is not None and _input_state(path) != before:
+        raise ChangedWhileRead(display, None, "the file changed while it was read (its size, times or inode "
+                               "moved): read it again once it is no longer being written")
+
+
 def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
-                  row_group_size, id_type, limits, forced=False):
+                  row_group_size, id_type, limits, forced=False, replace=True):
     reader = READERS[fmt]
+    before = _input_state(path)
     with Source(path) as src:
         display = src.display
         if id_type is None:  # (not again when re-reading with int64 ids)
@@ -349,7 +379,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
         cursor.id_type = pa.int32() if id_type == "int32" else None
         sink = EdgeSink(out, display, vertices=hdr.vertices, id_base=hdr.id_base, expand=expand,
                         weights=wp, id_type=id_type, row_group_size=row_group_size, limits=limits,
-                        header_line=hdr.header_line)
+                        header_line=hdr.header_line, replace=replace)
         try:
             for u, v, w, b in batches:
                 if (fmt == "metis" and hdr.extra.get("metis_listing") == "both-ends"
@@ -385,6 +415,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             meta.update(hdr.extra)
             if fmt == "mtx":
                 meta["mtx_entries"] = hdr.expected
+            _refuse_changed(path, display, before)  # after the last byte was read and hashed
             meta = sink.commit(meta)
             warn_directed_reading(display, meta)
             return meta
@@ -393,10 +424,11 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             raise
 
 
-def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based=False):
+def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based=False, replace=True):
     """A DIMACS ``.ss`` or ``.co`` file to Parquet; its ids are 1-based, or 0-based with
     ``zero_based`` (as the graph's: ``--zero-based``), recorded as ``id_base``."""
     base = 0 if zero_based else 1
+    before = _input_state(path)
     with Source(path) as src:
         display = src.display
         refuse_other_format(path, display, fmt, forced)
@@ -439,9 +471,10 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based
             schema = pa.schema([("vertex", id_pa), ("x", xy), ("y", xy)])
             meta["duplicates"] = int(len(ids) - len(np.unique(ids)))
             arrays = cols
-        w = AtomicParquet(out, schema)
+        w = AtomicParquet(out, schema, replace=replace)
         try:
             w.write([np.asarray(a).astype(schema.field(i).type.to_pandas_dtype()) for i, a in enumerate(arrays)])
+            _refuse_changed(path, display, before)
             w.commit(meta)
         except BaseException:
             w.abort()

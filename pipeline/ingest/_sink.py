@@ -75,10 +75,12 @@ class AtomicParquet:
     A failure of the file system (a full disk, a file-size limit, the folder removed)
     is raised as ``pipeline.writers.OutputWriteError`` naming ``out``, not the temporary
     file; temporaries of ``out`` that killed writers left are removed first
-    (``pipeline.writers.remove_abandoned_temporaries``)."""
+    (``pipeline.writers.remove_abandoned_temporaries``).  ``replace=False``: an existing
+    ``out`` is never replaced (:meth:`publish` raises ``FileExistsError``)."""
 
-    def __init__(self, out, schema: pa.Schema, row_group_size: int = 1 << 20):
+    def __init__(self, out, schema: pa.Schema, row_group_size: int = 1 << 20, *, replace: bool = True):
         self.out = Path(out)
+        self.replace = bool(replace)
         self.schema = schema
         self.row_group_size = int(row_group_size)
         self._file = None
@@ -161,8 +163,45 @@ class AtomicParquet:
     def publish(self):
         with self._naming_out():
             fsync_path(self.tmp)  # on disk before the rename makes it the real file
-            os.replace(self.tmp, self.out)
+            if self.replace:
+                os.replace(self.tmp, self.out)
+        if not self.replace:
+            self._publish_new()
         fsync_folder(self.out.parent)  # the rename on disk too (as pipeline.writers.atomic_path)
+
+    def _publish_new(self):
+        """Give the file its name only where no file has it: a hard link, which fails on
+        an existing name (a rename would replace a cached copy that another process made
+        meanwhile and holds in use), then the temporary name goes.  Where the file system
+        has no hard links, a rename after a look (a narrow race remains there).
+
+        Raises
+        ------
+        FileExistsError
+            ``out`` exists (the temporary file is removed).
+        """
+        import errno
+
+        try:
+            try:
+                os.link(self.tmp, self.out)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK,
+                                     errno.ENOSYS, errno.EACCES):
+                    raise OutputWriteError(self.out, exc) from exc
+                if os.path.lexists(self.out):
+                    raise FileExistsError(errno.EEXIST, "exists", str(self.out)) from None
+                with self._naming_out():
+                    os.replace(self.tmp, self.out)
+                return
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.tmp.unlink(missing_ok=True)
+            raise
+        with contextlib.suppress(OSError):
+            self.tmp.unlink()
 
     def abort(self):
         try:
@@ -339,7 +378,7 @@ class EdgeSink:
 
     def __init__(self, out, display, *, vertices, id_base, expand, weights: WeightPlan,
                  id_type="int32", row_group_size=1 << 20, limits: Limits | None = None,
-                 header_line=None, drawn: str | None = None):
+                 header_line=None, drawn: str | None = None, replace: bool = True):
         self.display = display
         self.limits = limits or Limits()
         self.header_line = header_line
@@ -358,7 +397,7 @@ class EdgeSink:
         self.id_type = id_type
         self.id_np = np.int32 if id_type == "int32" else np.int64
         schema = pa.schema([("src", _PA[id_type]), ("dst", _PA[id_type]), ("weight", _PA[weights.weight_type])])
-        self.writer = AtomicParquet(out, schema, row_group_size)
+        self.writer = AtomicParquet(out, schema, row_group_size, replace=replace)
         self.records = 0
         self.arcs = 0
         self.wmin = None

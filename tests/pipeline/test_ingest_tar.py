@@ -340,9 +340,15 @@ def still_stat(monkeypatch):
     timestamp tick), as graph._verified's SHA-256 check assumes can happen."""
     import gpu_sssp.pipeline.graph as G
 
+    import gpu_sssp.pipeline.ingest as I
+
     frozen = {}
     real = G._stat
     monkeypatch.setattr(G, "_stat", lambda path: frozen.setdefault(str(path), real(path)))
+    # ingest's own look at the stat before it writes (pipeline.ingest._refuse_changed) too
+    states = {}
+    real_state = I._input_state
+    monkeypatch.setattr(I, "_input_state", lambda path: states.setdefault(str(path), real_state(path)))
 
 
 @pytest.mark.parametrize("ext", [None, "gz", "xz"])
