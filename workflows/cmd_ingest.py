@@ -133,7 +133,8 @@ def summary_table(meta: dict, out, seconds: float | None = None, size: int | Non
 
 def run(args) -> int:
     from gpu_sssp.pipeline.errors import InputError
-    from gpu_sssp.pipeline.ingest import check_chunk_bytes, check_chunk_memory, ingest
+    from gpu_sssp.pipeline.graph import READS_WHILE_CHANGING
+    from gpu_sssp.pipeline.ingest import ChangedWhileRead, check_chunk_bytes, check_chunk_memory, ingest
     from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
     console = Console()
@@ -149,11 +150,21 @@ def run(args) -> int:
                       example=default_output(path).name)
     t0 = time.perf_counter()
     try:
-        with no_new_folders_on_failure(out):  # the sink makes out's folders when it opens
-            meta = ingest(path, out, format=args.format, weights=args.weights, undirected=args.undirected,
-                          zero_based=args.zero_based, weight_type=args.weight_type,
-                          chunk_bytes=args.chunk_mb << 20, max_vertices=args.max_vertices,
-                          max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)
+        for tries_left in range(READS_WHILE_CHANGING - 1, -1, -1):
+            try:
+                with no_new_folders_on_failure(out):  # the sink makes out's folders when it opens
+                    meta = ingest(path, out, format=args.format, weights=args.weights,
+                                  undirected=args.undirected, zero_based=args.zero_based,
+                                  weight_type=args.weight_type, chunk_bytes=args.chunk_mb << 20,
+                                  max_vertices=args.max_vertices, max_arcs=args.max_arcs,
+                                  max_isolated_vertices=args.max_isolated_vertices)
+                break
+            except ChangedWhileRead as exc:  # nothing was written: read it again, as load_graph does
+                if not tries_left:
+                    raise InputError(exc.path, None, f"the file changed while it was read, {READS_WHILE_CHANGING} "
+                                     "times in a row: ingest it once it is no longer being written") from None
+                err.print(f"note: {escape(shown(exc.path))} changed while it was read: reading it again",
+                          highlight=False, soft_wrap=True)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {escape(shown(exc))}", highlight=False, soft_wrap=True)
         return 2
