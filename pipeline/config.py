@@ -101,7 +101,7 @@ def _whole(v) -> int:
         return v
     if isinstance(v, str):
         s = v.strip()
-        if re.fullmatch(r"[+-]?[0-9]+", s, re.ASCII):
+        if re.fullmatch(r"[+-]?[0-9]+", s):
             return int(s)
         if not s.isascii():  # float() reads "\u0663" (Arabic-Indic 3) as 3.0
             raise ValueError(v)

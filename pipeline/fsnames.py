@@ -118,6 +118,13 @@ def safe_name(name) -> str:
     return os.fsdecode(head + b"...-" + tag.encode("ascii"))
 
 
+def stat_state(st: os.stat_result) -> tuple:
+    """What says a file changed, from its stat: size, mtime, ctime (an edit that put the
+    old mtime back still moves it), inode and device (a file replaced by another).  The
+    ingested copies' key (``pipeline.graph``) and ingest's own look before it writes."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
 def refuse_pipe(path, why: str, display=None) -> None:
     """Refuse an input that is a pipe, FIFO or socket (``<(zcat g.gr)``, a ``mkfifo``):
     it cannot be read as ``why`` says (a named FIFO was waited on for ever).

@@ -29,7 +29,7 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import is_parquet_name, open_parquet, safe_name, shortened, shown
+from gpu_sssp.pipeline.fsnames import is_parquet_name, open_parquet, safe_name, shortened, shown, stat_state
 from gpu_sssp.pipeline.writers import OWNED_TEMP
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
@@ -530,8 +530,7 @@ def _now_ns() -> int:
 
 
 def _same_state(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_ino, a.st_dev) == \
-        (b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_ino, b.st_dev)
+    return stat_state(a) == stat_state(b)
 
 
 def _settled(st: os.stat_result, read_from_ns: int) -> bool:

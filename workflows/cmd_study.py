@@ -269,7 +269,7 @@ def run(args) -> int:
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.plan import describe_batches, refuse_idle_distance_form
     from gpu_sssp.pipeline.study.run import study as run_study
-    from gpu_sssp.pipeline.writers import check_output_dir
+    from gpu_sssp.pipeline.writers import check_output_dir, refuse_file_as_folder
 
     if args.report:
         import importlib.util
@@ -281,9 +281,7 @@ def run(args) -> int:
             raise StudyError(f"--report {shown(where)}: is a directory; give an HTML file name "
                              f"(e.g. {shown(where / 'report.html')})")
         if not where.parent.is_dir():
-            above = next((p for p in where.parents if p.exists()), None)  # (a file there: say so)
-            if above is not None and not above.is_dir():
-                raise StudyError(f"--report {shown(where)}: {shown(above)} is a file, not a folder")
+            refuse_file_as_folder(where, "--report")  # a file on the way: said so
             raise StudyError(f"--report {shown(where)}: no folder {shown(where.parent)} to write it in")
         # a folder that takes no file (/proc, read-only): refused now, not after the study
         from gpu_sssp.workflows.common import refuse_unwritable_folder

@@ -33,7 +33,7 @@ from ._records import _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import ChangedWhileRead, LineCursor, Source, TruncatedInput, peek_text, strip_compression
-from ..fsnames import is_parquet_name
+from ..fsnames import is_parquet_name, stat_state
 
 __all__ = ["ingest", "check_chunk_memory", "read_meta", "parse_weights_spec", "read_sources", "detect_format", "FORMATS", "WEIGHT_TYPES",
            "DEFAULT_CHUNK_BYTES", "InputError", "__version__"]
@@ -319,15 +319,13 @@ def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
 
 
 def _input_state(path):
-    """The input's size, times and inode (through links), or None for what is not a
-    regular file (a pipe's times move as it is written)."""
+    """The input's :func:`pipeline.fsnames.stat_state` (through links), or None for what
+    is not a regular file (a pipe's times move as it is written)."""
     import os
     import stat
 
     st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    return stat_state(st) if stat.S_ISREG(st.st_mode) else None
 
 
 def _refuse_changed(path, display, before) -> None:
