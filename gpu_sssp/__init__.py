@@ -87,12 +87,29 @@ _LAZY = {
     "device_count": "gpu_sssp.kernels",
     "solve": "gpu_sssp.kernels",
     "Graph": "gpu_sssp.kernels.graph",
+    # the functions themselves (their signatures and docstrings in help()), not wrappers
+    "load_graph": "gpu_sssp.pipeline.graph",
+    "read_parquet": "gpu_sssp.pipeline.graph",
+    "study": "gpu_sssp.pipeline.study.run",
+    # the errors to catch (every one an SsspError; see gpu_sssp.kernels.errors)
+    "SsspError": "gpu_sssp.kernels.errors",
+    "UsageError": "gpu_sssp.kernels.errors",
+    "OptionError": "gpu_sssp.kernels.errors",
+    "OutputTooLargeError": "gpu_sssp.kernels.errors",
+    "GPUUnavailableError": "gpu_sssp.kernels.errors",
+    "InputError": "gpu_sssp.pipeline.errors",
+    "StudyError": "gpu_sssp.pipeline.errors",
 }
 if _TYPE_CHECKING:  # pragma: no cover
     from gpu_sssp.kernels import (DISTANCE_SCHEMA, MATRIX_LONG_SCHEMA, MATRIX_SCHEMA,  # noqa: F401
                                   STATS_SCHEMA, NegativeCycleError, Result, available_methods,
                                   device_count, solve)
+    from gpu_sssp.kernels.errors import (GPUUnavailableError, OptionError, OutputTooLargeError,  # noqa: F401
+                                         SsspError, UsageError)
     from gpu_sssp.kernels.graph import Graph  # noqa: F401
+    from gpu_sssp.pipeline.errors import InputError, StudyError  # noqa: F401
+    from gpu_sssp.pipeline.graph import load_graph, read_parquet  # noqa: F401
+    from gpu_sssp.pipeline.study.run import study  # noqa: F401
 
 
 def __getattr__(name: str):
@@ -128,31 +145,14 @@ __all__ = [
     "STATS_SCHEMA",
     "MATRIX_SCHEMA",
     "MATRIX_LONG_SCHEMA",
+    "SsspError",
+    "UsageError",
+    "OptionError",
+    "OutputTooLargeError",
+    "GPUUnavailableError",
+    "InputError",
+    "StudyError",
 ]
-
-
-def load_graph(path, **ingest_options) -> Graph:
-    """A graph from a Parquet edge list or any input file (see ``pipeline.graph.load_graph``)."""
-    from gpu_sssp.pipeline.graph import load_graph as _load
-
-    return _load(path, **ingest_options)
-
-
-def read_parquet(path, **options) -> Graph:
-    """A graph from a Parquet edge list written by ``sssp ingest`` (CSR cached beside it)."""
-    from gpu_sssp.pipeline.graph import read_parquet as _read
-
-    return _read(path, **options)
-
-
-def study(graph, **options) -> dict:
-    """Run a study (many sources in batches on a Dask cluster) and return its summary.
-
-    See :func:`gpu_sssp.pipeline.study.run.study` for the options.
-    """
-    from gpu_sssp.pipeline.study.run import study as _study
-
-    return _study(graph, **options)
 
 
 def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend: str = "auto",
@@ -193,7 +193,9 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         ``{"zero_based": True}``, ``{"weights": "random:1:1000:7"}``); refused with a
         ``Graph``, which is already read.
     **options
-        Method options (``batch_size``, ...).
+        The method's own options (e.g. ``lanes`` for ``phast``, ``batch_size`` for
+        ``batched``: see the method's function); one it does not take is a ``TypeError``
+        (``dijkstra`` takes none).
 
     Raises
     ------
@@ -214,7 +216,9 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
 
         raise OptionError(f"ingest must be a dict of load_graph options, got {type(ingest).__name__}")
     if isinstance(graph, (str, _os.PathLike)):
-        g = load_graph(graph, **(ingest or {}))
+        from gpu_sssp.pipeline.graph import load_graph as _load
+
+        g = _load(graph, **(ingest or {}))
     else:
         from gpu_sssp.kernels.graph import Graph as _Graph
 

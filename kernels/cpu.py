@@ -18,7 +18,7 @@ from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
 
 def _matrix(graph):
-    mat = graph.to_scipy()
+    mat = graph.to_scipy(copy=False)
     if graph.meta.get("parallel_policy") == "keep" and graph.meta.get("parallel_arcs_found"):
         # scipy would add parallel arcs together; the shortest path uses the lightest
         tails = graph.tails()
@@ -141,8 +141,11 @@ def find_negative_cycle(graph, sources=None):
     negative self-loop is named first, however small its weight (with real weights
     ``d + w`` rounds to ``d`` for a tiny one).  Known limit, real weights only: a
     cycle of several arcs whose negative weight is below float64's resolution at its
-    distances (-1e-300 reached at 0.1) is not seen.  The cycle is returned as a list of
-    internal vertex indices.
+    distances (-1e-300 reached at 0.1) is not seen, and the sources are searched
+    together: another source's distances there can hide a cycle that one source alone
+    reveals.  Real weights whose rounds go on past the cap around loops that weigh >= 0
+    summed exactly raise :class:`~kernels.errors.UnsettledError` (they were named as a
+    negative cycle).  The cycle is returned as a list of internal vertex indices.
 
     Parameters
     ----------
@@ -214,8 +217,36 @@ def find_negative_cycle(graph, sources=None):
                 if _negative_weight(graph, cyc, lightest):
                     return cyc
             check_every = min(check_every * 2, 256)
-    # (real weights only: every loop found was one of rounding) the first one found
-    return found
+    if graph.integer_weights:
+        return found
+    # real weights only: the rounds still lower distances after the cap and every loop
+    # of parents they closed weighs >= 0 summed exactly - a loop of rounding, not a
+    # negative cycle (it was named as one: 0.1 + 0.2 - 0.3 is +2**-55 exactly)
+    raise _unsettled(graph, found, dist, cap)
+
+
+def _unsettled(graph, loop, dist, rounds: int):
+    """The :class:`UnsettledError` of real weights whose Bellman-Ford rounds did not
+    settle within ``rounds``, naming the loop of rounding they went round (if one)."""
+    import math
+
+    from gpu_sssp.kernels.errors import UnsettledError
+
+    base = graph.id_base
+    if loop:
+        cyc = np.asarray(loop, dtype=np.int64)
+        keys, weights = _lightest_arcs(graph.tails().astype(np.int64), graph.indices.astype(np.int64),
+                                       graph.weights, graph.n)
+        exact = math.fsum(float(x) for x in weights[np.searchsorted(keys, cyc * graph.n + np.roll(cyc, -1))])
+        at = float(np.max(np.abs(dist[cyc]))) if np.isfinite(dist[cyc]).all() else float("nan")
+        where = (f" around the cycle {' -> '.join(str(int(v) + base) for v in loop[:12])}"
+                 f"{' ...' if len(loop) > 12 else ''}, whose weight summed exactly is {exact!r} (not negative; "
+                 f"within float64's rounding at distances near {at:.3g})")
+    else:
+        where = ""
+    return UnsettledError(f"{graph.name}: real weights with negative arcs whose distances float64 cannot settle: "
+                          f"Bellman-Ford still lowered them after {rounds:,} rounds{where}; neither the distances "
+                          "nor a negative cycle can be given: scale the weights to integers for exact answers")
 
 
 def _parent_cycles(parent: np.ndarray, limit: int = 64):
@@ -320,7 +351,7 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
         # Johnson's reweighting is float64 arithmetic: its answer is settled exactly
         # (``settle_johnson``) where it can be wrong (``johnson_needs_settling``)
         solver = functools.partial(_johnson_reachable, settle=johnson_needs_settling(graph),
-                                   integer=graph.integer_weights)
+                                   integer=graph.integer_weights, graph_name=graph.name)
     else:
         solver = _scipy_dijkstra
     dist, pred = _per_distinct_source(solver, _matrix(graph), sources, predecessors)
@@ -342,7 +373,7 @@ def check_negative_cycle(graph, sources) -> None:
 
 
 def _source_reaching(graph, sources, vertex):
-    rev = graph.to_scipy().T.tocsr()
+    rev = graph.to_scipy(copy=False).T.tocsr()
     back = csg.breadth_first_order(rev, vertex, directed=True, return_predecessors=False)
     hit = np.intersect1d(np.asarray(sources), back)
     return int(hit[0]) if len(hit) else None
@@ -362,13 +393,40 @@ def reachable_part(mat, sources):
     return keep, local, mat[keep][:, keep]
 
 
-def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True):
-    """Johnson on the part of the graph reachable from ``sources``.
+def _potentials(sub, sources, graph_name: str) -> np.ndarray:
+    """Potentials for Johnson's reweighting of ``sub`` (SciPy CSR of the part the
+    ``sources`` reach, no negative cycle there): the distances from the sources (each at
+    0) by vectorised Bellman-Ford rounds in float64 - ``h(v) <= h(u) + w`` on every arc,
+    as a virtual source's distances would be, but computed at the magnitudes the sources'
+    own distances have (from 0 everywhere, rounding kept 0.1 + 0.2 - 0.3 falling below
+    -0.3 where from the source it settles near -8).  Rounds that do not settle (a loop
+    of rounding) are an :class:`~kernels.errors.UnsettledError`."""
+    k = sub.shape[0]
+    h = np.full(k, np.inf)
+    h[np.asarray(sources, dtype=np.int64)] = 0.0
+    tails = np.repeat(np.arange(k, dtype=np.int64), np.diff(sub.indptr))
+    heads = sub.indices.astype(np.int64)
+    w = sub.data.astype(np.float64)
+    cap = 4 * k + 64
+    for _ in range(cap):
+        cand = h[tails] + w
+        better = cand < h[heads]
+        if not better.any():
+            return h
+        np.minimum.at(h, heads[better], cand[better])
+    from gpu_sssp.kernels.errors import UnsettledError
 
-    SciPy's Johnson rejects a negative cycle anywhere in the graph; only cycles
-    reachable from a source matter (and were ruled out before this is called).
+    raise UnsettledError(f"{graph_name}: real weights with negative arcs whose distances float64 cannot settle: "
+                         f"Johnson's potentials still fell after {cap:,} Bellman-Ford rounds; scale the weights "
+                         "to integers for exact answers")
 
-    Its reweighting (``w + h(u) - h(v)``, Dijkstra on those, then ``- h(s) + h(v)``) is
+
+def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True, graph_name="the graph"):
+    """Johnson's algorithm on the part of the graph reachable from ``sources``: potentials
+    from :func:`_potentials` (only cycles reachable from a source matter, and were ruled
+    out before this is called), SciPy's Dijkstra on the reweighted arcs.
+
+    The reweighting (``w + h(u) - h(v)``, Dijkstra on those, then ``- h(s) + h(v)``) is
     float64 arithmetic on values up to twice the path bound: integer distances whose
     reweighted lengths pass 2**53 came out rounded (a distance of 2**52 + 1 as 2**52), and
     real ones lost what the potentials cancel (a distance of 1e-300 next to a potential
@@ -378,9 +436,21 @@ def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True
     n = mat.shape[0]
     keep, local, sub = reachable_part(mat, sources)
     want_pred = predecessors or settle
-    out = csg.johnson(sub, directed=True, indices=local[sources], return_predecessors=want_pred)
+    # Johnson's steps, with the potentials from our own rounds: SciPy's Johnson never
+    # returned on some real weights (0.1, 0.2, -0.3 around a cycle) and raised its own
+    # NegativeCycleError where the cycle weighs 0 exactly
+    sub = sub.tocsr()
+    h = _potentials(sub, local[sources], graph_name)
+    tails = np.repeat(np.arange(sub.shape[0], dtype=np.int64), np.diff(sub.indptr))
+    with np.errstate(invalid="ignore"):
+        reweighted = np.maximum(sub.data + h[tails] - h[sub.indices], 0.0)  # >= 0 but for rounding
+    import scipy.sparse as sp
+
+    rw = sp.csr_array((reweighted, sub.indices, sub.indptr), shape=sub.shape)  # explicit zeros are arcs
+    src = local[sources]
+    out = csg.dijkstra(rw, directed=True, indices=src, return_predecessors=want_pred)
     d_sub, p_sub = (out if want_pred else (out, None))
-    d_sub = np.atleast_2d(d_sub)
+    d_sub = np.atleast_2d(d_sub) - h[src][:, None] + h[None, :]
     if want_pred:
         p_sub = np.atleast_2d(p_sub).astype(np.int64)
         p_sub[p_sub < 0] = -1

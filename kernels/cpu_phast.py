@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit
 
 from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.registry import check_flag, check_hierarchy_option, check_whole
 from gpu_sssp.kernels.result import Result
 
 #: Sources per sweep block (labels of one position: 32 x 4 bytes = two cache lines).
@@ -597,6 +598,8 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     if options:
         raise TypeError(f"phast takes the options lanes, threads, hierarchy, force, targets and stats_over, "
                         f"got {sorted(options)}")
+    force = check_flag(force, "phast: force")  # "no" is truthy: it forced the build
+    check_hierarchy_option(hierarchy)
     hmod.check_phast(graph, hierarchy=hierarchy, force=force, ineligible="use dijkstra (or bellman-ford) instead",
                      fallback="dijkstra")
     if hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy):
@@ -610,14 +613,12 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         raise ValueError(f"phast: the hierarchy held by {graph.name} belongs to another graph")
     sources = np.asarray(sources, dtype=np.int64)
     uniq, inv = _distinct(sources)
-    nthreads = default_threads() if threads is None else int(threads)
-    if nthreads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
+    # whole numbers (2.5 lanes were 2, "4" 4, True 1), at least 1
+    threads = check_whole(threads, "phast: threads", minimum=1)
+    lanes = check_whole(lanes, "phast: lanes", minimum=1)
+    nthreads = default_threads() if threads is None else threads
     if lanes is None:
         lanes = max(1, min(DEFAULT_LANES, math.ceil(len(uniq) / nthreads)))
-    lanes = int(lanes)
-    if lanes < 1:
-        raise ValueError(f"lanes must be >= 1, got {lanes}")
     nb = math.ceil(len(uniq) / lanes)
     run_threads = max(1, min(nthreads, nb))
     n = graph.n

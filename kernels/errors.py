@@ -19,7 +19,8 @@ the layers above it.
 """
 from __future__ import annotations
 
-__all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "GPUUnavailableError", "exit_code"]
+__all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "UnsettledError", "GPUUnavailableError",
+           "exit_code"]
 
 
 class SsspError(Exception):
@@ -58,6 +59,16 @@ class OutputTooLargeError(UsageError, MemoryError):
 class SumOverflowError(UsageError, OverflowError):
     """A source's integer sum of distances could pass 2**63 and wrap (``Result``): the
     graph's weights are too large for exact per-source sums."""
+
+    exit_code = 2
+
+
+class UnsettledError(UsageError, ArithmeticError):
+    """Real weights with negative arcs whose shortest distances float64 arithmetic does
+    not settle: Bellman-Ford rounds keep lowering them around a cycle whose weight,
+    summed exactly, is not negative (zero or nearly, within the rounding of the
+    distances it is reached at), so neither distances nor a negative cycle can be given.
+    Integer weights (scaled) are solved exactly."""
 
     exit_code = 2
 

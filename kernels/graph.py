@@ -241,6 +241,28 @@ def _arc_ends(given, what: str) -> np.ndarray:
     return a
 
 
+def _refuse_one_way(s, d, w) -> None:
+    """``from_edges(directed=False)``: every arc ``u -> v`` (sorted by tail, head, weight)
+    must have a reverse ``v -> u`` of equal weight, as many times; else one line naming an
+    arc without one.  (The flag used to be a label only: a graph of one-way arcs called
+    undirected, whose benchmark sources were picked by weak components as if strong.)"""
+    if not len(s):
+        return
+    rev = np.lexsort((w, s, d))  # the reversed arcs (d, s, w), sorted the same way
+    rs, rd, rw = d[rev], s[rev], w[rev]
+    same = (rs == s) & (rd == d) & (rw == w)
+    if same.all():
+        return
+    i = int(np.argmin(same))
+    if (s[i], d[i], w[i]) < (rs[i], rd[i], rw[i]):
+        a, b, x = s[i], d[i], w[i]  # an arc that no reversed arc matches
+    else:
+        a, b, x = rd[i], rs[i], rw[i]  # the arc whose reverse is missing
+    raise UsageError(f"directed=False says every arc has its reverse, but arc {int(a)} -> {int(b)} (weight "
+                     f"{x.item()!r}) has no arc {int(b)} -> {int(a)} of that weight: give both directions (as "
+                     "ingest(undirected=True) writes them), or leave directed=True")
+
+
 def _beyond_int64(i: int, value: int, src, dst) -> str:
     return (f"weight of arc {i} ({int(src[i])} -> {int(dst[i])}) is {value}, outside int64 "
             f"({_INT64_MIN} .. {_INT64_MAX}): integer weights that do not fit are refused, never wrapped")
@@ -278,6 +300,16 @@ def _kernel_weight_type(weights: np.ndarray) -> np.ndarray:
                              "solved in float64 at most")
         return wide
     return weights
+
+
+def _read_only(a):
+    """``a`` as an ndarray that refuses writes (a read-only view when ``a`` itself is
+    writeable: the caller's array stays as it was)."""
+    a = np.asarray(a)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
 
 
 def _index_dtype(limit: int):
@@ -325,6 +357,19 @@ class Graph:
     # into another Graph
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    def __post_init__(self):
+        # the arrays never change: the fingerprint, the hierarchy and every cached() datum
+        # are derived from them once, so an edit in place (g.weights[:] = 1) would leave
+        # solvers disagreeing with each other.  Read-only views refuse such an edit (a
+        # ValueError from NumPy); a caller who wants other arrays builds another Graph.
+        for name in ("indptr", "indices", "weights"):
+            setattr(self, name, _read_only(getattr(self, name)))
+
+    def __setstate__(self, state):
+        # unpickled arrays come back writeable (a worker's copy): read-only again
+        self.__dict__.update(state)
+        self.__post_init__()
+
     # ------------------------------------------------------------------ building
     @classmethod
     def from_edges(cls, src, dst, weights=None, n: int | None = None, *, directed: bool = True,
@@ -347,6 +392,10 @@ class Graph:
             Number of vertices (default: largest id + 1).
         parallel : {"min", "keep"}
             Parallel arcs: keep only the lightest (default) or keep them all.
+        directed : bool
+            False: an undirected graph, given as both directions of every edge (each arc
+            ``u -> v`` has an arc ``v -> u`` of the same weight, or the graph is refused;
+            no arc is added).
 
         Raises
         ------
@@ -360,6 +409,11 @@ class Graph:
         if n is not None:
             n = _whole_int(n, "n (the number of vertices)", minimum=0)
         id_base = _whole_int(id_base, "id_base")
+        if not isinstance(directed, (bool, np.bool_)) and not (
+                isinstance(directed, (int, np.integer)) and directed in (0, 1)):
+            # "no" is truthy: it was kept as it is, and written into the study's summary
+            raise UsageError(f"directed must be True or False, got {directed!r}")
+        directed = bool(directed)
         src = _arc_ends(src, "src")
         dst = _arc_ends(dst, "dst")
         if weights is None:
@@ -393,7 +447,8 @@ class Graph:
                 raise UsageError(f"weight of arc {i} ({int(src[i])} -> {int(dst[i])}) is {weights[i]}: "
                                  "arc weights must be finite numbers")
         if n is None:
-            n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
+            # in Python ints: initial=-1 does not fit an unsigned array (OverflowError)
+            n = max(int(src.max()) if len(src) else -1, int(dst.max()) if len(dst) else -1) + 1
         if len(src):
             lo = min(int(src.min()), int(dst.min()))
             hi = max(int(src.max()), int(dst.max()))
@@ -425,6 +480,8 @@ class Graph:
         idx_t = _index_dtype(len(s))
         indptr = np.zeros(n + 1, dtype=idx_t)
         np.cumsum(counts, out=indptr[1:])
+        if not directed:
+            _refuse_one_way(s, d, w)
         info = dict(meta or {})
         info.update(
             csr_arcs=int(len(s)),
@@ -676,23 +733,42 @@ class Graph:
         -------
         ndarray of int64
             ``idx + id_base``, with the shape of ``idx``.
+
+        Raises
+        ------
+        ValueError
+            (``UsageError``) Indices that are not integers (1.5 was rounded to a
+            vertex, True taken as 1, "3" as 3).
         """
-        return np.asarray(idx, dtype=np.int64) + self.id_base
+        a = np.asarray(idx)
+        if a.dtype.kind not in "iu" and not (a.dtype.kind == "O" and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in a.ravel())):
+            shown = a.ravel()[:5].tolist() if a.ndim else a.item()
+            raise UsageError(f"internal indices must be integers, got {shown!r} ({a.dtype})")
+        return a.astype(np.int64) + self.id_base
 
     def pattern(self, dtype=np.int8):
         """The arcs as a ``scipy.sparse.csr_array`` of ones (weights dropped): for
-        components, reachability and hop distances."""
+        components, reachability and hop distances.  Its index arrays are the graph's
+        own, read-only: copy the matrix (``.copy()``) before changing it in place."""
         import scipy.sparse as sp
 
         return sp.csr_array((np.ones(self.m, dtype=dtype), self.indices, self.indptr),
                             shape=(self.n, self.n))
 
-    def to_scipy(self):
-        """A ``scipy.sparse.csr_array`` with explicit zero weights kept as arcs."""
+    def to_scipy(self, *, copy: bool = True):
+        """A ``scipy.sparse.csr_array`` of the weights (as float64), explicit zero weights
+        kept as arcs.
+
+        ``copy`` (default): the matrix has its own index arrays, so that SciPy's in-place
+        operations (``eliminate_zeros``, ``sort_indices``, ``data[...] = ...``) leave the
+        graph as it was.  ``copy=False`` shares the graph's read-only index arrays (no
+        O(m) copy; the solvers' own use)."""
         import scipy.sparse as sp
 
         data = self.weights.astype(np.float64)
-        return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
+        indices, indptr = (self.indices.copy(), self.indptr.copy()) if copy else (self.indices, self.indptr)
+        return sp.csr_array((data, indices, indptr), shape=(self.n, self.n))
 
     def _compute_fingerprint(self) -> str:
         h = hashlib.sha256()

@@ -362,6 +362,49 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+def check_whole(value, name: str, *, minimum: int | None = None):
+    """``value`` of the whole-number option ``name`` (``lanes``, ``batch_size``, ...) as an
+    int, ``None`` kept (the method's default): a fractional, text or True/False value is an
+    :class:`OptionError` naming the option (``int()`` took 2.5 as 2, "4" as 4 and True
+    as 1), one below ``minimum`` a :class:`UsageError`."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise OptionError(f"{name} must be a whole number, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise UsageError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_hierarchy_option(hierarchy) -> None:
+    """``phast``'s ``hierarchy=``: None or a :class:`kernels.hierarchy.Hierarchy` (a path or
+    anything else failed deep inside with an AttributeError)."""
+    from gpu_sssp.kernels.hierarchy import Hierarchy
+
+    if hierarchy is not None and not isinstance(hierarchy, Hierarchy):
+        raise OptionError(f"phast: hierarchy= takes a kernels.hierarchy.Hierarchy (e.g. "
+                          f"kernels.hierarchy.build_hierarchy(graph)), got {type(hierarchy).__name__}")
+
+
+def check_option_kinds(method: str, options: dict, defaults: dict) -> None:
+    """Each of ``options`` of the kind of its default in ``defaults``: True/False for a
+    bool default (:func:`check_flag`), a whole number for an int one, a real number for a
+    float one (``None`` keeps the default); options whose default is text or None take
+    their own checks."""
+    for name, value in options.items():
+        d = defaults.get(name)
+        if value is None or d is None or isinstance(d, str):
+            continue
+        if isinstance(d, bool):
+            check_flag(value, f"{method}: {name}")
+        elif isinstance(d, int):
+            check_whole(value, f"{method}: {name}")
+        elif isinstance(d, float) and (isinstance(value, (bool, np.bool_))
+                                       or not isinstance(value, (int, float, np.integer, np.floating))):
+            raise OptionError(f"{method}: {name} must be a number, got {value!r}")
+
+
 def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
           predecessors: bool = False, distances: bool = True, turn=None, targets=None,
           stats_over: str = "targets", **options) -> Result:

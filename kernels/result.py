@@ -231,7 +231,14 @@ class Result:
         return self.distances
 
     def _base(self, id_base) -> int:
-        return int(self.id_base if id_base is None else id_base)
+        if id_base is None:
+            return int(self.id_base)
+        if isinstance(id_base, (bool, np.bool_)) or not isinstance(id_base, (int, np.integer)):
+            # int() took 1.5 as 1 and True as 1: ids shifted without a word
+            from gpu_sssp.kernels.errors import UsageError
+
+            raise UsageError(f"id_base must be a whole number, got {id_base!r}")
+        return int(id_base)
 
     def matrix_table(self, id_base: int | None = None, form: str = "wide") -> pa.Table:
         """The matrix as Arrow (:data:`MATRIX_SCHEMA` or :data:`MATRIX_LONG_SCHEMA`, file ids:
@@ -303,6 +310,10 @@ class Result:
         a row of a graph of billions of vertices into parts too; the tables of the
         consecutive ranges of a row, in order, are that row's table."""
         id_base = self._base(id_base)
+        if not isinstance(reachable_only, (bool, np.bool_)):  # "no" is truthy
+            from gpu_sssp.kernels.errors import OptionError
+
+            raise OptionError(f"reachable_only must be True or False, got {reachable_only!r}")
         if self.distances is None:
             raise TypeError("this result holds statistics only; solve with distances=True")
         if self.targets is not None:

@@ -496,7 +496,9 @@ def _check_ingest_options(path: Path, options: dict, ingest) -> None:
 
     from gpu_sssp.kernels.errors import OptionError
 
-    takes = [name for name, p in inspect.signature(ingest).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    # replace: how the cached copy is published, load_graph's own business (_load_copy)
+    takes = [name for name, p in inspect.signature(ingest).parameters.items()
+             if p.kind is p.KEYWORD_ONLY and name != "replace"]
     for name in options:
         if name not in takes:
             raise OptionError(f"load_graph: unknown option {name!r}; it takes cache_dir and the ingest options "

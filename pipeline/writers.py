@@ -96,6 +96,47 @@ def refuse_file_as_folder(out, option: str) -> None:
         return
 
 
+def refuse_unwritable_folder(folder: Path, what: str) -> None:
+    """Refuse, before any input is read, an output ``what`` (its option and name) whose
+    ``folder`` (or, where it is still to be made, the nearest folder above it that
+    exists) cannot take a new file: the write used to fail only after the work was done,
+    naming its temporary file (``[Errno 2] Failed to open local file
+    '/proc/.x.parquet.tmp-...'``).  A file is made there and removed (``os.access`` says
+    yes to root everywhere)."""
+    import tempfile
+
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write a file in {shown(folder)} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
+def refuse_bad_report_path(report, option: str) -> None:
+    """Refuse, before a study starts, a performance report path (``--report`` /
+    ``report=``) that could not be written once the study is done: a folder, a missing
+    folder or a file on the way, a folder that takes no file, or no bokeh (Dask draws the
+    report with it).  ``option`` names the option as the caller gave it."""
+    import importlib.util
+
+    where = Path(report)
+    if importlib.util.find_spec("bokeh") is None:
+        raise UsageError(f"{option} needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
+    if where.is_dir():
+        raise UsageError(f"{option} {shown(where)}: is a directory; give an HTML file name "
+                         f"(e.g. {shown(where / 'report.html')})")
+    if not where.parent.is_dir():
+        refuse_file_as_folder(where, option)  # a file on the way: said so
+        raise UsageError(f"{option} {shown(where)}: no folder {shown(where.parent)} to write it in")
+    # a folder that takes no file (/proc, read-only): refused now, not after the study
+    refuse_unwritable_folder(where.parent, f"{option} {shown(where)}")
+
+
 def batch_name(index: int) -> str:
     """File name of batch ``index``: ``batch-000123.parquet``."""
     return f"batch-{int(index):06d}.parquet"

@@ -56,6 +56,16 @@ def _quiet_dask_after_stop() -> list:
     return kept
 
 
+def _in_finalizer(frame, depth: int = 64) -> bool:
+    """Whether ``frame`` (a signal handler's) runs inside a ``__del__``, where an
+    exception raised is dropped by Python."""
+    while frame is not None and depth > 0:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
+
+
 @contextlib.contextmanager
 def _sigterm_raises(quiet_dask: bool = False):
     """While a command runs, SIGTERM raises :class:`Terminated` in the main thread
@@ -73,11 +83,20 @@ def _sigterm_raises(quiet_dask: bool = False):
     fired = []
     quieted = []
 
-    def handler(signum, _frame):
+    def handler(signum, frame):
         if fired:
             return
+        if _in_finalizer(frame):
+            # raised inside a finalizer (a Dask Future's __del__), the exception would be
+            # printed and dropped ('Exception ignored in'): the study ran on to its end,
+            # status 0.  The signal comes again a moment later, to be raised outside it
+            import os
+            import threading
+
+            threading.Timer(0.02, os.kill, (os.getpid(), signum)).start()
+            return
         fired.append(signum)
-        if quiet_dask:
+        if quiet_dask and not quieted:  # (once: a signal sent again must not save the lowered levels)
             quieted.extend(_quiet_dask_after_stop())
         raise Terminated(signum)
 

@@ -264,29 +264,15 @@ def _complete(study) -> bool:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
     from gpu_sssp.pipeline.study.plan import describe_batches, refuse_idle_distance_form
     from gpu_sssp.pipeline.study.run import study as run_study
-    from gpu_sssp.pipeline.writers import check_output_dir, refuse_file_as_folder
+    from gpu_sssp.pipeline.writers import check_output_dir
 
-    if args.report:
-        import importlib.util
+    if args.report:  # refused before the study, not once it is done (study() checks it too)
+        from gpu_sssp.pipeline.writers import refuse_bad_report_path
 
-        if importlib.util.find_spec("bokeh") is None:
-            raise StudyError("--report needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
-        where = Path(args.report)
-        if where.is_dir():
-            raise StudyError(f"--report {shown(where)}: is a directory; give an HTML file name "
-                             f"(e.g. {shown(where / 'report.html')})")
-        if not where.parent.is_dir():
-            refuse_file_as_folder(where, "--report")  # a file on the way: said so
-            raise StudyError(f"--report {shown(where)}: no folder {shown(where.parent)} to write it in")
-        # a folder that takes no file (/proc, read-only): refused now, not after the study
-        from gpu_sssp.workflows.common import refuse_unwritable_folder
-
-        refuse_unwritable_folder(where.parent, f"--report {shown(where)}")
+        refuse_bad_report_path(args.report, "--report")
     if args.seed is not None and args.random is None:
         raise StudyError("--seed goes with --random K")
     if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)

@@ -12,6 +12,7 @@ import numpy as np
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import is_parquet_name
+from gpu_sssp.pipeline.writers import refuse_unwritable_folder  # noqa: F401 (used here and by the commands)
 
 # `sssp ingest --format`'s choices (pipeline.ingest._formats.FORMATS): the commands that
 # take a raw input refuse any other name as a usage error, before anything is read
@@ -189,30 +190,6 @@ def _is_parquet(path) -> bool:
             return f.read(4) == b"PAR1"
     except OSError:
         return False
-
-
-def refuse_unwritable_folder(folder: Path, what: str) -> None:
-    """Refuse, before any input is read, an output ``what`` (its option and name) whose
-    ``folder`` (or, where it is still to be made, the nearest folder above it that
-    exists) cannot take a new file: the write used to fail only after the work was done,
-    naming its temporary file (``[Errno 2] Failed to open local file
-    '/proc/.x.parquet.tmp-...'``).  A file is made there and removed (``os.access`` says
-    yes to root everywhere)."""
-    import os
-    import tempfile
-
-    from gpu_sssp.pipeline.fsnames import shown
-
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".sssp-probe-", dir=folder)
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot write a file in {shown(folder)} "
-                         f"({exc.strerror or type(exc).__name__})") from None
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
 
 
 @contextlib.contextmanager

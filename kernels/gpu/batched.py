@@ -184,8 +184,15 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         The batch does not fit on the device.
     """
     cp = _cupy()
-    if options:
-        log.debug("batched: ignoring options %s", sorted(options))
+    if options:  # (they were dropped without a word: a misspelt batch_size ran the default)
+        raise TypeError(f"method 'batched' got unknown option(s) {sorted(options)}; it takes "
+                        "['batch_size', 'blocks_per_sm', 'count_work', 'delta', 'histogram_bins', 'locality', 'mode']")
+    from gpu_sssp.kernels.registry import check_flag, check_whole
+
+    # whole numbers (2.5 was 2, "64" 64) and True/False ("no" was truthy)
+    batch_size = check_whole(batch_size, "batched: batch_size", minimum=1)
+    blocks_per_sm = check_whole(blocks_per_sm, "batched: blocks_per_sm", minimum=1)
+    locality = check_flag(locality, "batched: locality")
     sources = np.asarray(sources, dtype=np.int64)
     N = len(sources)
     n = graph.n

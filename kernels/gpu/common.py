@@ -158,10 +158,15 @@ def predecessor_tree(k_init, k_round, grid, *, n, B, nb, rptr, rsrc, rw, dist, s
 
 
 def check_options(method: str, options: dict, allowed: dict) -> dict:
-    """Merge ``options`` over ``allowed`` defaults; unknown names raise TypeError."""
+    """Merge ``options`` over ``allowed`` defaults; unknown names raise TypeError, a value
+    not of its default's kind (True/False, a whole number, a number) ``OptionError``
+    (``kernels.registry.check_option_kinds``)."""
+    from gpu_sssp.kernels.registry import check_option_kinds
+
     bad = sorted(set(options) - set(allowed))
     if bad:
         raise TypeError(f"method {method!r} got unknown option(s) {bad}; it takes {sorted(allowed)}")
+    check_option_kinds(method, options, allowed)  # persistent="no" was truthy, lanes=2.5 was 2
     out = dict(allowed)
     out.update(options)
     return out

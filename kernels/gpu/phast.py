@@ -560,8 +560,15 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     from gpu_sssp.kernels.gpu.clock import anchor, span
     from gpu_sssp.kernels.gpu.transfer import to_device_async
 
+    from gpu_sssp.kernels.registry import check_flag, check_hierarchy_option, check_whole
+
     if options:
         raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
+    # whole numbers (2.5 was 2, "4" 4), True/False (force="no" was truthy), a Hierarchy
+    batch_size = check_whole(batch_size, "phast: batch_size", minimum=1)
+    blocks_per_sm = check_whole(blocks_per_sm, "phast: blocks_per_sm", minimum=1)
+    force = check_flag(force, "phast: force")
+    check_hierarchy_option(hierarchy)
     hmod.check_phast(graph, hierarchy=hierarchy, force=force, ineligible="use method='batched' (or 'auto')",
                      fallback="batched")
     upward = DEFAULT_UPWARD if upward is None else upward

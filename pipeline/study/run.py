@@ -1303,6 +1303,22 @@ def check_local_method(algorithm, *, gpus=None, cpu_workers=None) -> None:
                           f"cluster (drop --cpu-workers, or use auto or a CPU method: {cpu})")
 
 
+def _check_client(client, **cluster_options) -> None:
+    """``study(client=...)``: a ``distributed.Client``, and none of the options for a
+    cluster started or attached by the study, which would be dropped without a word."""
+    from distributed import Client
+
+    from gpu_sssp.kernels.errors import OptionError
+
+    if not isinstance(client, Client):
+        raise OptionError(f"client= takes a distributed.Client, got {type(client).__name__} {client!r:.80}; "
+                          "a scheduler's address goes to scheduler=")
+    given = [f"{k}=" for k, v in cluster_options.items() if v is not None and v is not False]
+    if given:
+        raise OptionError(f"{', '.join(given)} apply to a cluster the study starts or attaches, not to client=, "
+                          "whose cluster is used as it is")
+
+
 def study(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
           seed: int | None = None, order: str | None = None, algorithm: str = "auto",
           batch_size: int | None = None, outputs="stats", distance_form: str | None = None,
@@ -1417,11 +1433,25 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         raise OptionError(f"study() got {', '.join(sorted(ingest_options))} with a {type(graph).__name__}: "
                           "options for reading a graph file (load_graph's), or unknown; a Graph is used as "
                           "it is")
+    if client is not None:
+        _check_client(client, scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
+                      cpu_workers=cpu_workers, dashboard=dashboard, host=host, dashboard_address=dashboard_address)
+    if report is not None:  # not written once the study is done (a folder, no bokeh, ...)
+        from gpu_sssp.pipeline.writers import refuse_bad_report_path
+
+        refuse_bad_report_path(report, "report=")
+    if seed is not None and random is None:
+        # (the command line refuses it too: the seed would be dropped without a word)
+        raise OptionError("seed= goes with random=K (the number of sources to draw); it draws nothing alone")
     # the caller's own value (a resume fills it from the folder below)
     refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
     if client is None and scheduler is None and scheduler_file is None:
         # a cluster started here: where it listens (forms, and that a host name resolves)
         # is refused now, not by Dask's traceback once the folder exists
+        if dashboard_address is not None and not dashboard:
+            # (the command line's dashboard is on unless --no-dashboard; study()'s is off)
+            raise OptionError("dashboard_address= goes with dashboard=True: a cluster started by study() serves "
+                              "no dashboard unless asked")
         listen_addresses(host, dashboard_address, dashboard)
         check_local_method(algorithm, gpus=gpus, cpu_workers=cpu_workers)
     # on a resume, what is not given again is the folder's study's (the batch size is

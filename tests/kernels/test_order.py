@@ -35,7 +35,7 @@ def test_locality_order_other_components_last():
     from gpu_sssp.kernels.order import locality_order
 
     # two paths 0-1-2-3 and 4-5, and an isolated vertex 6
-    g = Graph.from_edges([0, 1, 2, 4], [1, 2, 3, 5], [1, 1, 1, 1], 7, directed=False)
+    g = Graph.from_edges([0, 1, 2, 4, 1, 2, 3, 5], [1, 2, 3, 5, 0, 1, 2, 4], [1] * 8, 7, directed=False)
     src = np.array([6, 1, 4, 3, 0, 5])
     order = locality_order(g, src)
     assert sorted(order.tolist()) == list(range(6))
