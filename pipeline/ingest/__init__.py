@@ -29,7 +29,7 @@ from ..writers import refuse_input_as_output
 from ._formats import (ALIASES, FORMATS, KIND_NAMES, READERS, dimacs_problem_message, file_signature,
                        format_hint, metis_for_edgelist, metis_pair_weights, read_co, read_ss)
 from ._limits import Limits
-from ._records import _show, iter_batches
+from ._records import RealWeightAfterIntegers, _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import ChangedWhileRead, LineCursor, Source, TruncatedInput, peek_text, strip_compression
@@ -270,13 +270,23 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
                            zero_based=zero_based, replace=replace)
     else:
         id_type = None
+        real_weights = False
         while True:
             try:
                 meta = _ingest_edges(path, out, fmt, weights=weights, undirected=undirected,
                                      zero_based=zero_based, weight_type=weight_type,
                                      chunk_bytes=chunk_bytes, row_group_size=row_group_size,
-                                     id_type=id_type, limits=limits, forced=bool(format), replace=replace)
+                                     id_type=id_type, limits=limits, forced=bool(format), replace=replace,
+                                     real_weights=real_weights)
                 break
+            except RealWeightAfterIntegers:
+                # "1" then "2.5" (DIMACS .gr, edge lists: the first weight decides the
+                # column): with a real weight type asked for, every weight is read as a
+                # real number (rounded to nearest, as any real token), else one line
+                if real_weights or weight_type not in ("float32", "float64"):
+                    raise
+                log.info("real weights after integer ones: re-reading %s with real weights", path)
+                real_weights = True
             except IdOverflow:
                 if id_type == "int64":  # pragma: no cover - cannot happen
                     raise
@@ -339,7 +349,7 @@ def _refuse_changed(path, display, before) -> None:
 
 
 def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_type, chunk_bytes,
-                  row_group_size, id_type, limits, forced=False, replace=True):
+                  row_group_size, id_type, limits, forced=False, replace=True, real_weights=False):
     reader = READERS[fmt]
     before = _input_state(path)
     with Source(path) as src:
@@ -351,6 +361,8 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
         kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
         if fmt == "edgelist":
             kwargs["zero_based"] = True
+        if real_weights:  # (gr and edge lists: see ingest)
+            kwargs["real_weights"] = True
         try:
             hdr, batches = reader(cursor, display, **kwargs)
         except InputError as exc:

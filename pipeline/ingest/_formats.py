@@ -175,11 +175,12 @@ def _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based,
     cc.finish(cursor.lineno)
 
 
-def read_gr(cursor, display, *, zero_based=False, undirected=False, limits=None):
+def read_gr(cursor, display, *, zero_based=False, undirected=False, limits=None, real_weights=False):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"sp",), record=b"a", what="p sp N M")
     n, m = ints
     (limits or Limits()).header(n, m, "arcs", 8, "'a U V W' line", hline, htext)
-    wfloat = bool(first and len(first) >= 4 and _is_float_token(first[3]))
+    # the first arc's weight decides the column's type, unless real weights are asked for
+    wfloat = real_weights or bool(first and len(first) >= 4 and _is_float_token(first[3]))
     base = 0 if zero_based else 1
     hdr = Header(n, base, not undirected, True, wfloat, m, hline, htext)
     spec = RecordSpec(b"a", ("source id", "target id", "weight"), (False, False, wfloat),
@@ -258,7 +259,7 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None
 
 
 # -- edge lists ------------------------------------------------------------------------
-def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=None):
+def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=None, real_weights=False):
     first, lineno = _next_content_line(cursor, (b"#", b"%"))
     if first is None:
         raise InputError(display, None, "empty file: expected lines 'U V' or 'U V W'")
@@ -266,7 +267,7 @@ def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=
     if len(toks) not in (2, 3):
         raise InputError(display, lineno, f"expected 2 or 3 columns ('U V' or 'U V W'), found {len(toks)}: {_show(first)}")
     weighted = len(toks) == 3
-    wfloat = weighted and _is_float_token(toks[2])
+    wfloat = weighted and (real_weights or _is_float_token(toks[2]))
     delim = "\t" if b"\t" in first.strip() else " "
     cursor.unread(first)
     hdr = Header(None, 0, not undirected, weighted, wfloat)

@@ -52,6 +52,12 @@ def show_number(tok: bytes) -> str:
     return f"{s[:20]}... ({len(s.lstrip('+-')):,} digits)"
 
 
+class RealWeightAfterIntegers(InputError):
+    """A real weight ("2.5") in a weight column that the file's first weight made an
+    integer one ("1"): ``ingest`` reads the file again with every weight real when a
+    real ``weight_type`` was asked for, and otherwise raises it (one line)."""
+
+
 class NumberTooLarge(InputError):
     """An integer token too long for 64 bits, met where the file and line are not at
     hand (:func:`decimal_int`, under the format readers' header parsing): the
@@ -303,7 +309,10 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                 if not _DEC_INT.match(t):
                     hint = hex_note(t)
                     if spec.fields[j] == "weight" and not hint and _DEC_REAL.match(t):
-                        hint = " (real-valued weights: the file mixes integer and real weights)"
+                        raise RealWeightAfterIntegers(
+                            display, lineno, f"real weight {_show(t)} after integer ones (the first weight "
+                            "decides the column's type): --weight-type float64 (weight_type='float64' from "
+                            "Python) reads every weight as a real number")
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
                                      f"(expected a decimal integer; {spec.describe}){hint}")
                 if too_many_digits(t):

@@ -642,8 +642,6 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
     KeyboardInterrupt
         As above, with the status ``interrupted``.
     """
-    from gpu_sssp.pipeline.study.timing import cluster_timings
-
     if study is None:
         study = Study(plan, resume=resume)
     try:
@@ -784,6 +782,23 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                     graph_users(client, plan.graph.fingerprint, reg["user"], add=False, unregister=False)
                 except Exception as exc:
                     log.debug("graph use not uncounted: %s", exc)
+    try:
+        return _wrap_up(client, plan, study, board, reg, cluster_info, run_tasks, run_meta, workers,
+                        t0=t0, t_end=t_end, started_at=started_at)
+    except BaseException as exc:
+        # Ctrl-C or SIGTERM (or a failure) once every batch is in: the manifest said
+        # "running" (the stop above covers the batches only), and the next resume called
+        # the run killed.  Recorded as interrupted or failed; study.finish has not written
+        # the manifest's end yet (stop does nothing once it has)
+        study.stop(exc)
+        raise
+
+
+def _wrap_up(client, plan, study, board, reg, cluster_info, run_tasks, run_meta, workers, *, t0, t_end,
+             started_at) -> dict:
+    """The run's end once its batches are in: timings, ``Study.finish``, the board."""
+    from gpu_sssp.pipeline.study.timing import cluster_timings
+
     wall = (t_end if t_end is not None else time.perf_counter()) - t0
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)

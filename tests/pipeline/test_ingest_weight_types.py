@@ -109,3 +109,25 @@ def test_inexact_integers_is_exact_on_all_of_int64():
         # float32 cannot come back unchanged, whatever the rounding path)
         want = np.array([int(float(ftype(int(v)))) != int(v) for v in w])
         assert (got == want).all(), w[got != want][:5]
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("g.wel", "0 1 1\n1 2 2.5\n2 0 3\n", 2),
+    ("g.gr", "p sp 3 3\na 1 2 1\na 2 3 0.5\na 3 1 7\n", 3),
+])
+def test_real_weights_after_integer_ones(tmp_path, name, text, line):
+    """The first weight decides the column's type ("1", then "2.5"): refused with the
+    way on (it named no way: --weight-type float64 refused the same file), and read
+    with every weight real when a real weight type is asked for (found by a review;
+    failed before)."""
+    p, out, run = _ingest(tmp_path, text, name=name)
+    with pytest.raises(InputError, match=rf":{line}: real weight .* after integer ones.*--weight-type float64"):
+        run()
+    assert not out.exists()
+    for wtype in ("float64", "float32"):
+        meta = ingest(p, out, weight_type=wtype)
+        assert meta["weight_type"] == wtype
+        _s, _d, w = arcs(out)
+        assert sorted(w.tolist()) == sorted([1.0, 2.5, 3.0] if name == "g.wel" else [1.0, 0.5, 7.0])
+    with pytest.raises(InputError, match="real weight"):
+        ingest(p, out, weight_type="int64")

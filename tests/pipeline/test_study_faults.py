@@ -907,3 +907,36 @@ def test_a_study_whose_workers_are_all_gone_says_it_waits(tmp_path):
         cluster.close()
     assert summary["complete"] and summary["sources_solved"] == 60
     assert len(notes) == 1 and "no worker left on" in notes[0] and "waits for workers" in notes[0], notes
+
+
+def test_a_stop_after_the_last_batch_is_recorded_as_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM once every batch is in (the timings, the summary): the manifest
+    stayed "running" (found by a review with real signals), and the next resume called
+    the run killed.  It is recorded as interrupted; a resume then summarises the study."""
+    from gpu_sssp.pipeline.study import Study, run_study
+    from gpu_sssp.pipeline.study import run as run_mod
+
+    g = rome_parquet(tmp_path)
+    cluster, client = _cluster(1)
+    try:
+        def stopped(*_a, **_k):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(run_mod, "_worker_startup", stopped)
+        plan = _plan(g, tmp_path / "s", ids=[1, 2, 3], batch_size=2, order="given", algorithm="dijkstra")
+        with pytest.raises(KeyboardInterrupt):
+            run_study(client, plan, backend="cpu")
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "interrupted" and m["runs"][-1]["status"] == "interrupted"
+        assert m["failure"]["reason"] == "interrupted by the user"
+        assert not (tmp_path / "s" / "summary.json").exists()
+        monkeypatch.undo()
+        plan = _plan(g, tmp_path / "s", ids=[1, 2, 3], batch_size=2, order="given", algorithm="dijkstra")
+        summary = run_study(client, plan, resume=True, backend="cpu",
+                            study=Study(plan, resume=True))
+        assert summary["complete"]
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "complete" and m["runs"][0]["status"] == "interrupted"
+    finally:
+        client.close()
+        cluster.close()
