@@ -184,7 +184,7 @@ def read_gr(cursor, display, *, zero_based=False, undirected=False, limits=None,
     base = 0 if zero_based else 1
     hdr = Header(n, base, not undirected, True, wfloat, m, hline, htext)
     spec = RecordSpec(b"a", ("source id", "target id", "weight"), (False, False, wfloat),
-                      comments=(b"c",), header=b"p", describe="'a U V W'")
+                      comments=(b"c",), header=b"p", describe="'a U V W'", weight_from_first=True)
     return hdr, _dimacs_batches(cursor, spec, display, hline, htext, m, n, base, zero_based, "arcs")
 
 
@@ -274,7 +274,7 @@ def read_edgelist(cursor, display, *, zero_based=True, undirected=False, limits=
     fields = ("source id", "target id") + (("weight",) if weighted else ())
     spec = RecordSpec(None, fields, (False, False) + ((wfloat,) if weighted else ()),
                       comments=(b"#", b"%"), comment_is_token=False, delimiter=delim,
-                      describe="'U V W'" if weighted else "'U V'")
+                      describe="'U V W'" if weighted else "'U V'", weight_from_first=True)
 
     lim = limits or Limits()
     noun = "edge" if undirected else "arc"

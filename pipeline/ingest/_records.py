@@ -115,6 +115,10 @@ class RecordSpec:
     delimiter: str = " "
     describe: str = ""
     allow_extra: bool = False  # extra trailing columns ignored (slow path only)
+    # the weight column's type was taken from the first record (DIMACS .gr, edge lists):
+    # a real weight after integer ones is RealWeightAfterIntegers, which ingest reads
+    # again with real weights when a real weight type is asked for
+    weight_from_first: bool = False
 
     @property
     def ncols(self):
@@ -308,7 +312,7 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
             else:
                 if not _DEC_INT.match(t):
                     hint = hex_note(t)
-                    if spec.fields[j] == "weight" and not hint and _DEC_REAL.match(t):
+                    if spec.fields[j] == "weight" and not hint and spec.weight_from_first and _DEC_REAL.match(t):
                         raise RealWeightAfterIntegers(
                             display, lineno, f"real weight {_show(t)} after integer ones (the first weight "
                             "decides the column's type): --weight-type float64 (weight_type='float64' from "

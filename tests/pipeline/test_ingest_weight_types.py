@@ -131,3 +131,16 @@ def test_real_weights_after_integer_ones(tmp_path, name, text, line):
         assert sorted(w.tolist()) == sorted([1.0, 2.5, 3.0] if name == "g.wel" else [1.0, 0.5, 7.0])
     with pytest.raises(InputError, match="real weight"):
         ingest(p, out, weight_type="int64")
+
+
+def test_a_real_weight_in_an_integer_matrixmarket_file_is_one_line(tmp_path):
+    """A MatrixMarket file declared 'integer' (its header, not its first weight, decides)
+    with a real weight: one line at its line with any weight type; the re-read with real
+    weights is for .gr and edge lists only (it crashed: read_mtx() got an unexpected
+    keyword argument 'real_weights')."""
+    text = "%%MatrixMarket matrix coordinate integer general\n3 3 2\n1 2 1\n2 3 2.5\n"
+    for wtype in (None, "float64"):
+        p, out, run = _ingest(tmp_path, text, name="g.mtx", weight_type=wtype)
+        with pytest.raises(InputError, match=r"g\.mtx:4: non-numeric weight '2\.5' \(expected a decimal integer"):
+            run()
+        assert not out.exists()
