@@ -222,31 +222,29 @@ def find_negative_cycle(graph, sources=None):
     # real weights only: the rounds still lower distances after the cap and every loop
     # of parents they closed weighs >= 0 summed exactly - a loop of rounding, not a
     # negative cycle (it was named as one: 0.1 + 0.2 - 0.3 is +2**-55 exactly)
-    raise _unsettled(graph, found, dist, cap)
+    raise _unsettled(graph.name, f"Bellman-Ford still lowered them after {cap:,} rounds"
+                     + (_rounding_loop(graph, found, dist, lightest) if found else ""))
 
 
-def _unsettled(graph, loop, dist, rounds: int):
-    """The :class:`UnsettledError` of real weights whose Bellman-Ford rounds did not
-    settle within ``rounds``, naming the loop of rounding they went round (if one)."""
-    import math
+def _rounding_loop(graph, loop, dist, lightest) -> str:
+    """Where :func:`find_negative_cycle`'s rounds went on: the loop of parents, its weight
+    summed exactly (>= 0) and the magnitude of the distances it was reached at."""
+    cyc = np.asarray(loop, dtype=np.int64)
+    at = float(np.max(np.abs(dist[cyc]))) if np.isfinite(dist[cyc]).all() else float("nan")
+    return (f" around the cycle {' -> '.join(str(int(v) + graph.id_base) for v in loop[:12])}"
+            f"{' ...' if len(loop) > 12 else ''}, whose weight summed exactly is "
+            f"{_walk_weight(graph, loop, lightest)!r} (not negative; within float64's rounding at distances near "
+            f"{at:.3g})")
 
+
+def _unsettled(graph_name: str, what: str):
+    """The :class:`~kernels.errors.UnsettledError` of real weights whose Bellman-Ford
+    rounds did not settle (``what``: which rounds, and where)."""
     from gpu_sssp.kernels.errors import UnsettledError
 
-    base = graph.id_base
-    if loop:
-        cyc = np.asarray(loop, dtype=np.int64)
-        keys, weights = _lightest_arcs(graph.tails().astype(np.int64), graph.indices.astype(np.int64),
-                                       graph.weights, graph.n)
-        exact = math.fsum(float(x) for x in weights[np.searchsorted(keys, cyc * graph.n + np.roll(cyc, -1))])
-        at = float(np.max(np.abs(dist[cyc]))) if np.isfinite(dist[cyc]).all() else float("nan")
-        where = (f" around the cycle {' -> '.join(str(int(v) + base) for v in loop[:12])}"
-                 f"{' ...' if len(loop) > 12 else ''}, whose weight summed exactly is {exact!r} (not negative; "
-                 f"within float64's rounding at distances near {at:.3g})")
-    else:
-        where = ""
-    return UnsettledError(f"{graph.name}: real weights with negative arcs whose distances float64 cannot settle: "
-                          f"Bellman-Ford still lowered them after {rounds:,} rounds{where}; neither the distances "
-                          "nor a negative cycle can be given: scale the weights to integers for exact answers")
+    return UnsettledError(f"{graph_name}: real weights with negative arcs whose distances float64 cannot settle: "
+                          f"{what}; neither the distances nor a negative cycle can be given: scale the weights to "
+                          "integers for exact answers")
 
 
 def _parent_cycles(parent: np.ndarray, limit: int = 64):
@@ -279,10 +277,16 @@ def _parent_cycles(parent: np.ndarray, limit: int = 64):
 
 
 def _negative_weight(graph, cyc, lightest) -> bool:
-    """Whether the closed walk ``cyc`` (arc order, the last vertex back to the first) has
-    negative weight, summed exactly (Python ints; ``math.fsum`` for real weights, whose
-    sign is the exact sum's), each step over its lightest arc (``lightest``:
-    :func:`_lightest_arcs` of the graph)."""
+    """Whether the closed walk ``cyc`` has negative weight, summed exactly
+    (:func:`_walk_weight`)."""
+    return _walk_weight(graph, cyc, lightest) < 0
+
+
+def _walk_weight(graph, cyc, lightest):
+    """The weight of the closed walk ``cyc`` (arc order, the last vertex back to the
+    first), summed exactly: a Python int for integer weights, ``math.fsum`` for real ones
+    (the float nearest the exact sum, of its sign), each step over its lightest arc
+    (``lightest``: :func:`_lightest_arcs` of the graph)."""
     import math
 
     cyc = np.asarray(cyc, dtype=np.int64)
@@ -290,8 +294,8 @@ def _negative_weight(graph, cyc, lightest) -> bool:
     keys, weights = lightest
     pos = np.searchsorted(keys, u * graph.n + v)
     if graph.integer_weights:
-        return sum(int(x) for x in weights[pos]) < 0
-    return math.fsum(float(x) for x in weights[pos]) < 0
+        return sum(int(x) for x in weights[pos])
+    return math.fsum(float(x) for x in weights[pos])
 
 
 def _lightest_arcs(tails, heads, w, n: int):
@@ -393,20 +397,16 @@ def reachable_part(mat, sources):
     return keep, local, mat[keep][:, keep]
 
 
-def _potentials(sub, sources, graph_name: str) -> np.ndarray:
-    """Potentials for Johnson's reweighting of ``sub`` (SciPy CSR of the part the
-    ``sources`` reach, no negative cycle there): the distances from the sources (each at
-    0) by vectorised Bellman-Ford rounds in float64 - ``h(v) <= h(u) + w`` on every arc,
-    as a virtual source's distances would be, but computed at the magnitudes the sources'
-    own distances have (from 0 everywhere, rounding kept 0.1 + 0.2 - 0.3 falling below
-    -0.3 where from the source it settles near -8).  Rounds that do not settle (a loop
-    of rounding) are an :class:`~kernels.errors.UnsettledError`."""
-    k = sub.shape[0]
+def _potentials(k: int, tails, heads, w, sources, graph_name: str) -> np.ndarray:
+    """Potentials for Johnson's reweighting of the ``k`` vertices the ``sources`` reach
+    (arcs ``tails -> heads`` of weight ``w``, no negative cycle among them): the distances
+    from the sources (each at 0) by vectorised Bellman-Ford rounds in float64 - ``h(v) <=
+    h(u) + w`` on every arc, as a virtual source's distances would be, but computed at the
+    magnitudes the sources' own distances have (from 0 everywhere, rounding kept 0.1 + 0.2
+    - 0.3 falling below -0.3 where from the source it settles near -8).  Rounds that do
+    not settle (a loop of rounding) are an :class:`~kernels.errors.UnsettledError`."""
     h = np.full(k, np.inf)
-    h[np.asarray(sources, dtype=np.int64)] = 0.0
-    tails = np.repeat(np.arange(k, dtype=np.int64), np.diff(sub.indptr))
-    heads = sub.indices.astype(np.int64)
-    w = sub.data.astype(np.float64)
+    h[sources] = 0.0
     cap = 4 * k + 64
     for _ in range(cap):
         cand = h[tails] + w
@@ -414,11 +414,7 @@ def _potentials(sub, sources, graph_name: str) -> np.ndarray:
         if not better.any():
             return h
         np.minimum.at(h, heads[better], cand[better])
-    from gpu_sssp.kernels.errors import UnsettledError
-
-    raise UnsettledError(f"{graph_name}: real weights with negative arcs whose distances float64 cannot settle: "
-                         f"Johnson's potentials still fell after {cap:,} Bellman-Ford rounds; scale the weights "
-                         "to integers for exact answers")
+    raise _unsettled(graph_name, f"Johnson's potentials still fell after {cap:,} Bellman-Ford rounds")
 
 
 def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True, graph_name="the graph"):
@@ -440,14 +436,15 @@ def _johnson_reachable(mat, sources, predecessors, *, settle=False, integer=True
     # returned on some real weights (0.1, 0.2, -0.3 around a cycle) and raised its own
     # NegativeCycleError where the cycle weighs 0 exactly
     sub = sub.tocsr()
-    h = _potentials(sub, local[sources], graph_name)
+    src = local[sources]
     tails = np.repeat(np.arange(sub.shape[0], dtype=np.int64), np.diff(sub.indptr))
+    heads = sub.indices.astype(np.int64)
+    h = _potentials(sub.shape[0], tails, heads, sub.data.astype(np.float64), src, graph_name)
     with np.errstate(invalid="ignore"):
-        reweighted = np.maximum(sub.data + h[tails] - h[sub.indices], 0.0)  # >= 0 but for rounding
+        reweighted = np.maximum(sub.data + h[tails] - h[heads], 0.0)  # >= 0 but for rounding
     import scipy.sparse as sp
 
     rw = sp.csr_array((reweighted, sub.indices, sub.indptr), shape=sub.shape)  # explicit zeros are arcs
-    src = local[sources]
     out = csg.dijkstra(rw, directed=True, indices=src, return_predecessors=want_pred)
     d_sub, p_sub = (out if want_pred else (out, None))
     d_sub = np.atleast_2d(d_sub) - h[src][:, None] + h[None, :]
