@@ -126,3 +126,23 @@ def test_chain_ends_vectorised():
     assert np.all(ends[2, :10] == 0)
     assert np.all((ends[2, 10:] >= 10) & (ends[2, 10:] <= 4000))  # on the loop
     assert np.all(pred[2, ends[2, 10:]] >= 0)
+
+
+def test_wrong_sums_are_reported_at_any_scale():
+    """Real weights around 1e-30: a sum off by half passed (``np.allclose``'s default
+    ``atol=1e-8`` is far above every sum); a sum within the float64 rounding of the
+    additions still compares clean."""
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3], [1e-30, 2e-30, 3e-30], 5)
+    ref = kernels.solve(g, [0, 1], method="dijkstra")
+    res = kernels.solve(g, [0, 1], method="bellman-ford", distances=False)
+    assert compare(g, ref, res) == []
+    near = copy.copy(res)
+    near.sum_distance = np.asarray(res.sum_distance, dtype=np.float64) * (1 + 1e-15)
+    assert compare(g, ref, near) == []
+    bad = copy.copy(res)
+    bad.sum_distance = np.asarray(res.sum_distance, dtype=np.float64) * 0.5
+    assert any("sums of distances differ" in p for p in compare(g, ref, bad))
+    # without the reference's distances too (the scale from reached x eccentricity)
+    ref_stats = kernels.solve(g, [0, 1], method="dijkstra", distances=False)
+    assert any("sums of distances differ" in p for p in compare(g, ref_stats, bad))
+    assert compare(g, ref_stats, near) == []
