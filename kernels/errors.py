@@ -19,8 +19,111 @@ the layers above it.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+
 __all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "UnsettledError", "GPUUnavailableError",
-           "exit_code"]
+           "exit_code", "opt", "render", "raw", "speaking"]
+
+# -- option names: the command line's or Python's -------------------------------------
+#
+# A message names the option that would help (``--zero-based``, ``--batch-size``);
+# the caller is a command line (``sssp ingest``) or Python (``load_graph(...)``), and
+# each should read its own spelling.  A message is written once, with the command line's
+# phrase marked by :func:`opt`; it is rendered when it is shown (``str(exc)``), in the
+# words of whoever shows it: the command line (``sssp``, :func:`speaking` ``"cli"``) or
+# Python (the default).  An error raised on a Dask worker keeps its marks across the
+# pickle and is rendered by the study's client, which is the one speaking to the user.
+# A mark left unrendered reads as the command line's phrase: the marks are invisible
+# (U+2063 INVISIBLE SEPARATOR).
+
+_MARK = "\u2063"
+_ALT = "\u2064"  # between a phrase and its Python words, where they are given
+_MARKED = re.compile(_MARK + "([^" + _MARK + "]*)" + _MARK)
+#: the environment variable that says who reads this process's messages; set by the
+#: command line for its run, so that the workers of a cluster it starts render theirs
+#: (a log line, a warning) in its words too
+AUDIENCE_ENV = "SSSP_MESSAGES_FOR"
+#: command-line options whose Python keyword is not the option's name with ``_``
+_PYTHON = {"--resume": "resume=True", "--zero-based": "zero_based=True", "--undirected": "undirected=True",
+           "--no-dashboard": "dashboard=False", "--predecessors": "predecessors=True",
+           "--algorithm": "algorithm=", "--method": "method=",
+           "--chunk-mb": "chunk_bytes="}
+
+
+def opt(phrase: str, python: str | None = None) -> str:
+    """The command-line option ``phrase`` (``"--batch-size"``, ``"--weight-type float64"``,
+    ``"--random K"``), marked to be rendered in the caller's words: as it is on the
+    command line, as the Python keyword (``batch_size=``, ``weight_type='float64'``,
+    ``random=K``: :func:`python_phrase`) for a Python caller, or as ``python`` where
+    given (``opt("--max-arcs N (sssp ingest)", python="max_arcs=N")``)."""
+    if python is not None:
+        return f"{_MARK}{phrase}{_ALT}{python}{_MARK}"
+    return f"{_MARK}{phrase}{_MARK}"
+
+
+def python_phrase(phrase: str) -> str:
+    """A command-line option phrase in Python's words: ``--zero-based`` -> ``zero_based=True``,
+    ``--gpus`` -> ``gpus=``, ``--format metis`` -> ``format='metis'``, ``--random K`` ->
+    ``random=K`` (an upper-case placeholder stays bare), ``--seed 3`` -> ``seed=3``.
+    A phrase that is not an option (``sssp ingest``) is left as it is."""
+    name, _, value = phrase.partition(" ")
+    if not name.startswith("--"):
+        return phrase
+    key = _PYTHON.get(name) if not value else None
+    if key is not None:
+        return key
+    key = name[2:].replace("-", "_") + "="
+    if not value:
+        return key
+    if value.isupper() or re.fullmatch(r"-?\d+(\.\d+)?", value) or (
+            len(value) > 1 and value[0] == value[-1] and value[0] in "'\""):  # K, 3, 'a b' (a repr)
+        return key + value
+    return key + repr(value)
+
+
+def _audience() -> str:
+    return "cli" if os.environ.get(AUDIENCE_ENV) == "cli" else "python"
+
+
+def render(text: str, audience: str | None = None) -> str:
+    """``text`` with its :func:`opt` phrases in ``audience``'s words (``"cli"`` or
+    ``"python"``; default: this process's, :func:`speaking`)."""
+    if _MARK not in text:
+        return text
+    cli = (audience or _audience()) == "cli"
+
+    def words(m):
+        phrase, _, python = m.group(1).partition(_ALT)
+        return phrase if cli else (python or python_phrase(phrase))
+
+    return _MARKED.sub(words, text)
+
+
+def raw(exc: BaseException) -> str:
+    """The text of ``exc`` with its option marks kept, to be embedded in another message
+    that is rendered later (on the study's client, not on the worker that caught it)."""
+    if isinstance(exc, SsspError):
+        return exc.text()
+    return str(exc)
+
+
+@contextlib.contextmanager
+def speaking(audience: str):
+    """Render messages for ``audience`` (``"cli"`` or ``"python"``) within the block, in
+    this process and in the processes it starts (a local cluster's workers)."""
+    if audience not in ("cli", "python"):
+        raise ValueError(f"audience must be 'cli' or 'python', got {audience!r}")
+    before = os.environ.get(AUDIENCE_ENV)
+    os.environ[AUDIENCE_ENV] = audience
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(AUDIENCE_ENV, None)
+        else:
+            os.environ[AUDIENCE_ENV] = before
 
 
 class SsspError(Exception):
@@ -33,6 +136,24 @@ class SsspError(Exception):
     """
 
     exit_code = 1
+
+    def __init_subclass__(cls, **kwargs):
+        # a subclass that builds its own text (``InputError``: "FILE:LINE: message")
+        # keeps it in ``text()``; ``str()`` renders it, as for every other error
+        super().__init_subclass__(**kwargs)
+        if "__str__" in cls.__dict__:
+            cls.text = cls.__dict__["__str__"]
+            cls.__str__ = SsspError.__str__
+
+    def text(self) -> str:
+        """The message with its :func:`opt` marks (see :func:`raw`)."""
+        return Exception.__str__(self)
+
+    def __str__(self) -> str:
+        return render(self.text())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
 
 
 class UsageError(SsspError, ValueError):

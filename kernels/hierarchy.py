@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import opt
+
 log = logging.getLogger(__name__)
 
 #: RoutingKit's infinity (``routingkit_ch.INF_WEIGHT``); hierarchy weights stay below it.
@@ -241,7 +243,7 @@ def get_hierarchy(graph) -> Hierarchy:
 #: ``force`` to offer (``fallback`` None: no force advice).
 ADVICE = {"gpu": {"ineligible": "use method='batched' (or 'auto')", "fallback": "batched"},
           "cpu": {"ineligible": "use dijkstra (or bellman-ford) instead", "fallback": "dijkstra"},
-          "study": {"ineligible": "choose another --algorithm (auto picks one that can)", "fallback": None}}
+          "study": {"ineligible": f"choose another {opt('--algorithm')} (auto picks one that can)", "fallback": None}}
 
 
 def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str | None) -> str | None:

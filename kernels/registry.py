@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels import _gpu
-from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.errors import OptionError, UsageError, opt
 from gpu_sssp.kernels.graph import holds_bool
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
@@ -348,7 +348,8 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         stats = f"pass {' and '.join(drop)} for the per-source statistics only, " if drop else ""
         # (the same check refuses a study's batch on its worker: there the way on is a
         # smaller batch, which "run a study" did not say)
-        advice = (f"solve fewer sources at a time (in a study: a smaller --batch-size, then --resume), {stats}or "
+        advice = (f"solve fewer sources at a time (in a study: a smaller {opt('--batch-size')}, then "
+                  f"{opt('--resume')}), {stats}or "
                   "run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 

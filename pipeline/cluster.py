@@ -29,7 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError
+from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError, opt, render
 from gpu_sssp.pipeline.config import describe_setting, refuse_setting, setting, valid_address, valid_host
 from gpu_sssp.pipeline.errors import StudyError
 
@@ -327,12 +327,12 @@ def parse_gpus(gpus) -> str:
         gpus = ",".join(str(g) for g in gpus)
     items = [g.strip() for g in str(gpus).split(",") if g.strip()]
     if not items:
-        raise UsageError(f"--gpus needs a list of device numbers like 0,1, got {gpus!r}")
+        raise UsageError(f"{opt('--gpus')} needs a list of device numbers like 0,1, got {gpus!r}")
     for g in items:
         if not (g.isascii() and g.isdigit()) and not g.startswith(("GPU-", "MIG-")):  # not "\u0663" nor "\u00b2"
-            raise UsageError(f"--gpus: {g!r} is not a device number or UUID")
+            raise UsageError(f"{opt('--gpus')}: {g!r} is not a device number or UUID")
     if len(set(items)) != len(items):
-        raise UsageError(f"--gpus lists a device twice: {gpus!r}")
+        raise UsageError(f"{opt('--gpus')} lists a device twice: {gpus!r}")
     return ",".join(items)
 
 
@@ -383,7 +383,7 @@ def check_scheduler_address(address: str) -> None:
     was read): :func:`_address_problem`."""
     problem = _address_problem(address)
     if problem is not None:
-        raise UsageError(f"--scheduler {address!r}: not a scheduler address ({problem}); "
+        raise UsageError(f"{opt(f'--scheduler {address!r}')}: not a scheduler address ({problem}); "
                          "expected e.g. tcp://HOST:8786")
 
 
@@ -568,7 +568,7 @@ def probe_scheduler(address: str, named: str, *, grace: float | None = None) -> 
     if why == "refused":
         raise SchedulerUnreachableError(
             f"{named}: nothing listens there (connection refused for {grace:g} s); start the scheduler "
-            "first (`dask scheduler --scheduler-file FILE`, then `--scheduler-file FILE` here) or check "
+            f"first (`dask scheduler --scheduler-file FILE`, then {opt('--scheduler-file FILE')} here) or check "
             "the address")
     if why == "unresolved":
         raise SchedulerUnreachableError(f"{named}: the host name does not resolve here")
@@ -622,20 +622,20 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
     from distributed import Client
 
     quiet_in_spawned_import()
-    given = [k for k, v in (("--scheduler", scheduler), ("--scheduler-file", scheduler_file),
-                            ("--gpus", gpus), ("--cpu-workers", cpu_workers)) if v is not None]
+    given = [opt(k) for k, v in (("--scheduler", scheduler), ("--scheduler-file", scheduler_file),
+                                 ("--gpus", gpus), ("--cpu-workers", cpu_workers)) if v is not None]
     if len(given) > 1:
         raise UsageError(f"choose one cluster option, got {' and '.join(given)}")
     if scheduler is not None or scheduler_file is not None:
         if host is not None or dashboard_address is not None:
-            raise UsageError("--host and --dashboard-address apply to a cluster started here, "
-                             "not to one attached with --scheduler/--scheduler-file")
+            raise UsageError(f"{opt('--host')} and {opt('--dashboard-address')} apply to a cluster started here, "
+                             f"not to one attached with {opt('--scheduler')} or {opt('--scheduler-file')}")
         if scheduler_file is not None:
             scheduler = read_scheduler_file(scheduler_file)
-            named = f"--scheduler-file {os.fspath(scheduler_file)}: its scheduler {scheduler}"
+            named = f"{opt(f'--scheduler-file {os.fspath(scheduler_file)}')}: its scheduler {scheduler}"
         else:
             check_scheduler_address(scheduler)
-            named = f"--scheduler {scheduler}"
+            named = opt(f"--scheduler {scheduler}")
         probe_scheduler(scheduler, named)
         try:
             client = Client(address=scheduler)
@@ -649,9 +649,9 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         return _warn_exposed(ClusterHandle(client, None, "attached", "auto", {"exposed": loose}))
 
     level = logging.WARNING if silence_logs else logging.INFO
-    host_from = f"--host {host}" if host is not None else describe_setting("cluster.host")
+    host_from = opt(f"--host {host}") if host is not None else describe_setting("cluster.host")
     if dashboard_address is not None:
-        dash_from = f"--dashboard-address {dashboard_address}"
+        dash_from = opt(f"--dashboard-address {dashboard_address}")
     elif setting("cluster.dashboard-address", None, default=None) is not None:
         dash_from = describe_setting("cluster.dashboard-address")
     else:
@@ -668,14 +668,14 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
         want_gpu = gpus is not None or (kernels.device_count() > 0 and _dask_cuda_available())
         if gpus is not None and kernels.device_count() == 0:
             # a GPU request that cannot be met here: exit status 4, as for a GPU method
-            raise GPUUnavailableError("--gpus: no CUDA device is visible here (or CuPy is missing); "
-                                      "use --cpu-workers N for a CPU cluster")
+            raise GPUUnavailableError(f"{opt('--gpus')}: no CUDA device is visible here (or CuPy is missing); "
+                                      f"use {opt('--cpu-workers N')} for a CPU cluster")
         if want_gpu:
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError as exc:
                 raise GPUUnavailableError(
-                    f"--gpus needs dask-cuda ({exc}); install the 'gpu' extra or use --cpu-workers"
+                    f"{opt('--gpus')} needs dask-cuda ({exc}); install the 'gpu' extra or use {opt('--cpu-workers N')}"
                 ) from exc
             # three task threads: one chunk's files are written while the next chunk runs
             # on the GPU and a third is queued behind it; a solve holds the worker's GPU
@@ -691,7 +691,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
                 return _warn_exposed(_start_local(LocalCUDACluster, kw, dashboard, "local-cuda", "gpu", info))
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
-                    raise UsageError(f"--gpus {kw['CUDA_VISIBLE_DEVICES']}: {exc} (this machine shows "
+                    raise UsageError(f"{opt('--gpus ' + kw['CUDA_VISIBLE_DEVICES'])}: {exc} (this machine shows "
                                      f"{kernels.device_count()} GPU(s), numbered from 0; "
                                      "`nvidia-smi -L` lists them)") from None
                 raise
@@ -970,7 +970,7 @@ def read_scheduler_file(path) -> str:
     if not os.path.exists(path):
         raise FileNotFoundError(f"{shown}: no such scheduler file")
     if os.path.isdir(path):
-        raise UsageError(f"--scheduler-file {shown}: is a folder, not a scheduler file")
+        raise UsageError(f"{opt(f'--scheduler-file {shown}')}: is a folder, not a scheduler file")
     what = ""
     for attempt in range(2):  # a file being written: once more (Dask's own read retries)
         if attempt:
@@ -989,11 +989,11 @@ def read_scheduler_file(path) -> str:
             address = address.strip()
             problem = _address_problem(address)  # Dask's ValueError traceback came later
             if problem is not None:
-                raise UsageError(f"--scheduler-file {shown}: its address {address!r} is not a scheduler "
+                raise UsageError(f"{opt(f'--scheduler-file {shown}')}: its address {address!r} is not a scheduler "
                                  f"address ({problem}); `dask scheduler --scheduler-file FILE` writes one")
             return address
         what = 'no "address" in it'
-    raise UsageError(f"--scheduler-file {shown}: not a Dask scheduler file ({what}; "
+    raise UsageError(f"{opt(f'--scheduler-file {shown}')}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")
 
 
@@ -1016,14 +1016,14 @@ def _writable_by_others(path) -> list[str]:
 
     shown = _shown(path)  # (a line break in the name escaped: a note is one line)
     if mode & stat.S_IWOTH:
-        out.append(f"--scheduler-file {shown} can be written by every user of this machine (mode "
+        out.append(f"{opt(f'--scheduler-file {shown}')} can be written by every user of this machine (mode "
                    f"{stat.S_IMODE(mode):o}): whoever rewrites it points this client at a scheduler of theirs, "
                    "which can run code here; `chmod o-w` it")
     elif folder & stat.S_IWOTH and not folder & stat.S_ISVTX:
-        out.append(f"--scheduler-file {shown} is in a folder every user of this machine can write to "
+        out.append(f"{opt(f'--scheduler-file {shown}')} is in a folder every user of this machine can write to "
                    f"(mode {stat.S_IMODE(folder):o}, no sticky bit): whoever replaces the file points this "
                    "client at a scheduler of theirs, which can run code here")
-    return out
+    return [render(line) for line in out]  # (notes, printed or warned: rendered now)
 
 
 def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str | None]:
@@ -1053,12 +1053,12 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
     host_given = host is not None
     host = str(setting("cluster.host", host, default=None) or "127.0.0.1")
     if "://" in host or not valid_host(host):
-        raise UsageError(f"--host takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
+        raise UsageError(f"{opt('--host')} takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "
                          f"got {host!r}")
     _check_host(host, "--host" if host_given else "cluster.host", host)
     if not dashboard:
         if dashboard_address is not None:
-            raise UsageError("--dashboard-address and --no-dashboard contradict each other")
+            raise UsageError(f"{opt('--dashboard-address')} and {opt('--no-dashboard')} contradict each other")
         return host, f"{_bracket(host)}:0"  # the HTTP server Dask always starts: a free port
     dash_from = "--dashboard-address" if dashboard_address is not None else "cluster.dashboard-address"
     dash = setting("cluster.dashboard-address", dashboard_address, default=None)
@@ -1066,12 +1066,12 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
         dash = f"{_bracket(host)}:8787"
     dash = str(dash)
     if ":" not in dash:
-        raise UsageError(f"--dashboard-address takes HOST:PORT (or :PORT for every interface), got {dash!r}")
+        raise UsageError(f"{opt('--dashboard-address')} takes HOST:PORT (or :PORT for every interface), got {dash!r}")
     port = dash.rsplit(":", 1)[1]
     if not port.isdigit():
-        raise UsageError(f"--dashboard-address {dash!r}: the port must be a number")
+        raise UsageError(f"{opt(f'--dashboard-address {dash!r}')}: the port must be a number")
     if not valid_address(dash):
-        raise UsageError(f"--dashboard-address {dash!r}: expected HOST:PORT (an IP address or a host name, "
+        raise UsageError(f"{opt(f'--dashboard-address {dash!r}')}: expected HOST:PORT (an IP address or a host name, "
                          "and a port from 0 to 65535) or :PORT")
     dash_host = dash.rsplit(":", 1)[0].strip()
     if dash_host.strip("[]") != host.strip("[]"):  # host's own name is resolved above
@@ -1133,7 +1133,7 @@ def _check_host(name: str, where: str, value: str) -> None:
 
 def _refuse_host(where: str, value: str, problem: str):
     if where.startswith("--"):
-        raise UsageError(f"{where} {value}: {problem}")
+        raise UsageError(f"{opt(f'{where} {value}')}: {problem}")
     raise refuse_setting(where, problem)
 
 
@@ -1146,14 +1146,14 @@ def _cpu_worker_count(cpu_workers: int | None) -> int:
         n = os.cpu_count() or 1
     n = int(n)
     if n < 1:
-        raise UsageError(f"--cpu-workers must be at least 1, got {n}")
+        raise UsageError(f"{opt('--cpu-workers')} must be at least 1, got {n}")
     cores = os.cpu_count() or 1
     if n > 4 * cores:  # a million asked for started processes until killed, silently
         problem = (f"more than 4 workers per core (this machine has {cores}); "
                    "each worker is a single-thread process")
         if cpu_workers is None:  # the setting's: named with where it came from, not as an option
             raise refuse_setting("cluster.cpu-workers", problem)
-        raise UsageError(f"--cpu-workers {n}: {problem}")
+        raise UsageError(f"{opt(f'--cpu-workers {n}')}: {problem}")
     return n
 
 
@@ -1202,7 +1202,7 @@ def _exposed(host: str, dash: str | None, dashboard: bool, *, host_from: str | N
     the sentence names it.  The study prints these when it starts (:class:`NetworkExposureWarning`
     from Python), since the printed links may name 127.0.0.1."""
     out = []
-    host_from = host_from or f"--host {host}"
+    host_from = host_from or opt(f"--host {host}")
     if _beyond_loopback(host):
         where = "every network interface" if host in _EVERY_INTERFACE else host
         out.append(f"the scheduler and workers listen on {where} ({host_from}): other machines can reach "
@@ -1212,10 +1212,10 @@ def _exposed(host: str, dash: str | None, dashboard: bool, *, host_from: str | N
         if _beyond_loopback(dash_host):
             where = "every network interface" if dash_host in _EVERY_INTERFACE else dash_host
             if dash_from is None:  # on the host's interface unless its address names another
-                dash_from = host_from if dash_host.strip("[]") == host.strip("[]") else f"--dashboard-address {dash}"
+                dash_from = host_from if dash_host.strip("[]") == host.strip("[]") else opt(f"--dashboard-address {dash}")
             out.append(f"the dashboard listens on {where} ({dash_from}): other machines can "
                        "reach it and see the study's tasks, workers and logs")
-    return out
+    return [render(line) for line in out]  # (notes, printed or warned: rendered now)
 
 
 def _warn_exposed(handle: ClusterHandle) -> ClusterHandle:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from gpu_sssp.kernels.errors import SsspError, UsageError
+from gpu_sssp.kernels.errors import SsspError, UsageError, render
 
 __all__ = ["InputError", "LimitError", "StudyError", "BatchError", "SettingError"]
 
@@ -39,19 +39,24 @@ class InputError(SsspError, ValueError):
     def __init__(self, path, line: int | None, message: str):
         self.path = os.fspath(path) if path is not None else "<input>"
         self.line = None if line is None else int(line)
-        self.message = str(message)
+        self._message = str(message)  # with its option marks (kernels.errors.opt)
         super().__init__(str(self))
+
+    @property
+    def message(self) -> str:
+        """What was found and what was expected, in the caller's words."""
+        return render(self._message)
 
     def __str__(self) -> str:
         from gpu_sssp.pipeline.fsnames import shown
 
         # the name on one line, printable (a newline in it is shown escaped)
         if self.line is None:
-            return f"{shown(self.path)}: {self.message}"
-        return f"{shown(self.path)}:{self.line}: {self.message}"
+            return f"{shown(self.path)}: {self._message}"
+        return f"{shown(self.path)}:{self.line}: {self._message}"
 
     def __reduce__(self):
-        return (type(self), (self.path, self.line, self.message))
+        return (type(self), (self.path, self.line, self._message))
 
 
 class LimitError(InputError):

@@ -613,7 +613,7 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
             except LimitError as exc:
                 # the copy is sound: a size limit of this process's settings refuses the
                 # graph (its input would be refused alike); the copy stays, the input is named
-                raise LimitError(shown(path), None, exc.message) from None
+                raise LimitError(shown(path), None, exc._message) from None
             except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors are ValueErrors
                 log.warning("ingesting %s again: its cached copy %s is unreadable (%s)", path, out, exc)
                 _remove_for_new(out, "unreadable")

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.errors import opt, render
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.fsnames import shown as _shown
@@ -372,7 +373,7 @@ def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
     except OSError as exc:
         raise OSError(f"{_shown(target)}: cannot hold the contraction hierarchy the workers load ({why}), nor can "
                       f"{_shown(spare)} ({exc.strerror or exc}): make either writable, or choose another "
-                      "--algorithm") from None
+                      f"{render(opt('--algorithm'))}") from None
     log.warning("%s cannot hold the contraction hierarchy the workers load (%s): they load %s instead",
                 target, why, spare)
     return spare

@@ -72,8 +72,11 @@ load_log = logging.getLogger(__name__ + ".load")
 
 def describe_failure(exc: BaseException) -> str:
     """A plugin's load error as one line: ``Type: message`` (a ``MemoryError`` says that
-    the worker is out of memory for the graph)."""
-    text = " ".join(str(exc).split())
+    the worker is out of memory for the graph).  Its option names stay marked
+    (``kernels.errors.raw``): the study's client renders them for its caller."""
+    from gpu_sssp.kernels.errors import raw
+
+    text = " ".join(raw(exc).split())
     kind = type(exc).__name__
     why = f"{kind}: {text}" if text else kind
     if isinstance(exc, MemoryError):

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 # the batching order lives with the kernels it serves
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.kernels.order import locality_order
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown as _fs_shown
 
@@ -334,8 +334,9 @@ def _read_id_table(path: Path, what: str, graph, counted=None) -> tuple[np.ndarr
                              + ("(ingest the .ss file again)" if ss else "(a damaged file)"))
         if base != int(graph.id_base):
             if ss:
-                flag = "with --zero-based" if graph.id_base == 0 else "without --zero-based"
-                older = (" - earlier versions recorded 1 whatever the ids, --zero-based too" if base == 1 else "")
+                flag = f"{'with' if graph.id_base == 0 else 'without'} {opt('--zero-based')}"
+                older = (f" - earlier versions recorded 1 whatever the ids, {opt('--zero-based')} too"
+                         if base == 1 else "")
                 fix = f"ingest the .ss file again {flag}{older}"
             else:  # a study's targets.parquet of a graph read with the other id base
                 fix = None
@@ -499,7 +500,7 @@ def read_source_file(path, graph) -> np.ndarray:
     return read_id_file(path, graph, "source")
 
 
-def check_seed(seed, option: str = "--seed") -> int:
+def check_seed(seed, option: str = opt("--seed")) -> int:
     """``seed`` as an int, checked: a seed is a whole number from 0 up (what NumPy's
     ``default_rng`` takes; there is no upper bound).  ``option`` names it in the message
     (``--seed``, ``--target-seed``): the one rule for every seed of a random draw
@@ -519,7 +520,7 @@ def check_seed(seed, option: str = "--seed") -> int:
     return seed
 
 
-def check_draw_count(k, n: int, option: str = "--random K") -> int:
+def check_draw_count(k, n: int, option: str = opt("--random K")) -> int:
     """``k``, the size of a random draw of distinct vertices among ``n``, as an int: a
     whole number from 1 to ``n`` (int(2.7) would draw 2, int(True) 1, int("5") 5).
     ``option`` names it (``--random K``, ``--random-targets K``): the one rule for both.
@@ -543,7 +544,7 @@ def _whole_number(value) -> bool:
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
 
 
-def draw_vertices(n: int, k: int, seed: int, option: str = "--seed") -> np.ndarray:
+def draw_vertices(n: int, k: int, seed: int, option: str = opt("--seed")) -> np.ndarray:
     """``k`` distinct vertices of ``0..n-1`` drawn with ``seed``, sorted (int64): the
     draw of ``--random K --seed S``, ``--random-targets K`` and ``sssp verify --random K``
     (callers check ``1 <= k <= n`` with their own option's words; the seed is checked
@@ -706,8 +707,8 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
         idx = graph.to_index(file_ids, what=f"source in {_fs_shown(sources_file)}")
         how = {"kind": "file", "file": str(sources_file)}
     else:
-        k = check_draw_count(random, graph.n, "--random K")
-        seed = 0 if seed is None else check_seed(seed, "--seed")
+        k = check_draw_count(random, graph.n, opt("--random K"))
+        seed = 0 if seed is None else check_seed(seed, opt("--seed"))
         idx = draw_vertices(graph.n, k, seed)
         how = {"kind": "random", "seed": seed}
     # drop repeats, keeping the first occurrence

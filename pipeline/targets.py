@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.pipeline.sources import check_draw_count, check_seed, draw_vertices, id_choice, ids_digest, read_id_file
 
 #: seed of ``--random-targets`` when none is given (not the sources' 0: the same K with
@@ -85,15 +85,15 @@ def plan_targets(graph, *, targets=None, random: int | None = None, seed: int | 
         A bad targets file (see :func:`read_target_file`).
     """
     if targets is not None and random is not None:
-        raise UsageError("choose the targets one way only (--targets or --random-targets)")
+        raise UsageError(f"choose the targets one way only ({opt('--targets')} or {opt('--random-targets')})")
     if seed is not None and random is None:
-        raise UsageError("--target-seed goes with --random-targets K")
+        raise UsageError(f"{opt('--target-seed')} goes with {opt('--random-targets K')}")
     if targets is None and random is None:
         return None
     if random is not None:
-        k = check_draw_count(random, graph.n, "--random-targets K")
-        seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, "--target-seed")
-        idx = draw_vertices(graph.n, k, seed, "--target-seed")
+        k = check_draw_count(random, graph.n, opt("--random-targets K"))
+        seed = DEFAULT_TARGET_SEED if seed is None else check_seed(seed, opt("--target-seed"))
+        idx = draw_vertices(graph.n, k, seed, opt("--target-seed"))
         how = {"kind": "random", "seed": seed}
     else:
         kind, value = id_choice(targets, "target", UsageError)

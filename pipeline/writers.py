@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.pipeline.fsnames import arrow_file, shortened, shown
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,14 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     directory")."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{option} {shown(out)}: is a file, not a folder; give a folder name")
+        raise UsageError(f"{_named(option, out)}: is a file, not a folder; give a folder name")
     refuse_file_as_folder(out, option)
+
+
+def _named(option: str, path) -> str:
+    """``--out PATH`` (``option`` as the command line spells it), in the caller's words
+    (``out='PATH'`` from Python: ``kernels.errors.opt``)."""
+    return opt(f"{option} {shown(path)}")
 
 
 def refuse_file_as_folder(out, option: str) -> None:
@@ -92,7 +98,7 @@ def refuse_file_as_folder(out, option: str) -> None:
         except OSError:  # unreadable: the write says why
             return
         if not parent.is_dir():
-            raise UsageError(f"{option} {shown(out)}: {shown(parent)} is a file, not a folder")
+            raise UsageError(f"{_named(option, out)}: {shown(parent)} is a file, not a folder")
         return
 
 
@@ -121,20 +127,21 @@ def refuse_bad_report_path(report, option: str) -> None:
     """Refuse, before a study starts, a performance report path (``--report`` /
     ``report=``) that could not be written once the study is done: a folder, a missing
     folder or a file on the way, a folder that takes no file, or no bokeh (Dask draws the
-    report with it).  ``option`` names the option as the caller gave it."""
+    report with it).  ``option``: the option as the command line spells it (``--report``),
+    named in the caller's words (``report=`` from Python)."""
     import importlib.util
 
     where = Path(report)
     if importlib.util.find_spec("bokeh") is None:
-        raise UsageError(f"{option} needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
+        raise UsageError(f"{opt(option)} needs bokeh (pip install 'bokeh>=3.1'), which Dask uses to draw the report")
     if where.is_dir():
-        raise UsageError(f"{option} {shown(where)}: is a directory; give an HTML file name "
+        raise UsageError(f"{_named(option, where)}: is a directory; give an HTML file name "
                          f"(e.g. {shown(where / 'report.html')})")
     if not where.parent.is_dir():
         refuse_file_as_folder(where, option)  # a file on the way: said so
-        raise UsageError(f"{option} {shown(where)}: no folder {shown(where.parent)} to write it in")
+        raise UsageError(f"{_named(option, where)}: no folder {shown(where.parent)} to write it in")
     # a folder that takes no file (/proc, read-only): refused now, not after the study
-    refuse_unwritable_folder(where.parent, f"{option} {shown(where)}")
+    refuse_unwritable_folder(where.parent, _named(option, where))
 
 
 def batch_name(index: int) -> str:

@@ -63,3 +63,15 @@ def _sigint_reaches_the_commands():
         yield
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.fixture
+def cli_words():
+    """The product's messages in the command line's words (``--zero-based``), as ``sssp``
+    shows them: for modules that check the messages of pipeline functions the command
+    line calls.  A Python caller reads Python's (``zero_based=True``): checked in
+    tests/test_option_words.py and by the tests of the Python API."""
+    from gpu_sssp.kernels.errors import speaking
+
+    with speaking("cli"):
+        yield

@@ -92,7 +92,7 @@ def test_study_refuses_a_gpu_method_for_a_cpu_cluster_before_starting_it(tmp_pat
     out = tmp_path / "s"
     t = time.perf_counter()
     err = GPUUnavailableError if sssp.device_count() == 0 else OptionError
-    with pytest.raises(err, match="--algorithm hbf"):
+    with pytest.raises(err, match="algorithm='hbf'"):
         sssp.study(ROME, random=3, algorithm="hbf", out=out, cpu_workers=1)
     assert not out.exists() and time.perf_counter() - t < 10
     if sssp.device_count() == 0:

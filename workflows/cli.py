@@ -257,7 +257,10 @@ def _stdout_never_fails_to_encode():
 
 
 def main(argv=None) -> int:
-    with _stdout_never_fails_to_encode():
+    from gpu_sssp.kernels.errors import speaking
+
+    # the messages name the command line's options (--zero-based), not Python's keywords
+    with _stdout_never_fails_to_encode(), speaking("cli"):
         return _main(argv)
 
 
@@ -270,9 +273,10 @@ class _OneLineFormatter(logging.Formatter):
     each of its lines escaped otherwise."""
 
     def formatMessage(self, record):
+        from gpu_sssp.kernels.errors import render
         from gpu_sssp.pipeline.fsnames import printable
 
-        text = printable(record.message)
+        text = printable(render(record.message))
         if not text.isprintable():
             lines = text.split("\n") if getattr(record, "keep_lines", False) else [text]
             text = "\n".join("".join(c if c.isprintable() else repr(c)[1:-1] for c in line) for line in lines)

@@ -265,44 +265,20 @@ def _complete(study) -> bool:
 
 def run(args) -> int:
     from gpu_sssp.pipeline.study import StudyError, distance_bytes, fmt_bytes
-    from gpu_sssp.pipeline.study.plan import describe_batches, refuse_idle_distance_form
+    from gpu_sssp.pipeline.study.plan import describe_batches
     from gpu_sssp.pipeline.study.run import study as run_study
-    from gpu_sssp.pipeline.writers import check_output_dir
 
-    if args.report:  # refused before the study, not once it is done (study() checks it too)
-        from gpu_sssp.pipeline.writers import refuse_bad_report_path
-
-        refuse_bad_report_path(args.report, "--report")
-    if args.seed is not None and args.random is None:
-        raise StudyError("--seed goes with --random K")
+    # study() refuses, before the graph is read and in the command line's words, a bad
+    # --report, --seed without --random, a bad --out, --seed or --target-seed, a GPU
+    # method for a local CPU cluster, and a bad --scheduler or --scheduler-file
     if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
         raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
                          "distances, predecessors (default stats)")
-    refuse_idle_distance_form(args.distance_form, args.outputs,
-                              args.targets is not None or args.random_targets is not None)
-    check_output_dir(args.out, option="--out")
-    if not (args.scheduler or args.scheduler_file):  # a local cluster: its workers' kind is known here
-        from gpu_sssp.pipeline.study.run import check_local_method
-
-        check_local_method(args.algorithm, gpus=args.gpus, cpu_workers=args.cpu_workers)
-    if args.scheduler is not None:  # before the graph is read (start_cluster checks it again)
-        from gpu_sssp.pipeline.cluster import check_scheduler_address
-
-        check_scheduler_address(args.scheduler)
-    if args.scheduler_file is not None:  # before the graph is read (start_cluster reads it again)
-        from gpu_sssp.pipeline.cluster import read_scheduler_file
-
-        read_scheduler_file(args.scheduler_file)
-    from gpu_sssp.pipeline.sources import check_seed
-
     if args.targets is not None and not args.targets.strip():
         # (plan_targets' line names the Python parameter, "targets:")
         from gpu_sssp.kernels.errors import UsageError
 
         raise UsageError("--targets: an empty name is neither 'all' nor a targets file")
-    for option, value in (("--seed", args.seed), ("--target-seed", args.target_seed)):
-        if value is not None:
-            check_seed(value, option)  # before the graph is read (plan_sources / plan_targets check it too)
     ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
@@ -361,7 +337,7 @@ def run(args) -> int:
         # the batches as laid out (a default batch size is spread over the workers)
         console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
                       f"{describe_batches(plan.batches)}, {len(study.pending):,} to do -> {shown(args.out)}")
-        if study.pending and not args.resume and _builds_hierarchy(plan, info):
+        if study.pending and _builds_hierarchy(plan, info):  # (a resume may be the run that builds it)
             # the bar would stand at 0 meanwhile (NY 7.5 s, BAY 5.8 s on the 2-core machine)
             console.print(f"note: building the contraction hierarchy of {shown(graph.name)} for phast first "
                           "(once: later studies of this graph load it from beside the graph file)",

@@ -26,9 +26,10 @@ def one_line(text) -> str:
     name that is not valid UTF-8 in it shows U+FFFD for its odd bytes (it never makes
     printing fail); a name with a line break is escaped where the message names it
     (``pipeline.fsnames.shown``), not here, where it cannot be told from the text."""
+    from gpu_sssp.kernels.errors import render
     from gpu_sssp.pipeline.fsnames import printable
 
-    return _BREAKS.sub(" ", printable(str(text))).strip()
+    return _BREAKS.sub(" ", printable(render(str(text)))).strip()
 
 
 def print_error(message, *, label: str = "error", file=None) -> None:

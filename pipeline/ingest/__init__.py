@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt, render
 
 from ..errors import InputError
 from ..writers import refuse_input_as_output
@@ -171,9 +171,8 @@ def warn_directed_reading(display, meta: dict) -> None:
     every path: never silent, whether the file is ingested now or its cached copy
     (``pipeline.graph.load_graph``) is read."""
     if meta.get("directed_reason"):
-        log.warning("%s: %s; shortest paths follow the listed direction only: ingest with "
-                    "--undirected (undirected=True) to read each entry as an edge both ways",
-                    display, meta["directed_reason"])
+        log.warning("%s: %s; shortest paths follow the listed direction only: ingest with %s to read each "
+                    "entry as an edge both ways", display, meta["directed_reason"], render(opt("--undirected")))
 
 
 def _flag(value, name: str) -> bool:
@@ -322,9 +321,9 @@ def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
     else:
         return
     if forced and _detect(head, inner) == kind:
-        todo = f"drop --format {fmt}, or pass --format {kind}"
+        todo = f"drop {opt(f'--format {fmt}')}, or pass {opt(f'--format {kind}')}"
     else:
-        todo = f"pass --format {kind}"
+        todo = f"pass {opt(f'--format {kind}')}"
     raise InputError(display, line, f"the file {what}, not {KIND_NAMES[fmt]}: {todo}")
 
 
@@ -371,7 +370,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             if not isinstance(exc, TruncatedInput) and exc.line is not None and exc.line <= 1000:
                 hint = format_hint(peek_text(path)[0], fmt)
                 if hint:
-                    raise InputError(exc.path, exc.line, f"{exc.message}; {hint}") from None
+                    raise InputError(exc.path, exc.line, f"{exc._message}; {hint}") from None
             raise
         wp = WeightPlan(weights, hdr.weighted, hdr.weight_float, weight_type, display)
         if fmt == "metis":
@@ -457,7 +456,7 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based
             if len(ids) and ids.min() < base:
                 i = int(np.argmax(ids < base))
                 raise InputError(display, b.line_of(i), f"vertex id {ids[i]} is negative" if ids[i] < 0 else
-                                 "vertex id 0: DIMACS ids start at 1 (--zero-based for a 0-based file)")
+                                 f"vertex id 0: DIMACS ids start at 1 ({opt('--zero-based')} for a 0-based file)")
             cols_all.append(b.cols)
         if lines_seen != count:
             raise InputError(display, cursor.lineno, f"record count does not match the header: expected "

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu_sssp.kernels.errors import opt
+
 from ..errors import InputError
 from ._limits import Limits
 from ._records import Batch, RecordSpec, _show, decimal_int, hex_note, iter_batches
@@ -124,7 +126,7 @@ def check_ids(src, dst, batch, display, lo: int, hi: int | None, *, header_desc:
     rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
     msg = f"vertex id {v} out of range: expected {rng}{header_desc}"
     if zero_hint and v == 0 and lo == 1:
-        msg += "; the file looks 0-based: pass --zero-based to accept 0-based ids"
+        msg += f"; the file looks 0-based: pass {opt('--zero-based')} to accept 0-based ids"
     raise InputError(display, batch.line_of(i), msg)
 
 
@@ -694,9 +696,9 @@ def _hint(head: bytes, fmt: str) -> str | None:
         return None
     if fmt != "metis" and looks_like_metis(head):
         return ("the file looks like a METIS graph ('N M [FMT]' header, then one adjacency "
-                "line per vertex): pass --format metis")
+                f"line per vertex): pass {opt('--format metis')}")
     if fmt != "edgelist" and looks_like_edgelist(head):
-        return "the file looks like an edge list ('U V [W]' lines): pass --format edgelist"
+        return f"the file looks like an edge list ('U V [W]' lines): pass {opt('--format edgelist')}"
     return None
 
 

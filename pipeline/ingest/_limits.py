@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.kernels.graph import path_bound_ok
 
 from ..errors import InputError, LimitError
@@ -51,8 +51,9 @@ def _fmt(v) -> str:
 
 def _how_to_raise(key: str, option: str) -> str:
     env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
-    return (f"raise the limit with {option} N (sssp ingest), the setting sssp.ingest.{key} "
-            f"or {env}=N")
+    python = option[2:].replace("-", "_") + "=N"
+    return (f"raise the limit with {opt(f'{option} N (sssp ingest)', python=python)}, the setting "
+            f"sssp.ingest.{key} or {env}=N")
 
 
 @dataclass
@@ -171,7 +172,7 @@ def bound_message(w, n: int, bound, integer: bool, where: str, distance_bound=No
         return (f"is too large for exact shortest paths in a graph of {_fmt(n)} vertices{where}: "
                 f"a shortest path may reach {int(bound):,} ({rule}), not below 2**53 where float64 "
                 "distances stop being exact (rescale the weights, or use real-valued weights "
-                "with --weight-type float64)")
+                f"with {opt('--weight-type float64')})")
     if not integer and distance_bound is not None and path_bound_ok(distance_bound, integer):
         return (f"is too large in a graph of {_fmt(n)} vertices{where}: every shortest path stays "
                 f"finite (at most {float(distance_bound):.6g}, {rule}), but the {_fmt(n - 1)} distances "

@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from gpu_sssp.kernels.errors import opt
+
 from ..errors import InputError
 
 _I64_MAX = np.iinfo(np.int64).max
@@ -315,8 +317,8 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
                     if spec.fields[j] == "weight" and not hint and spec.weight_from_first and _DEC_REAL.match(t):
                         raise RealWeightAfterIntegers(
                             display, lineno, f"real weight {_show(t)} after integer ones (the first weight "
-                            "decides the column's type): --weight-type float64 (weight_type='float64' from "
-                            "Python) reads every weight as a real number")
+                            f"decides the column's type): {opt('--weight-type float64')} reads every weight "
+                            "as a real number")
                     raise InputError(display, lineno, f"non-numeric {spec.fields[j]} {_show(t)} "
                                      f"(expected a decimal integer; {spec.describe}){hint}")
                 if too_many_digits(t):

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.kernels.graph import distance_bound_of, in_arc_maxima, is_decimal, path_bound_of, path_bound_ok
 
 from ..errors import InputError
@@ -258,16 +258,16 @@ def parse_weights_spec(spec: str):
         return "unit", None, None
     head, _, _ = spec.partition(":")
     if head not in ("random", "random-float", "random-int"):
-        raise UsageError(f"--weights {spec}: expected {WEIGHTS_FORMS}")
+        raise UsageError(f"{opt(f'--weights {spec}')}: expected {WEIGHTS_FORMS}")
     kind = "random-float" if head == "random-float" else "random"
     form = f"{head}:LO:HI:SEED"
     rest = spec.split(":")[1:]
     if len(rest) != 3:
-        raise UsageError(f"--weights {spec}: expected {form} (3 values after '{head}:', found {len(rest)})")
+        raise UsageError(f"{opt(f'--weights {spec}')}: expected {form} (3 values after '{head}:', found {len(rest)})")
     lohi = []
     for name, tok in (("LO", rest[0]), ("HI", rest[1])):
         if kind == "random" and re.fullmatch(r"\s*[+-]?0*[1-9][0-9]{19,}\s*", tok):  # int() stops at 4,300 digits
-            raise UsageError(f"--weights {_short(spec)}: {name} {show_number(tok.strip().encode())} does not "
+            raise UsageError(f"{opt(f'--weights {_short(spec)}')}: {name} {show_number(tok.strip().encode())} does not "
                              f"fit in 64 bits ({_I64_MIN}..{_I64_MAX}); expected {form}")
         try:
             if not tok.isascii() or (kind == "random" and not is_decimal(tok)):
@@ -275,29 +275,29 @@ def parse_weights_spec(spec: str):
             v = float(tok) if kind == "random-float" else int(tok, 10)
         except ValueError:
             what = "a number" if kind == "random-float" else "an integer"
-            raise UsageError(f"--weights {spec}: {name} {tok!r} is not {what}; expected {form}") from None
+            raise UsageError(f"{opt(f'--weights {spec}')}: {name} {tok!r} is not {what}; expected {form}") from None
         if kind == "random-float" and not np.isfinite(v):
-            raise UsageError(f"--weights {spec}: {name} {tok!r} is not a finite number; expected {form}")
+            raise UsageError(f"{opt(f'--weights {spec}')}: {name} {tok!r} is not a finite number; expected {form}")
         if kind == "random" and not (_I64_MIN <= v <= _I64_MAX):
-            raise UsageError(f"--weights {spec}: {name} {v} does not fit in 64 bits "
+            raise UsageError(f"{opt(f'--weights {spec}')}: {name} {v} does not fit in 64 bits "
                              f"({_I64_MIN}..{_I64_MAX}); expected {form}")
         lohi.append(v)
     if len(rest[2]) > 4000:  # int() stops at 4,300 digits: no seed needs that many
-        raise UsageError(f"--weights {_short(spec)}: SEED has {len(rest[2]):,} characters; expected {form} "
+        raise UsageError(f"{opt(f'--weights {_short(spec)}')}: SEED has {len(rest[2]):,} characters; expected {form} "
                          "with a whole number SEED >= 0 of at most 4,000 digits")
     try:
         if not is_decimal(rest[2]):
             raise ValueError(rest[2])
         seed = int(rest[2], 10)
     except ValueError:
-        raise UsageError(f"--weights {spec}: SEED {rest[2]!r} is not a whole number; expected {form}") from None
+        raise UsageError(f"{opt(f'--weights {spec}')}: SEED {rest[2]!r} is not a whole number; expected {form}") from None
     if seed < 0:
-        raise UsageError(f"--weights {spec}: SEED {seed} is negative; expected {form} with SEED >= 0")
+        raise UsageError(f"{opt(f'--weights {spec}')}: SEED {seed} is negative; expected {form} with SEED >= 0")
     lo, hi = lohi
     if hi < lo:
-        raise UsageError(f"--weights {spec}: HI {rest[1]} is below LO {rest[0]}; expected {form} with LO <= HI")
+        raise UsageError(f"{opt(f'--weights {spec}')}: HI {rest[1]} is below LO {rest[0]}; expected {form} with LO <= HI")
     if kind == "random-float" and not np.isfinite(hi - lo):
-        raise UsageError(f"--weights {spec}: HI - LO overflows float64; expected {form} with a "
+        raise UsageError(f"{opt(f'--weights {spec}')}: HI - LO overflows float64; expected {form} with a "
                          "narrower range")
     return kind, (lo, hi), seed
 
@@ -318,22 +318,22 @@ class WeightPlan:
         if weight_type is None:
             weight_type = "float64" if self.is_float else "int64"
         if weight_type not in WEIGHT_TYPES:
-            raise UsageError(f"--weight-type {weight_type}: expected one of {', '.join(WEIGHT_TYPES)}")
+            raise UsageError(f"{opt(f'--weight-type {weight_type}')}: expected one of {', '.join(WEIGHT_TYPES)}")
         if self.is_float and weight_type.startswith("int"):
             raise InputError(display, None, f"real-valued weights cannot be stored as {weight_type}; "
-                             "use --weight-type float32 or float64")
+                             f"use {opt('--weight-type float32')} or {opt('--weight-type float64')}")
         self.weight_type = weight_type
         self.np_type = WEIGHT_TYPES[weight_type]
         if self.kind == "random" and weight_type.startswith("int"):
             info = np.iinfo(self.np_type)
             if self.lo < info.min or self.hi > info.max:
-                raise UsageError(f"--weights {spec}: the range {self.lo}..{self.hi} does not fit "
+                raise UsageError(f"{opt(f'--weights {spec}')}: the range {self.lo}..{self.hi} does not fit "
                                  f"{weight_type} ({info.min}..{info.max})")
         if self.kind == "random" and weight_type in FLOAT_BITS:
             bits = FLOAT_BITS[weight_type]
             if max(abs(self.lo), abs(self.hi)) > 1 << bits:
-                raise UsageError(f"--weights {spec}: integers beyond 2**{bits} = {1 << bits:,} in magnitude "
-                                 f"are not all exact in {weight_type}; use --weight-type int64, or a range "
+                raise UsageError(f"{opt(f'--weights {spec}')}: integers beyond 2**{bits} = {1 << bits:,} in magnitude "
+                                 f"are not all exact in {weight_type}; use {opt('--weight-type int64')}, or a range "
                                  f"within -{1 << bits}..{1 << bits}")
 
     label_override = None
@@ -527,7 +527,7 @@ class EdgeSink:
                          f"weight {wv} " + bound_message(wv, n, bound, self._integer, where, distance_bound))
 
     def _drawn_by(self) -> str:
-        return self._drawn or f"--weights {self.wp.label}"
+        return self._drawn or opt(f"--weights {self.wp.label}")
 
     def _in_arc_sum(self, n: int):
         """Sum of each vertex's heaviest |in-arc weight|, read back from the finished
@@ -611,31 +611,30 @@ class EdgeSink:
             info = np.iinfo(t)
             bad = (w < info.min) | (w > info.max)
             if bad.any():
-                refuse(bad, lambda i, v: f"overflows int32 (range {info.min}..{info.max}); use --weight-type int64")
+                refuse(bad, lambda i, v: f"overflows int32 (range {info.min}..{info.max}); use {opt('--weight-type int64')}")
             return w.astype(t)
         if w.dtype.kind in "iu" and name in FLOAT_BITS:
             bits = FLOAT_BITS[name]
             bad = inexact_integers(w.astype(np.int64, copy=False), bits)
             if bad.any():
-                other = "int64 or float64" if name == "float32" else "int64"
+                other = opt("--weight-type int64") + (f" or {opt('--weight-type float64')}" if name == "float32" else "")
                 refuse(bad, lambda i, v: (
                     f"is an integer that {name} cannot hold exactly: it would be stored as "
                     f"{float(t(v)):.17g} ({name} holds every integer up to 2**{bits} = {1 << bits:,} in "
-                    f"magnitude, larger ones only when rounding leaves them unchanged); use "
-                    f"--weight-type {other}"))
+                    f"magnitude, larger ones only when rounding leaves them unchanged); use {other}"))
             return w.astype(t)
         if t == np.float32:
             info = np.finfo(np.float32)
             bad = np.abs(w) > info.max
             if bad.any():
-                refuse(bad, lambda i, v: "overflows float32; use --weight-type float64")
+                refuse(bad, lambda i, v: f"overflows float32; use {opt('--weight-type float64')}")
             w32 = w.astype(t)
             bad = (w != 0) & (np.abs(w32) < info.tiny)
             if bad.any():
                 refuse(bad, lambda i, v: (
                     f"underflows float32: it would be stored as {float(w32[i]):.9g} (nonzero weights below "
                     f"{float(info.tiny):.9g} in magnitude become 0 or lose precision in float32); use "
-                    "--weight-type float64"))
+                    f"{opt('--weight-type float64')}"))
             return w32
         return w.astype(t)
 

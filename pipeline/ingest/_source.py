@@ -142,7 +142,7 @@ class TruncatedInput(InputError):
         self.readable = None  # (text bytes, complete lines) decodable from the file's start
 
     def __reduce__(self):
-        return (type(self), (self.path, self.line, self.message, self.text_bytes, self.detail))
+        return (type(self), (self.path, self.line, self._message, self.text_bytes, self.detail))
 
     def at_line(self, complete_lines: int) -> "TruncatedInput":
         """The same error placed after ``complete_lines`` whole lines of text, or after

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import opt
 from gpu_sssp.pipeline import fsnames as _fs
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
@@ -121,7 +122,7 @@ def _same_graph_file(graph, target: Path, *, ours: bool | None = None) -> bool:
         # a folder holding only a graph.parquet is taken as empty (a run stopped
         # before its manifest leaves one): one that is not a study's is the user's
         raise StudyError(f"{_fs.shown(target)}: a different graph, not written by sssp study; not replaced "
-                         "(move it, or choose another --out)")
+                         f"(move it, or choose another {opt('--out')})")
     return False
 
 
@@ -172,7 +173,7 @@ class FolderLock:
                 holder = " ".join(fh.read().split()) or "holder unknown"
                 fh.close()
                 raise StudyError(f"{_fs.shown(self.path.parent)} is in use by another study run ({holder}); "
-                                 "wait for it to end (or stop it), then --resume") from None
+                                 f"wait for it to end (or stop it), then {opt('--resume')}") from None
             # the file may have been removed by its last holder (see release) between
             # our open and our lock: then this lock guards nothing; take the new file's
             try:
@@ -211,10 +212,19 @@ class FolderLock:
         return self._fh is not None
 
 
-_SOURCE_FIELDS = {"kind": "sources", "seed": "--seed", "count": "number of sources", "file": "--sources-file",
-                  "order": "--order"}
+def _first_record(old, new: dict) -> dict:
+    """The manifest's record of where the sources (or targets) came from: the first run's
+    where a resume has the same ones (the same digest), given another way (the folder's
+    own ``targets.parquet``, a sources file by another path): the record of the file the
+    study was made from was replaced by the study's own output."""
+    return old if isinstance(old, dict) and old.get("digest") == new.get("digest") else new
+
+
+_SOURCE_FIELDS = {"kind": "sources", "seed": opt("--seed"), "count": "number of sources",
+                  "file": opt("--sources-file"), "order": opt("--order")}
 #: a matrix study's targets as the user gave them (``pipeline.targets.TargetPlan.how``)
-_TARGET_FIELDS = {"kind": "targets", "file": "--targets", "seed": "--target-seed", "count": "number of targets"}
+_TARGET_FIELDS = {"kind": "targets", "file": opt("--targets"), "seed": opt("--target-seed"),
+                  "count": "number of targets"}
 
 #: identity keys written only where they differ from a default, and that default: an
 #: identity without ``batch_workers`` (older folders; any plain split) means 1
@@ -299,14 +309,17 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
             # named is another - a name given relative to another folder may be the same file
             files = (f"the folder's from {was.get('file')!r}, " if "file" in fields else "")
             changed = f"did the targets file {asked['file']} change? " if asked.get("file") else ""
-            parts.append(f"targets: the target list differs ({files}{changed}resume without --targets to go "
+            parts.append(f"targets: the target list differs ({files}{changed}resume without {opt('--targets')} to go "
                          f"on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
         else:
             parts += [f"{_TARGET_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
         said |= {"targets_digest", "targets_count"}
     batching = [k for k in ("batch_size", "batch_workers") if k in diff]
     if batching:
-        bits = [f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in batching]
+        # (the layout for the workers follows from the batch size: said only where the
+        # batch size is the same)
+        shown_keys = ["batch_size"] if "batch_size" in batching else batching
+        bits = [f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in shown_keys]
         notes = []
         try:  # the two layouts, where they are of the same sources and outputs
             if not {"sources_digest", "outputs", "targets_digest"} & set(diff) and plan.batches:
@@ -316,7 +329,7 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
         except (KeyError, TypeError, ValueError):
             pass
         if batch_given:  # (a batch size from dask config is never compared: the folder's is kept)
-            notes.append("resume without --batch-size (batch_size= from Python) to keep the folder's")
+            notes.append(f"resume without {opt('--batch-size')} to keep the folder's")
         parts.append("; ".join(bits) + (f" ({'; '.join(notes)})" if notes else ""))
         said |= set(batching)
     for k in diff:
@@ -382,7 +395,7 @@ class Study:
         self.manifest: dict = {}
         if self.out.exists() and not self.out.is_dir():
             raise StudyError(f"{_fs.shown(self.out)}: exists and is not a folder")
-        refuse_file_as_folder(self.out, "out")  # below a file: the OS's "Not a directory" named neither
+        refuse_file_as_folder(self.out, "--out")  # below a file: the OS's "Not a directory" named neither
         self._created = not self.out.exists()
         # one run per folder: the checks and the journal read below are under the lock
         self.lock = FolderLock(self.out)
@@ -447,22 +460,27 @@ class Study:
             try:
                 old = json.loads(mpath.read_text())
             except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise StudyError(f"{_fs.shown(mpath)}: unreadable study manifest ({exc}); remove the folder or choose another --out") from None
+                raise StudyError(f"{_fs.shown(mpath)}: unreadable study manifest ({exc}); remove the folder or choose another "
+                                 f"{opt('--out')}") from None
             if not isinstance(old, dict) or not all(isinstance(old.get(k, {}), dict)
                                                     for k in ("identity", "graph", "sources")):
                 raise StudyError(f"{_fs.shown(mpath)}: unreadable study manifest (JSON, but not a study's manifest); remove "
-                                 "the folder or choose another --out")
+                                 f"the folder or choose another {opt('--out')}")
             if not resume:
                 raise StudyError(
                     f"{out} already holds a study ({old.get('status', 'unknown')}, graph "
-                    f"{old.get('graph', {}).get('name', '?')}); use --resume to continue it or choose another --out"
+                    f"{old.get('graph', {}).get('name', '?')}); use {opt('--resume')} to continue it or choose another "
+                    f"{opt('--out')}"
                 )
             theirs = old.get("identity", {})
             # a batch size from dask config (sssp.study.batch-size) is for new studies: it
             # yields to the folder's, as no batch size does; only an argument is compared
             batch_given = self.plan.batch_size_given
-            if not batch_given and theirs.get("batch_size"):
-                # not given again: the folder's batches, laid out for the folder's workers
+            same = batch_given and theirs.get("batch_size") == self.plan.batch_size
+            if (same or not batch_given) and theirs.get("batch_size"):
+                # not given again, or given as the folder's own: the folder's batches, laid
+                # out for the folder's workers (its own --batch-size was refused, naming
+                # the internal "batch_workers" that the user never gave)
                 self.plan.set_batch_size(theirs["batch_size"], workers=_key(theirs, "batch_workers"))
             # every key of both identities: one on a side only differs too (a matrix
             # study's targets, the layout of batches for several workers)
@@ -475,7 +493,8 @@ class Study:
                                   for p in out.iterdir()):
             if resume:
                 raise StudyError(f"{_fs.shown(out)}: no study to resume here (no {MANIFEST})")
-            raise StudyError(f"{_fs.shown(out)}: folder is not empty and holds no study; choose another --out")
+            raise StudyError(f"{_fs.shown(out)}: folder is not empty and holds no study; choose another "
+                             f"{opt('--out')}")
 
     def _foreign_files(self) -> list[Path]:
         """Files in the study's batch folders that are no batch file of this study (a file
@@ -498,7 +517,7 @@ class Study:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         return StudyError(f"{_fs.shown(found[0])}{more}: not a batch file of this study ({len(self.plan.batches)} batches, "
                           f"{batch_name(0)} to {batch_name(len(self.plan.batches) - 1)}); a reader of {_fs.shown(sub)} "
-                          "would take its rows for the study's: move it out of the folder, then --resume")
+                          f"would take its rows for the study's: move it out of the folder, then {opt('--resume')}")
 
     def _refuse_foreign_files(self) -> None:
         """Refuse a resume where :meth:`_foreign_files` finds any (one line naming one),
@@ -506,7 +525,7 @@ class Study:
         for sub in self.plan.batch_folders:
             if (self.out / sub).exists() and not (self.out / sub).is_dir():
                 raise StudyError(f"{_fs.shown(self.out / sub)}: a file, where the study keeps its {sub} batch files; move it "
-                                 "out of the folder, then --resume")
+                                 f"out of the folder, then {opt('--resume')}")
         found = self._foreign_files()
         if found:
             raise self._foreign_error(found)
@@ -743,6 +762,24 @@ class Study:
     def sources_done(self) -> int:
         return sum(len(self.plan.batches[i]) for i in self.done)
 
+    def tidy_after_stop(self) -> int:
+        """Remove the temporary files of a stopped run once its workers are gone (a local
+        cluster it started, closed): they were left to the next run, which may never come.
+        The folder's lock is taken again for it; a run that holds it already (it started
+        meanwhile) removes them itself.  Returns how many were removed."""
+        if self.lock.held or not self.out.is_dir():
+            return 0
+        try:
+            self.lock.acquire()
+        except StudyError:
+            return 0
+        try:
+            return self.remove_temporaries()
+        except OSError:
+            return 0
+        finally:
+            self.lock.release()
+
     def stop(self, exc: BaseException, batch: int | None = None) -> None:
         """Record in the manifest why the run stopped: status ``interrupted`` (a
         ``KeyboardInterrupt``) or ``failed`` with the reason, instead of leaving
@@ -814,6 +851,7 @@ class Study:
                      # journaled, but a file missing or incomplete: solved again
                      **({"batches_redone": len(self.redone)} if self.redone else {}),
                      "cluster": cluster_info or {}})
+        before = self.manifest or {}  # (a resume: the folder's manifest)
         self.manifest = {
             "study_id": self.plan.study_id,
             # every id the folder's runs wrote into batch files (kept over resumes)
@@ -823,7 +861,8 @@ class Study:
             "graph": {"name": g.name, "input": self.plan.input_path, "path": self.plan.graph_path, "fingerprint": g.fingerprint,
                       "vertices": g.n, "arcs": g.m, "directed": g.directed, "id_base": g.id_base,
                       "weight_type": g.weight_type, "meta": g.meta},
-            "sources": dict(self.plan.sources.how, digest=self.plan.sources.digest()),
+            "sources": _first_record(self.manifest.get("sources"),
+                                     dict(self.plan.sources.how, digest=self.plan.sources.digest())),
             "algorithm": self.plan.algorithm,
             "batch_size": self.plan.batch_size,
             "batch_workers": self.plan.batch_workers,
@@ -840,7 +879,9 @@ class Study:
             "created": self.manifest.get("created", _now()),
         }
         if self.plan.targets is not None:
-            self.manifest["matrix"] = {"targets": dict(self.plan.targets.how, digest=self.plan.targets.digest()),
+            targets = _first_record((before.get("matrix") or {}).get("targets"),
+                                    dict(self.plan.targets.how, digest=self.plan.targets.digest()))
+            self.manifest["matrix"] = {"targets": targets,
                                        "stats_over": self.plan.stats_over, "form": self.plan.matrix_form,
                                        "files": f"{_matrix.MATRIX_DIR}/", "columns": _matrix.TARGETS_FILE}
         write_json_atomic(self.manifest, self.out / MANIFEST)
@@ -943,7 +984,7 @@ class Study:
         if wrong is not None or foreign:  # never a summary of other sources than the study's
             exc = (self._foreign_error(foreign) if wrong is None else
                    StudyError(f"{_fs.shown(self.out / 'stats' / batch_name(wrong))}: holds other sources than batch {wrong}'s "
-                              "(the file was replaced during the run); --resume solves it again"))
+                              f"(the file was replaced during the run); {opt('--resume')} solves it again"))
             self.stop(exc, batch=wrong)
             raise exc
         summary = summarize(stats, self.plan, wall_s=wall_s, run_sources=run_sources,

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gpu_sssp.kernels.errors import opt
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import StudyError
 from gpu_sssp.pipeline.fsnames import shown
@@ -50,7 +51,7 @@ def batch_cap(n_targets: int) -> int:
 
 
 def targets_limit(n_sources: int, max_distance_bytes, matrix_form=None, *, error=StudyError,
-                  option: str = "--max-distance-bytes N with N above {estimate}",
+                  option: str = opt("--max-distance-bytes N", python="max_distance_bytes=N") + " with N above {estimate}",
                   advice: str = "or choose fewer sources or targets"):
     """``on_count(count, where)`` for a targets file (``pipeline.targets.plan_targets``):
     refuses, as the file is read, a matrix of ``n_sources`` x the targets counted so far
@@ -85,17 +86,17 @@ def check_plan(graph, sources, targets, *, outputs, stats_over, matrix_form, max
 
     extra = [o for o in outputs if o in ("distances", "predecessors")]
     if extra:
-        raise StudyError(f"--outputs {','.join(extra)} does not go with targets: a study with targets writes "
-                         "the sources x targets matrix (matrix/) and the stats; drop --targets for full "
-                         "distance vectors")
+        raise StudyError(f"{opt('--outputs ' + ','.join(extra))} does not go with targets: a study with targets "
+                         f"writes the sources x targets matrix (matrix/) and the stats; drop {opt('--targets')} for "
+                         "full distance vectors")
     # a str, not just a value that compares equal: np.array(["all"]) "is in" the tuple
     # (NumPy's == gives [True]) and reached the manifest, a JSON traceback
     stats_over = setting("study.stats-over", stats_over, default="targets")
     if not isinstance(stats_over, str) or stats_over not in STATS_OVER:
-        raise StudyError(f"--stats-over must be 'targets' or 'all', got {stats_over!r}")
+        raise StudyError(f"{opt('--stats-over')} must be 'targets' or 'all', got {stats_over!r}")
     matrix_form = setting("study.matrix-form", matrix_form, default="wide")
     if not isinstance(matrix_form, str) or matrix_form not in MATRIX_FORMS:
-        raise StudyError(f"--matrix-form must be 'wide' or 'long', got {matrix_form!r}")
+        raise StudyError(f"{opt('--matrix-form')} must be 'wide' or 'long', got {matrix_form!r}")
     stats_over, matrix_form = str(stats_over), str(matrix_form)  # (a NumPy str_ as a plain one)
     estimate = matrix_bytes(sources.count, targets.count, matrix_form)
     check_output_size(estimate, max_distance_bytes, "the matrix",
@@ -113,11 +114,11 @@ def refuse_without_targets(stats_over, matrix_form) -> None:
     StudyError
         Either is given (not None).
     """
-    given = [o for o, v in (("--stats-over", stats_over), ("--matrix-form", matrix_form)) if v is not None]
+    given = [opt(o) for o, v in (("--stats-over", stats_over), ("--matrix-form", matrix_form)) if v is not None]
     if given:
         raise StudyError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with targets "
-                         "(--targets or --random-targets): a study without targets writes no matrix, "
-                         "its statistics are over every vertex")
+                         f"({opt('--targets')} or {opt('--random-targets')}): a study without targets writes no "
+                         "matrix, its statistics are over every vertex")
 
 
 def identity(plan) -> dict:
@@ -149,7 +150,7 @@ def resumed_targets(out, kept: dict, graph):
     from gpu_sssp.pipeline.targets import TargetPlan
 
     path = Path(out) / TARGETS_FILE
-    again = "give the targets again (--targets or --random-targets) to resume"
+    again = f"give the targets again ({opt('--targets')} or {opt('--random-targets')}) to resume"
     try:
         ids = read_table(path, columns=["target"]).column("target").to_numpy().astype(np.int64)
     except FileNotFoundError:

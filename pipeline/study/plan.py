@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu_sssp.kernels.memory import fmt_bytes  # noqa: F401  (re-exported)
+from gpu_sssp.kernels.errors import opt
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.fsnames import is_parquet_name
@@ -96,7 +97,8 @@ def distance_limit(max_distance_bytes) -> int:
 
 
 def check_output_size(estimate: int, max_distance_bytes, what: str, detail: str, advice: str, *,
-                      option: str = "--max-distance-bytes {estimate}", error=StudyError,
+                      option: str = opt("--max-distance-bytes {estimate}", python="max_distance_bytes={estimate}"),
+                      error=StudyError,
                       at_least: bool = False) -> None:
     """Refuse outputs estimated above ``--max-distance-bytes`` (dask config
     ``sssp.study.max-distance-bytes``): distance vectors and travel-time matrices alike,
@@ -189,7 +191,7 @@ class StudyPlan:
         :func:`pipeline.sources.make_batches`)."""
         batch_size = int(batch_size)
         if batch_size < 1:
-            raise StudyError(f"--batch-size must be at least 1, got {batch_size}")
+            raise StudyError(f"{opt('--batch-size')} must be at least 1, got {batch_size}")
         workers = max(1, int(workers))
         batches = self.sources.batches(batch_size, workers, self.merge_tail)
         if workers > 1 and [len(b) for b in batches] == [len(b) for b in self.sources.batches(batch_size)]:
@@ -272,6 +274,9 @@ class StudyPlan:
         return [f"{prefix}-batch-{int(c[0]):06d}-{int(c[-1]):06d}-{sid}" for c in chunks]
 
 
+_MATRIX_FORMS = opt("--matrix-form wide|long", python="matrix_form='wide' or 'long'")
+
+
 def refuse_idle_distance_form(distance_form, outputs, matrix: bool) -> None:
     """Refuse a distance form asked for (not the setting's) where no distance file is
     written (the one rule of ``sssp study --distance-form`` and ``study(distance_form=)``,
@@ -279,10 +284,11 @@ def refuse_idle_distance_form(distance_form, outputs, matrix: bool) -> None:
     if distance_form is None or {"distances", "predecessors"} & set(parse_outputs(outputs)):
         return
     if matrix:  # (not a study of statistics only)
-        raise StudyError("--distance-form goes with --outputs distances or predecessors; a study with "
-                         "targets writes a matrix: its form is --matrix-form wide|long")
-    raise StudyError("--distance-form goes with --outputs distances or predecessors: a study of "
-                     "statistics only writes no distance files")
+        raise StudyError(f"{opt('--distance-form')} goes with {opt('--outputs distances')} or predecessors; a "
+                         f"study with targets writes a matrix: its form is "
+                         f"{_MATRIX_FORMS}")
+    raise StudyError(f"{opt('--distance-form')} goes with {opt('--outputs distances')} or predecessors: a study "
+                     "of statistics only writes no distance files")
 
 
 def batch_folders(outputs, distance_form: str, matrix: bool) -> tuple:
@@ -370,7 +376,7 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     outputs = parse_outputs(outputs)
     distance_form = setting("study.distance-form", distance_form)
     if distance_form not in FORMS:
-        raise StudyError(f"--distance-form must be 'long' or 'wide', got {distance_form!r}")
+        raise StudyError(f"{opt('--distance-form')} must be 'long' or 'wide', got {distance_form!r}")
     if sources.count == 0:
         raise StudyError("the study has no sources")
     if targets is None:

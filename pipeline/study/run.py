@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 
+from gpu_sssp.kernels.errors import opt, render
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
@@ -856,7 +857,7 @@ def _lost_error(client, exc: BaseException):
         where = ""
     return SchedulerLostError(f"lost the connection to the scheduler{where} during the study (it stopped or "
                               "restarted, or the network went); once a scheduler and its workers are back, "
-                              "add --resume")
+                              f"add {opt('--resume')}")
 
 
 def _resumed_method(plan: StudyPlan, study: Study, backend: str, cluster_info: dict | None) -> StudyPlan:
@@ -1036,8 +1037,8 @@ class _Reports:
             return said
         if none and not said:
             address = getattr(getattr(self.client, "scheduler", None), "address", None) or "the scheduler"
-            self.on_idle(f"no worker left on {address}: the study waits for workers to join (start them "
-                         "again, or Ctrl-C and --resume)")
+            self.on_idle(render(f"no worker left on {address}: the study waits for workers to join (start "
+                                f"them again, or Ctrl-C and {opt('--resume')})"))
         return none
 
     def close(self) -> None:
@@ -1310,12 +1311,12 @@ def check_local_method(algorithm, *, gpus=None, cpu_workers=None) -> None:
         return  # unknown names get the study's own message
     cpu = ", ".join(m for m in kernels.available_methods("cpu") if m != "auto")
     if kernels.device_count() == 0:
-        raise GPUUnavailableError(f"--algorithm {algorithm}: a GPU method needs a CUDA device; none is "
+        raise GPUUnavailableError(f"{opt(f'--algorithm {algorithm}')}: a GPU method needs a CUDA device; none is "
                                   f"visible here, and the local cluster would be CPU workers (use auto or "
                                   f"a CPU method: {cpu})")
     if cpu_workers is not None:
-        raise OptionError(f"--algorithm {algorithm} runs on GPUs, and --cpu-workers starts a CPU "
-                          f"cluster (drop --cpu-workers, or use auto or a CPU method: {cpu})")
+        raise OptionError(f"{opt(f'--algorithm {algorithm}')} runs on GPUs, and {opt('--cpu-workers')} starts a "
+                          f"CPU cluster (drop {opt('--cpu-workers')}, or use auto or a CPU method: {cpu})")
 
 
 def _check_client(client, **cluster_options) -> None:
@@ -1451,13 +1452,23 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     if client is not None:
         _check_client(client, scheduler=scheduler, scheduler_file=scheduler_file, gpus=gpus,
                       cpu_workers=cpu_workers, dashboard=dashboard, host=host, dashboard_address=dashboard_address)
+    # what can be refused before the graph is read, in the caller's words (the command
+    # line's --report or Python's report=: kernels.errors.opt), is refused here once
     if report is not None:  # not written once the study is done (a folder, no bokeh, ...)
         from gpu_sssp.pipeline.writers import refuse_bad_report_path
 
-        refuse_bad_report_path(report, "report=")
-    if seed is not None and random is None:
-        # (the command line refuses it too: the seed would be dropped without a word)
-        raise OptionError("seed= goes with random=K (the number of sources to draw); it draws nothing alone")
+        refuse_bad_report_path(report, "--report")
+    if seed is not None and random is None:  # the seed would be dropped without a word
+        raise OptionError(f"{opt('--seed')} goes with {opt('--random K')} (the number of sources to draw); "
+                          "it draws nothing alone")
+    from gpu_sssp.pipeline.sources import check_seed
+
+    for option, value in (("--seed", seed), ("--target-seed", target_seed)):
+        if value is not None:
+            check_seed(value, opt(option))  # (plan_sources / plan_targets check it too)
+    from gpu_sssp.pipeline.writers import check_output_dir
+
+    check_output_dir(out)
     # the caller's own value (a resume fills it from the folder below)
     refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
     if client is None and scheduler is None and scheduler_file is None:
@@ -1465,10 +1476,18 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # is refused now, not by Dask's traceback once the folder exists
         if dashboard_address is not None and not dashboard:
             # (the command line's dashboard is on unless --no-dashboard; study()'s is off)
-            raise OptionError("dashboard_address= goes with dashboard=True: a cluster started by study() serves "
-                              "no dashboard unless asked")
+            raise OptionError(opt("--dashboard-address and --no-dashboard contradict each other",
+                                  python="dashboard_address= goes with dashboard=True: a cluster started by "
+                                  "study() serves no dashboard unless asked"))
         listen_addresses(host, dashboard_address, dashboard)
         check_local_method(algorithm, gpus=gpus, cpu_workers=cpu_workers)
+    elif client is None:  # an attached cluster: its address or file, before the graph is read
+        from gpu_sssp.pipeline.cluster import check_scheduler_address, read_scheduler_file
+
+        if scheduler is not None and scheduler_file is None:
+            check_scheduler_address(scheduler)
+        elif scheduler_file is not None and scheduler is None:
+            read_scheduler_file(scheduler_file)  # (start_cluster reads it again: it may change)
     # on a resume, what is not given again is the folder's study's (the batch size is
     # adopted by Study); a matrix study's targets too, when no target option is given
     kept = resumed_settings(out) if resume else {}
@@ -1531,6 +1550,7 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     except BaseException:
         folder.close()
         raise
+    stopped = False
     try:
         info = describe_cluster(handle, notice=on_wait)
         info["start_s"] = time.perf_counter() - t_cluster if close else None  # started here
@@ -1545,6 +1565,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                              registered=registered,
                              # a cluster started here goes at the end, the graph with it
                              keep_graph=True if handle.cluster is not None else keep_graph)
+    except BaseException:
+        stopped = True
+        raise
     finally:
         folder.close()  # released already unless the run stopped before it began
         # a cluster this call did not start (a client given, or attached with --scheduler
@@ -1555,3 +1578,5 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                          unregister=not setting("study.keep-graph", keep_graph, default=False))
         if close:
             handle.close()
+            if stopped:  # its workers are gone: what they were writing is removed now
+                folder.tidy_after_stop()

@@ -15,6 +15,9 @@ import pytest
 from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline.cluster import start_cluster
 
+# the messages of the pipeline functions the command line calls, in its words (--zero-based)
+pytestmark = pytest.mark.usefixtures("cli_words")
+
 
 def _listening(pids=None) -> list[tuple[int, str, int]]:
     """(pid, ip, port) of every listening inet socket of this process and its children

@@ -257,16 +257,16 @@ def test_plan_blames_the_setting_not_the_option(tmp_path):
             plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o")
     assert "sssp.study.batch-size" in str(err.value) and "--batch-size" not in str(err.value)
     # an explicit value keeps the option's message
-    with pytest.raises(StudyError, match="--batch-size must be at least 1, got 0"):
+    with pytest.raises(StudyError, match="batch_size= must be at least 1, got 0"):
         plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", batch_size=0)
 
 
 def test_explicit_host_of_no_valid_form_is_a_usage_error():
     from gpu_sssp.pipeline.cluster import start_cluster
 
-    with pytest.raises(UsageError, match="--host takes an interface address"):
+    with pytest.raises(UsageError, match="host= takes an interface address"):
         start_cluster(cpu_workers=1, host="999.1.1.1")
-    with pytest.raises(UsageError, match="--dashboard-address"):
+    with pytest.raises(UsageError, match="dashboard_address="):
         start_cluster(cpu_workers=1, dashboard_address="127.0.0.1:70000")
 
 

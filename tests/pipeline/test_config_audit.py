@@ -37,7 +37,7 @@ def test_too_many_cpu_workers_as_an_argument_still_names_the_option(monkeypatch)
     from gpu_sssp.kernels.errors import UsageError
 
     _one_core(monkeypatch)
-    with pytest.raises(UsageError, match=r"^--cpu-workers 5: more than 4 workers per core"):
+    with pytest.raises(UsageError, match=r"^cpu_workers=5: more than 4 workers per core"):
         start_cluster(cpu_workers=5)
 
 

@@ -140,7 +140,7 @@ def test_zero_based_sources_file_records_its_base(tmp_path):
     z64 = tmp_path / "z64.ss.parquet"
     ingest(one_based, z64, zero_based=True)
     g1 = load_graph(DATA / "Random4-C.9.0.gr", cache_dir=tmp_path)
-    with pytest.raises(InputError, match="its ids are 0-based but .*'s are 1-based.*with.?out --zero-based"):
+    with pytest.raises(InputError, match="its ids are 0-based but .*'s are 1-based.*with.?out zero_based=True"):
         read_id_file(z64, g1)
     assert read_id_file(one, g1).tolist()[0] == 59
 
@@ -216,7 +216,7 @@ def test_metis_listing_each_edge_at_one_end_is_directed_and_says_so(tmp_path, ca
         "one directed arc per entry (gapbs's directed variant)")
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warned == [f"{p}: {meta['directed_reason']}; shortest paths follow the listed direction only: "
-                      "ingest with --undirected (undirected=True) to read each entry as an edge both ways"]
+                      "ingest with undirected=True to read each entry as an edge both ways"]
 
 
 @pytest.mark.parametrize("weights", [None, "random:1:1000:5"])

@@ -10,6 +10,9 @@ from gpu_sssp.pipeline.errors import InputError
 from gpu_sssp.pipeline.ingest import ingest, read_sources
 from tests.conftest import DATA
 
+# the messages of the pipeline functions the command line calls, in its words (--zero-based)
+pytestmark = pytest.mark.usefixtures("cli_words")
+
 
 def _fails(tmp_path, text, name="bad.gr", mode="w", **kw):
     p = tmp_path / name

@@ -9,6 +9,9 @@ from gpu_sssp.pipeline.graph import load_graph
 from gpu_sssp.pipeline.ingest import ingest, parse_weights_spec
 from gpu_sssp.workflows.cli import main
 
+# the messages of the pipeline functions the command line calls, in its words (--zero-based)
+pytestmark = pytest.mark.usefixtures("cli_words")
+
 BAD_SPECS = [
     ("bogus", "expected file, unit, random:LO:HI:SEED"),
     ("random:5:1:1", "HI 1 is below LO 5"),

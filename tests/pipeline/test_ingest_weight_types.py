@@ -33,7 +33,7 @@ def test_integer_weight_not_exact_in_the_float_type_refused(tmp_path, wtype, w, 
         run()
     e = ei.value
     assert e.line == 3 and str(e).startswith(f"{p}:3: weight {w} is an integer that {wtype} cannot hold exactly")
-    assert f"stored as {stored:.17g}" in e.message and "--weight-type int64" in e.message
+    assert f"stored as {stored:.17g}" in e.message and "weight_type='int64'" in e.message
     assert not out.exists() and not any(out.parent.iterdir())
 
 
@@ -57,7 +57,7 @@ def test_real_weight_underflowing_float32_refused(tmp_path, tok, stored):
         run()
     e = ei.value
     assert e.line == 2 and "underflows float32" in e.message and f"stored as {stored} " in e.message
-    assert "--weight-type float64" in e.message
+    assert "weight_type='float64'" in e.message
 
 
 def test_real_weights_round_to_float32_and_zero_stays(tmp_path):
@@ -88,7 +88,7 @@ def test_random_float_weights_underflowing_float32_name_the_spec(tmp_path):
                           weight_type="float32")
     with pytest.raises(InputError) as ei:
         run()
-    assert ei.value.line is None and "--weights random-float:0.0:1e-39:7 drew weight" in ei.value.message
+    assert ei.value.line is None and "weights='random-float:0.0:1e-39:7' drew weight" in ei.value.message
     assert "underflows float32" in ei.value.message
 
 
@@ -121,7 +121,7 @@ def test_real_weights_after_integer_ones(tmp_path, name, text, line):
     with every weight real when a real weight type is asked for (found by a review;
     failed before)."""
     p, out, run = _ingest(tmp_path, text, name=name)
-    with pytest.raises(InputError, match=rf":{line}: real weight .* after integer ones.*--weight-type float64"):
+    with pytest.raises(InputError, match=rf":{line}: real weight .* after integer ones.*weight_type='float64'"):
         run()
     assert not out.exists()
     for wtype in ("float64", "float32"):

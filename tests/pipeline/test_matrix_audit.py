@@ -8,6 +8,9 @@ import pytest
 
 from tests.pipeline.test_study_support import rome_parquet
 
+# the messages of the pipeline functions the command line calls, in its words (--zero-based)
+pytestmark = pytest.mark.usefixtures("cli_words")
+
 
 @pytest.fixture(scope="module")
 def rome(tmp_path_factory):

@@ -10,7 +10,8 @@ import pytest
 
 from tests.pipeline.test_study_support import cpu_client, rome_parquet
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# the messages in the command line's words (--stats-over), as sssp shows them
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures("cli_words")]
 
 
 @pytest.fixture(scope="module")

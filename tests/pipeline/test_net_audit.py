@@ -16,6 +16,9 @@ from gpu_sssp.kernels.errors import UsageError
 from gpu_sssp.pipeline import cluster as C
 from gpu_sssp.pipeline.cluster import start_cluster
 
+# the messages of the pipeline functions the command line calls, in its words (--zero-based)
+pytestmark = pytest.mark.usefixtures("cli_words")
+
 psutil = pytest.importorskip("psutil")
 
 

@@ -315,7 +315,7 @@ def test_resume_and_refusals(client, data, tmp_path):
     with pytest.raises(StudyError, match="already holds a study"):
         _run(client, path, out, random=100, seed=1, batch_size=10)
     # a resume of another study is refused, naming what differs
-    with pytest.raises(StudyError, match="--seed: folder has 1, asked 2"):
+    with pytest.raises(StudyError, match="seed=: folder has 1, asked 2"):
         _run(client, path, out, random=100, seed=2, batch_size=10, resume=True)
     with pytest.raises(StudyError, match="algorithm"):
         _run(client, path, out, random=100, seed=1, batch_size=10, resume=True, algorithm="bellman-ford")

@@ -148,7 +148,7 @@ def test_resume_with_another_seed_names_the_seed(tmp_path):
     with pytest.raises(StudyError) as err:
         Study(_plan(path, tmp_path / "s", random=10, seed=2, batch_size=5), resume=True)
     msg = str(err.value)
-    assert "--seed: folder has 1, asked 2" in msg
+    assert "seed=: folder has 1, asked 2" in msg
     assert "sources_digest" not in msg and "sources_count" not in msg
     with pytest.raises(StudyError, match="number of sources: folder has 10, asked 12"):
         Study(_plan(path, tmp_path / "s", random=12, seed=1, batch_size=5), resume=True)
@@ -158,11 +158,12 @@ def test_resume_with_another_seed_names_the_seed(tmp_path):
 
 def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
     """A study whose default batches were laid out for 2 workers (``batch_workers`` in
-    its identity: 64, 64, 31, 31) resumes with that layout when no batch size is given;
-    ``--batch-size 64``, whose plain split (64, 64, 62) differs, is refused naming it.  It
-    used to be accepted (the key missing from the new identity was not compared): the
-    batches were re-planned and the old ``batch-000003`` files stayed, 221 statistics
-    rows for 190 sources."""
+    its identity: 64, 64, 31, 31) resumes with that layout when no batch size is given,
+    and when the folder's own ``--batch-size 64`` is given (it was refused, naming the
+    internal ``batch_workers``: its plain split is 64, 64, 62).  Another batch size is
+    refused naming it.  It used to be accepted (the key missing from the new identity was
+    not compared): the batches were re-planned and the old ``batch-000003`` files stayed,
+    221 statistics rows for 190 sources."""
     from gpu_sssp.pipeline.study import Study, StudyError
 
     path = grid_parquet(tmp_path, 30, 30)
@@ -176,13 +177,14 @@ def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
     again = _plan(path, tmp_path / "s", **kw)
     Study(again, resume=True).close()  # no batch size given: the folder's layout
     assert again.batch_workers == 2 and [len(b) for b in again.batches] == [64, 64, 31, 31]
+    same = _plan(path, tmp_path / "s", batch_size=64, **kw)
+    Study(same, resume=True).close()  # the folder's own batch size: its layout
+    assert same.batch_workers == 2 and [len(b) for b in same.batches] == [64, 64, 31, 31]
     with pytest.raises(StudyError) as err:
-        Study(_plan(path, tmp_path / "s", batch_size=64, **kw), resume=True)
-    msg = str(err.value)
-    assert "batch_workers: folder has 2, asked 1" in msg and "4 batches of 31-64" in msg
-    assert "3 batches of 62-64" in msg and "without --batch-size" in msg and len(msg.splitlines()) == 1
-    with pytest.raises(StudyError, match="batch_size: folder has 64, asked 32"):
         Study(_plan(path, tmp_path / "s", batch_size=32, **kw), resume=True)
+    msg = str(err.value)
+    assert "batch_size: folder has 64, asked 32" in msg and "batch_workers" not in msg
+    assert "4 batches of 31-64" in msg and "without batch_size=" in msg and len(msg.splitlines()) == 1
 
 
 def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path):
@@ -206,11 +208,12 @@ def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path)
         assert summary["complete"] and summary["sources_solved"] == 190
         m = json.loads((out / "manifest.json").read_text())
         assert m["identity"]["batch_size"] == 64 and m["identity"]["batch_workers"] == 2 and m["batches"] == 4
+        assert study(path, batch_size=64, **kw)["complete"]  # the folder's own: its layout
         with pytest.raises(StudyError) as err:
-            study(path, batch_size=64, **kw)
+            study(path, batch_size=48, **kw)
         msg = str(err.value)
-        assert "batch_workers: folder has 2, asked 1" in msg and len(msg.splitlines()) == 1
-        assert "resume without --batch-size (batch_size= from Python)" in msg
+        assert "batch_size: folder has 64, asked 48" in msg and len(msg.splitlines()) == 1
+        assert "resume without batch_size= to keep the folder's" in msg
         fresh = _plan(path, tmp_path / "new", random=190, seed=3)  # a new study: the setting's plain split
         assert fresh.batch_size == 32 and fresh.batch_workers == 1
     with dask.config.set({"sssp.study.batch-size": 64}):  # the plain split's size: the folder's layout too
@@ -441,7 +444,7 @@ def test_study_out_below_a_file_is_one_line_before_any_cluster(tmp_path, monkeyp
     blocker = tmp_path / "ok.gr"
     blocker.write_text("not a folder\n")
     monkeypatch.setattr(cluster, "start_cluster", lambda **kw: pytest.fail("a cluster was started"))
-    with pytest.raises(UsageError, match=r"out .*ok\.gr/sub: .*ok\.gr is a file, not a folder"):
+    with pytest.raises(UsageError, match=r"^out='.*ok\.gr/sub': .*ok\.gr is a file, not a folder"):
         sssp.study(g, random=3, out=tmp_path / "ok.gr" / "sub", cpu_workers=1)
     assert blocker.read_text() == "not a folder\n"
 
@@ -940,3 +943,28 @@ def test_a_stop_after_the_last_batch_is_recorded_as_interrupted(tmp_path, monkey
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_stopped_run_removes_its_dead_writers_temporaries(tmp_path):
+    """A run stopped by Ctrl-C left the temporary files of the writers it killed (a
+    worker mid-write when its cluster closed) for the next run to remove, which may never
+    come.  Once the cluster it started is closed they are removed; the manifest says
+    ``interrupted`` and the finished batches stay."""
+    from gpu_sssp.pipeline.study.run import study
+    from gpu_sssp.pipeline.writers import _temp_for
+
+    path = grid_parquet(tmp_path, 10, 10)
+    out = tmp_path / "s"
+    dead = _temp_for(out / "stats" / "batch-000003.parquet")
+
+    def on_batch(meta, _study):
+        dead.write_bytes(b"half a file")  # as a writer killed mid-write leaves it
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        study(path, random=40, seed=1, batch_size=10, out=out, cpu_workers=1, algorithm="dijkstra",
+              on_batch=on_batch)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "interrupted"
+    assert not dead.exists() and not [p for p in (out / "stats").iterdir() if ".tmp-" in p.name]
+    assert any((out / "stats").glob("batch-*.parquet"))

@@ -104,7 +104,7 @@ def test_matrix_study_resume_and_refusals(client, rome, tmp_path):
     assert np.array_equal(again, first)
     tg = np.sort(np.random.default_rng(5).choice(g.n, 300, replace=False))
     assert np.array_equal(again, ref[np.ix_(src - 1, tg)])
-    with pytest.raises(StudyError, match="--target-seed: folder has 5, asked 6"):
+    with pytest.raises(StudyError, match="target_seed=: folder has 5, asked 6"):
         study(path, resume=True, **dict(kw, target_seed=6))
     with pytest.raises(StudyError, match="stats_over"):
         study(path, resume=True, **dict(kw, stats_over="all"))
@@ -169,7 +169,7 @@ def test_matrix_resume_without_target_options_continues_the_matrix_study(client,
                    out / "targets.parquet")
     with pytest.raises(StudyError, match="targets.parquet: .*digest") as err:
         study(path, resume=True, **kw)
-    assert "--targets" in str(err.value) and len(str(err.value).splitlines()) == 1
+    assert "(targets= or random_targets=)" in str(err.value) and len(str(err.value).splitlines()) == 1
     (out / "targets.parquet").unlink()
     with pytest.raises(StudyError, match="targets.parquet"):
         study(path, resume=True, **kw)
@@ -189,17 +189,17 @@ def test_matrix_options_without_targets_are_refused(client, rome, tmp_path):
     path, g, _ = rome
     out = tmp_path / "o"
     kw = dict(client=client, random=5, seed=1, out=out, algorithm="dijkstra")
-    for opts, what in (({"stats_over": "all"}, "--stats-over goes with targets"),
-                       ({"matrix_form": "long"}, "--matrix-form goes with targets"),
-                       ({"stats_over": "targets", "matrix_form": "wide"}, "--stats-over and --matrix-form go with")):
+    for opts, what in (({"stats_over": "all"}, "stats_over= goes with targets"),
+                       ({"matrix_form": "long"}, "matrix_form= goes with targets"),
+                       ({"stats_over": "targets", "matrix_form": "wide"}, "stats_over= and matrix_form= go with")):
         with pytest.raises(StudyError, match=what) as err:
             study(path, **kw, **opts)
-        assert "--targets or --random-targets" in str(err.value)
+        assert "targets= or random_targets=" in str(err.value)
         assert not out.exists()
         with pytest.raises(StudyError, match=what):
             plan_study(g, path, plan_sources(g, random=5), out=out, **opts)
     study(path, **kw)
-    with pytest.raises(StudyError, match="--stats-over goes with targets"):
+    with pytest.raises(StudyError, match="stats_over= goes with targets"):
         study(path, resume=True, stats_over="all", **kw)
 
 
@@ -303,7 +303,7 @@ def test_targets_options(rome, tmp_path):
     assert plan_targets(g, targets=str(ss)).targets.tolist() == [4, 4]
     with pytest.raises(UsageError, match="one way only"):
         plan_targets(g, targets="all", random=3)
-    with pytest.raises(UsageError, match="--target-seed goes with"):
+    with pytest.raises(UsageError, match="target_seed= goes with random_targets=K"):
         plan_targets(g, targets="all", seed=3)
     with pytest.raises(UsageError, match="between 1 and"):
         plan_targets(g, random=g.n + 1)
@@ -383,3 +383,27 @@ def test_one_target_id_is_a_list_of_one(rome):
     for bad in (True, object()):
         with pytest.raises(UsageError, match="targets: expected 'all', an id"):
             plan_targets(g, targets=bad)
+
+
+def test_a_resume_keeps_the_record_of_the_targets_file(client, rome, tmp_path):
+    """A matrix study resumed with ``targets=`` its own ``targets.parquet`` (the same
+    targets, as the README allows) kept going, but the manifest's record of where its
+    targets came from became the folder's own output; the first run's file is kept, as
+    is the sources' record."""
+    from gpu_sssp.pipeline.study.run import study
+
+    path, g, ref = rome
+    tfile = tmp_path / "targets.txt"
+    tfile.write_text("1\n7\n300\n")
+    out = tmp_path / "m"
+    kw = dict(client=client, random=20, seed=4, batch_size=5, out=out, algorithm="dijkstra")
+    study(path, targets=str(tfile), **kw)
+    first = json.loads((out / "manifest.json").read_text())
+    assert first["matrix"]["targets"]["file"] == str(tfile)
+    (out / "matrix" / "batch-000002.parquet").unlink()  # pending again
+    s = study(path, resume=True, targets=str(out / "targets.parquet"), **kw)
+    assert s["complete"]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["matrix"]["targets"] == first["matrix"]["targets"] and m["sources"] == first["sources"]
+    src, mat = _matrix(out)
+    assert np.array_equal(mat, ref[np.ix_(src - 1, [0, 6, 299])])

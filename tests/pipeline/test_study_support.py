@@ -248,7 +248,7 @@ def test_distance_estimate_and_limit(tmp_path):
     assert distance_bytes(10, 100, "wide", True) == 10 * 100 * 16 + 800
     g = read_parquet(grid_parquet(tmp_path, 10, 10))
     sp = plan_sources(g, sources="all")
-    with pytest.raises(StudyError, match="--max-distance-bytes 320000"):
+    with pytest.raises(StudyError, match="max_distance_bytes=320000"):
         plan_study(g, tmp_path / "g.parquet", sp, out=tmp_path / "o", outputs="distances", max_distance_bytes=1000)
     import dask.config
 

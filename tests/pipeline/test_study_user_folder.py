@@ -124,8 +124,10 @@ def test_attached_study_refused_before_it_reaches_the_scheduler(tmp_path):
     out = _user_folder(tmp_path)
     gr = tmp_path / "rome99.gr"
     gr.write_bytes(rome_source().read_bytes())
+    sched = tmp_path / "scheduler.json"  # (read before the graph: it names no live scheduler)
+    sched.write_text('{"address": "tcp://127.0.0.1:1"}')
     with pytest.raises(StudyError, match=r"graph\.parquet: a different graph, not written by sssp study"):
-        study(gr, random=5, seed=1, out=out, scheduler_file=str(tmp_path / "no-scheduler.json"))
+        study(gr, random=5, seed=1, out=out, scheduler_file=str(sched))
     assert sorted(p.name for p in out.iterdir()) == ["graph.parquet"]
 
 

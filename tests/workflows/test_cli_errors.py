@@ -181,12 +181,12 @@ def test_one_seed_rule_for_the_python_functions(grid, tmp_path):
     from gpu_sssp.pipeline.targets import plan_targets
 
     g = gpu_sssp.load_graph(grid)
-    with pytest.raises(UsageError, match=r"^--seed must be 0 or more, got -1$"):
+    with pytest.raises(UsageError, match=r"^seed= must be 0 or more, got -1$"):
         gpu_sssp.study(grid, random=3, seed=-1, out=tmp_path / "z", cpu_workers=1)
     assert not (tmp_path / "z").exists()
-    with pytest.raises(UsageError, match=r"^--seed must be 0 or more"):
+    with pytest.raises(UsageError, match=r"^seed= must be 0 or more"):
         plan_sources(g, random=3, seed=-5)
-    with pytest.raises(UsageError, match=r"^--target-seed must be 0 or more"):
+    with pytest.raises(UsageError, match=r"^target_seed= must be 0 or more"):
         plan_targets(g, random=3, seed=-5)
     with pytest.raises(UsageError, match=r"^--seed must be 0 or more"):
         draw_sources(g, 3, min_component=2, seed=-1)

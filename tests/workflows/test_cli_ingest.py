@@ -17,7 +17,10 @@ def _run(argv):
     cmd_ingest.add_parser(sub)
     cmd_generate.add_parser(sub)
     args = p.parse_args([str(a) for a in argv])
-    return args.func(args)
+    from gpu_sssp.kernels.errors import speaking
+
+    with speaking("cli"):  # (as main: the messages in the command line's words)
+        return args.func(args)
 
 
 def test_ingest_prints_summary(tmp_path, capsys):

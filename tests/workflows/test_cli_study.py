@@ -460,6 +460,13 @@ def test_a_study_says_when_it_builds_the_hierarchy_first(tmp_path, capsys):
     assert path.with_name(path.name + ".ch.npz").exists()
     assert main(argv + ["--out", str(tmp_path / "b")]) == 0
     assert "contraction hierarchy" not in capsys.readouterr().out
+    # a resume that builds it (the first run stopped before it was saved) says so too:
+    # the note was left out of every resume
+    for p in (tmp_path / "b" / "stats").glob("*.parquet"):
+        p.unlink()  # (pending again)
+    path.with_name(path.name + ".ch.npz").unlink()
+    assert main(argv + ["--out", str(tmp_path / "b"), "--resume"]) == 0
+    assert "note: building the contraction hierarchy" in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_resume_says_how_many_written_batches_it_adopts(grid, tmp_path, capsys):

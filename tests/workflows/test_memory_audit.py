@@ -309,7 +309,7 @@ def test_the_refusal_names_the_study_s_way_on(memory_of):
     from gpu_sssp.kernels.errors import OutputTooLargeError
 
     memory_of(1_000_000)
-    with pytest.raises(OutputTooLargeError, match=r"in a study: a smaller --batch-size, then --resume"):
+    with pytest.raises(OutputTooLargeError, match=r"in a study: a smaller batch_size=, then resume=True"):
         solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu")
 
 

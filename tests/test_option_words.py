@@ -1,0 +1,103 @@
+"""Error messages name the option in the caller's words: ``--zero-based`` on the command
+line, ``zero_based=True`` from Python (``kernels.errors.opt``).  Before, about 45
+messages raised from the Python API named command-line options (``--batch-size``,
+``--resume``, ``--zero-based``), which a Python caller has no way to pass; and a study's
+report path was checked twice (by the command line, then by ``study()``)."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import gpu_sssp as sssp
+from gpu_sssp.kernels import errors
+from gpu_sssp.kernels.errors import UsageError, opt, python_phrase, raw, render, speaking
+from gpu_sssp.pipeline.errors import InputError
+from gpu_sssp.workflows.cli import main
+
+MARKS = ("\u2063", "\u2064")
+
+
+@pytest.mark.parametrize("phrase, python", [
+    ("--zero-based", "zero_based=True"),
+    ("--resume", "resume=True"),
+    ("--no-dashboard", "dashboard=False"),
+    ("--batch-size", "batch_size="),
+    ("--random K", "random=K"),
+    ("--seed 3", "seed=3"),
+    ("--weight-type float64", "weight_type='float64'"),
+    ("--format metis", "format='metis'"),
+    ("--scheduler 'tcp://h:1'", "scheduler='tcp://h:1'"),
+    ("--scheduler-file /a b/s.json", "scheduler_file='/a b/s.json'"),
+    ("sssp ingest", "sssp ingest"),
+])
+def test_python_phrase(phrase, python):
+    assert python_phrase(phrase) == python
+    assert render(opt(phrase), "cli") == phrase
+    assert render(opt(phrase), "python") == python
+
+
+def test_rendering_follows_the_audience_and_survives_pickling():
+    exc = InputError("f.gr", 3, f"vertex id 0: pass {opt('--zero-based')}")
+    assert str(exc) == "f.gr:3: vertex id 0: pass zero_based=True"
+    assert "zero_based=True" in repr(exc) and not any(m in repr(exc) for m in MARKS)
+    back = pickle.loads(pickle.dumps(exc))  # raised on a worker, shown by the client
+    with speaking("cli"):
+        assert str(back) == "f.gr:3: vertex id 0: pass --zero-based"
+        assert errors._audience() == "cli"
+    assert errors._audience() == "python"  # restored
+    # a message embedded in another (a worker's load failure) keeps its marks
+    outer = UsageError(f"worker w: {raw(back)}")
+    with speaking("cli"):
+        assert str(outer).endswith("pass --zero-based")
+    assert str(outer).endswith("pass zero_based=True")
+    # a given Python phrase is used as it is
+    assert render(opt("--max-arcs N (sssp ingest)", python="max_arcs=N"), "python") == "max_arcs=N"
+    assert render(opt("--max-arcs N (sssp ingest)", python="max_arcs=N"), "cli") == "--max-arcs N (sssp ingest)"
+
+
+def _zero_based_file(tmp_path):
+    p = tmp_path / "z.gr"
+    p.write_text("p sp 3 2\na 0 1 5\na 1 2 5\n")
+    return p
+
+
+def test_input_error_in_each_callers_words(tmp_path, capsys):
+    p = _zero_based_file(tmp_path)
+    with pytest.raises(InputError) as got:
+        sssp.load_graph(p)
+    assert "zero_based=True" in str(got.value) and "--zero-based" not in str(got.value)
+    assert main(["ingest", str(p), "-o", str(tmp_path / "z.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "--zero-based" in err and "zero_based" not in err and not any(m in err for m in MARKS)
+
+
+def test_study_refusals_in_each_callers_words(tmp_path, capsys):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 2 1\na 1 2 5\n")
+    out = tmp_path / "out"
+    with pytest.raises(errors.OptionError, match=r"^seed= goes with random=K"):
+        sssp.study(g, seed=3, out=out, cpu_workers=1)
+    assert main(["study", str(g), "--seed", "3", "-o", str(out), "--cpu-workers", "1"]) == 2
+    assert "error: --seed goes with --random K" in capsys.readouterr().err
+    # the report path: checked once (by study()), named as the caller gave it
+    with pytest.raises(UsageError, match=r"^report='"):
+        sssp.study(g, report=tmp_path, out=out, cpu_workers=1)
+    assert main(["study", str(g), "--report", str(tmp_path), "-o", str(out), "--cpu-workers", "1"]) == 2
+    assert "error: --report " in capsys.readouterr().err
+    with pytest.raises(UsageError, match=r"^cpu_workers= must be at least 1"):
+        sssp.study(g, out=out, cpu_workers=0)
+    with pytest.raises(UsageError, match=r"^scheduler_file='.*': is a folder"):
+        sssp.study(g, out=out, scheduler_file=tmp_path)
+    assert main(["study", str(g), "-o", str(out), "--scheduler-file", str(tmp_path)]) == 2
+    assert "error: --scheduler-file " in capsys.readouterr().err
+    assert not out.exists()  # every refusal before a folder or a cluster
+
+
+def test_weights_spec_in_each_callers_words(tmp_path, capsys):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 2 1\na 1 2 5\n")
+    with pytest.raises(UsageError, match=r"^weights='random:1:2': expected random:LO:HI:SEED"):
+        sssp.load_graph(g, weights="random:1:2")
+    assert main(["ingest", str(g), "--weights", "random:1:2", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "error: --weights random:1:2: expected" in capsys.readouterr().err
