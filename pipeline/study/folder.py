@@ -275,18 +275,19 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
     theirs = old.get("identity", {})
     mine = plan.identity
     parts = []
+    if "graph_fingerprint" in diff:  # first: it changes the sources drawn or read too
+        g = old.get("graph", {})
+        parts.append(f"graph: folder has {g.get('input') or g.get('name')!r} (fingerprint "
+                     f"{theirs.get('graph_fingerprint')}), asked {plan.input_path or plan.graph.name!r} "
+                     f"(fingerprint {mine['graph_fingerprint']})")
     if "sources_digest" in diff:
         was = old.get("sources", {})
         asked = plan.sources.how
         fields = [f for f in _SOURCE_FIELDS if was.get(f) != asked.get(f) and (f in was or f in asked)]
         parts += [f"{_SOURCE_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
-        if not fields:
+        if not fields and "graph_fingerprint" not in diff:
+            # (with another graph the same options give other sources: the graph says why)
             parts.append("the source list differs with the same options (did the sources file change?)")
-    if "graph_fingerprint" in diff:
-        g = old.get("graph", {})
-        parts.append(f"graph: folder has {g.get('input') or g.get('name')!r} (fingerprint "
-                     f"{theirs.get('graph_fingerprint')}), asked {plan.input_path or plan.graph.name!r} "
-                     f"(fingerprint {mine['graph_fingerprint']})")
     said = {"sources_digest", "graph_fingerprint"} | ({"sources_count"} if "sources_digest" in diff else set())
     one_side = ("targets_digest" in theirs) != ("targets_digest" in mine)
     if "targets_digest" in diff and one_side:

@@ -968,3 +968,24 @@ def test_a_stopped_run_removes_its_dead_writers_temporaries(tmp_path):
     assert m["status"] == "interrupted"
     assert not dead.exists() and not [p for p in (out / "stats").iterdir() if ".tmp-" in p.name]
     assert any((out / "stats").glob("batch-*.parquet"))
+
+
+def test_a_resume_on_another_graph_names_the_graph_first(tmp_path):
+    """A resume given another graph (same options) said first "the source list differs
+    with the same options (did the sources file change?)", a question about a file the
+    user never gave; the graph is named first, and the sources' line left out."""
+    from gpu_sssp.pipeline.study import Study, StudyError
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = grid_parquet(tmp_path / "a", 10, 10)
+    b = grid_parquet(tmp_path / "b", 11, 11)  # (other vertices: the same draw gives other sources)
+    kw = dict(random=20, seed=1, algorithm="dijkstra", batch_size=10)
+    p = _plan(a, tmp_path / "s", **kw)
+    s = Study(p)
+    s.start({})
+    s.close()
+    with pytest.raises(StudyError) as err:
+        Study(_plan(b, tmp_path / "s", **kw), resume=True)
+    msg = str(err.value)
+    assert "cannot resume (graph: folder has" in msg and "sources file" not in msg, msg
