@@ -183,3 +183,15 @@ def test_gpu_option_kinds():
                              ("hbf", {"persistent": "no"}, "persistent must be True or False")):
         with pytest.raises(OptionError, match=text):
             sssp.solve(g, [0], method=method, backend="gpu", **kw)
+
+
+def test_batched_names_its_options_from_its_signature():
+    """A misspelt option is refused before any device is needed, naming the options
+    the signature has (the list was a literal kept beside it)."""
+    from gpu_sssp.kernels.gpu import batched as mod
+
+    g = _small()
+    with pytest.raises(TypeError, match=r"got unknown option\(s\) \['batch_sise'\]; it takes \['batch_size', "):
+        mod.batched(g, [0], batch_sise=4)
+    params = inspect.signature(mod.batched).parameters
+    assert set(mod._OPTIONS) <= set(params) and "count_work" in mod._OPTIONS and "targets" not in mod._OPTIONS

@@ -120,6 +120,16 @@ def _device_arrays(dg, graph, tname):
     return dg.cached(("batched", tname), build)
 
 
+def _own_options() -> list[str]:
+    """``batched``'s own options, from its signature (not a list kept beside it): its
+    keywords less those every method takes (``kernels.solve``'s) and the study's turn."""
+    import inspect
+
+    common = {"predecessors", "distances", "targets", "stats_over", "turn"}
+    return sorted(p.name for p in inspect.signature(batched).parameters.values()
+                  if p.kind is p.KEYWORD_ONLY and p.name not in common)
+
+
 def batched(graph, sources, *, predecessors=False, distances=True, count_work=False,
             batch_size=None, histogram_bins=None, delta=None, locality=True, mode=None,
             blocks_per_sm=None, turn=None, targets=None, stats_over="targets", **options) -> Result:
@@ -183,10 +193,9 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
     MemoryError
         The batch does not fit on the device.
     """
-    cp = _cupy()
     if options:  # (they were dropped without a word: a misspelt batch_size ran the default)
-        raise TypeError(f"method 'batched' got unknown option(s) {sorted(options)}; it takes "
-                        "['batch_size', 'blocks_per_sm', 'count_work', 'delta', 'histogram_bins', 'locality', 'mode']")
+        raise TypeError(f"method 'batched' got unknown option(s) {sorted(options)}; it takes {_OPTIONS}")
+    cp = _cupy()
     from gpu_sssp.kernels.registry import check_flag, check_whole
 
     # whole numbers (2.5 was 2, "64" 64) and True/False ("no" was truthy)
@@ -544,6 +553,9 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         counters=counters,
         **extra,
     )
+
+
+_OPTIONS = _own_options()
 
 
 def _negative_sums(graph, sources, reached, sums, out_dist, targets, stats_over):
