@@ -35,8 +35,9 @@ __all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "Uns
 # words of whoever shows it: the command line (``sssp``, :func:`speaking` ``"cli"``) or
 # Python (the default).  An error raised on a Dask worker keeps its marks across the
 # pickle and is rendered by the study's client, which is the one speaking to the user.
-# A mark left unrendered reads as the command line's phrase: the marks are invisible
-# (U+2063 INVISIBLE SEPARATOR).
+# ``str(exc)``, ``repr(exc)``, ``exc.args`` and the attributes that show text are
+# rendered; text meant for another message keeps the marks (:func:`raw`), and a log
+# line or a warning is rendered when it is made (:func:`render`).
 
 _MARK = "\u2063"
 _ALT = "\u2064"  # between a phrase and its Python words, where they are given
@@ -50,6 +51,15 @@ _PYTHON = {"--resume": "resume=True", "--zero-based": "zero_based=True", "--undi
            "--no-dashboard": "dashboard=False", "--predecessors": "predecessors=True",
            "--algorithm": "algorithm=", "--method": "method=",
            "--chunk-mb": "chunk_bytes="}
+
+
+#: the upper-case placeholders of the messages' phrases, left bare (``random=K``)
+_PLACEHOLDERS = {"K", "N", "FILE", "F", "S", "SEED", "HOST:PORT", "M", "ID"}
+#: options whose values are text even when they look like numbers (``out='2024'``)
+_TEXT_OPTIONS = {"--out", "--report", "--scheduler", "--scheduler-file", "--sources-file", "--targets",
+                 "--weights", "--format", "--weight-type", "--host", "--dashboard-address", "--gpus",
+                 "--algorithm", "--method", "--outputs", "--order", "--distance-form", "--stats-over",
+                 "--matrix-form"}
 
 
 def opt(phrase: str, python: str | None = None) -> str:
@@ -77,10 +87,11 @@ def python_phrase(phrase: str) -> str:
     key = name[2:].replace("-", "_") + "="
     if not value:
         return key
-    if value.isupper() or re.fullmatch(r"-?\d+(\.\d+)?", value) or (
-            len(value) > 1 and value[0] == value[-1] and value[0] in "'\""):  # K, 3, 'a b' (a repr)
-        return key + value
-    return key + repr(value)
+    if value in _PLACEHOLDERS or (len(value) > 1 and value[0] == value[-1] and value[0] in "'\""):
+        return key + value  # random=K, scheduler_file=FILE; 'a b' (a repr already)
+    if name not in _TEXT_OPTIONS and re.fullmatch(r"-?\d+(\.\d+)?", value):
+        return key + value  # seed=3, cpu_workers=9
+    return key + repr(value)  # out='2024', weights='RANDOM:1:2:3
 
 
 def _audience() -> str:
@@ -148,6 +159,23 @@ class SsspError(Exception):
     def text(self) -> str:
         """The message with its :func:`opt` marks (see :func:`raw`)."""
         return Exception.__str__(self)
+
+    # ``exc.args`` as shown (``warnings.warn(exc.args[0])``); the exception's own slot,
+    # which pickling uses, keeps the marks for the client that renders them
+    @property
+    def args(self):
+        return tuple(render(a) if isinstance(a, str) else a for a in BaseException.args.__get__(self))
+
+    @args.setter
+    def args(self, value):
+        BaseException.args.__set__(self, value)
+
+    def __reduce__(self):
+        # the raw args (as BaseException's own reduce): tblib, which Dask installs for a
+        # worker's errors, takes ``obj.args`` (rendered, on the worker) where a class has
+        # the built-in reduce
+        state = self.__dict__ or None
+        return (type(self), BaseException.args.__get__(self)) + ((state,) if state else ())
 
     def __str__(self) -> str:
         return render(self.text())

@@ -265,9 +265,11 @@ def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fall
         if shape is not None and fallback is None:
             return f"phast: {shape}; contracting it may take very long: {ineligible}"
         if shape is not None:
-            return (f"phast: {shape}; contracting it may take very long: use method='{fallback}' (or 'auto'), "
-                    "or pass force=True (Python: solve(..., method='phast', force=True)) to build its "
-                    "hierarchy anyway")
+            return (f"phast: {shape}; contracting it may take very long: "
+                    + opt(f"use --method {fallback} (or auto); only Python's solve(..., method='phast', "
+                          "force=True) builds its hierarchy anyway",
+                          python=f"use method='{fallback}' (or 'auto'), or pass force=True to build its "
+                          "hierarchy anyway"))
     return None
 
 

@@ -1782,8 +1782,10 @@ def _late_worker_check():
         import time as _time
 
         def refuse(reason, plugin=None):
+            from gpu_sssp.kernels.errors import render as _render
+
             logging.getLogger("distributed.worker").warning(
-                "refused by the sssp study running on the cluster: %s", reason)
+                "refused by the sssp study running on the cluster: %s", _render(reason))
             # plugin: the study (its graph plugin) that refused it, where one did
             return {"refuse": reason} if plugin is None else {"refuse": reason, "plugin": plugin}
 
@@ -1817,7 +1819,11 @@ def _late_worker_check():
                 await asyncio.sleep(0.01)
             error = getattr(plugin, "_error", None)
             if error is not None:
-                return refuse(f"it cannot load the study's graph ({type(error).__name__}: {error})", st["plugin"])
+                from gpu_sssp.kernels.errors import raw
+
+                # (raw: the study's client renders it in its caller's words)
+                return refuse(f"it cannot load the study's graph ({type(error).__name__}: {raw(error)})",
+                              st["plugin"])
         return {"ok": theirs}
 
     return sssp_late_worker_check
@@ -2130,8 +2136,8 @@ class LateWorkerHold:
             return
         n, a = str(msg.get("name") or ""), str(msg["worker"])
         who = f"{n} ({a})" if n and n != a else a
-        line = (f"worker {who} joined mid-study and is refused: {msg.get('reason')}; no batch goes to it, "
-                "the study goes on with the other workers")
+        line = render(f"worker {who} joined mid-study and is refused: {msg.get('reason')}; no batch goes to it, "
+                      "the study goes on with the other workers")
         self.refused.append(line)
         (self.on_refused or log.warning)(line)
 

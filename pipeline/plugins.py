@@ -18,7 +18,7 @@ import numpy as np
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from gpu_sssp.kernels.errors import SsspError
+from gpu_sssp.kernels.errors import SsspError, render
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class WorkerGraphError(SsspError, RuntimeError):
 
     def __init__(self, failures, path: str = "", hierarchy: str | None = None, of: int | None = None,
                  tracebacks: dict | None = None):
-        self.failures = [(str(w), str(r)) for w, r in failures]
+        self._failures = [(str(w), str(r)) for w, r in failures]  # (reasons with their option marks)
         self.path = str(path or "")
         self.hierarchy = hierarchy if isinstance(hierarchy, str) else None
         self.of = of
@@ -109,12 +109,12 @@ class WorkerGraphError(SsspError, RuntimeError):
     def __str__(self) -> str:
         from gpu_sssp.pipeline.fsnames import shown
 
-        n = len(self.failures)
+        n = len(self._failures)
         # (escaped where a name holds a line break: print_error folds one into a space)
         files = shown(self.path) + (f" and its hierarchy {shown(self.hierarchy)}" if self.hierarchy else "")
         # workers with the same reason are named together
         by: dict = {}
-        for w, r in self.failures:
+        for w, r in self._failures:
             by.setdefault(r, []).append(w)
         named = "; ".join(f"{', '.join(ws[:4])}{f' and {len(ws) - 4} more' if len(ws) > 4 else ''}: {r}"
                           for r, ws in list(by.items())[:3])
@@ -124,7 +124,12 @@ class WorkerGraphError(SsspError, RuntimeError):
         return f"{n}{of} worker(s) cannot load the study's graph {files}: {named}"
 
     def __reduce__(self):
-        return (type(self), (self.failures, self.path, self.hierarchy, self.of, self.tracebacks))
+        return (type(self), (self._failures, self.path, self.hierarchy, self.of, self.tracebacks))
+
+    @property
+    def failures(self) -> list:
+        """``[(worker, reason), ...]``, the reasons in the caller's words."""
+        return [(w, render(r)) for w, r in self._failures]
 
 
 def _check_version(want: str | None) -> None:
@@ -290,7 +295,7 @@ class GraphPlugin(WorkerPlugin):
             self._worker = _worker_label(worker)
             self._traceback = "".join(traceback.format_exception(exc))
             load_log.error("graph %s (%s) could not be loaded on %s: %s", self.fingerprint, self.path,
-                           self._worker, describe_failure(exc), exc_info=exc)
+                           self._worker, render(describe_failure(exc)), exc_info=exc)
         finally:
             tm["setup_s"] = time.perf_counter() - t0
             tm["ready_at"] = time.time()

@@ -30,6 +30,11 @@ MARKS = ("\u2063", "\u2064")
     ("--scheduler 'tcp://h:1'", "scheduler='tcp://h:1'"),
     ("--scheduler-file /a b/s.json", "scheduler_file='/a b/s.json'"),
     ("sssp ingest", "sssp ingest"),
+    ("--out 2024", "out='2024'"),  # a user's text, however it looks, is quoted
+    ("--weights RANDOM:1:2:3", "weights='RANDOM:1:2:3'"),
+    ("--weights 5", "weights='5'"),
+    ("--cpu-workers 9", "cpu_workers=9"),
+    ("--scheduler-file FILE", "scheduler_file=FILE"),
 ])
 def test_python_phrase(phrase, python):
     assert python_phrase(phrase) == python
@@ -101,3 +106,41 @@ def test_weights_spec_in_each_callers_words(tmp_path, capsys):
         sssp.load_graph(g, weights="random:1:2")
     assert main(["ingest", str(g), "--weights", "random:1:2", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "error: --weights random:1:2: expected" in capsys.readouterr().err
+
+
+def test_no_mark_is_left_in_what_a_caller_reads(tmp_path, caplog):
+    """``exc.args`` (``warnings.warn(exc.args[0])``), ``WorkerGraphError.failures`` and the
+    log lines of a failed load carried the invisible marks (a review found them)."""
+    from gpu_sssp.pipeline.plugins import WorkerGraphError
+
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 2 1\na 1 2 5\n")
+    with pytest.raises(UsageError) as got:
+        sssp.load_graph(g, weights="bogus")
+    assert got.value.args[0].startswith("weights='bogus': ") and not any(m in got.value.args[0] for m in MARKS)
+    back = pickle.loads(pickle.dumps(got.value))  # the pickle keeps them for the client
+    with speaking("cli"):
+        assert back.args[0].startswith("--weights bogus: ")
+    reason = raw(InputError("g.gr", None, f"raise it with {opt('--max-vertices N (sssp ingest)', python='max_vertices=N')}"))
+    err = WorkerGraphError([("w1", reason)], path="g.parquet")
+    assert err.failures == [("w1", "g.gr: raise it with max_vertices=N")]
+    with speaking("cli"):
+        assert err.failures[0][1].endswith("--max-vertices N (sssp ingest)") and "--max-vertices N" in str(err)
+    from gpu_sssp.pipeline.study.run import _log_load_traceback
+
+    with caplog.at_level("INFO", logger="gpu_sssp.pipeline.study.run"):
+        _log_load_traceback("w1", reason, "Traceback ...")
+    assert caplog.records and not any(m in caplog.records[-1].getMessage() for m in MARKS)
+
+
+def test_resume_refusals_name_options_as_the_caller_gives_them(tmp_path, capsys):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    out = tmp_path / "s"
+    argv = ["study", str(g), "--random", "3", "--cpu-workers", "1", "--no-dashboard", "--out", str(out)]
+    assert main(argv + ["--batch-size", "2"]) == 0
+    capsys.readouterr()
+    assert main(argv + ["--batch-size", "1", "--resume"]) == 2
+    assert "(--batch-size: folder has 2, asked 1" in capsys.readouterr().err
+    with pytest.raises(errors.SsspError, match=r"\(batch_size=: folder has 2, asked 1"):
+        sssp.study(g, random=3, cpu_workers=1, out=out, batch_size=1, resume=True)

@@ -320,7 +320,7 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
         # (the layout for the workers follows from the batch size: said only where the
         # batch size is the same)
         shown_keys = ["batch_size"] if "batch_size" in batching else batching
-        bits = [f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in shown_keys]
+        bits = [f"{_option_named(k)}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}" for k in shown_keys]
         notes = []
         try:  # the two layouts, where they are of the same sources and outputs
             if not {"sources_digest", "outputs", "targets_digest"} & set(diff) and plan.batches:
@@ -335,8 +335,17 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
         said |= set(batching)
     for k in diff:
         if k not in said:
-            parts.append(f"{k}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}")
+            parts.append(f"{_option_named(k)}: folder has {_shown(theirs, k)}, asked {_shown(mine, k)}")
     return "; ".join(parts)
+
+
+#: identity keys that are options of the caller (named as it gives them); the others
+#: (digests, counts, batch_workers) are the study's own and keep their names
+_IDENTITY_OPTIONS = {"batch_size", "stats_over", "matrix_form", "algorithm", "outputs", "distance_form", "order"}
+
+
+def _option_named(key: str) -> str:
+    return opt("--" + key.replace("_", "-")) if key in _IDENTITY_OPTIONS else key
 
 
 def _run_ids(manifest: dict) -> list[str]:

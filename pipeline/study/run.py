@@ -283,7 +283,7 @@ def wait_for_workers(client, fingerprint: str) -> dict:
 
 def _log_load_traceback(worker, reason, traceback) -> None:
     """A worker's failed graph load with its traceback, at INFO (``sssp -v``: as lines)."""
-    log.info("graph plugin of worker %s failed: %s\n%s", worker, reason, str(traceback or "").rstrip(),
+    log.info("graph plugin of worker %s failed: %s\n%s", worker, render(str(reason)), str(traceback or "").rstrip(),
              extra={"keep_lines": True})
 
 

@@ -183,7 +183,7 @@ def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
     with pytest.raises(StudyError) as err:
         Study(_plan(path, tmp_path / "s", batch_size=32, **kw), resume=True)
     msg = str(err.value)
-    assert "batch_size: folder has 64, asked 32" in msg and "batch_workers" not in msg
+    assert "batch_size=: folder has 64, asked 32" in msg and "batch_workers" not in msg
     assert "4 batches of 31-64" in msg and "without batch_size=" in msg and len(msg.splitlines()) == 1
 
 
@@ -212,7 +212,7 @@ def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path)
         with pytest.raises(StudyError) as err:
             study(path, batch_size=48, **kw)
         msg = str(err.value)
-        assert "batch_size: folder has 64, asked 48" in msg and len(msg.splitlines()) == 1
+        assert "batch_size=: folder has 64, asked 48" in msg and len(msg.splitlines()) == 1
         assert "resume without batch_size= to keep the folder's" in msg
         fresh = _plan(path, tmp_path / "new", random=190, seed=3)  # a new study: the setting's plain split
         assert fresh.batch_size == 32 and fresh.batch_workers == 1

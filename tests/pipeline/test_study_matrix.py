@@ -150,9 +150,9 @@ def test_matrix_resume_without_target_options_continues_the_matrix_study(client,
     assert man["matrix"]["targets"]["kind"] == "random" and man["matrix"]["targets"]["seed"] == 5
     assert man["identity"]["targets_count"] == 300 and len(man["runs"]) == 2
     # what is given again must match the folder's
-    with pytest.raises(StudyError, match="stats_over: folder has 'targets', asked 'all'"):
+    with pytest.raises(StudyError, match="stats_over=: folder has 'targets', asked 'all'"):
         study(path, resume=True, stats_over="all", **kw)
-    with pytest.raises(StudyError, match="matrix_form: folder has 'long', asked 'wide'"):
+    with pytest.raises(StudyError, match="matrix_form=: folder has 'long', asked 'wide'"):
         study(path, resume=True, matrix_form="wide", **kw)
     # a plan without targets (the Python API one level down) is another study
     from gpu_sssp.pipeline.graph import read_parquet

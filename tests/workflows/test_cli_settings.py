@@ -113,7 +113,7 @@ def test_resume_keeps_the_folders_batches_over_a_configured_batch_size(tmp_path,
     rc = main(argv + ["--batch-size", "48"])
     err = capsys.readouterr().err
     assert rc == 2, err
-    assert len(err.strip().splitlines()) == 1 and "batch_size: folder has 64, asked 48" in err, err
+    assert len(err.strip().splitlines()) == 1 and "--batch-size: folder has 64, asked 48" in err, err
     assert "resume without --batch-size" in err and "batch_workers" not in err, err
     rc = main(argv)
     cap = capsys.readouterr()
