@@ -49,7 +49,6 @@ AUDIENCE_ENV = "SSSP_MESSAGES_FOR"
 #: command-line options whose Python keyword is not the option's name with ``_``
 _PYTHON = {"--resume": "resume=True", "--zero-based": "zero_based=True", "--undirected": "undirected=True",
            "--no-dashboard": "dashboard=False", "--predecessors": "predecessors=True",
-           "--algorithm": "algorithm=", "--method": "method=",
            "--chunk-mb": "chunk_bytes="}
 
 

@@ -967,10 +967,11 @@ def read_scheduler_file(path) -> str:
     from gpu_sssp.pipeline.fsnames import shown as _shown
 
     shown = _shown(path)
+    named = opt(f"--scheduler-file {shown}")  # (scheduler_file='...' from Python)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{shown}: no such scheduler file")
     if os.path.isdir(path):
-        raise UsageError(f"{opt(f'--scheduler-file {shown}')}: is a folder, not a scheduler file")
+        raise UsageError(f"{named}: is a folder, not a scheduler file")
     what = ""
     for attempt in range(2):  # a file being written: once more (Dask's own read retries)
         if attempt:
@@ -989,11 +990,11 @@ def read_scheduler_file(path) -> str:
             address = address.strip()
             problem = _address_problem(address)  # Dask's ValueError traceback came later
             if problem is not None:
-                raise UsageError(f"{opt(f'--scheduler-file {shown}')}: its address {address!r} is not a scheduler "
+                raise UsageError(f"{named}: its address {address!r} is not a scheduler "
                                  f"address ({problem}); `dask scheduler --scheduler-file FILE` writes one")
             return address
         what = 'no "address" in it'
-    raise UsageError(f"{opt(f'--scheduler-file {shown}')}: not a Dask scheduler file ({what}; "
+    raise UsageError(f"{named}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError, opt
+from gpu_sssp.kernels.errors import UsageError, opt, python_phrase
 from gpu_sssp.kernels.graph import path_bound_ok
 
 from ..errors import InputError, LimitError
@@ -51,9 +51,8 @@ def _fmt(v) -> str:
 
 def _how_to_raise(key: str, option: str) -> str:
     env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
-    python = option[2:].replace("-", "_") + "=N"
-    return (f"raise the limit with {opt(f'{option} N (sssp ingest)', python=python)}, the setting "
-            f"sssp.ingest.{key} or {env}=N")
+    named = opt(f"{option} N (sssp ingest)", python=python_phrase(f"{option} N"))
+    return f"raise the limit with {named}, the setting sssp.ingest.{key} or {env}=N"
 
 
 @dataclass

@@ -486,8 +486,7 @@ class Study:
             # a batch size from dask config (sssp.study.batch-size) is for new studies: it
             # yields to the folder's, as no batch size does; only an argument is compared
             batch_given = self.plan.batch_size_given
-            same = batch_given and theirs.get("batch_size") == self.plan.batch_size
-            if (same or not batch_given) and theirs.get("batch_size"):
+            if theirs.get("batch_size") and (not batch_given or theirs["batch_size"] == self.plan.batch_size):
                 # not given again, or given as the folder's own: the folder's batches, laid
                 # out for the folder's workers (its own --batch-size was refused, naming
                 # the internal "batch_workers" that the user never gave)
@@ -871,7 +870,7 @@ class Study:
             "graph": {"name": g.name, "input": self.plan.input_path, "path": self.plan.graph_path, "fingerprint": g.fingerprint,
                       "vertices": g.n, "arcs": g.m, "directed": g.directed, "id_base": g.id_base,
                       "weight_type": g.weight_type, "meta": g.meta},
-            "sources": _first_record(self.manifest.get("sources"),
+            "sources": _first_record(before.get("sources"),
                                      dict(self.plan.sources.how, digest=self.plan.sources.digest())),
             "algorithm": self.plan.algorithm,
             "batch_size": self.plan.batch_size,
