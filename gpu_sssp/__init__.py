@@ -216,9 +216,13 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
 
         raise OptionError(f"ingest must be a dict of load_graph options, got {type(ingest).__name__}")
     if isinstance(graph, (str, _os.PathLike)):
+        from gpu_sssp.kernels.errors import SsspError, given_in
         from gpu_sssp.pipeline.graph import load_graph as _load
 
-        g = _load(graph, **(ingest or {}))
+        try:
+            g = _load(graph, **(ingest or {}))
+        except SsspError as exc:  # its advice names ingest={'zero_based': True}, as given here
+            raise given_in(exc, "ingest")
     else:
         from gpu_sssp.kernels.graph import Graph as _Graph
 

@@ -24,7 +24,7 @@ import os
 import re
 
 __all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "UnsettledError", "GPUUnavailableError",
-           "exit_code", "opt", "render", "raw", "speaking"]
+           "exit_code", "opt", "render", "raw", "speaking", "given_in"]
 
 # -- option names: the command line's or Python's -------------------------------------
 #
@@ -97,18 +97,35 @@ def _audience() -> str:
     return "cli" if os.environ.get(AUDIENCE_ENV) == "cli" else "python"
 
 
-def render(text: str, audience: str | None = None) -> str:
+def render(text: str, audience: str | None = None, within: str | None = None) -> str:
     """``text`` with its :func:`opt` phrases in ``audience``'s words (``"cli"`` or
-    ``"python"``; default: this process's, :func:`speaking`)."""
+    ``"python"``; default: this process's, :func:`speaking`).  ``within``: the Python
+    caller gave these options in a dict of that keyword (``gpu_sssp.matrix``'s
+    ``ingest=``): ``zero_based=True`` is shown as ``ingest={'zero_based': True}``."""
     if _MARK not in text:
         return text
     cli = (audience or _audience()) == "cli"
 
     def words(m):
         phrase, _, python = m.group(1).partition(_ALT)
-        return phrase if cli else (python or python_phrase(phrase))
+        if cli:
+            return phrase
+        python = python or python_phrase(phrase)
+        keyword = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", python) if within else None
+        if keyword is None:
+            return python
+        return f"{within}={{{keyword.group(1)!r}: {keyword.group(2) or '...'}}}"
 
     return _MARKED.sub(words, text)
+
+
+def given_in(exc: BaseException, keyword: str) -> BaseException:
+    """Mark ``exc`` (an error of a call whose options the Python caller gave in the dict
+    ``keyword=``, e.g. ``gpu_sssp.matrix(path, ingest={...})`` loading its graph) so that
+    it names them as given there (:func:`render`'s ``within``); returns ``exc``."""
+    if isinstance(exc, SsspError):
+        exc._given_in = keyword
+    return exc
 
 
 def raw(exc: BaseException) -> str:
@@ -163,7 +180,7 @@ class SsspError(Exception):
     # which pickling uses, keeps the marks for the client that renders them
     @property
     def args(self):
-        return tuple(render(a) if isinstance(a, str) else a for a in BaseException.args.__get__(self))
+        return tuple(self._render(a) if isinstance(a, str) else a for a in BaseException.args.__get__(self))
 
     @args.setter
     def args(self, value):
@@ -176,8 +193,12 @@ class SsspError(Exception):
         state = self.__dict__ or None
         return (type(self), BaseException.args.__get__(self)) + ((state,) if state else ())
 
+    def _render(self, text: str) -> str:
+        """``text`` (this error's, with its marks) in the words of whoever shows it."""
+        return render(text, within=self.__dict__.get("_given_in"))
+
     def __str__(self) -> str:
-        return render(self.text())
+        return self._render(self.text())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self)!r})"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels import _gpu
-from gpu_sssp.kernels.errors import OptionError, UsageError, opt
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.kernels.graph import holds_bool
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
@@ -293,13 +293,16 @@ CPU_CELL_BYTES = {"dijkstra": (36, 8), "bellman-ford": (36, 8), "phast": (12, 8)
 
 
 def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=False, distances=True,
-                        pair_ids: bool = False, method: str | None = None, backend: str | None = None) -> None:
+                        pair_ids: bool = False, method: str | None = None, backend: str | None = None,
+                        advice: str | None = None) -> None:
     """Refuse, before anything is solved or allocated, a result whose host arrays (the
     ``(B, n)`` or ``(B, T)`` float64 distances, the ``(B, n)`` int64 predecessors) cannot
     fit in the memory available here (:func:`kernels.memory.check_host_memory`).
     ``pair_ids``: the matrix is also handed over as a long Arrow table, which adds the
     source and target id of every cell (two int64 columns; its distances are the
-    matrix's own memory)."""
+    matrix's own memory).  ``advice``: how the caller can go on, in its own options (a
+    study's batch: ``pipeline.study.task``); default: :func:`solve`'s (fewer sources,
+    ``distances=False``, a study)."""
     cols = graph.n if targets is None else len(targets)
     need = output_bytes(n_sources, cols, distances=distances, predecessors=predecessors, n=graph.n)
     parts = ([f"{'a matrix' if targets is not None else 'distances'} of {n_sources:,} sources x {cols:,} "
@@ -334,7 +337,9 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
             else:
                 parts = [f"the working arrays of {method} on the CPU for {n_sources:,} sources x {graph.n:,} "
                          f"vertices ({per} bytes a source and vertex at its peak{at})"]
-    if targets is not None:
+    if advice is not None:
+        pass
+    elif targets is not None:
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
     else:
@@ -346,10 +351,7 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
         drop = [name for name, asked in (("distances=False", distances and not full_rows),
                                          ("predecessors=False", predecessors)) if asked]
         stats = f"pass {' and '.join(drop)} for the per-source statistics only, " if drop else ""
-        # (the same check refuses a study's batch on its worker: there the way on is a
-        # smaller batch, which "run a study" did not say)
-        advice = (f"solve fewer sources at a time (in a study: a smaller {opt('--batch-size')}, then "
-                  f"{opt('--resume')}), {stats}or "
+        advice = (f"solve fewer sources at a time, {stats}or "
                   "run a study (sssp study), which writes the distances to files batch by batch")
     check_host_memory(need, f"{graph.name}: " + " and ".join(parts), advice)
 

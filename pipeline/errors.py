@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from gpu_sssp.kernels.errors import SsspError, UsageError, render
+from gpu_sssp.kernels.errors import SsspError, UsageError
 
 __all__ = ["InputError", "LimitError", "StudyError", "BatchError", "SettingError"]
 
@@ -40,12 +40,12 @@ class InputError(SsspError, ValueError):
         self.path = os.fspath(path) if path is not None else "<input>"
         self.line = None if line is None else int(line)
         self._message = str(message)  # with its option marks (kernels.errors.opt)
-        super().__init__(str(self))
+        super().__init__(self.text())  # args rendered when read (SsspError.args)
 
     @property
     def message(self) -> str:
         """What was found and what was expected, in the caller's words."""
-        return render(self._message)
+        return self._render(self._message)
 
     def __str__(self) -> str:
         from gpu_sssp.pipeline.fsnames import shown
@@ -56,7 +56,8 @@ class InputError(SsspError, ValueError):
         return f"{shown(self.path)}:{self.line}: {self._message}"
 
     def __reduce__(self):
-        return (type(self), (self.path, self.line, self._message))
+        extra = {k: v for k, v in self.__dict__.items() if k not in ("path", "line", "_message")}
+        return (type(self), (self.path, self.line, self._message)) + ((extra,) if extra else ())
 
 
 class LimitError(InputError):

@@ -328,7 +328,7 @@ def _open_edge_list(path: Path, pf):
             raise bad(f"column {col} holds {t}, expected {want}")
     rows = int(pf.metadata.num_rows)
     # the limits of ingestion, against what the file holds: n sizes per-vertex arrays
-    limits = Limits.from_settings().bind(str(path), None)
+    limits = Limits.from_settings().bind(str(path), None, options=False)
     what = "its 'sssp' metadata declares"
     limits.vertices(n, rows, "arcs", None, None, what=what)
     limits.arcs(rows, "arcs", None, f"{rows:,} rows")

@@ -144,3 +144,50 @@ def test_resume_refusals_name_options_as_the_caller_gives_them(tmp_path, capsys)
     assert "(--batch-size: folder has 2, asked 1" in capsys.readouterr().err
     with pytest.raises(errors.SsspError, match=r"\(batch_size=: folder has 2, asked 1"):
         sssp.study(g, random=3, cpu_workers=1, out=out, batch_size=1, resume=True)
+
+
+def test_matrix_names_ingest_options_as_its_ingest_dict(tmp_path, capsys):
+    """``gpu_sssp.matrix(path)`` takes load_graph's options in ``ingest={...}``; its
+    refusals told the caller ``zero_based=True`` and ``max_vertices=N``, keywords that
+    ``matrix`` refuses with a TypeError."""
+    p = _zero_based_file(tmp_path)
+    with pytest.raises(InputError) as got:
+        sssp.matrix(p)
+    text = str(got.value)
+    assert "pass ingest={'zero_based': True} to accept" in text and " zero_based=True" not in text
+    assert "ingest={'zero_based': True}" in got.value.message and "ingest={" in got.value.args[0]
+    assert "ingest={'zero_based': True}" in str(pickle.loads(pickle.dumps(got.value)))
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    with pytest.raises(InputError, match=r"raise the limit with ingest=\{'max_vertices': N\}, the setting"):
+        sssp.matrix(g, ingest={"max_vertices": 2})
+    assert sssp.matrix(g, [1], [3], ingest={"max_vertices": 3}).tolist() == [[10.0]]  # the advice works
+    # load_graph itself still names its own keyword, and the command line its option
+    with pytest.raises(InputError, match=r"raise the limit with max_vertices=N, the setting"):
+        sssp.load_graph(g, max_vertices=2)
+    with speaking("cli"):
+        with pytest.raises(InputError, match=r"pass --zero-based to accept"):
+            sssp.matrix(p)
+
+
+def test_a_parquet_edge_lists_limit_names_only_the_setting(tmp_path, capsys):
+    """An ingested edge list is read as it is: ``load_graph`` refuses ingest options for
+    it, and ``sssp ingest --max-vertices`` had already been used to write it; the refusal
+    advised both."""
+    import dask
+
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    pq = tmp_path / "g.parquet"
+    assert main(["ingest", str(g), "-o", str(pq)]) == 0
+    with dask.config.set({"sssp.ingest.max-vertices": 2}):
+        for call in (lambda: sssp.read_parquet(pq), lambda: sssp.load_graph(pq)):
+            with pytest.raises(InputError) as got:
+                call()
+            text = str(got.value)
+            assert ("raise the limit with the setting sssp.ingest.max-vertices or "
+                    "DASK_SSSP__INGEST__MAX_VERTICES=N where the edge list is read") in text, text
+            assert "max_vertices=N" not in text and "--max-vertices" not in text
+        assert main(["solve", str(pq), "--sources", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "the setting sssp.ingest.max-vertices" in err and "--max-vertices N" not in err

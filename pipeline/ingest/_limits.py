@@ -49,8 +49,13 @@ def _fmt(v) -> str:
     return f"{int(v):,}"
 
 
-def _how_to_raise(key: str, option: str) -> str:
+def _how_to_raise(key: str, option: str | None) -> str:
+    """How to raise limit ``key``; ``option`` None: the input takes no limit option (an
+    edge list read as it is), only the setting raises it."""
     env = "DASK_SSSP__INGEST__" + key.upper().replace("-", "_")
+    if option is None:
+        return (f"raise the limit with the setting sssp.ingest.{key} or {env}=N where the edge list is read "
+                "(on a cluster's workers too)")
     named = opt(f"{option} N (sssp ingest)", python=python_phrase(f"{option} N"))
     return f"raise the limit with {named}, the setting sssp.ingest.{key} or {env}=N"
 
@@ -64,6 +69,9 @@ class Limits:
     max_isolated: int | None = None
     display: str = "<input>"
     text_size: int | None = None  # bytes of text when known before reading
+    #: the reader takes the limits as options (ingest's --max-vertices, max_vertices=);
+    #: False for an ingested edge list, which only the settings limit
+    options: bool = True
 
     @classmethod
     def from_settings(cls, max_vertices=None, max_arcs=None, max_isolated=None) -> "Limits":
@@ -88,8 +96,11 @@ class Limits:
         return cls(get("max-vertices", max_vertices), get("max-arcs", max_arcs),
                    get("max-isolated-vertices", max_isolated))
 
-    def bind(self, display: str, text_size: int | None) -> "Limits":
-        return Limits(self.max_vertices, self.max_arcs, self.max_isolated, display, text_size)
+    def bind(self, display: str, text_size: int | None, options: bool = True) -> "Limits":
+        return Limits(self.max_vertices, self.max_arcs, self.max_isolated, display, text_size, options)
+
+    def _raise_with(self, key: str) -> str:
+        return _how_to_raise(key, "--" + key if self.options else None)
 
     # -- header checks -----------------------------------------------------------
     def records(self, count: int, noun: str, min_bytes: int, describe: str, line, header: str):
@@ -110,7 +121,7 @@ class Limits:
             raise LimitError(self.display, line,
                              f"header '{header}' announces {_fmt(count)} {noun}, above the limit "
                              f"sssp.ingest.max-arcs = {_fmt(self.max_arcs)}; "
-                             + _how_to_raise("max-arcs", "--max-arcs"))
+                             + self._raise_with("max-arcs"))
 
     def records_read(self, seen: int, count: int, noun: str, batch):
         """Inputs without a header (edge lists): ``count`` more records read after ``seen``,
@@ -123,7 +134,7 @@ class Limits:
         raise LimitError(self.display, line,
                          f"{noun} number {_fmt(cap + 1)} is above the limit sssp.ingest.max-arcs = "
                          f"{_fmt(cap)} (an edge list has no header: its {noun}s are counted as they are read); "
-                         + _how_to_raise("max-arcs", "--max-arcs"))
+                         + self._raise_with("max-arcs"))
 
     def vertices(self, n: int, records: int, noun: str, line, header: str | None, *, what=None):
         """``n`` vertices for ``records`` records (each touches at most two vertices)."""
@@ -131,7 +142,7 @@ class Limits:
         if self.max_vertices is not None and n > self.max_vertices:
             raise LimitError(self.display, line,
                              f"{what} {_fmt(n)} vertices, above the limit sssp.ingest.max-vertices = "
-                             f"{_fmt(self.max_vertices)}; " + _how_to_raise("max-vertices", "--max-vertices"))
+                             f"{_fmt(self.max_vertices)}; " + self._raise_with("max-vertices"))
         isolated = n - 2 * records
         if self.max_isolated is not None and isolated > self.max_isolated:
             raise LimitError(self.display, line,
@@ -139,7 +150,7 @@ class Limits:
                              f"{_fmt(2 * records)} of them: at least {_fmt(isolated)} vertices would have no "
                              f"arc, above the limit sssp.ingest.max-isolated-vertices = "
                              f"{_fmt(self.max_isolated)} (isolated-vertex check); "
-                             + _how_to_raise("max-isolated-vertices", "--max-isolated-vertices"))
+                             + self._raise_with("max-isolated-vertices"))
 
     def header(self, n: int, m: int, noun: str, min_bytes: int, describe: str, line, header: str):
         """All checks for a ``N M`` header whose M records are lines."""

@@ -92,6 +92,25 @@ def _study_method(graph, method: str, backend: str, unit: int) -> tuple[str, str
     return auto.choose(graph, max(1, int(unit)), b), b
 
 
+def _check_batch_memory(graph, n_sources: int, outputs, targets, distances: bool, method: str,
+                        backend: str) -> None:
+    """A batch whose result cannot fit in this worker's memory is refused before it is
+    solved (as ``kernels.solve`` would), with the way on a study has: ``solve``'s own
+    advice told a study's user "a smaller --batch-size, then --resume", which a resume
+    refuses (a folder's batches are fixed), and "distances=False", which a study does
+    not take."""
+    from gpu_sssp.kernels.errors import opt
+    from gpu_sssp.kernels.registry import check_output_memory
+
+    stats = ""
+    if targets is None and distances and ("distances" in outputs or "predecessors" in outputs):
+        stats = f", or {opt('--outputs stats')} for the per-source statistics only"
+    advice = (f"start the study again with a smaller {opt('--batch-size')} (in a new {opt('--out')} folder, or "
+              f"this one removed: a folder's batches are fixed, {opt('--resume')} keeps them){stats}")
+    check_output_memory(graph, n_sources, targets=targets, predecessors="predecessors" in outputs,
+                        distances=distances, method=method, backend=backend, advice=advice)
+
+
 def _part(res, a: int, b: int, share: float):
     """Rows ``a:b`` of a Result, its whole-call counters apportioned by ``share``."""
     from gpu_sssp.kernels.result import Result
@@ -241,6 +260,8 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
     # times stay honest (CUDA events around each call's own work)
     try:
         method, backend = _study_method(graph, method, backend, unit or len(parts[0]))
+        _check_batch_memory(graph, sum(len(p) for p in parts), outputs, matrix_kw.get("targets"),
+                            want_dist, method, backend)
         turn = _solve_turn(method, backend)
         res = kernels.solve(graph, np.concatenate(parts) if len(parts) > 1 else parts[0], method=method,
                             backend=backend, distances=want_dist,

@@ -300,17 +300,45 @@ def test_verify_checks_its_sources_a_part_at_a_time(rome99, monkeypatch, capsys)
     assert code == 1 and "sources 4-6 of 8: 1 distances differ" in out, out
 
 
-def test_the_refusal_names_the_study_s_way_on(memory_of):
+def test_the_refusal_names_the_study_s_way_on(memory_of, tmp_path):
     """A CPU study of 300 NY sources with distances in a 1.1 GB cgroup: a worker's batch
     was refused with solve's advice alone ("solve fewer sources at a time, pass
-    distances=False ..., or run a study"), in a study; the way on there is a smaller
-    --batch-size and --resume."""
+    distances=False ..., or run a study"), in a study.  Then with "in a study: a smaller
+    --batch-size, then --resume", which a resume refuses (a folder's batches are fixed),
+    and still "distances=False", which a study does not take (its way is --outputs
+    stats).  A study's batch now names the study's own way on; solve keeps its own."""
     from gpu_sssp.kernels import solve
-    from gpu_sssp.kernels.errors import OutputTooLargeError
+    from gpu_sssp.kernels.errors import OutputTooLargeError, speaking
+    from gpu_sssp.pipeline.graph import read_parquet
+    from gpu_sssp.pipeline.ingest import ingest
+    from gpu_sssp.pipeline.study.task import solve_batch
 
     memory_of(1_000_000)
-    with pytest.raises(OutputTooLargeError, match=r"in a study: a smaller batch_size=, then resume=True"):
+    with pytest.raises(OutputTooLargeError) as got:
         solve(_chain(10_000), np.arange(100), method="dijkstra", backend="cpu")
+    assert "solve fewer sources at a time, pass distances=False for the per-source statistics only" in str(got.value)
+    assert "resume" not in str(got.value)
+    gr = tmp_path / "chain.gr"
+    gr.write_text("p sp 10000 9999\n" + "".join(f"a {i} {i + 1} 1\n" for i in range(1, 10_000)))
+    ingest(gr, tmp_path / "chain.parquet")
+    fp = read_parquet(tmp_path / "chain.parquet").fingerprint
+
+    def batch(outputs, **kw):
+        got = solve_batch(fingerprint=fp, graph_path=str(tmp_path / "chain.parquet"), index=0,
+                          sources=np.arange(100), method="dijkstra", backend="cpu", outputs=outputs,
+                          distance_form="wide", out=str(tmp_path / "s"), **kw)
+        assert isinstance(got.get("error"), OutputTooLargeError), got
+        return got["error"]
+
+    err = batch(("stats", "distances"))
+    assert str(err).endswith("start the study again with a smaller batch_size= (in a new out= folder, or this one "
+                             "removed: a folder's batches are fixed, resume=True keeps them), or outputs='stats' "
+                             "for the per-source statistics only"), str(err)
+    with speaking("cli"):
+        assert "a smaller --batch-size (in a new --out folder" in str(err) and "--outputs stats" in str(err)
+    # statistics only: a smaller batch is the way (SciPy's rows are held for them too)
+    err = batch(("stats",))
+    assert str(err).endswith("resume=True keeps them)") and "outputs=" not in str(err), str(err)
 
 
 def test_ingest_refuses_a_chunk_that_cannot_be_parsed_in_memory(tmp_path, monkeypatch, capsys):
