@@ -339,9 +339,40 @@ def _show(b: bytes, n: int = 60) -> str:
     return repr(s)
 
 
+def float32_midpoints(a: np.ndarray) -> np.ndarray:
+    """Mask of the float64 values in ``a`` that lie exactly halfway between two adjacent
+    (normal, finite) float32 values.  Only these can be rounded wrongly when a decimal
+    weight is read into float64 and then cast to float32 (a midpoint needs 25
+    significant bits, so float64 holds it and rounding a decimal to float64 never
+    crosses it; it can only land on it): ``1.0000000596046447763`` (above the midpoint
+    1 + 2**-24) became 1.0 instead of the nearest float32, 1 + 2**-23."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    # a midpoint has 25 significant bits: float64's last 29 bits are 1 then 28 zeros
+    # (one pass over the bits; the few candidates are then checked in full, which also
+    # leaves out float32's subnormal range and its overflow)
+    out = (a.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+    rows = np.flatnonzero(out)
+    if not rows.size:
+        return out
+    c = a[rows]
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = c.astype(np.float32)
+        back = f.astype(np.float64)
+        other = np.nextafter(f, np.where(c > back, np.float32(np.inf), np.float32(-np.inf)).astype(np.float32))
+        mid = (back + other.astype(np.float64)) * 0.5
+    tiny = float(np.finfo(np.float32).tiny)
+    out[rows] = (back != c) & (mid == c) & np.isfinite(f) & np.isfinite(other) & (np.abs(back) >= tiny)
+    return out
+
+
+def _has_midpoints(cols, spec) -> bool:
+    return any(fl and c.size and float32_midpoints(c).any() for c, fl in zip(cols, spec.floats))
+
+
 @dataclass
 class Batch:
-    """Parsed records of one chunk, able to name the line of any row."""
+    """Parsed records of one chunk, able to name the line of any row (and give its
+    tokens again, where the chunk's text is kept: :meth:`token`)."""
 
     cols: list
     first_line: int
@@ -352,6 +383,7 @@ class Batch:
     lines: np.ndarray | None = None
     header_line: int | None = None
     _n: int = field(default=0)
+    _ends: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self):
         return len(self.cols[0]) if self.cols else 0
@@ -364,6 +396,23 @@ class Batch:
         # comments or blank lines inside: rescan just this chunk for exact numbers
         _, self.lines = parse_slow(self.buf, self.first_line, self.spec, self.display, self.header_line)
         return int(self.lines[i])
+
+    def token(self, i: int, field: str) -> bytes | None:
+        """The text of field ``field`` (``"weight"``) in row ``i``, where the chunk's text
+        is kept (``None`` otherwise): a weight that float64 read onto a float32
+        midpoint is rounded again from it (``_sink.EdgeSink``)."""
+        if self.buf is None or self.spec is None or field not in self.spec.fields:
+            return None
+        if self._ends is None:  # where each line of the chunk ends, found once
+            self._ends = np.flatnonzero(np.frombuffer(self.buf, dtype=np.uint8) == ord("\n"))
+        k = self.line_of(i) - self.first_line
+        start = int(self._ends[k - 1]) + 1 if k > 0 else 0
+        end = int(self._ends[k]) if k < len(self._ends) else len(self.buf)
+        toks = self.buf[start:end].split()
+        if self.spec.kind is not None:
+            toks = toks[1:]
+        j = self.spec.fields.index(field)
+        return toks[j] if j < len(toks) else None
 
 
 def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_type=None):
@@ -381,8 +430,11 @@ def iter_batches(cursor, spec: RecordSpec, display: str, header_line=None, id_ty
         if cols is None:
             text = bytes(buf[:end])
             cols, lines = parse_slow(text, first, spec, display, header_line)
-            yield Batch(cols, first, lines=lines, display=display, header_line=header_line)
+            # (the text kept where a real value sits on a float32 midpoint: token())
+            yield Batch(cols, first, buf=text if _has_midpoints(cols, spec) else None, spec=spec,
+                        display=display, lines=lines, header_line=header_line)
         else:
             exact = len(cols[0]) == nlines
-            yield Batch(cols, first, buf=None if exact else bytes(buf[:end]), spec=spec, display=display,
+            keep = not exact or _has_midpoints(cols, spec)
+            yield Batch(cols, first, buf=bytes(buf[:end]) if keep else None, spec=spec, display=display,
                         exact=exact, header_line=header_line)

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
 from ..writers import OutputWriteError, fsync_folder, owned_temp_for, remove_abandoned_temporaries
 from ._limits import Limits, bound_message
-from ._records import show_number
+from ._records import float32_midpoints, show_number
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,33 @@ def inexact_integers(w: np.ndarray, bits: int) -> np.ndarray:
     out = np.zeros(len(w), dtype=bool)
     out[big] = (u // low) >= np.uint64(limit)
     return out
+
+
+def _round_midpoints_again(w: np.ndarray, w32: np.ndarray, batch) -> np.ndarray:
+    """``w32`` (``w``, weights read into float64, cast to float32) with each weight that
+    float64 read onto a float32 midpoint rounded again from its decimal text, so that
+    every weight is the float32 nearest to what the file says (the cast of a midpoint
+    rounds to even, which is right only where the decimal is the midpoint itself)."""
+    from decimal import Decimal, InvalidOperation
+
+    rows = np.flatnonzero(float32_midpoints(w))
+    if not rows.size:
+        return w32
+    w32 = w32.copy()
+    for i in rows:
+        tok = batch.token(int(i), "weight")
+        if tok is None:  # (the text is kept for every chunk with such a weight)
+            continue
+        try:
+            exact = Decimal(tok.decode("ascii"))
+        except (InvalidOperation, UnicodeDecodeError):
+            continue
+        mid = Decimal(float(w[i]))  # exact: a float64 is a finite binary fraction
+        if exact == mid:
+            continue  # the midpoint itself: ties to even, as the cast did
+        lo, hi = sorted((w32[i], np.nextafter(w32[i], np.float32(np.inf if w[i] > w32[i] else -np.inf))))
+        w32[i] = hi if exact > mid else lo
+    return w32
 
 
 def fsync_path(path) -> None:
@@ -590,7 +617,9 @@ class EdgeSink:
         real weight that float32 would store as 0 or as a subnormal (below
         1.1754944e-38 in magnitude, where float32 keeps fewer significant bits).
         Rounding a real-valued weight to the nearest float32 is inherent in choosing
-        float32 and accepted (as reading a decimal number into float64 rounds it)."""
+        float32 and accepted (as reading a decimal number into float64 rounds it): the
+        nearest to its decimal text, a weight read onto a float32 midpoint being
+        rounded again from it (:func:`_round_midpoints_again`)."""
         t = self.wp.np_type
         name = self.wp.weight_type
 
@@ -629,6 +658,8 @@ class EdgeSink:
             if bad.any():
                 refuse(bad, lambda i, v: f"overflows float32; use {opt('--weight-type float64')}")
             w32 = w.astype(t)
+            if not self._generated and batch is not None:
+                w32 = _round_midpoints_again(w, w32, batch)
             bad = (w != 0) & (np.abs(w32) < info.tiny)
             if bad.any():
                 refuse(bad, lambda i, v: (
