@@ -47,10 +47,11 @@ __all__ = ["Graph", "read_parquet", "load_graph"]
 CACHE_VERSION = 4
 
 
-def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
+def read_parquet(path, *, cache: bool = True, parallel: str = "min", cache_dir=None) -> Graph:
     """Load a Parquet edge list written by ``sssp ingest`` / ``sssp generate``.
 
-    The CSR is cached in ``<path>.csr.npz`` and reused while the Parquet file is
+    The CSR is cached in ``<path>.csr.npz`` (or ``cache_dir``; where the file's folder
+    cannot be written, the user's cache folder) and reused while the Parquet file is
     unchanged (its size, mtime, ctime, inode and metadata).
 
     Parameters
@@ -65,6 +66,10 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     parallel : {"min", "keep"}
         Parallel arcs policy (see :meth:`Graph.from_edges`); each policy has its own
         cache file, so switching does not evict the other.
+    cache_dir : str or os.PathLike, optional
+        Folder for the CSR cache instead of the file's own (``_csr_cache_places``);
+        ``$XDG_CACHE_HOME/sssp/csr`` where neither can be written.  A study's workers
+        read the file with their own default places.
 
     Returns
     -------
@@ -86,7 +91,7 @@ def read_parquet(path, *, cache: bool = True, parallel: str = "min") -> Graph:
     """
     path = Path(path)
     with _open_parquet_checked(path) as pf:
-        return _read_parquet(path, pf, cache, parallel)
+        return _read_parquet(path, pf, cache, parallel, cache_dir)
 
 
 def check_parquet(path) -> None:
@@ -104,7 +109,7 @@ def check_parquet(path) -> None:
         _open_edge_list(path, pf)
 
 
-def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
+def _read_parquet(path: Path, pf, cache: bool, parallel: str, cache_dir=None) -> Graph:
     raw, meta, n, base = _open_edge_list(path, pf)
     st = path.stat()
     # as load_graph keys its copies: an edit that keeps the size and puts the old mtime
@@ -118,10 +123,72 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
         "meta": hashlib.sha256(raw).hexdigest(),
         "parallel": parallel,
     }
-    cpath = path.with_name(path.name + (".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"))
-    if cache:
+    places = _csr_cache_places(path, parallel, cache_dir) if cache else []
+    for cpath in places:
         remove_dead_temps(cpath)
-    for attempt in range(3) if cache and cpath.exists() else ():
+        g = _csr_from_cache(cpath, key, path, pf, meta, n, base, parallel)
+        if g is not None:
+            return g
+    src, dst, w = _read_arcs(path, pf, n, base)
+    g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
+                       parallel=parallel, name=shown(path.stem), meta=meta)
+    g.path = str(path.resolve())
+    why = None
+    for cpath in places:  # the first place that can hold it (a read-only folder: the user's cache)
+        try:
+            _write_csr_cache(g, key, cpath)
+        except OSError as exc:
+            why = f"{cpath}: {exc.strerror or exc}" if why is None else why
+            continue
+        if why is not None:
+            log.info("wrote the CSR cache of %s to %s (%s)", path, cpath, why)
+        break
+    else:
+        if why is not None:
+            log.warning("could not write CSR cache of %s (%s): it is built again on each load", path, why)
+    return g
+
+
+def _csr_cache_places(path: Path, parallel: str, cache_dir=None) -> list[Path]:
+    """Where the CSR cache of the Parquet edge list ``path`` is looked for and written,
+    in order: ``cache_dir`` where given (``load_graph(g.parquet, cache_dir=...)``), else
+    beside the file (``<file>.csr.npz``) and then the user's cache folder
+    (``$XDG_CACHE_HOME/sssp/csr/``), which holds the cache of a file in a read-only
+    folder (it was rebuilt from the Parquet file on every load).  A cache away from its
+    file is named by the file and a digest of its full path; whichever is read, its key
+    (the file's size, times, inode, metadata) and arrays are checked."""
+    suffix = ".csr.npz" if parallel == "min" else f".{parallel}.csr.npz"
+    beside = path.with_name(path.name + suffix)
+    digest = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:16]
+    away = f"{safe_name(path.name)}.{digest}{suffix}"
+    spare = user_cache_folder() / "csr" / away
+    if cache_dir is not None:
+        return [Path(cache_dir) / away, spare]
+    return [beside, spare]
+
+
+def _write_csr_cache(g: Graph, key: dict, cpath: Path) -> None:
+    # the process and a random part: threads of one process may write it at once
+    cpath.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache_temp_for(cpath)
+    try:
+        np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
+                 key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # on disk before the rename makes it the cache
+        finally:
+            os.close(fd)
+        os.replace(tmp, cpath)
+    except OSError:
+        _discard(tmp)
+        raise
+
+
+def _csr_from_cache(cpath: Path, key: dict, path: Path, pf, meta: dict, n: int, base: int, parallel: str):
+    """The graph from the CSR cache ``cpath``, or ``None`` where there is none, it is
+    stale or it cannot be trusted (then it is rebuilt)."""
+    for attempt in range(3) if cpath.exists() else ():
         try:
             # every member's header first: nothing is read that the file cannot hold
             heads = npzfile.members(cpath)
@@ -161,26 +228,7 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str) -> Graph:
                 continue  # CPython 3.11's AST race (AST_RACE above): read again
             log.warning("ignoring unreadable CSR cache %s: %s", cpath, exc)
             break
-    src, dst, w = _read_arcs(path, pf, n, base)
-    g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
-                       parallel=parallel, name=shown(path.stem), meta=meta)
-    g.path = str(path.resolve())
-    if cache:
-        # the process and a random part: threads of one process may write it at once
-        tmp = cache_temp_for(cpath)
-        try:
-            np.savez(tmp, n=g.n, indptr=g.indptr, indices=g.indices, weights=g.weights,
-                     key=json.dumps(key), meta=json.dumps(g.meta), fingerprint=g.fingerprint)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # on disk before the rename makes it the cache
-            finally:
-                os.close(fd)
-            os.replace(tmp, cpath)
-        except OSError as exc:
-            log.warning("could not write CSR cache %s: %s", cpath, exc)
-            _discard(tmp)
-    return g
+    return None
 
 
 #: The weight types of a CSR (kernels.graph: the types every solver takes).
@@ -419,7 +467,8 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         A Parquet edge list (``.parquet``, loaded as it is) or any input
         :func:`pipeline.ingest.ingest` reads.
     cache_dir : str or os.PathLike, optional
-        Folder for ingested copies.  When it (or the default next to the input)
+        Folder for ingested copies (for a Parquet edge list, for its CSR cache:
+        :func:`read_parquet`).  When it (or the default next to the input)
         cannot be written, ``$XDG_CACHE_HOME/sssp`` (default ``~/.cache/sssp``) is
         used instead, so read-only input folders still work.
     **ingest_options
@@ -447,7 +496,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
 
     _check_ingest_options(path, ingest_options, _ingest.ingest)
     if is_parquet_name(path):
-        return read_parquet(path)
+        return read_parquet(path, cache_dir=cache_dir)
     _ingest.parse_weights_spec(ingest_options.get("weights"))  # one line, before any cache folder
 
     for _attempt in range(READS_WHILE_CHANGING):

@@ -574,3 +574,56 @@ def test_a_variant_used_again_is_kept_and_its_csr_cache_stays(tmp_path):
 
     assert len(_copies(cache)) == CACHE_VARIANTS
     assert has(specs[0]) and has(specs[-1]) and not has(specs[1])
+
+
+def test_a_parquet_csr_cache_goes_to_cache_dir_or_the_users_cache(tmp_path, monkeypatch, caplog):
+    """``load_graph(g.parquet, cache_dir=...)`` dropped ``cache_dir`` without a word (the
+    CSR cache went beside the file); and a Parquet file in a folder that cannot be
+    written had its CSR built again from the file on every load.  The cache now goes to
+    ``cache_dir``, else beside the file, else the user's cache folder, and is read from
+    there on the next load."""
+    import errno
+    import logging
+
+    from gpu_sssp.pipeline import graph as pg
+    from gpu_sssp.pipeline.graph import load_graph, read_parquet
+    from gpu_sssp.pipeline.ingest import ingest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    data = tmp_path / "data"
+    data.mkdir()
+    p = data / "g.parquet"
+    ingest(DATA / "rome99.gr", p)
+    want = read_parquet(p, cache=False).fingerprint
+    mine = tmp_path / "mine"
+    g = load_graph(p, cache_dir=mine)
+    assert g.fingerprint == want and sorted(f.name for f in data.iterdir()) == ["g.parquet"]
+    (cached,) = mine.iterdir()
+    assert cached.name.startswith("g.parquet.") and cached.name.endswith(".csr.npz")
+
+    def no_rebuild(*a, **k):
+        raise AssertionError("the CSR was built again from the Parquet file")
+
+    with monkeypatch.context() as m:
+        m.setattr(pg, "_read_arcs", no_rebuild)
+        assert load_graph(p, cache_dir=mine).fingerprint == want  # read from cache_dir
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    other = ro / "g.parquet"
+    other.write_bytes(p.read_bytes())
+    real_write = pg._write_csr_cache
+
+    def read_only(g, key, cpath):  # ro/ as a read-only mount (tests may run as root)
+        if cpath.parent == ro:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_write(g, key, cpath)
+
+    monkeypatch.setattr(pg, "_write_csr_cache", read_only)
+    with caplog.at_level(logging.INFO, logger="gpu_sssp.pipeline.graph"):
+        assert read_parquet(other).fingerprint == want
+    assert "could not write CSR cache" not in caplog.text and "Read-only file system" in caplog.text
+    assert list((tmp_path / "xdg" / "sssp" / "csr").glob("g.parquet.*.csr.npz"))
+    with monkeypatch.context() as m:
+        m.setattr(pg, "_read_arcs", no_rebuild)
+        assert read_parquet(other).fingerprint == want  # from the user's cache
+    assert sorted(f.name for f in ro.iterdir()) == ["g.parquet"]
