@@ -123,13 +123,17 @@ def refuse_unwritable_folder(folder: Path, what: str) -> None:
         os.unlink(probe)
 
 
-def refuse_bad_report_path(report, option: str) -> None:
+def refuse_bad_report_path(report, option: str, *, inputs=(), folder=None, folder_option: str = "--out") -> None:
     """Refuse, before a study starts, a performance report path (``--report`` /
     ``report=``) that could not be written once the study is done: a folder, a missing
     folder or a file on the way, a folder that takes no file, or no bokeh (Dask draws the
-    report with it).  ``option``: the option as the command line spells it (``--report``),
-    named in the caller's words (``report=`` from Python)."""
+    report with it); and one whose writing would destroy data: one of ``inputs`` (the
+    graph, a sources or targets file: the report replaced the graph with HTML), a file
+    that is not a regular one, or a path in the study's ``folder`` (its manifest, a
+    batch file: the study could not be resumed).  ``option``: the option as the command
+    line spells it (``--report``), named in the caller's words (``report=`` from Python)."""
     import importlib.util
+    import stat
 
     where = Path(report)
     if importlib.util.find_spec("bokeh") is None:
@@ -137,6 +141,26 @@ def refuse_bad_report_path(report, option: str) -> None:
     if where.is_dir():
         raise UsageError(f"{_named(option, where)}: is a directory; give an HTML file name "
                          f"(e.g. {shown(where / 'report.html')})")
+    if folder is not None:
+        inside, home = os.path.realpath(where), os.path.realpath(folder)
+        if inside == home or inside.startswith(home.rstrip(os.sep) + os.sep):
+            raise UsageError(f"{_named(option, where)}: is in the study folder {_named(folder_option, Path(folder))}, "
+                             "whose files are the study's own (its manifest, journal and batches); give a file "
+                             "outside it")
+    try:
+        mode = os.stat(where).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{_named(option, where)}: not a regular file (a device, FIFO or socket); give a file name")
+    for path in inputs:
+        try:
+            same = mode is not None and Path(path).exists() and os.path.samefile(where, path)
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(f"{_named(option, where)}: is the input file {shown(Path(path))}; give another "
+                             "file name for the report")
     if not where.parent.is_dir():
         refuse_file_as_folder(where, option)  # a file on the way: said so
         raise UsageError(f"{_named(option, where)}: no folder {shown(where.parent)} to write it in")

@@ -1457,7 +1457,9 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     if report is not None:  # not written once the study is done (a folder, no bokeh, ...)
         from gpu_sssp.pipeline.writers import refuse_bad_report_path
 
-        refuse_bad_report_path(report, "--report")
+        inputs = [p for p in (graph if isinstance(graph, (str, os.PathLike)) else getattr(graph, "path", None),
+                              sources_file, sources, targets) if isinstance(p, (str, os.PathLike))]
+        refuse_bad_report_path(report, "--report", inputs=inputs, folder=out)
     if seed is not None and random is None:  # the seed would be dropped without a word
         raise OptionError(f"{opt('--seed')} goes with {opt('--random K')} (the number of sources to draw); "
                           "it draws nothing alone")

@@ -1,0 +1,67 @@
+"""``--report`` could destroy data: it was checked for a folder, a missing folder and
+bokeh only, so the report's HTML replaced the input graph (``--report g.parquet``), the
+study's manifest (``--report OUT/manifest.json`` on a resume: the next resume found an
+unreadable manifest) or went into its batch folder (every later resume refused).  Each is
+refused before the graph is read, and nothing is written."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.workflows.cli import main
+
+pytest.importorskip("bokeh")
+
+
+def _graph(tmp_path):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    return g
+
+
+def test_the_report_is_not_an_input(tmp_path, capsys):
+    g = _graph(tmp_path)
+    before = g.read_bytes()
+    srcs = tmp_path / "s.txt"
+    srcs.write_text("1\n2\n")
+    out = tmp_path / "st"
+    for argv, what in ((["--report", str(g)], "is the input file"),
+                       (["--sources-file", str(srcs), "--report", str(srcs)], "is the input file"),
+                       (["--report", "/dev/null"], "not a regular file"),
+                       (["--report", str(out)], "is in the study folder")):  # the folder, not made yet
+        code = main(["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(out)] + argv)
+        err = capsys.readouterr().err
+        assert code == 2 and what in err and err.count("\n") == 1, err
+        assert not out.exists()
+    assert g.read_bytes() == before and srcs.read_text() == "1\n2\n"
+
+
+@pytest.mark.parametrize("inside", ["manifest.json", "stats/rep.html", ""])
+def test_the_report_is_not_in_the_study_folder(tmp_path, capsys, inside):
+    g = _graph(tmp_path)
+    out = tmp_path / "st"
+    argv = ["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    manifest = (out / "manifest.json").read_bytes()
+    report = out / inside if inside else out
+    code = main(argv + ["--resume", "--report", str(report)])
+    err = capsys.readouterr().err
+    if inside:
+        assert code == 2 and "is in the study folder" in err and "--out" in err, err
+    else:
+        assert code == 2 and "is a directory" in err, err
+    assert (out / "manifest.json").read_bytes() == manifest
+    assert not (out / "stats" / "rep.html").exists()
+    assert main(argv + ["--resume"]) == 0  # the folder is still a study
+
+
+def test_python_names_report_and_out(tmp_path):
+    import gpu_sssp as sssp
+    from gpu_sssp.kernels.errors import UsageError
+
+    g = _graph(tmp_path)
+    with pytest.raises(UsageError, match=r"^report='.*': is in the study folder out='.*'"):
+        sssp.study(g, out=tmp_path / "st", report=tmp_path / "st" / "r.html", cpu_workers=1)
+    with pytest.raises(UsageError, match=r"^report='.*': is the input file"):
+        sssp.study(g, out=tmp_path / "st", report=g, cpu_workers=1)
+    assert not (tmp_path / "st").exists()
