@@ -82,14 +82,24 @@ def add_parser(subparsers):
     return p
 
 
-def default_output(path: Path) -> Path:
-    from gpu_sssp.pipeline.ingest import strip_compression
+def default_output(path: Path, fmt: str | None = None) -> Path:
+    """``-o``'s default: the input's name with ``.parquet``, in the current folder.  A
+    DIMACS source list or coordinate table keeps its kind (``X.ss.parquet``,
+    ``X.co.parquet``): ``X.gr``, ``X.ss`` and ``X.co`` of one DIMACS set all became
+    ``X.parquet``, and ingesting the ``.ss`` replaced the graph's edge list with a table
+    of sources, without a word."""
+    from gpu_sssp.pipeline.ingest import detect_format, normalise_format, strip_compression
 
     name = strip_compression(path.name)
     for suf in (".tar",):
         if name.endswith(suf):
             name = name[: -len(suf)]
-    return Path(Path(name).stem + ".parquet")
+    try:
+        kind = normalise_format(fmt) if fmt else detect_format(path)
+    except (OSError, ValueError):  # unreadable or unknown: ingest() says so, in its words
+        kind = None
+    stem = Path(name).stem + (f".{kind}" if kind in ("ss", "co") else "")
+    return Path(stem + ".parquet")
 
 
 def summary_table(meta: dict, out, seconds: float | None = None, size: int | None = None) -> Table:
@@ -143,11 +153,12 @@ def run(args) -> int:
     path = Path(args.input)
     # (ingest() checks it too; here first, for a line in the command's own option)
     check_chunk_memory(path, args.chunk_mb << 20, option="--chunk-mb", scale=1 << 20)
-    out = Path(args.output) if args.output else default_output(path)
+    given = args.output is not None  # (-o "" is refused below, not taken for the default)
+    out = Path(args.output) if given and args.output else default_output(path, args.format)
     # (an output that is the input is refused by ingest() itself, before it reads anything)
     # the name as given: Path("./-") is Path("-"), which the check refuses as standard output
-    check_output_file(args.output or out, option="-o" if args.output else "output",
-                      example=default_output(path).name)
+    check_output_file(args.output if given else out, option="-o" if given else "output",
+                      example=default_output(path, args.format).name)
     t0 = time.perf_counter()
     try:
         for tries_left in range(READS_WHILE_CHANGING - 1, -1, -1):

@@ -304,3 +304,23 @@ def test_dot_slash_dash_names_a_file_called_dash(family, tmp_path, monkeypatch):
     assert not (tmp_path / "-").exists()
     assert _run([*family, "-o", "./-", "-q"]) == 0
     assert read_meta(tmp_path / "-")["arcs"] > 0
+
+
+def test_a_dimacs_sets_files_do_not_share_a_default_output(tmp_path, monkeypatch, capsys):
+    """``sssp ingest X.gr`` then ``sssp ingest X.ss`` both wrote ``X.parquet``: the graph's
+    edge list was replaced with a table of sources, without a word.  And ``-o ""`` was
+    taken for the default name, where the README says it is refused."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "X.gr").write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    (tmp_path / "X.ss").write_text("p aux sp ss 1\ns 1\n")
+    (tmp_path / "X.co").write_text("p aux sp co 3\nv 1 0 0\nv 2 1 1\nv 3 2 2\n")
+    for name in ("X.gr", "X.ss", "X.co"):
+        assert _run(["ingest", tmp_path / name, "-q"]) == 0
+    assert read_meta(tmp_path / "X.parquet")["vertices"] == 3  # still the graph
+    assert read_meta(tmp_path / "X.ss.parquet")["format"] == "ss"
+    assert read_meta(tmp_path / "X.co.parquet")["format"] == "co"
+    capsys.readouterr()
+    from gpu_sssp.workflows.cli import main
+
+    assert main(["ingest", str(tmp_path / "X.gr"), "-o", ""]) == 2
+    assert "error: -o '': an empty name" in capsys.readouterr().err
