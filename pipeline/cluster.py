@@ -1052,6 +1052,9 @@ def listen_addresses(host, dashboard_address, dashboard: bool) -> tuple[str, str
         value came from.
     """
     host_given = host is not None
+    if host_given and not str(host).strip():  # it was taken for the default, 127.0.0.1
+        raise UsageError(f"{opt('--host ' + repr(str(host)))}: an empty address; give an interface address like "
+                         "127.0.0.1 or 0.0.0.0 (or a host name), or leave it out for 127.0.0.1")
     host = str(setting("cluster.host", host, default=None) or "127.0.0.1")
     if "://" in host or not valid_host(host):
         raise UsageError(f"{opt('--host')} takes an interface address like 127.0.0.1 or 0.0.0.0 (or a host name), "

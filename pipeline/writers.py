@@ -74,6 +74,9 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     """Refuse, before any input is read, an output folder that cannot be made: an
     existing file, or a path below a file (``--out ok.gr/sub``: the OS said only "Not a
     directory")."""
+    if not str(out).strip():
+        # Path('') is the current folder: the study was written there ("wrote /stats/")
+        raise UsageError(f"{opt(option + ' ' + repr(str(out)))}: an empty name; give a folder name")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{_named(option, out)}: is a file, not a folder; give a folder name")

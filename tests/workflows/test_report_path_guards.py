@@ -65,3 +65,24 @@ def test_python_names_report_and_out(tmp_path):
     with pytest.raises(UsageError, match=r"^report='.*': is the input file"):
         sssp.study(g, out=tmp_path / "st", report=g, cpu_workers=1)
     assert not (tmp_path / "st").exists()
+
+
+def test_empty_out_and_host_are_refused(tmp_path, capsys, monkeypatch):
+    """``--out ''`` wrote the study into the current folder ("wrote /stats/"), and
+    ``--host ''`` was taken for 127.0.0.1; both are refused in one line, as ``-o ''``."""
+    import gpu_sssp as sssp
+    from gpu_sssp.kernels.errors import UsageError
+
+    g = _graph(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", ""]) == 2
+    assert "error: --out '': an empty name" in capsys.readouterr().err
+    assert main(["study", str(g), "--cpu-workers", "1", "--host", "", "--out", "st"]) == 2
+    assert "error: --host '': an empty address" in capsys.readouterr().err
+    with pytest.raises(UsageError, match=r"^out='': an empty name"):
+        sssp.study(g, out="", cpu_workers=1)
+    with pytest.raises(UsageError, match=r"^host='': an empty address"):
+        sssp.study(g, out="st", host="", cpu_workers=1)
+    assert list(work.iterdir()) == []
