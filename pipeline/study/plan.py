@@ -363,6 +363,12 @@ def plan_study(graph, graph_path, sources: SourcePlan, *, out, algorithm: str = 
     """
     from gpu_sssp import kernels
 
+    name, at, on = str(algorithm).partition("@")
+    if at and name in kernels.available_methods() and on in ("cpu", "gpu"):
+        # (solve, verify and bench take NAME@BACKEND; here it was "unknown algorithm")
+        raise StudyError(f"{opt('--algorithm ' + str(algorithm))}: a study runs its method on its workers' own "
+                         f"backend (GPU workers: the GPU one; {opt('--cpu-workers N')}: the CPU one); give the "
+                         f"name alone, {opt('--algorithm ' + name)}, and choose the workers")
     if algorithm != "auto" and algorithm not in kernels.available_methods():
         raise StudyError(f"unknown algorithm {algorithm!r}; available: {', '.join(kernels.available_methods())}")
     # the workers' backend is not known yet: phast's advice is the study's own

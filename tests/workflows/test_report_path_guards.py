@@ -86,3 +86,13 @@ def test_empty_out_and_host_are_refused(tmp_path, capsys, monkeypatch):
     with pytest.raises(UsageError, match=r"^host='': an empty address"):
         sssp.study(g, out="st", host="", cpu_workers=1)
     assert list(work.iterdir()) == []
+
+
+def test_a_study_told_name_at_backend_says_how_to_choose_it(tmp_path, capsys):
+    """``sssp study -m phast@cpu`` said "unknown algorithm 'phast@cpu'", a name that
+    solve, verify and bench take; a study's backend is its workers'."""
+    g = _graph(tmp_path)
+    assert main(["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "st"),
+                 "--algorithm", "dijkstra@cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown" not in err and "give the name alone, --algorithm dijkstra" in err, err
