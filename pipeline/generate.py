@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, opt
 from gpu_sssp.kernels import memory
 
 from .ingest._sink import EdgeSink, WeightPlan, WEIGHT_TYPES
@@ -142,15 +142,16 @@ def _check_weight_args(weights, weight_type, negative_fraction, undirected):
     weights and the graph would no longer be undirected)."""
     lo, hi = _weight_bounds(weights, weight_type)
     if not 0.0 <= negative_fraction < 1.0:
-        raise UsageError(f"negative_fraction {negative_fraction}: expected 0 <= F < 1")
+        raise UsageError(f"{opt('--negative-fraction ' + str(negative_fraction))}: expected 0 <= F < 1")
     if negative_fraction > 0 and lo < 0:
-        raise UsageError("negative_fraction needs non-negative base weights (LO >= 0), "
+        raise UsageError(f"{opt('--negative-fraction')} needs non-negative base weights (LO >= 0), "
                          "otherwise a negative cycle could appear")
     if negative_fraction > 0 and undirected:
-        raise UsageError(f"--negative-fraction {negative_fraction} with an undirected graph: an undirected "
-                         "edge of negative weight is a negative cycle (the edge there and back), so an "
-                         "undirected graph cannot have negative weights without negative cycles; generate "
-                         "a directed one (no --undirected; for grid, --asymmetric; undirected=False)")
+        raise UsageError(f"{opt('--negative-fraction ' + str(negative_fraction))} with an undirected graph: an "
+                         "undirected edge of negative weight is a negative cycle (the edge there and back), so an "
+                         "undirected graph cannot have negative weights without negative cycles; generate a "
+                         "directed one ("
+                         + opt("no --undirected; for grid, --asymmetric", python="undirected=False") + ")")
     return lo, hi
 
 
@@ -187,7 +188,8 @@ def rmat(scale: int, edge_factor: int = 16, *, a=0.45, b=0.15, c=0.15, d=None, s
     if (probs < 0).any() or abs(probs.sum() - 1.0) > 1e-9:
         raise UsageError(f"R-MAT probabilities a, b, c, d = {a}, {b}, {c}, {d} must be >= 0 and sum to 1")
     if not (0 <= scale <= 40) or edge_factor < 0:
-        raise UsageError("scale must be in 0..40 and edge_factor >= 0")
+        raise UsageError(f"{opt('--scale')} must be in 0..40 and {opt('--edge-factor')} >= 0, got "
+                         f"{scale} and {edge_factor}")
     weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
     rng = _rng(seed)
     n = 1 << scale
@@ -215,7 +217,7 @@ def grid(rows: int, cols: int, *, seed=0, weights=(1, 100), weight_type="int64",
     directions' weights independently; ``negative_fraction`` needs it (a directed grid:
     an undirected edge of negative weight would be a negative cycle)."""
     if rows < 1 or cols < 1:
-        raise UsageError("rows and cols must be >= 1")
+        raise UsageError(f"{opt('--rows')} and {opt('--cols')} must be >= 1, got {rows} and {cols}")
     weights = _check_weight_args(weights, weight_type, negative_fraction, undirected)
     rng = _rng(seed)
     n = rows * cols
@@ -255,7 +257,7 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     ``negative_fraction`` (a negative undirected edge is a negative cycle).
     """
     if n < 1 or m < 0:
-        raise UsageError("n must be >= 1 and m >= 0")
+        raise UsageError(f"{opt('-n', python='n=')} must be >= 1 and {opt('-m', python='m=')} >= 0, got {n} and {m}")
     cap = gnm_max_edges(n, undirected)
     if m > cap:
         raise UsageError(f"G(n={n}, m={m}): at most {cap} distinct {'edges' if undirected else 'arcs'}")

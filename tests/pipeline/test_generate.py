@@ -259,10 +259,13 @@ def test_negative_fraction_refused_on_undirected_graphs(tmp_path, family, kw, hi
     """generate ... --negative-fraction F --undirected wrote directed: false while the
     potentials gave every arc a weight other than its reverse's; an undirected graph
     with a negative edge has a negative cycle (there and back), so it is refused."""
-    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.kernels.errors import UsageError, speaking
 
-    with pytest.raises(UsageError, match=rf"undirected edge of negative weight is a negative cycle.*{hint}"):
+    with pytest.raises(UsageError, match=r"undirected edge of negative weight is a negative cycle.*undirected=False"):
         G.generate(family, tmp_path / "g.parquet", negative_fraction=0.3, seed=2, **kw)
+    with speaking("cli"):  # the command line's words
+        with pytest.raises(UsageError, match=rf"undirected edge of negative weight is a negative cycle.*{hint}"):
+            G.generate(family, tmp_path / "g.parquet", negative_fraction=0.3, seed=2, **kw)
     assert list(tmp_path.iterdir()) == []
     # directed, it is what it says: negative arcs, no negative cycle, directed: true
     directed = dict(kw, undirected=False)

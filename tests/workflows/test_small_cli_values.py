@@ -23,7 +23,7 @@ def test_weights_may_start_with_a_dash(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["rmat", "--scale", "3", "-a", "-1e-3"], "error: R-MAT probabilities a, b, c, d = -0.001,"),
-    (["rmat", "--scale", "3", "--negative-fraction", "-1e-3"], "error: negative_fraction -0.001: expected 0 <= F < 1"),
+    (["rmat", "--scale", "3", "--negative-fraction", "-1e-3"], "error: --negative-fraction -0.001: expected 0 <= F < 1"),
     (["rmat", "--scale", "3", "-b", "-inf"], "argument -b: '-inf': expected a finite number"),
     (["grid", "--rows", "3", "--cols", "3", "--weights", "-1e3:-1e2", "--weight-type", "int32", "--asymmetric",
       "--seed", "-1_0"], "error: --seed -10: a seed must be a whole number >= 0"),

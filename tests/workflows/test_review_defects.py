@@ -1,4 +1,6 @@
-"""``--report`` could destroy data: it was checked for a folder, a missing folder and
+"""Defects a new-user review found (2026-12-02).
+
+``--report`` could destroy data: it was checked for a folder, a missing folder and
 bokeh only, so the report's HTML replaced the input graph (``--report g.parquet``), the
 study's manifest (``--report OUT/manifest.json`` on a resume: the next resume found an
 unreadable manifest) or went into its batch folder (every later resume refused).  Each is
@@ -96,3 +98,23 @@ def test_a_study_told_name_at_backend_says_how_to_choose_it(tmp_path, capsys):
                  "--algorithm", "dijkstra@cpu"]) == 2
     err = capsys.readouterr().err
     assert "unknown" not in err and "give the name alone, --algorithm dijkstra" in err, err
+
+
+def test_generate_refusals_in_each_callers_words(tmp_path, capsys):
+    """``sssp generate`` named its Python keywords on the command line
+    ("negative_fraction 1.5", "scale must be ...", "undirected=False")."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline import generate
+
+    out = str(tmp_path / "g.parquet")
+    for argv, want in ((["rmat", "--scale", "4", "--negative-fraction", "1.5"], "--negative-fraction 1.5: expected"),
+                       (["rmat", "--scale", "70"], "--scale must be in 0..40 and --edge-factor >= 0, got 70"),
+                       (["grid", "--rows", "3", "--cols", "3", "--negative-fraction", "0.1"],
+                        "(no --undirected; for grid, --asymmetric)")):
+        assert main(["generate", *argv, "-o", out]) == 2
+        err = capsys.readouterr().err
+        assert want in err and "_" not in err.split("error:")[1].split("(")[0], err
+    with pytest.raises(UsageError, match=r"^negative_fraction=1.5: expected"):
+        generate.rmat(4, negative_fraction=1.5)
+    with pytest.raises(UsageError, match=r"undirected=False\)$"):
+        generate.grid(3, 3, negative_fraction=0.1)
