@@ -12,6 +12,7 @@ import time
 import numpy as np
 import scipy.sparse.csgraph as csg
 
+from gpu_sssp.kernels.errors import OptionError
 from gpu_sssp.kernels.graph import EXACT_LIMIT
 from gpu_sssp.kernels.memory import check_host_memory
 from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
@@ -122,7 +123,7 @@ def dijkstra(graph, sources, *, predecessors=False, distances=True, count_work=F
         are refused before, by :func:`kernels.solve`.)
     """
     if options:
-        raise TypeError(f"dijkstra takes no options, got {sorted(options)}")
+        raise OptionError(f"dijkstra takes no options, got {sorted(options)}")
     if graph.has_negative:
         raise ValueError(f"dijkstra needs non-negative weights; {graph.name} has negative arcs")
     t0 = time.perf_counter()
@@ -348,7 +349,7 @@ def bellman_ford(graph, sources, *, predecessors=False, distances=True, count_wo
         that source, when found).
     """
     if options:
-        raise TypeError(f"bellman-ford takes no options, got {sorted(options)}")
+        raise OptionError(f"bellman-ford takes no options, got {sorted(options)}")
     t0 = time.perf_counter()
     check_negative_cycle(graph, sources)
     if graph.has_negative:

@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit
 
 from gpu_sssp.kernels import hierarchy as hmod
+from gpu_sssp.kernels.errors import OptionError
 from gpu_sssp.kernels.registry import check_flag, check_hierarchy_option, check_whole
 from gpu_sssp.kernels.result import Result
 
@@ -596,7 +597,7 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         ``lanes``/``threads`` below 1; a ``hierarchy`` of another graph.
     """
     if options:
-        raise TypeError(f"phast takes the options lanes, threads, hierarchy, force, targets and stats_over, "
+        raise OptionError(f"phast takes the options lanes, threads, hierarchy, force, targets and stats_over, "
                         f"got {sorted(options)}")
     force = check_flag(force, "phast: force")  # "no" is truthy: it forced the build
     check_hierarchy_option(hierarchy)

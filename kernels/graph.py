@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import OptionError, UsageError
 
 _INT_WEIGHTS = ("int32", "int64")
 #: integer distances are exact in float64 (every output's type) below this
@@ -428,7 +428,7 @@ class Graph:
             # NumPy turns Python ints beyond int64 into float64 (rounded) or objects
             _refuse_python_ints_beyond_int64(given, weights, src, dst)
         if weights.dtype.kind not in "iuf":
-            raise TypeError(f"weights must be integer or float, got {weights.dtype}")
+            raise OptionError(f"weights must be integer or float, got {weights.dtype}")
         if weights.dtype.kind == "u":
             if weights.dtype.itemsize >= 8 and len(weights):
                 too_big = weights > np.uint64(_INT64_MAX)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import SsspError, SumOverflowError
+from gpu_sssp.kernels.errors import OptionError, SsspError, SumOverflowError, UsageError
 
 UNREACHABLE = np.inf
 NO_PREDECESSOR = -1
@@ -121,7 +121,7 @@ def matrix_table(sources, targets, matrix, id_base: int = 0, form: str = "wide")
         table = pa.Table.from_pydict({"source": np.repeat(src, t), "target": np.tile(tg, b),
                                       "distance": mat.reshape(-1)}, schema=MATRIX_LONG_SCHEMA)
     else:
-        raise ValueError(f"form must be one of {MATRIX_FORMS}, got {form!r}")
+        raise UsageError(f"form must be one of {MATRIX_FORMS}, got {form!r}")
     meta = {b"sssp": json.dumps({"targets": tg.tolist(), "form": form}).encode()}
     return table.replace_schema_metadata(meta)
 
@@ -227,7 +227,7 @@ class Result:
     def matrix(self) -> np.ndarray:
         """The ``(B, T)`` travel-time matrix of a result solved with ``targets=``."""
         if self.targets is None or self.distances is None:
-            raise TypeError("this result holds no matrix; solve with targets=")
+            raise OptionError("this result holds no matrix; solve with targets=")
         return self.distances
 
     def _base(self, id_base) -> int:
@@ -235,8 +235,6 @@ class Result:
             return int(self.id_base)
         if isinstance(id_base, (bool, np.bool_)) or not isinstance(id_base, (int, np.integer)):
             # int() took 1.5 as 1 and True as 1: ids shifted without a word
-            from gpu_sssp.kernels.errors import UsageError
-
             raise UsageError(f"id_base must be a whole number, got {id_base!r}")
         return int(id_base)
 
@@ -311,17 +309,15 @@ class Result:
         consecutive ranges of a row, in order, are that row's table."""
         id_base = self._base(id_base)
         if not isinstance(reachable_only, (bool, np.bool_)):  # "no" is truthy
-            from gpu_sssp.kernels.errors import OptionError
-
             raise OptionError(f"reachable_only must be True or False, got {reachable_only!r}")
         if self.distances is None:
-            raise TypeError("this result holds statistics only; solve with distances=True")
+            raise OptionError("this result holds statistics only; solve with distances=True")
         if self.targets is not None:
-            raise TypeError("this result holds a travel-time matrix: use matrix_table()")
+            raise OptionError("this result holds a travel-time matrix: use matrix_table()")
         if rows is not None and not isinstance(rows, slice):
-            raise TypeError(f"rows must be a slice of the result's sources, got {type(rows).__name__}")
+            raise OptionError(f"rows must be a slice of the result's sources, got {type(rows).__name__}")
         if vertices is not None and not isinstance(vertices, slice):
-            raise TypeError(f"vertices must be a slice of the graph's vertices, got {type(vertices).__name__}")
+            raise OptionError(f"vertices must be a slice of the graph's vertices, got {type(vertices).__name__}")
         first, last, step = (slice(None) if vertices is None else vertices).indices(self.distances.shape[1])
         if step != 1:
             raise ValueError(f"vertices must be a slice of consecutive vertices (step 1), got step {step}")

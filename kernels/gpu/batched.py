@@ -194,7 +194,7 @@ def batched(graph, sources, *, predecessors=False, distances=True, count_work=Fa
         The batch does not fit on the device.
     """
     if options:  # (they were dropped without a word: a misspelt batch_size ran the default)
-        raise TypeError(f"method 'batched' got unknown option(s) {sorted(options)}; it takes {_OPTIONS}")
+        raise OptionError(f"method 'batched' got unknown option(s) {sorted(options)}; it takes {_OPTIONS}")
     cp = _cupy()
     from gpu_sssp.kernels.registry import check_flag, check_whole
 

@@ -25,6 +25,7 @@ import logging
 import numpy as np
 
 from gpu_sssp.kernels._gpu import cupy as _cupy, device_name
+from gpu_sssp.kernels.errors import OptionError
 from gpu_sssp.kernels.gpu.loader import check_fits, device_graph, load_module, sm_count
 from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
 
@@ -165,7 +166,7 @@ def check_options(method: str, options: dict, allowed: dict) -> dict:
 
     bad = sorted(set(options) - set(allowed))
     if bad:
-        raise TypeError(f"method {method!r} got unknown option(s) {bad}; it takes {sorted(allowed)}")
+        raise OptionError(f"method {method!r} got unknown option(s) {bad}; it takes {sorted(allowed)}")
     check_option_kinds(method, options, allowed)  # persistent="no" was truthy, lanes=2.5 was 2
     out = dict(allowed)
     out.update(options)

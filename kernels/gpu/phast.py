@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_sssp.kernels import hierarchy as hmod
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.kernels.result import Result
 
 log = logging.getLogger(__name__)
@@ -563,7 +563,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     from gpu_sssp.kernels.registry import check_flag, check_hierarchy_option, check_whole
 
     if options:
-        raise TypeError(f"method 'phast' got unknown option(s) {sorted(options)}")
+        raise OptionError(f"method 'phast' got unknown option(s) {sorted(options)}")
     # whole numbers (2.5 was 2, "4" 4), True/False (force="no" was truthy), a Hierarchy
     batch_size = check_whole(batch_size, "phast: batch_size", minimum=1)
     blocks_per_sm = check_whole(blocks_per_sm, "phast: blocks_per_sm", minimum=1)

@@ -1443,6 +1443,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         # int() took 1.5 as 1 and "2" as 2 (the command line and the settings refuse them)
         if value is not None and not _whole_number(value):
             raise OptionError(f"{name} must be a whole number, got {value!r}")
+    for name, value in (("on_cluster", on_cluster), ("on_start", on_start), ("on_batch", on_batch),
+                        ("on_wait", on_wait)):
+        if value is not None and not callable(value):  # it failed once batches were done, the study "failed"
+            raise OptionError(f"{name} must be a callable, got {type(value).__name__}")
     if ingest_options and not isinstance(graph, (str, os.PathLike)):
         # with a path they go to load_graph, which refuses a typo; with a Graph they were dropped
         # without a word (study(g, ranom=2) solved every source)

@@ -118,3 +118,29 @@ def test_generate_refusals_in_each_callers_words(tmp_path, capsys):
         generate.rmat(4, negative_fraction=1.5)
     with pytest.raises(UsageError, match=r"undirected=False\)$"):
         generate.grid(3, 3, negative_fraction=0.1)
+
+
+def test_python_errors_are_the_products(tmp_path):
+    """A method's unknown option, a Result asked for what it does not hold and a bad
+    callback were bare TypeErrors (or, for the callback, a failure after the cluster had
+    started and batches were written); they are SsspErrors, still TypeErrors."""
+    import numpy as np
+
+    import gpu_sssp as sssp
+    from gpu_sssp.kernels.errors import OptionError, SsspError
+
+    g = sssp.Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([5, 5]), n=3)
+    for method in ("dijkstra", "bellman-ford", "phast"):
+        with pytest.raises(OptionError):
+            sssp.solve(g, [0], method=method, backend="cpu", foo=1)
+    r = sssp.solve(g, [0], backend="cpu")
+    with pytest.raises(OptionError, match="no matrix"):
+        r.matrix_table()
+    rt = sssp.solve(g, [0], backend="cpu", targets=[1, 2])
+    with pytest.raises(OptionError, match="matrix_table"):
+        rt.to_table()
+    with pytest.raises(SsspError, match="form must be one of"):
+        rt.matrix_table(form="x")
+    with pytest.raises(OptionError, match="^on_batch must be a callable, got int"):
+        sssp.study(_graph(tmp_path), out=tmp_path / "st", on_batch=5, cpu_workers=1)
+    assert not (tmp_path / "st").exists()
