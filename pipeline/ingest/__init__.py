@@ -60,7 +60,7 @@ _EXT = {
 def normalise_format(fmt: str) -> str:
     f = ALIASES.get(str(fmt).lower().lstrip("."))
     if f is None:
-        raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise UsageError(f"{opt('--format ' + repr(str(fmt)))}: unknown format; expected one of {', '.join(FORMATS)}")
     return f
 
 
@@ -262,7 +262,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)
     fmt = normalise_format(format) if format else detect_format(path)
     if weight_type is not None and weight_type not in WEIGHT_TYPES:
-        raise ValueError(f"weight type {weight_type!r}: expected one of {', '.join(WEIGHT_TYPES)}")
+        raise UsageError(f"{opt('--weight-type ' + repr(str(weight_type)))}: expected one of {', '.join(WEIGHT_TYPES)}")
     t0 = time.perf_counter()
     if fmt in ("ss", "co"):
         meta = _ingest_aux(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=bool(format),

@@ -144,3 +144,14 @@ def test_python_errors_are_the_products(tmp_path):
     with pytest.raises(OptionError, match="^on_batch must be a callable, got int"):
         sssp.study(_graph(tmp_path), out=tmp_path / "st", on_batch=5, cpu_workers=1)
     assert not (tmp_path / "st").exists()
+
+
+def test_load_graphs_bad_format_and_weight_type_are_the_products(tmp_path):
+    import gpu_sssp as sssp
+    from gpu_sssp.kernels.errors import UsageError
+
+    g = _graph(tmp_path)
+    with pytest.raises(UsageError, match=r"^weight_type='int8': expected one of int32"):
+        sssp.load_graph(g, weight_type="int8")
+    with pytest.raises(UsageError, match=r"^format='xyz': unknown format"):
+        sssp.load_graph(g, format="xyz")
