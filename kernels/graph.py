@@ -409,6 +409,10 @@ class Graph:
         if n is not None:
             n = _whole_int(n, "n (the number of vertices)", minimum=0)
         id_base = _whole_int(id_base, "id_base")
+        if id_base < 0:
+            # file id -1 would be the -1 that marks "no predecessor" in the tables
+            raise UsageError(f"id_base must be >= 0 (ids below 0 would read as the -1 of 'no predecessor'), "
+                             f"got {id_base}")
         if not isinstance(directed, (bool, np.bool_)) and not (
                 isinstance(directed, (int, np.integer)) and directed in (0, 1)):
             # "no" is truthy: it was kept as it is, and written into the study's summary
@@ -449,6 +453,9 @@ class Graph:
         if n is None:
             # in Python ints: initial=-1 does not fit an unsigned array (OverflowError)
             n = max(int(src.max()) if len(src) else -1, int(dst.max()) if len(dst) else -1) + 1
+        if n and id_base + n - 1 > np.iinfo(np.int64).max:
+            raise UsageError(f"id_base {id_base} with {n:,} vertices: the largest file id, id_base + n - 1, "
+                             "would pass int64 and wrap")
         if len(src):
             lo = min(int(src.min()), int(dst.min()))
             hi = max(int(src.max()), int(dst.max()))

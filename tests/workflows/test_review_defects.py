@@ -155,3 +155,21 @@ def test_load_graphs_bad_format_and_weight_type_are_the_products(tmp_path):
         sssp.load_graph(g, weight_type="int8")
     with pytest.raises(UsageError, match=r"^format='xyz': unknown format"):
         sssp.load_graph(g, format="xyz")
+
+
+def test_graph_id_bases_that_would_mislead_are_refused():
+    """A correctness review: ``Graph.from_edges(id_base=-1)`` made file id -1 (vertex 0)
+    the -1 that marks "no predecessor"; ``id_base=2**63-2`` wrapped the last id to
+    -2**63 in every table."""
+    import numpy as np
+
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.kernels.graph import Graph
+
+    for base, why in ((-1, "id_base must be >= 0"), (2**63 - 2, "would pass int64")):
+        with pytest.raises(UsageError, match=why):
+            Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([3, 4]), 3, id_base=base)
+        with pytest.raises(UsageError, match=why):  # n taken from the ids
+            Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([3, 4]), id_base=base)
+    g = Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([3, 4]), 3, id_base=2**63 - 3)
+    assert g.to_ids([2]).tolist() == [2**63 - 1]  # the largest that fits
