@@ -337,12 +337,10 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
             else:
                 parts = [f"the working arrays of {method} on the CPU for {n_sources:,} sources x {graph.n:,} "
                          f"vertices ({per} bytes a source and vertex at its peak{at})"]
-    if advice is not None:
-        pass
-    elif targets is not None:
+    if advice is None and targets is not None:
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")
-    else:
+    elif advice is None:
         # name only what would help this call: distances=False where it asked for them,
         # predecessors=False where it asked for the trees
         # (SciPy's engines make the whole rows for the statistics too: distances=False

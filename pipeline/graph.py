@@ -138,7 +138,7 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str, cache_dir=None) ->
         try:
             _write_csr_cache(g, key, cpath)
         except OSError as exc:
-            why = f"{cpath}: {exc.strerror or exc}" if why is None else why
+            why = why or f"{cpath}: {exc.strerror or exc}"  # (the first place's reason)
             continue
         if why is not None:
             log.info("wrote the CSR cache of %s to %s (%s)", path, cpath, why)

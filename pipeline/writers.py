@@ -47,13 +47,14 @@ STATS_COMPRESSION = "lz4"
 STATS_STATISTICS = ("source",)
 
 
-def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
+def refuse_input_as_output(out, inputs, *, label: str = "output", named: str | None = None) -> None:
     """Refuse an output file that is one of ``inputs``: the same file by name, through a
     symbolic link or as a hard link (``os.path.samefile``).  Under the input's own name
     the write would replace the input; through a link it is as surely a mistake.  The one
     rule for ``pipeline.ingest.ingest`` and the commands that write a file from an input
     (``sssp solve -o``: ``workflows.common.check_output_file``); ``label`` names the
-    output in the message (``--out`` on a command line).
+    output in the message (``--out`` on a command line); ``named``, where given, names
+    the output and its path instead (``_named``: in the caller's words).
 
     Raises
     ------
@@ -67,7 +68,8 @@ def refuse_input_as_output(out, inputs, *, label: str = "output") -> None:
         except OSError:  # unreadable: not known to be the same file
             same = False
         if same:
-            raise UsageError(f"{label} {shown(out)}: is the input file {shown(path)}; give another output name")
+            raise UsageError(f"{named or f'{label} {shown(out)}'}: is the input file {shown(path)}; give another "
+                             "output name")
 
 
 def check_output_dir(out, *, option: str = "--out") -> None:
@@ -156,14 +158,7 @@ def refuse_bad_report_path(report, option: str, *, inputs=(), folder=None, folde
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         raise UsageError(f"{_named(option, where)}: not a regular file (a device, FIFO or socket); give a file name")
-    for path in inputs:
-        try:
-            same = mode is not None and Path(path).exists() and os.path.samefile(where, path)
-        except OSError:
-            same = False
-        if same:
-            raise UsageError(f"{_named(option, where)}: is the input file {shown(Path(path))}; give another "
-                             "file name for the report")
+    refuse_input_as_output(where, inputs, named=_named(option, where))
     if not where.parent.is_dir():
         refuse_file_as_folder(where, option)  # a file on the way: said so
         raise UsageError(f"{_named(option, where)}: no folder {shown(where.parent)} to write it in")

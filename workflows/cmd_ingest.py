@@ -154,11 +154,12 @@ def run(args) -> int:
     # (ingest() checks it too; here first, for a line in the command's own option)
     check_chunk_memory(path, args.chunk_mb << 20, option="--chunk-mb", scale=1 << 20)
     given = args.output is not None  # (-o "" is refused below, not taken for the default)
-    out = Path(args.output) if given and args.output else default_output(path, args.format)
+    default = default_output(path, args.format)  # (it reads the input's first lines: once)
+    out = Path(args.output) if given and args.output else default
     # (an output that is the input is refused by ingest() itself, before it reads anything)
     # the name as given: Path("./-") is Path("-"), which the check refuses as standard output
     check_output_file(args.output if given else out, option="-o" if given else "output",
-                      example=default_output(path, args.format).name)
+                      example=default.name)
     t0 = time.perf_counter()
     try:
         for tries_left in range(READS_WHILE_CHANGING - 1, -1, -1):
