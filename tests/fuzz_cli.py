@@ -27,7 +27,7 @@ sandbox, and is flagged when:
 - it does not end within its timeout (a hang);
 - it fails (status 2, 3, 4, 130, 143) with nothing on stderr, or not with exactly one
   ``error:`` / ``stopped:`` line, the last one (progress, ``warning:`` and ``note:`` lines
-  may come before it; argparse's usage + ``error:`` is fine);
+  may come before it; a usage error too: argparse's usage block is a failure);
 - it fails and leaves a new file or folder behind (caches excepted: ``.sssp-cache/``,
   ``*.csr.npz``, ``*.ch.npz`` and the sandbox's cache home).
 
@@ -363,9 +363,7 @@ def _judge(argv, rc, out, err, hung, leftovers) -> list[str]:
     if rc != 0:
         lines = [ln for ln in err.splitlines() if ln.strip()]
         if _USAGE.search(err):
-            # argparse: usage (maybe several lines) then `sssp ...: error: ...`
-            if not re.search(r": error: ", err):
-                reasons.append("usage without error line")
+            reasons.append("usage block before the error line")
         else:
             # progress lines (bench's `device:` / `loaded` lines) may come first; the
             # error is one line, the last

@@ -159,7 +159,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser (every subcommand's too: ``add_parser`` makes one of its
     parent's class) whose usage error says how to give a file whose name starts with a
     minus: ``sssp solve -g.gr -s 1`` ended with "the following arguments are required:
-    graph", the file taken for an unknown option."""
+    graph", the file taken for an unknown option.
+
+    The error is one line, as every other (``error: sssp ingest: argument --chunk-mb:
+    invalid int value: 'abc' (sssp ingest -h shows the usage)``): argparse printed its
+    usage block, often several wrapped lines, before it."""
 
     #: the command line being parsed (set by :func:`main`)
     argv: tuple = ()
@@ -173,7 +177,10 @@ class _Parser(argparse.ArgumentParser):
             name = shown(dashed[0])
             message = (f"{message} ({name} is a file, read as an option: give it as ./{name}, or after --, "
                        f"e.g. {self.prog if ' ' in self.prog else self.prog + ' COMMAND'} ... -- {name})")
-        super().error(message)
+        from gpu_sssp.workflows.common import print_error
+
+        print_error(f"{self.prog}: {message} ({self.prog} -h shows the usage)")
+        self.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,6 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"gpu_sssp.workflows.cmd_{name}")
         mod.add_parser(sub)
     _take_negative_values(parser)
+    return parser
+
+
+def _innermost(parser, args):
+    """The (sub)parser of the command that ``args`` were parsed for: ``sssp generate
+    grid``'s for ``sssp generate grid ...``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _innermost(chosen, args)
     return parser
 
 
@@ -366,7 +384,9 @@ def _main(argv=None) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the subcommand that was given them (argparse: by ``sssp``)
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     handler = logging.StreamHandler()
     handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))

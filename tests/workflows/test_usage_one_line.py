@@ -1,0 +1,42 @@
+"""A usage error is one line, as every other error (README: "Errors are one line whatever
+the terminal"): argparse printed its usage block (several wrapped lines) before
+``sssp ingest: error: argument --chunk-mb: invalid int value: 'abc'``, and named ``sssp``,
+not the subcommand, for an unknown option."""
+from __future__ import annotations
+
+import pytest
+
+from gpu_sssp.workflows.cli import main
+
+
+def _graph(tmp_path):
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    return g
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["ingest", "G", "--chunk-mb", "abc"], "sssp ingest: argument --chunk-mb: invalid int value: 'abc'"),
+    (["ingest", "G", "--max-vertices", "-1"], "sssp ingest: argument --max-vertices: '-1'"),
+    (["study", "G", "--max-distance-bytes", "-1"], "sssp study: argument --max-distance-bytes"),
+    (["bench", "G", "--slow-ms", "-1"], "sssp bench: argument --slow-ms"),
+    (["generate", "grid", "--rows", "2", "--cols", "2", "-o", "X", "--weights", "5:1"],
+     "sssp generate grid: argument --weights: '5:1': HI < LO"),
+    (["solve", "G", "-s", "1", "--bogus"], "sssp solve: unrecognized arguments: --bogus"),
+    (["generate", "grid", "--rows", "2", "--cols", "2", "-o", "X", "--zz"],
+     "sssp generate grid: unrecognized arguments: --zz"),
+    (["solve"], "sssp solve: the following arguments are required: graph"),
+    ([], "sssp: the following arguments are required: COMMAND"),
+])
+def test_a_usage_error_is_one_line_naming_the_command(tmp_path, capsys, argv, words):
+    g = _graph(tmp_path)
+    argv = [str(g) if a == "G" else str(tmp_path / "out.gr") if a == "X" else a for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and "usage:" not in err, err
+    assert words in err, err
+    command = words.split(":")[0]
+    assert err.rstrip().endswith(f"({command} -h shows the usage)"), err
+    assert not (tmp_path / "out.gr").exists()
