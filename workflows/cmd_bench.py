@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import OptionError, UsageError
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
-from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options
+from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options, print_table
 
 console = Console(stderr=True, soft_wrap=True)  # notes and status lines stay whole in logs and pipes
 out_console = Console()
@@ -370,21 +370,14 @@ def _show(table, written, out: Path, runs=None) -> None:
     for col in ("graph", "method", "mean", "min", "max", "vs SciPy", "relax/|E|", "ok"):
         # names fold rather than end in '…' (networkit and networkit-spsp were both 'network…')
         t.add_column(col, justify="left" if col in ("graph", "method") else "right",
-                     overflow="fold" if col in ("graph", "method") else "ellipsis")
+                     overflow="fold")  # (a number too wide for a terminal wraps, never cut)
     f = report.fmt_number
     for a in agg:
         s = sp.get((a["graph"], a["variant"]))
         t.add_row(escape(a["graph"]), escape(a["variant"]), f(a["mean_ms"]), f(a["min_ms"]), f(a["max_ms"]),
                   (f(s["vs_scipy"]) + "x") if s and s["vs_scipy"] else "-", f(a["relax_per_arc"]),
                   "[green]yes[/]" if not a["failures"] else f"[bold red]{a['failures']} failed[/]")
-    shown_on = out_console
-    if not out_console.is_terminal:  # a pipe or a log: the table whole, at its natural width
-        from rich.measure import Measurement
-
-        width = Measurement.get(out_console, out_console.options.update_width(10_000), t).maximum
-        if width > out_console.width:
-            shown_on = Console(file=out_console.file, width=width, color_system=out_console.color_system)
-    shown_on.print(t)
+    print_table(out_console, t)  # (on a pipe or a log at its natural width)
     for n in written.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
     files = [out / report.ROWS_FILE, written["summary"], *written["plots"]]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpu_sssp.workflows.common import count_value, decimal_int
+from gpu_sssp.workflows.common import count_value, decimal_int, print_table
 
 HELP = "generate an R-MAT, grid or Erdos-Renyi graph straight to a Parquet edge list"
 
@@ -144,5 +144,5 @@ def run(args) -> int:
     if not args.quiet:
         # plain text: the table's title names the output, whose "[/bold]" (a folder "x[/bold]y")
         # Rich read as markup (MarkupError after the file was written)
-        Console(markup=False).print(summary_table(meta, args.output, time.perf_counter() - t0))
+        print_table(Console(markup=False), summary_table(meta, args.output, time.perf_counter() - t0))
     return 0

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import count_value, decimal_int
+from gpu_sssp.workflows.common import count_value, decimal_int, print_table
 
 HELP = "convert a graph file (.gr/.ss/.co, .mtx, METIS .graph, edge list, PACE; compressed) to Parquet"
 
@@ -183,5 +183,5 @@ def run(args) -> int:
     dt = time.perf_counter() - t0
     if not args.quiet:
         size = path.stat().st_size if path.exists() else None
-        console.print(summary_table(meta, out, dt, size))
+        print_table(console, summary_table(meta, out, dt, size))
     return 0

@@ -11,8 +11,8 @@ from rich.table import Table
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
-                                       decimal_int, load_graph_from_args, refuse_empty_names, repeated_note,
-                                       sources_from_args)
+                                       decimal_int, load_graph_from_args, print_table, refuse_empty_names,
+                                       repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True, markup=False)  # status lines stay whole in logs and pipes; names are not markup
 
@@ -142,7 +142,7 @@ def run(args) -> int:
     wall = (time.perf_counter() - t0) * 1e3
     table = Table(title=f"{shown(graph.name)}: {graph.n:,} vertices, {graph.m:,} arcs - {res.method} on {res.device}")
     for col in ("source", "reached", "eccentricity", "sum of distances", "mean distance"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold")  # a number too wide wraps, never cut
     mean = res.mean_distance()
     integer = graph.integer_weights
     fmt = (lambda x: f"{int(x):,}") if integer else (lambda x: f"{x:,.6g}")
@@ -152,7 +152,7 @@ def run(args) -> int:
                       fmt(res.sum_distance[i]), _mean(mean[i]))
     if len(src) > 20:
         table.caption = f"... {len(src) - 20} more sources"
-    console.print(table)
+    print_table(console, table)
     console.print(f"{len(src)} source(s) in {wall:.1f} ms ({res.counters.get('iterations', 0)} iterations, "
                   f"{res.counters.get('launches', 0)} launches)")
     if args.out:

@@ -16,7 +16,8 @@ from rich.text import Text
 
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
-from gpu_sssp.workflows.common import add_graph_options, checked_graph_options, decimal_int, print_error, repeated_note
+from gpu_sssp.workflows.common import (add_graph_options, checked_graph_options, decimal_int, print_error,
+                                       print_table, repeated_note)
 
 # status lines stay whole in logs and pipes; plain text (no Rich markup): file names and the
 # notes that name them are printed as they are ("g[bold]x.gr" was shown as "gx.gr", and a
@@ -173,8 +174,8 @@ def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
     study resumed, summarised without one)."""
     t = Table(title=f"study {s['study_id']}: {shown(s['graph'])} ({s['vertices']:,} vertices, {s['arcs']:,} arcs)")
     t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_column("source", justify="right")
+    t.add_column("value", justify="right", overflow="fold")  # (a long number wraps, never cut)
+    t.add_column("source", justify="right", overflow="fold")
     t.add_column("note")
 
     def row(name, d, note=""):
@@ -444,7 +445,7 @@ def run(args) -> int:
                         label="note")
         raise
     progress.stop()
-    console.print(summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
+    print_table(console, summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
     folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
                else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])
     stats = shown(f"{args.out}/stats/")  # (a name with a line break is quoted, escaped)

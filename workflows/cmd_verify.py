@@ -7,8 +7,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError
-from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, refuse_empty_names,
-                                       repeated_note, sources_from_args)
+from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, print_table,
+                                       refuse_empty_names, repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -119,7 +119,7 @@ def run(args) -> int:
             t.add_column(c)
         for m in registrations(None if args.backend == "auto" else args.backend):
             t.add_row(m.name, m.backend, "yes" if m.negative_weights else "no", m.description)
-        console.print(t)
+        print_table(console, t)
         return 0
     if args.graph is None:
         raise UsageError("verify needs a GRAPH (or --list to show the methods)")
@@ -215,7 +215,7 @@ def run(args) -> int:
         failures += bool(problems)
         table.add_row(name, spec.backend, "[green]ok[/]" if not problems else "[red]" + "; ".join(problems) + "[/]",
                       f"{ms[(name, backend)]:.2f}")
-    console.print(table)
+    print_table(console, table)
     if todo and not checked:  # exit 0 said "verified" where nothing was
         raise UsageError(f"nothing was checked: every method asked for was skipped on {graph.name} (the table says "
                          "why); name one that can solve it (--methods all checks every one that can)")

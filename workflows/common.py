@@ -47,6 +47,25 @@ def print_error(message, *, label: str = "error", file=None) -> None:
     out.print(Text.assemble((f"{label}:", "bold red"), " ", one_line(message)))
 
 
+def print_table(console, table) -> None:
+    """Print a rich table on ``console`` with no cell cut: on a terminal as rich lays it
+    out (a column given ``overflow="fold"`` wraps a long number inside its cell); on a
+    pipe or a log at the table's own width, where rich's 80 columns cut numbers to
+    '1,851,851,835,18…'."""
+    width = console.measure(table, options=console.options.update_width(1 << 16)).maximum
+    if console.is_terminal or width <= console.width:
+        console.print(table)
+        return
+    # the console's own settings (markup or not, colours) at a wider width for this table:
+    # print() takes no width above the console's
+    saved = getattr(console, "_width", None)
+    console.width = width
+    try:
+        console.print(table)
+    finally:
+        console._width = saved
+
+
 def decimal_int(text: str) -> int:
     """An argparse type: a whole number in ASCII decimal digits (an optional sign,
     ``1_000`` as Python writes it; ``kernels.graph.is_decimal``).  Python's ``int`` took
