@@ -993,7 +993,15 @@ def read_scheduler_file(path) -> str:
                 raise UsageError(f"{named}: its address {address!r} is not a scheduler "
                                  f"address ({problem}); `dask scheduler --scheduler-file FILE` writes one")
             return address
-        what = 'no "address" in it'
+        if not isinstance(cfg, dict):
+            kind = {list: "array", str: "string", bool: "true/false", type(None): "null"}.get(type(cfg), "number")
+            what = f"a JSON {kind}, not an object"
+        elif "address" not in cfg:
+            what = 'no "address" in it'
+        elif isinstance(address, str):
+            what = 'its "address" is empty'
+        else:
+            what = f'its "address" is {json.dumps(address)}, not text'
     raise UsageError(f"{named}: not a Dask scheduler file ({what}; "
                      "`dask scheduler --scheduler-file FILE` writes one)")
 
@@ -1722,6 +1730,49 @@ def describe_cluster(handle: ClusterHandle, notice=None) -> dict:
             "threads": sum(w["nthreads"] for w in out), "devices": devices, "worker_list": out,
             "dashboard": dash["link"], "dashboard_note": dash["note"], "study_page": dash["study_page"],
             "exposed": list(handle.info.get("exposed", []))}
+
+
+def describe_late_workers(client, backend: str, cluster_info: dict, seen) -> list[dict]:
+    """The workers that solved batches of a run (``seen``: the worker names, or addresses,
+    its batches name) but are not in the run's start description ``cluster_info``
+    (:func:`describe_cluster`): they joined during the run (:func:`hold_late_workers` let
+    them in).  One entry each, as :func:`describe_cluster`'s, with ``"joined": "during
+    the run"``; one that has left since keeps its name, ``"left": true``.  The manifest's
+    ``cluster.worker_list`` named only the workers of the start, while the batch rows
+    named the others too."""
+    listed = (cluster_info or {}).get("worker_list") or ()
+    known = {str(w.get("name", "")) for w in listed} | {str(w.get("address", "")) for w in listed}
+    late = sorted({str(s) for s in seen if s} - known)
+    if not late:
+        return []
+    try:
+        workers = _workers(client)
+    except Exception as exc:  # noqa: BLE001 - the manifest then names them without details
+        log.debug("workers not listed: %s", exc)
+        workers = {}
+    present = {}
+    for addr, w in workers.items():
+        for key in (str(w.get("name", "")), str(addr)):
+            if key in late:
+                present.setdefault(key, addr)
+    per = {}
+    if present:
+        try:
+            per = client.run(_worker_info, backend, workers=sorted(set(present.values())), on_error="return")
+        except Exception as exc:  # noqa: BLE001 - as above
+            log.debug("late workers not described: %s", exc)
+    out = []
+    for name in late:
+        addr = present.get(name)
+        info = per.get(addr) if addr is not None else None
+        entry = dict(info) if isinstance(info, dict) else {}
+        entry.update(address=addr, name=name, joined="during the run")
+        if addr is None:
+            entry["left"] = True
+        else:
+            entry["nthreads"] = int(workers.get(addr, {}).get("nthreads", 1))
+        out.append(entry)
+    return out
 
 
 def _check_worker_code(per: dict, workers: dict) -> dict:

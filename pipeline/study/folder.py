@@ -261,6 +261,38 @@ def _shown(identity: dict, k: str) -> str:
     return "none" if _key(identity, k) is None else repr(_key(identity, k))
 
 
+def _sources_said(how: dict) -> str:
+    """``2 sources from --sources-file s.txt``, ``all 3 sources``, ``5 random sources
+    (--seed 0)``, ``2 sources given by id``: a study's sources as it was asked for them."""
+    count = how.get("count")
+    n = f"{count:,}" if isinstance(count, int) else "?"
+    kind = how.get("kind")
+    if kind == "all":
+        return f"all {n} sources"
+    if kind == "file":
+        return f"{n} sources from {_sources_again(how)}"
+    if kind == "random":
+        seed = how.get("seed")
+        return f"{n} random sources ({opt(f'--seed {seed}')})"
+    if kind == "list":
+        return f"{n} sources given by id"
+    return f"{n} sources ({kind})"
+
+
+def _sources_again(how: dict) -> str:
+    """The options that ask for a study's sources again (``--sources-file s.txt``,
+    ``--random 5 --seed 0``), in the caller's words."""
+    kind = how.get("kind")
+    if kind == "file":
+        return opt(f"--sources-file {_fs.shown(str(how.get('file')))}")
+    if kind == "random":
+        count, seed = how.get("count"), how.get("seed")
+        return f"{opt(f'--random {count}')} {opt(f'--seed {seed}')}"
+    if kind == "list":
+        return f"its {opt('--source')} ids"
+    return opt("--sources all")
+
+
 def _targets_said(count, how: dict) -> str:
     """``300 targets (random, seed 5)``."""
     seed = how.get("seed")
@@ -284,7 +316,11 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
         was = old.get("sources", {})
         asked = plan.sources.how
         fields = [f for f in _SOURCE_FIELDS if was.get(f) != asked.get(f) and (f in was or f in asked)]
-        parts += [f"{_SOURCE_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
+        if "kind" in fields:  # other kinds: each side said whole ('asked None' for a file not given)
+            parts.append(f"sources: the folder's study has {_sources_said(was)}, asked {_sources_said(asked)} "
+                         f"(give {_sources_again(was)} to resume it)")
+        else:
+            parts += [f"{_SOURCE_FIELDS[f]}: folder has {_shown(was, f)}, asked {_shown(asked, f)}" for f in fields]
         if not fields and "graph_fingerprint" not in diff:
             # (with another graph the same options give other sources: the graph says why)
             parts.append("the source list differs with the same options (did the sources file change?)")
@@ -974,8 +1010,13 @@ class Study:
         return None if at == len(got) else max(self.done)
 
     def finish(self, *, wall_s: float, run_sources: int, run_meta: list[dict], workers: int,
-               clock: tuple[float, float] | None = None, extra_timings: dict | None = None) -> dict:
+               clock: tuple[float, float] | None = None, extra_timings: dict | None = None,
+               late_workers: list | None = None) -> dict:
         """Summarise, write ``summary.json`` and the final manifest; return the summary.
+
+        ``late_workers``: the workers that joined during the run and solved batches
+        (``pipeline.cluster.describe_late_workers``), added to the manifest's and the
+        run's ``cluster.worker_list`` (and its counts), which held the start's only.
 
         The statistics folder is flushed first: its files' renames were not flushed one
         by one (:func:`pipeline.study.task._write_batch`), and the summary must not
@@ -1004,6 +1045,14 @@ class Study:
         run = self.manifest["runs"][-1]
         run.update(end=_now(), wall_s=wall_s, sources=run_sources, batches=len(run_meta),
                    kernel_ms=sum(m.get("kernel_ms", 0.0) for m in run_meta))
+        if late_workers:
+            cluster = dict(run.get("cluster") or {})
+            listed = [*(cluster.get("worker_list") or []), *late_workers]
+            cluster.update(worker_list=listed, workers=len(listed),
+                           threads=sum(int(w.get("nthreads") or 0) for w in listed),
+                           devices=sorted({w["device"] for w in listed if w.get("device")}),
+                           joined_during_run=len(late_workers))
+            run["cluster"] = self.manifest["cluster"] = cluster
         self.manifest["timings"] = summary["timings"]
         self.manifest["summary"] = {k: v for k, v in summary.items() if k != "timings"}
         self.manifest.pop("failure", None)  # of an earlier run, now resumed

@@ -804,7 +804,12 @@ def _wrap_up(client, plan, study, board, reg, cluster_info, run_tasks, run_meta,
     collected_at = started_at + wall
     run_sources = sum(m["rows"] for m in run_meta)
     extra = {}
+    late_workers = []
     if run_tasks:
+        from gpu_sssp.pipeline.cluster import describe_late_workers
+
+        late_workers = describe_late_workers(client, (cluster_info or {}).get("backend") or "auto", cluster_info,
+                                             {m.get("worker") for m in run_meta})
         startup_workers = _worker_startup(client, plan.graph.fingerprint)
         ct = cluster_timings(run_tasks, startup_workers, started_at=started_at, collected_at=collected_at)
         extra["cluster"] = ct
@@ -833,7 +838,7 @@ def _wrap_up(client, plan, study, board, reg, cluster_info, run_tasks, run_meta,
         extra["outside_kernels_solve_s"] = max(solve_wall * workers - kernel_s, 0.0)
         extra["outside_kernels_solve_vs_kernel"] = (extra["outside_kernels_solve_s"] / kernel_s) if kernel_s > 0 else None
     summary = study.finish(wall_s=wall, run_sources=run_sources, run_meta=run_meta, workers=workers,
-                           clock=(started_at, collected_at), extra_timings=extra)
+                           clock=(started_at, collected_at), extra_timings=extra, late_workers=late_workers)
     _board_end(client, board, "complete" if summary.get("complete") else "incomplete", summary)
     return summary
 

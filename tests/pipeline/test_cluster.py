@@ -222,8 +222,10 @@ def test_study_refuses_an_address_not_on_this_machine_before_reading_the_graph(t
 @pytest.mark.parametrize("content, what", [
     (b"{bad", "not JSON: Expecting property name"),
     (b"{}", 'no "address" in it'),
-    (b'["tcp://127.0.0.1:8786"]', 'no "address" in it'),
-    (b'{"address": 8786}', 'no "address" in it'),
+    (b'["tcp://127.0.0.1:8786"]', 'a JSON array, not an object'),
+    (b'{"address": 8786}', 'its "address" is 8786, not text'),
+    (b'{"address": "  "}', 'its "address" is empty'),
+    (b'"tcp://127.0.0.1:8786"', 'a JSON string, not an object'),
     (b"\xff\xfe\x00", "not JSON text"),
 ])
 def test_a_bad_scheduler_file_is_one_usage_error_naming_the_file(tmp_path, content, what):

@@ -171,6 +171,16 @@ def test_a_late_worker_of_another_version_solves_nothing_and_good_ones_are_taken
         assert not _notes(study.text(), "late-good")
         s = json.loads((study.out / "summary.json").read_text())
         assert s["sources_solved"] == 3353 and s["complete"]
+        # the manifest names every worker that solved batches (it named node0 only)
+        m = json.loads((study.out / "manifest.json").read_text())
+        for described in (m["cluster"], m["runs"][-1]["cluster"]):
+            listed = {w["name"]: w for w in described["worker_list"]}
+            assert set(listed) == {"node0", "late-good"}, described
+            late = listed["late-good"]
+            assert late["joined"] == "during the run" and late["address"].startswith("tcp://127.0.0.1:"), late
+            assert late["device"] == "cpu" and late["pid"] > 0 and late["nthreads"] == 1, late
+            assert "joined" not in listed["node0"] and described["workers"] == 2
+            assert described["joined_during_run"] == 1
     finally:
         cluster.close()
 

@@ -152,8 +152,17 @@ def test_resume_with_another_seed_names_the_seed(tmp_path):
     assert "sources_digest" not in msg and "sources_count" not in msg
     with pytest.raises(StudyError, match="number of sources: folder has 10, asked 12"):
         Study(_plan(path, tmp_path / "s", random=12, seed=1, batch_size=5), resume=True)
-    with pytest.raises(StudyError, match="sources: folder has 'random', asked 'all'"):
+    with pytest.raises(StudyError) as err:
         Study(_plan(path, tmp_path / "s", sources="all", batch_size=5), resume=True)
+    assert ("sources: the folder's study has 10 random sources (seed=1), asked all 100 sources "
+            "(give random=10 seed=1 to resume it)") in str(err.value)
+    srcs = tmp_path / "ids.txt"
+    srcs.write_text("1\n2\n")
+    with pytest.raises(StudyError) as err:  # (it said "--sources-file: folder has None, asked 'ids.txt'")
+        Study(_plan(path, tmp_path / "s", sources_file=str(srcs), batch_size=5), resume=True)
+    assert (f"the folder's study has 10 random sources (seed=1), asked 2 sources from sources_file='{srcs}' "
+            "(give random=10 seed=1 to resume it)") in str(err.value)
+    assert "None" not in str(err.value)
 
 
 def test_resume_keeps_the_folders_batch_layout_and_refuses_another(tmp_path):
