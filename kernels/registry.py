@@ -56,7 +56,7 @@ class Method:
             k = int((graph.weights < 0).sum())
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
                     f"{k:,} negative arc{'' if k == 1 else 's'} (use "
-                    f"{'hbf, bellman-ford' if self.backend == 'gpu' else 'bellman-ford'} or auto)")
+                    f"{_negative_alternatives(self.backend, advice)} or auto)")
         if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
             return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "
                     f"{graph.name} has weights {graph.min_weight}..{graph.max_weight} (use delta, phast or auto)")
@@ -270,6 +270,15 @@ def target_stats(matrix, targets, *, integer: bool, xp=np):
     from gpu_sssp.kernels.result import reduce_distances
 
     return reduce_distances(matrix, integer=integer, xp=xp)
+
+
+def _negative_alternatives(backend: str, advice: str | None) -> str:
+    """The methods that take negative weights, for :meth:`Method.unsuitable`'s line: a
+    study's workers may be CPUs (its plan is made before it knows them), where ``hbf``,
+    a GPU method, cannot run - it was suggested to CPU studies."""
+    if advice == "study":
+        return "bellman-ford, hbf on GPU workers,"
+    return "hbf, bellman-ford" if backend == "gpu" else "bellman-ford"
 
 
 def refuse_unsuitable(spec: Method, graph, options: dict) -> None:
@@ -489,6 +498,7 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     # so within every kernel's distance type) before anything is solved
     graph.check_exact()
     backend = resolve_backend(method, backend)
+    chosen = method == "auto" and bool(options)  # (a refused option then says who chose the method)
     if method == "auto":
         if backend == "gpu" and device_count() == 0:
             # (it named the method auto would have chosen: "method 'hbf' needs a CUDA device")
@@ -505,17 +515,32 @@ def solve(graph, sources, *, method: str = "auto", backend: str = "auto",
     check_output_memory(graph, len(src), targets=targets, predecessors=predecessors, distances=distances,
                         method=spec.name, backend=spec.backend)
     fn = spec.load()
-    if targets is not None:
-        res = _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)
-    elif turn is not None and spec.device_turn:
-        res = fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
-    elif turn is not None:
-        with turn:
+    with _chosen_by_auto(spec) if chosen else contextlib.nullcontext():
+        if targets is not None:
+            res = _solve_targets(spec, fn, graph, src, targets, stats_over, turn, options)
+        elif turn is not None and spec.device_turn:
+            res = fn(graph, src, predecessors=predecessors, distances=distances, turn=turn, **options)
+        elif turn is not None:
+            with turn:
+                res = fn(graph, src, predecessors=predecessors, distances=distances, **options)
+        else:
             res = fn(graph, src, predecessors=predecessors, distances=distances, **options)
-    else:
-        res = fn(graph, src, predecessors=predecessors, distances=distances, **options)
     res.id_base = int(graph.id_base)  # the tables' file ids by default (Result.to_table, ...)
     return res
+
+
+@contextlib.contextmanager
+def _chosen_by_auto(spec: Method):
+    """A method option refused by the method ``method="auto"`` chose: said so (the caller
+    named no method; "dijkstra takes no options" alone left them guessing which one
+    ran, and that the choice depends on the graph and the device)."""
+    try:
+        yield
+    except OptionError as exc:
+        said = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        raise OptionError(f"method='auto' chose {spec.name!r} on the {spec.backend} for this graph, and {said} "
+                          f"(method options go with a method named: method={spec.name!r} or another; "
+                          "gpu_sssp.available_methods() lists them)") from exc
 
 
 def _solve_targets(spec: Method, fn, graph, src, targets, stats_over, turn, options) -> Result:

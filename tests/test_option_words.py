@@ -191,3 +191,37 @@ def test_a_parquet_edge_lists_limit_names_only_the_setting(tmp_path, capsys):
         assert main(["solve", str(pq), "--sources", "1"]) == 2
     err = capsys.readouterr().err
     assert "the setting sssp.ingest.max-vertices" in err and "--max-vertices N" not in err
+
+
+def test_an_option_refused_by_the_method_auto_chose_names_the_choice(tmp_path):
+    """``solve(method="auto", bogus=1)`` said "dijkstra takes no options": a method the
+    caller never named."""
+    import gpu_sssp
+
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    graph = gpu_sssp.load_graph(str(g))
+    with pytest.raises(gpu_sssp.OptionError) as err:
+        gpu_sssp.solve(graph, [1], method="auto", backend="cpu", bogus=1)
+    msg = str(err.value)
+    assert msg.startswith("method='auto' chose 'dijkstra' on the cpu for this graph, and dijkstra takes no "
+                          "options, got ['bogus']"), msg
+    assert "method='dijkstra'" in msg
+    with pytest.raises(gpu_sssp.OptionError) as err:  # a method named: its own words only
+        gpu_sssp.solve(graph, [1], method="dijkstra", bogus=1)
+    assert str(err.value) == "dijkstra takes no options, got ['bogus']"
+
+
+def test_a_study_of_negative_weights_names_methods_its_workers_can_run(tmp_path, capsys):
+    """``study --algorithm phast`` of a graph with a negative arc suggested ``hbf``, a GPU
+    method, to every study (CPU workers too)."""
+    g = tmp_path / "neg.gr"
+    g.write_text("p sp 3 3\na 1 2 5\na 2 3 -2\na 1 3 9\n")
+    code = main(["study", str(g), "--algorithm", "phast", "--cpu-workers", "1", "--no-dashboard",
+                 "--out", str(tmp_path / "st")])
+    err = capsys.readouterr().err
+    assert code == 2 and "(use bellman-ford, hbf on GPU workers, or auto)" in err, err
+    assert not (tmp_path / "st").exists()
+    code = main(["solve", str(g), "-s", "1", "-m", "phast@cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and "(use bellman-ford or auto)" in err, err
