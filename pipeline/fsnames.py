@@ -118,6 +118,23 @@ def safe_name(name) -> str:
     return os.fsdecode(head + b"...-" + tag.encode("ascii"))
 
 
+def refuse_read_only_folder(folder) -> None:
+    """Raise ``PermissionError`` where ``folder`` exists and its mode lets no one write
+    (``chmod a-w``, a data folder such as ``0555``): caches are not written there even by
+    root, whom permissions do not stop (``.sssp-cache/``, CSR and hierarchy caches were
+    written into a shared read-only data folder); the callers fall back to the user's
+    cache folder as for any user who cannot write there."""
+    import errno
+    import stat
+
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode) and not mode & 0o222:
+        raise PermissionError(errno.EACCES, f"read-only folder (mode {stat.S_IMODE(mode):04o})", os.fspath(folder))
+
+
 def stat_state(st: os.stat_result) -> tuple:
     """What says a file changed, from its stat: size, mtime, ctime (an edit that put the
     old mtime back still moves it), inode and device (a file replaced by another).  The

@@ -29,7 +29,8 @@ import numpy as np
 from gpu_sssp.kernels.graph import Graph
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
-from gpu_sssp.pipeline.fsnames import is_parquet_name, open_parquet, safe_name, shortened, shown, stat_state
+from gpu_sssp.pipeline.fsnames import (is_parquet_name, open_parquet, refuse_read_only_folder, safe_name, shortened,
+                                       shown, stat_state)
 from gpu_sssp.pipeline.writers import OWNED_TEMP
 
 # CPython 3.11 (seen on 3.11.7; cf. CPython gh-106905) keeps the AST constructor's recursion
@@ -169,6 +170,7 @@ def _csr_cache_places(path: Path, parallel: str, cache_dir=None) -> list[Path]:
 
 def _write_csr_cache(g: Graph, key: dict, cpath: Path) -> None:
     # the process and a random part: threads of one process may write it at once
+    refuse_read_only_folder(cpath.parent)
     cpath.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache_temp_for(cpath)
     try:
@@ -731,6 +733,7 @@ def _cache_folder(resolved: Path, cache_dir) -> tuple[Path, bool]:
     for base in (first, user):
         existed = base.is_dir()
         try:
+            refuse_read_only_folder(base if existed else base.parent)
             base.mkdir(parents=True, exist_ok=True)
             probe = base / f".probe{os.getpid()}"
             probe.touch()

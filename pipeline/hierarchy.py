@@ -31,6 +31,7 @@ from gpu_sssp.kernels import hierarchy as hmod
 from gpu_sssp.kernels.errors import opt, render
 from gpu_sssp.kernels.hierarchy import Hierarchy
 from gpu_sssp.pipeline import npzfile
+from gpu_sssp.pipeline.fsnames import refuse_read_only_folder
 from gpu_sssp.pipeline.fsnames import shown as _shown
 from gpu_sssp.pipeline.graph import AST_RACE, _discard, cache_temp_for, remove_dead_temps
 from gpu_sssp.pipeline.writers import fsync_file, fsync_folder
@@ -113,6 +114,7 @@ def write_cache(h: Hierarchy, graph, path) -> None:
         The folder cannot be written (the temporary file is removed).
     """
     path = Path(path)
+    refuse_read_only_folder(path.parent)  # (root too: the user's cache instead)
     # the process and a random part: threads of one process may write it at once
     tmp = cache_temp_for(path)
     rec = _record(h, graph)
