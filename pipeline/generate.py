@@ -537,6 +537,9 @@ def generate(family: str, out, *, max_vertices=None, max_arcs=None, max_isolated
     the solvers' rule on path lengths as ingestion holds a file's (nothing is written
     that the solvers would refuse).
     """
+    from gpu_sssp.pipeline.writers import refuse_non_parquet_name
+
+    refuse_non_parquet_name(out, "-o")
     t0 = time.perf_counter()
     check_size(family, max_vertices=max_vertices, max_arcs=max_arcs,
                max_isolated_vertices=max_isolated_vertices, **kw)

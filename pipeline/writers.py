@@ -85,6 +85,22 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     refuse_file_as_folder(out, option)
 
 
+def refuse_non_parquet_name(out, option: str = "-o") -> None:
+    """Refuse an output Parquet file (an ingested or generated graph, a source or
+    coordinate table) whose name does not end in ``.parquet``: every reader takes a file
+    as Parquet only under that name, so ``sssp generate grid ... -o grid.gr`` wrote a
+    file that ``sssp study grid.gr`` then refused ("is a Parquet file ... rename it")."""
+    from gpu_sssp.pipeline.fsnames import is_parquet_name
+
+    if is_parquet_name(out):
+        return
+    p = Path(out)
+    better = p.with_name(p.name + ".parquet") if p.suffix.lower() in ("", ".ss", ".co") else p.with_suffix(".parquet")
+    named = opt(f"{option} {shown(out)}", python=f"out={os.fspath(out)!r}")
+    raise UsageError(f"{named}: the output is a Parquet file, which is read back (as a graph, "
+                     f"sources or coordinates) only under a name ending in .parquet: give e.g. {shown(better)}")
+
+
 def _named(option: str, path) -> str:
     """``--out PATH`` (``option`` as the command line spells it), in the caller's words
     (``out='PATH'`` from Python: ``kernels.errors.opt``)."""

@@ -25,7 +25,7 @@ import pyarrow as pa
 from gpu_sssp.kernels.errors import UsageError, opt, render
 
 from ..errors import InputError
-from ..writers import refuse_input_as_output
+from ..writers import refuse_input_as_output, refuse_non_parquet_name
 from ._formats import (ALIASES, FORMATS, KIND_NAMES, READERS, dimacs_problem_message, file_signature,
                        format_hint, metis_for_edgelist, metis_pair_weights, read_co, read_ss)
 from ._limits import Limits
@@ -257,6 +257,7 @@ def ingest(path, out, *, format=None, weights=None, undirected=False, zero_based
     zero_based = _flag(zero_based, "zero_based")
     path, out = Path(path), Path(out)
     refuse_input_as_output(out, [path])  # before anything is read (sssp ingest relies on it)
+    refuse_non_parquet_name(out, "-o")
     check_chunk_memory(path, chunk_bytes)
     parse_weights_spec(weights)  # a bad --weights is one line before anything is read
     limits = Limits.from_settings(max_vertices, max_arcs, max_isolated_vertices)

@@ -95,7 +95,8 @@ def test_bounds_that_are_not_finite_are_named_as_written(tmp_path, capsys, bound
     status, err, out = _run(tmp_path, capsys, "grid", "--rows", "3", "--cols", "3", f"--weights={bounds}",
                             "--weight-type", "float64")
     assert status == 2 and not out.exists()
-    assert err[0].endswith(f"argument --weights: '{bounds}': the bounds must be finite numbers (LO:HI, e.g. 1:100)")
+    assert err[0].endswith(f"argument --weights: '{bounds}': the bounds must be finite numbers (LO:HI, e.g. 1:100) "
+                           "(sssp generate grid -h shows the usage)")
 
 
 def test_negative_zero_bound_is_zero(tmp_path, capsys):
