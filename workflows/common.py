@@ -52,8 +52,9 @@ def print_table(console, table) -> None:
     out (a column given ``overflow="fold"`` wraps a long number inside its cell); on a
     pipe or a log at the table's own width, where rich's 80 columns cut numbers to
     '1,851,851,835,18…'."""
-    width = console.measure(table, options=console.options.update_width(1 << 16)).maximum
-    if console.is_terminal or width <= console.width:
+    width = None if console.is_terminal else \
+        console.measure(table, options=console.options.update_width(1 << 16)).maximum
+    if width is None or width <= console.width:
         console.print(table)
         return
     # the console's own settings (markup or not, colours) at a wider width for this table:
