@@ -295,15 +295,19 @@ def test_metis_listing_each_edge_at_one_end_is_flagged(tmp_path, capsys, caplog)
 def test_dot_slash_dash_names_a_file_called_dash(family, tmp_path, monkeypatch):
     """The README: "`-o -` ... standard output is not offered: `./-` names a file called
     `-`".  `sssp ingest -o ./-` was refused as `-o -` (the name went through Path, which
-    drops the `./`, before the check); `-o -` stays refused, `./-` writes the file."""
+    drops the `./`, before the check); `-o -` stays refused, and `./-` is a file's name:
+    refused here as one that does not end in .parquet (a Parquet file is read back only
+    under such a name), not as standard output; `./-.parquet` writes the file."""
     from gpu_sssp.kernels.errors import UsageError
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="-o -: standard output is not offered"):
         _run([*family, "-o", "-", "-q"])
+    with pytest.raises(UsageError, match="only under a name ending in .parquet: give e.g. -.parquet"):
+        _run([*family, "-o", "./-", "-q"])
     assert not (tmp_path / "-").exists()
-    assert _run([*family, "-o", "./-", "-q"]) == 0
-    assert read_meta(tmp_path / "-")["arcs"] > 0
+    assert _run([*family, "-o", "./-.parquet", "-q"]) == 0
+    assert read_meta(tmp_path / "-.parquet")["arcs"] > 0
 
 
 def test_a_dimacs_sets_files_do_not_share_a_default_output(tmp_path, monkeypatch, capsys):
