@@ -195,7 +195,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     **options
         The method's own options (e.g. ``lanes`` for ``phast``, ``batch_size`` for
         ``batched``: see the method's function); one it does not take is a ``TypeError``
-        (``dijkstra`` takes none).
+        (``dijkstra`` takes none); one of :func:`load_graph`'s is refused, named for
+        ``ingest=``.
 
     Raises
     ------
@@ -215,6 +216,16 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
         from gpu_sssp.kernels.errors import OptionError
 
         raise OptionError(f"ingest must be a dict of load_graph options, got {type(ingest).__name__}")
+    if options:
+        from gpu_sssp.pipeline.graph import load_option_names
+
+        reading = {k: v for k, v in options.items() if k in load_option_names()}
+        if reading:  # (it was taken for a method option: "phast takes the options lanes, ...")
+            from gpu_sssp.kernels.errors import OptionError
+
+            raise OptionError(f"matrix() takes load_graph's options in ingest=, not as its own: "
+                              f"ingest={reading!r}" + ("" if isinstance(graph, (str, _os.PathLike)) else
+                                                        " (they apply to a graph given as a path)"))
     if isinstance(graph, (str, _os.PathLike)):
         from gpu_sssp.kernels.errors import SsspError, given_in
         from gpu_sssp.pipeline.graph import load_graph as _load

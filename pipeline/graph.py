@@ -537,6 +537,35 @@ def _refuse_aux_input(path: Path, fmt, _ingest) -> None:
         raise InputError(shown(path), None, _aux_refusal(kind))
 
 
+def load_option_names() -> list[str]:
+    """The options :func:`load_graph` takes: ``cache_dir`` and ``ingest``'s keywords."""
+    import inspect
+
+    from gpu_sssp.pipeline.ingest import ingest
+
+    return ["cache_dir", *(name for name, p in inspect.signature(ingest).parameters.items()
+                           if p.kind is p.KEYWORD_ONLY and name != "replace")]
+
+
+def refuse_unknown_options(caller: str, options: dict, own) -> None:
+    """Refuse an option given to ``caller`` (``study``) that neither it (``own``: its
+    keyword names) nor :func:`load_graph` (where its graph options go) takes, named as the
+    caller's: ``study(g.parquet, batchsize=5)`` said "load_graph: unknown option
+    'batchsize'; it takes cache_dir and the ingest options ...", pointing away from
+    ``batch_size=``."""
+    import difflib
+
+    from gpu_sssp.kernels.errors import OptionError
+
+    takes = load_option_names()
+    for name in options:
+        if name not in takes:
+            close = difflib.get_close_matches(name, [*own, *takes], n=1)
+            hint = f" (did you mean {close[0]}=?)" if close else ""
+            raise OptionError(f"{caller}() got an unknown option {name!r}{hint}; beside its own, it takes "
+                              f"load_graph's options {', '.join(takes)}")
+
+
 def _check_ingest_options(path: Path, options: dict, ingest) -> None:
     """Refuse what :func:`load_graph` would otherwise drop without a word: an option
     ``ingest`` does not take (named, with those it takes, instead of ``ingest()``'s own

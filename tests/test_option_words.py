@@ -225,3 +225,24 @@ def test_a_study_of_negative_weights_names_methods_its_workers_can_run(tmp_path,
     code = main(["solve", str(g), "-s", "1", "-m", "phast@cpu"])
     err = capsys.readouterr().err
     assert code == 2 and "(use bellman-ford or auto)" in err, err
+
+
+def test_a_mistyped_option_is_named_by_the_function_called(tmp_path):
+    """``study(path, batchsize=5)`` said "load_graph: unknown option 'batchsize'"; and
+    ``matrix(path, zero_based=True)`` took zero_based for a method option ("phast takes the
+    options lanes, ...") where it goes in ``ingest=``."""
+    import gpu_sssp
+
+    g = tmp_path / "g.gr"
+    g.write_text("p sp 3 2\na 1 2 5\na 2 3 5\n")
+    for typo, meant in (("batchsize", "batch_size"), ("targetz", "targets"), ("zero_basd", "zero_based")):
+        with pytest.raises(gpu_sssp.OptionError) as err:
+            gpu_sssp.study(str(g), sources=[1], out=str(tmp_path / "st"), cpu_workers=1, **{typo: 5})
+        assert str(err.value).startswith(f"study() got an unknown option {typo!r} (did you mean {meant}=?)"), err.value
+    assert not (tmp_path / "st").exists()
+    for graph, end in ((str(g), ""), (gpu_sssp.load_graph(str(g)), " (they apply to a graph given as a path)")):
+        with pytest.raises(gpu_sssp.OptionError) as err:
+            gpu_sssp.matrix(graph, [1], [2], zero_based=True)
+        assert str(err.value) == ("matrix() takes load_graph's options in ingest=, not as its own: "
+                                  "ingest={'zero_based': True}" + end)
+    assert gpu_sssp.matrix(str(g), [1], [3], ingest={"weights": "unit"}).tolist() == [[2.0]]

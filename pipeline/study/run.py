@@ -1452,6 +1452,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
                         ("on_wait", on_wait)):
         if value is not None and not callable(value):  # it failed once batches were done, the study "failed"
             raise OptionError(f"{name} must be a callable, got {type(value).__name__}")
+    if ingest_options:
+        import inspect
+
+        from gpu_sssp.pipeline.graph import refuse_unknown_options
+
+        refuse_unknown_options("study", ingest_options, [n for n in inspect.signature(study).parameters
+                                                         if n != "ingest_options"])
     if ingest_options and not isinstance(graph, (str, os.PathLike)):
         # with a path they go to load_graph, which refuses a typo; with a Graph they were dropped
         # without a word (study(g, ranom=2) solved every source)
