@@ -295,8 +295,9 @@ def _sources_again(how: dict) -> str:
 
 def _targets_said(count, how: dict) -> str:
     """``300 targets (random, seed 5)``."""
-    seed = how.get("seed")
-    detail = ", ".join(x for x in (how.get("kind"), None if seed is None else f"seed {seed}") if x)
+    seed, kind = how.get("seed"), how.get("kind")
+    detail = ", ".join(x for x in (f"file {_fs.shown(str(how['file']))}" if kind == "file" and how.get("file") else kind,
+                                   None if seed is None else f"seed {seed}") if x)
     return (f"{count:,}" if isinstance(count, int) else "?") + " targets" + (f" ({detail})" if detail else "")
 
 
@@ -348,8 +349,12 @@ def _explain_difference(diff: list[str], old: dict, plan: StudyPlan, *, batch_gi
             changed = f"did the targets file {asked['file']} change? " if asked.get("file") else ""
             parts.append(f"targets: the target list differs ({files}{changed}resume without {opt('--targets')} to go "
                          f"on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
+        elif "kind" in fields:  # other kinds: each side said whole ('folder has None' for a file not given)
+            parts.append(f"targets: the folder's study has {_targets_said(was.get('count'), was)}, asked "
+                         f"{_targets_said(asked.get('count'), asked)} (resume without {opt('--targets')} and "
+                         f"{opt('--random-targets')} to go on with the study's own, {plan.out / _matrix.TARGETS_FILE})")
         else:
-            parts += [f"{_TARGET_FIELDS[f]}: folder has {was.get(f)!r}, asked {asked.get(f)!r}" for f in fields]
+            parts += [f"{_TARGET_FIELDS[f]}: folder has {_shown(was, f)}, asked {_shown(asked, f)}" for f in fields]
         said |= {"targets_digest", "targets_count"}
     batching = [k for k in ("batch_size", "batch_workers") if k in diff]
     if batching:

@@ -68,6 +68,14 @@ def test_resume_with_other_random_targets_names_the_option(client, rome, tmp_pat
     msg = _refusal(rome, client=client, random=4, random_targets=21, target_seed=5, out=out)
     assert "number of targets: folder has 20, asked 21" in msg and "targets_digest" not in msg, msg
     assert "targets_count" not in msg, msg
+    # another kind of targets: each side said whole (it said "--targets: folder has None,
+    # asked 't.txt'; --target-seed: folder has 5, asked None")
+    tfile = tmp_path / "t.txt"
+    tfile.write_text("5\n3\n")
+    msg = _refusal(rome, client=client, random=4, targets=str(tfile), out=out)
+    assert (f"targets: the folder's study has 20 targets (random, seed 5), asked 2 targets (file {tfile}) "
+            "(resume without --targets and --random-targets to go on with the study's own") in msg, msg
+    assert "None" not in msg, msg
 
 
 @pytest.mark.parametrize("option", ["stats_over", "matrix_form"])
