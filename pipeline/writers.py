@@ -74,8 +74,9 @@ def refuse_input_as_output(out, inputs, *, label: str = "output", named: str | N
 
 def check_output_dir(out, *, option: str = "--out") -> None:
     """Refuse, before any input is read, an output folder that cannot be made: an
-    existing file, or a path below a file (``--out ok.gr/sub``: the OS said only "Not a
-    directory")."""
+    existing file, a path below a file (``--out ok.gr/sub``: the OS said only "Not a
+    directory"), or one where no file can be made (``--out /proc/x``: "[Errno 2] No such
+    file or directory: '/proc/x'", naming no option)."""
     if not str(out).strip():
         # Path('') is the current folder: the study was written there ("wrote /stats/")
         raise UsageError(f"{opt(option + ' ' + repr(str(out)))}: an empty name; give a folder name")
@@ -83,6 +84,7 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"{_named(option, out)}: is a file, not a folder; give a folder name")
     refuse_file_as_folder(out, option)
+    refuse_unwritable_folder(out, _named(option, out))
 
 
 def refuse_non_parquet_name(out, option: str = "-o") -> None:

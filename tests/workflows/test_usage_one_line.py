@@ -40,3 +40,16 @@ def test_a_usage_error_is_one_line_naming_the_command(tmp_path, capsys, argv, wo
     command = words.split(":")[0]
     assert err.rstrip().endswith(f"({command} -h shows the usage)"), err
     assert not (tmp_path / "out.gr").exists()
+
+
+def test_a_study_folder_where_no_file_can_be_made_names_the_option(tmp_path, capsys):
+    """``sssp study G --out /proc/x`` ended with "error: [Errno 2] No such file or directory:
+    '/proc/x'", naming no option (``solve -o`` named it)."""
+    import os
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    g = _graph(tmp_path)
+    code = main(["study", str(g), "-s", "1", "--cpu-workers", "1", "--no-dashboard", "--out", "/proc/x"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "error: --out /proc/x: cannot write a file in /proc (No such file or directory)\n", err
