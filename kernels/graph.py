@@ -733,8 +733,7 @@ class Graph:
         Parameters
         ----------
         idx : int or array_like of int
-            0-based internal indices.  They are not range-checked: internal indices
-            come from the solvers, not from users.
+            0-based internal indices, each in ``0 .. n - 1``.
 
         Returns
         -------
@@ -745,13 +744,20 @@ class Graph:
         ------
         ValueError
             (``UsageError``) Indices that are not integers (1.5 was rounded to a
-            vertex, True taken as 1, "3" as 3).
+            vertex, True taken as 1, "3" as 3), or not of a vertex (``n`` gave the id of
+            no vertex, ``2**63 - 1`` wrapped to ``-2**63``).
         """
         a = np.asarray(idx)
         if a.dtype.kind not in "iu" and not (a.dtype.kind == "O" and all(
                 isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in a.ravel())):
             shown = a.ravel()[:5].tolist() if a.ndim else a.item()
             raise UsageError(f"internal indices must be integers, got {shown!r} ({a.dtype})")
+        if a.size:
+            lo, hi = int(a.min()), int(a.max())
+            if lo < 0 or hi >= self.n:
+                bad = lo if lo < 0 else hi
+                raise UsageError(f"internal index {bad} is not a vertex of {self.name} (its indices run 0..{self.n - 1}, "
+                                 f"its ids {self.id_base}..{self.id_base + self.n - 1})")
         return a.astype(np.int64) + self.id_base
 
     def pattern(self, dtype=np.int8):
