@@ -441,8 +441,13 @@ def run(args) -> int:
                 # an attached cluster outlives the client: its running tasks go on writing
                 more += ("; tasks still running on the attached cluster may write more batches "
                          "(--resume keeps the complete ones)")
-            print_error(f"{len(study.done)} finished batch(es) are recorded in {shown(args.out)}{more}; {then}",
-                        label="note")
+            if not study.pending and not isinstance(exc, NegativeCycleError):
+                # stopped after the last batch, before the summary: nothing is left to solve
+                print_error(f"every batch of the study ({len(study.done)}) is recorded in {shown(args.out)}; "
+                            "add --resume to write its summary (nothing is solved again)", label="note")
+            else:
+                print_error(f"{len(study.done)} finished batch(es) are recorded in {shown(args.out)}{more}; {then}",
+                            label="note")
         raise
     progress.stop()
     print_table(console, summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))

@@ -1,7 +1,8 @@
 """A usage error is one line, as every other error (README: "Errors are one line whatever
 the terminal"): argparse printed its usage block (several wrapped lines) before
 ``sssp ingest: error: argument --chunk-mb: invalid int value: 'abc'``, and named ``sssp``,
-not the subcommand, for an unknown option."""
+not the subcommand, for an unknown option.  And the lines ``sssp study`` prints where it
+stops: an ``--out`` where no file can be made, a Ctrl-C after the last batch."""
 from __future__ import annotations
 
 import pytest
@@ -53,3 +54,23 @@ def test_a_study_folder_where_no_file_can_be_made_names_the_option(tmp_path, cap
     code = main(["study", str(g), "-s", "1", "--cpu-workers", "1", "--no-dashboard", "--out", "/proc/x"])
     err = capsys.readouterr().err
     assert code == 2 and err == "error: --out /proc/x: cannot write a file in /proc (No such file or directory)\n", err
+
+
+def test_ctrl_c_after_the_last_batch_says_only_the_summary_is_left(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the last batch was journaled, before the summary: the note said "N
+    finished batch(es) are recorded ...; add --resume to continue", as if work were left."""
+    from gpu_sssp.pipeline.study.folder import Study
+
+    def interrupted(self, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Study, "finish", interrupted)
+    g = _graph(tmp_path)
+    argv = ["study", str(g), "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "st")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert f"note: every batch of the study (1) is recorded in {tmp_path / 'st'}; add --resume to write its " \
+           "summary (nothing is solved again)" in err, err
+    monkeypatch.undo()
+    assert main(argv + ["--resume"]) == 0
+    assert "already done; summarising (no cluster started)" in capsys.readouterr().out
