@@ -67,8 +67,10 @@ def targets_limit(n_sources: int, max_distance_bytes, matrix_form=None, *, error
 
     def on_count(count: int, where: str) -> None:
         check_output_size(matrix_bytes(n_sources, count, form), max_distance_bytes, "the matrix",
-                          f"{n_sources:,} sources x at least {count:,} targets, those of {where}, {form} form, "
-                          "before compression", advice, option=option, error=error, at_least=True)
+                          f"{n_sources:,} sources x at least {count:,} targets, those of {where}"
+                          # (a count so far, not a header's: the rest of the file adds to it)
+                          f"{' (read no further: the whole file may take more)' if ' to line ' in where else ''}, "
+                          f"{form} form, before compression", advice, option=option, error=error, at_least=True)
 
     return on_count
 

@@ -55,6 +55,8 @@ def test_a_study_refuses_a_long_targets_file_before_reading_it_all(rome, bomb, t
     assert lines[0].startswith("error: the matrix would take at least ") and "above the limit of 1.0 KB" in lines[0]
     assert "raise it with --max-distance-bytes N with N above " in lines[0], lines[0]  # (a lower bound: no N given)
     assert f"those of {bomb} to line " in lines[0], lines[0]
+    # the count is the file's up to there: said so (the limit it names was not enough)
+    assert " (read no further: the whole file may take more), " in lines[0], lines[0]
     assert _counted(lines[0]) < LINES // 2, lines[0]  # stopped early, not after the whole file
     assert not out.exists()
 
@@ -64,7 +66,8 @@ def test_python_matrix_refuses_a_long_targets_file_early(rome, bomb):
     from gpu_sssp.kernels.errors import OutputTooLargeError
 
     with pytest.raises(OutputTooLargeError, match=r"^the matrix would take at least .* at least [\d,]+ targets, those "
-                                                  r"of .*ones\.txt\.gz to line [\d,]+, wide form.*max_distance_bytes=N\) "
+                                                  r"of .*ones\.txt\.gz to line [\d,]+ \(read no further: the whole "
+                                                  r"file may take more\), wide form.*max_distance_bytes=N\) "
                                                   r"with N above \d+"):
         gpu_sssp.matrix(gpu_sssp.load_graph(rome), [1], str(bomb), max_distance_bytes=1000)
 
