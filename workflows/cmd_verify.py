@@ -174,7 +174,7 @@ def run(args) -> int:
     if any(name == "phast" for name, _ in todo):
         _hierarchy_from_cache(graph)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
-    table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src)} sources)")
+    table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src):,} sources)")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
     specs, skipped = {}, {}
