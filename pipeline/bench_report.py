@@ -50,6 +50,10 @@ SUMMARY_FILE = "summary.md"
 #: the summary tells a run still going (or cut short) by it
 PARTIAL_NOTE = ("written while the run was still going: if it was cut short, the methods and graphs after "
                 "the last ones here were not measured")
+#: The note that starts the one a run that stopped on an error writes in its last rows and
+#: summary (``sssp bench`` on a negative cycle: the summary said "nothing was measured
+#: yet" and "written while the run was still going")
+STOPPED_NOTE = "the run stopped: "
 PLOT_FILES = {
     "time": "time_per_graph.png",
     "speedup": "speedup.png",
@@ -660,7 +664,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
         # "(yet)" only while the run goes on (or where it was cut short): a finished run
         # that measured nothing said it too, as if more were to come
         going = PARTIAL_NOTE in context.get("notes", [])
-        out.append("No rows: nothing was measured yet." if going else
+        stopped = any(str(n).startswith(STOPPED_NOTE) for n in context.get("notes", []))
+        out.append("No rows: the run stopped before a method was measured (the notes say why)." if stopped else
+                   "No rows: nothing was measured yet." if going else
                    "No rows: nothing was measured (every method and baseline was skipped; see the notes).")
     else:
         checked = all(r.get("settings", {}).get("verify_sources") for r in runs) if runs \

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.errors import OptionError, SsspError, UsageError
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
 from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options, print_table
 
@@ -317,6 +317,7 @@ def run(args) -> int:
             so_far = pa.concat_tables([*tables, table])
             report.write_rows(so_far, out / report.ROWS_FILE, kept)
             report.write_report(so_far, kept, out, plots=False)
+            state["kept"] = (so_far, kept)
 
         def progress(event, **info):
             if event == "rows":  # after each method: a run cut short keeps what it measured
@@ -326,12 +327,19 @@ def run(args) -> int:
             elif event == "step" and state["task"] is not None:
                 bar.advance(state["task"], info.get("advance", 1))
             elif event == "note":
+                state.setdefault("said", []).append(info["text"])  # (for _stopped)
                 bar.console.print(f"[yellow]note:[/] {escape(info['text'])}", highlight=False)
 
         for k, raw in enumerate(args.graphs):
             graph = first if k == 0 else _load_graph(raw, opts, names)
             first = None  # one graph in memory at a time
-            outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
+            try:
+                outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
+            except SsspError as exc:  # (a negative cycle): the files say why the run stopped
+                _stopped(out, exc, state.get("kept"), tables, {"env": env, "graphs": infos, "notes": notes,
+                                                               "settings": dict(settings.__dict__)},
+                         state.get("said", []))
+                raise
             del graph
             tables.append(outcome.table)
             notes += outcome.notes
@@ -351,6 +359,27 @@ def run(args) -> int:
                          f"say why; {shown(written['summary'])})")
     failures = _failures(table)
     return 1 if failures else 0
+
+
+def _stopped(out: Path, exc, kept, tables, ctx, said=()) -> None:
+    """The rows file and summary of a run that stopped on ``exc``: what it measured (the
+    last rows kept, or the finished graphs'), its notes (``said``: those told on the way
+    too) and one saying why it stopped, in place of "written while the run was still
+    going" (and, with no rows, "nothing was measured yet")."""
+    import pyarrow as pa
+
+    from gpu_sssp.kernels.errors import render
+    from gpu_sssp.pipeline import bench_report as report
+    from gpu_sssp.pipeline.bench_protocol import ROW_SCHEMA
+
+    table, context = kept if kept is not None else (
+        pa.concat_tables(tables) if tables else ROW_SCHEMA.empty_table(), ctx)
+    notes = [n for n in context.get("notes", []) if n != report.PARTIAL_NOTE]
+    notes += [n for n in dict.fromkeys(said) if n not in notes]
+    context = {**context, "notes": notes + [f"{report.STOPPED_NOTE}{render(str(exc))} (the rows here are what it "
+                                            "measured before)"]}
+    report.write_rows(table, out / report.ROWS_FILE, context)
+    report.write_report(table, context, out, plots=False)
 
 
 def _failures(table) -> int:

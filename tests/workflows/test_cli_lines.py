@@ -74,3 +74,22 @@ def test_ctrl_c_after_the_last_batch_says_only_the_summary_is_left(tmp_path, cap
     monkeypatch.undo()
     assert main(argv + ["--resume"]) == 0
     assert "already done; summarising (no cluster started)" in capsys.readouterr().out
+
+
+def test_bench_stopped_on_a_negative_cycle_says_so_in_its_files(tmp_path, capsys):
+    """``sssp bench`` that stops on a negative cycle (exit 3) left a summary saying "No rows:
+    nothing was measured yet" and "written while the run was still going", without a word
+    of the cycle."""
+    import pyarrow.parquet as pq
+
+    g = tmp_path / "negcyc.gr"
+    g.write_text("p sp 4 4\na 1 2 1\na 2 3 -5\na 3 2 1\na 3 4 1\n")
+    out = tmp_path / "b"
+    assert main(["bench", str(g), "--algorithms", "cpu", "--sources", "2", "--out", str(out), "--no-plots"]) == 3
+    text = (out / "summary.md").read_text()
+    assert "No rows: the run stopped before a method was measured (the notes say why)." in text, text
+    assert "- the run stopped: negative cycle reachable from source" in text, text
+    assert "still going" not in text and "measured yet" not in text, text
+    assert "min-component lowered to 2" in text  # the notes told on the way are kept
+    meta = pq.read_schema(out / "rows.parquet").metadata
+    assert b"the run stopped: negative cycle" in b"".join(meta.values()), meta
