@@ -219,7 +219,8 @@ def matrix(graph, sources="all", targets="all", *, method: str = "auto", backend
     if options:
         from gpu_sssp.pipeline.graph import load_option_names
 
-        reading = {k: v for k, v in options.items() if k in load_option_names()}
+        names = load_option_names()
+        reading = {k: v for k, v in options.items() if k in names}
         if reading:  # (it was taken for a method option: "phast takes the options lanes, ...")
             from gpu_sssp.kernels.errors import OptionError
 

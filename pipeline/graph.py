@@ -537,14 +537,21 @@ def _refuse_aux_input(path: Path, fmt, _ingest) -> None:
         raise InputError(shown(path), None, _aux_refusal(kind))
 
 
-def load_option_names() -> list[str]:
-    """The options :func:`load_graph` takes: ``cache_dir`` and ``ingest``'s keywords."""
+def ingest_option_names(ingest=None) -> list[str]:
+    """The keywords of ``ingest`` (default ``pipeline.ingest.ingest``) that
+    :func:`load_graph` passes on; ``replace``, how the cached copy is published, is
+    load_graph's own business (``_load_copy``)."""
     import inspect
 
-    from gpu_sssp.pipeline.ingest import ingest
+    if ingest is None:
+        from gpu_sssp.pipeline.ingest import ingest
+    return [name for name, p in inspect.signature(ingest).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and name != "replace"]
 
-    return ["cache_dir", *(name for name, p in inspect.signature(ingest).parameters.items()
-                           if p.kind is p.KEYWORD_ONLY and name != "replace")]
+
+def load_option_names() -> list[str]:
+    """The options :func:`load_graph` takes: ``cache_dir`` and ``ingest``'s keywords."""
+    return ["cache_dir", *ingest_option_names()]
 
 
 def refuse_unknown_options(caller: str, options: dict, own) -> None:
@@ -572,13 +579,9 @@ def _check_ingest_options(path: Path, options: dict, ingest) -> None:
     TypeError), and, for a Parquet edge list, which is loaded as it is, any option that
     is not at its default (``sssp solve g.parquet --weights unit`` is refused the same
     way: the graph would keep the file's weights)."""
-    import inspect
-
     from gpu_sssp.kernels.errors import OptionError
 
-    # replace: how the cached copy is published, load_graph's own business (_load_copy)
-    takes = [name for name, p in inspect.signature(ingest).parameters.items()
-             if p.kind is p.KEYWORD_ONLY and name != "replace"]
+    takes = ingest_option_names(ingest)
     for name in options:
         if name not in takes:
             raise OptionError(f"load_graph: unknown option {name!r}; it takes cache_dir and the ingest options "

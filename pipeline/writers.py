@@ -87,6 +87,21 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     refuse_unwritable_folder(out, _named(option, out))
 
 
+def refuse_special_file(out, named: str, then: str = "give a file name") -> None:
+    """Refuse an output path that exists and is not a regular file (a device, FIFO or
+    socket): the finished output is renamed over its name, which would replace it (as
+    root, ``-o /dev/null`` replaced /dev/null by a regular file).  ``named``: the option
+    and path as the message names them; ``then``: what the message ends with."""
+    import stat
+
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:  # missing (the usual case), or below a file: said elsewhere
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{named}: not a regular file (a device, FIFO or socket); {then}")
+
+
 def refuse_non_parquet_name(out, option: str = "-o") -> None:
     """Refuse an output Parquet file (an ingested or generated graph, a source or
     coordinate table) whose name does not end in ``.parquet``: every reader takes a file
@@ -156,7 +171,6 @@ def refuse_bad_report_path(report, option: str, *, inputs=(), folder=None, folde
     batch file: the study could not be resumed).  ``option``: the option as the command
     line spells it (``--report``), named in the caller's words (``report=`` from Python)."""
     import importlib.util
-    import stat
 
     where = Path(report)
     if importlib.util.find_spec("bokeh") is None:
@@ -170,12 +184,7 @@ def refuse_bad_report_path(report, option: str, *, inputs=(), folder=None, folde
             raise UsageError(f"{_named(option, where)}: is in the study folder {_named(folder_option, Path(folder))}, "
                              "whose files are the study's own (its manifest, journal and batches); give a file "
                              "outside it")
-    try:
-        mode = os.stat(where).st_mode
-    except OSError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        raise UsageError(f"{_named(option, where)}: not a regular file (a device, FIFO or socket); give a file name")
+    refuse_special_file(where, _named(option, where))
     refuse_input_as_output(where, inputs, named=_named(option, where))
     if not where.parent.is_dir():
         refuse_file_as_folder(where, option)  # a file on the way: said so

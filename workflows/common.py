@@ -114,10 +114,9 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     itself); an empty name or one that ends with ``/`` (a folder); and, with
     ``caches_of`` (the graph), the names of that Parquet graph's cache files beside it."""
     from gpu_sssp.pipeline.fsnames import shown
-    from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output
+    from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output, refuse_special_file
 
     import os
-    import stat
 
     if str(out) == "-":
         # a file named "-" was written in the current folder where a user meant stdout
@@ -133,15 +132,8 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
     refuse_name_too_long(out, option)
     if out.is_dir():
         raise UsageError(f"{option} {shown(out)}: is a directory; give a file name (e.g. {shown(out / example)})")
-    try:
-        mode = os.stat(out).st_mode
-    except OSError:  # missing (the usual case), or below a file: refused next
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        # the output is renamed over its name when complete: that would replace a device
-        # (as root, -o /dev/null replaced /dev/null by a regular file), a FIFO or a socket
-        raise UsageError(f"{option} {shown(out)}: not a regular file (a device, FIFO or socket); the output is "
-                         "written to a temporary file and renamed over its name: give a file name")
+    refuse_special_file(out, f"{option} {shown(out)}",
+                        "the output is written to a temporary file and renamed over its name: give a file name")
     refuse_file_as_folder(out, option)
     refuse_input_as_output(out, inputs, label=option)
     if caches_of is not None and _is_parquet(caches_of):
