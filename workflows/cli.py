@@ -56,6 +56,91 @@ def _quiet_dask_after_stop() -> list:
     return kept
 
 
+class _DaskQuietFromTheSignal(logging.Filter):
+    """Drops Dask's log records (``distributed.*``, ``dask_cuda.*``) from the moment a
+    SIGTERM or SIGINT reaches the process, not from the moment the main thread runs its
+    Python handler.  A signal sent to the command's whole process group (``timeout``, a
+    batch scheduler's stop, Ctrl-C in a terminal) ends a local cluster's workers too, and
+    the in-process scheduler's thread could log "Removing worker ... caused the cluster to
+    lose already computed task(s)" before the main thread had taken the signal (a rare
+    failure of the whole-group test).  The C-level handler writes the signal's number to
+    Python's wakeup file descriptor (``signal.set_wakeup_fd``) at once, in whatever
+    thread it lands: the filter looks there before each Dask record passes.  Where
+    another wakeup descriptor is in use (``main`` inside an asyncio program), nothing is
+    installed and the loggers are quieted by the handler as before."""
+
+    SIGNALS = frozenset(int(s) for s in (signal.SIGTERM, signal.SIGINT))
+
+    def __init__(self):
+        super().__init__()
+        import socket
+        import threading
+
+        self._lock = threading.Lock()
+        self._seen = False
+        self._r, self._w = socket.socketpair()
+        self._r.setblocking(False)
+        self._w.setblocking(False)
+        self._handlers: list = []
+
+    def install(self) -> bool:
+        try:
+            old = signal.set_wakeup_fd(self._w.fileno(), warn_on_full_buffer=False)
+        except (ValueError, AttributeError, OSError):  # not the main thread
+            self.close()
+            return False
+        if old != -1:  # somebody else's (an event loop's): theirs stays
+            signal.set_wakeup_fd(old)
+            self.close()
+            return False
+        handlers = list(logging.getLogger().handlers)
+        if logging.lastResort is not None:
+            handlers.append(logging.lastResort)
+        self._attach(handlers)
+        self._attach(logging.getLogger("distributed").handlers)
+        return True
+
+    def _attach(self, handlers) -> None:
+        for h in handlers:
+            if h not in self._handlers:
+                h.addFilter(self)
+                self._handlers.append(h)
+
+    def attach_to_dask(self) -> None:
+        """Import Distributed (which gives its logger its own handler on import) and
+        filter that handler too: a command about to start a cluster calls it."""
+        importlib.import_module("distributed")
+        self._attach(logging.getLogger("distributed").handlers)
+
+    def uninstall(self) -> None:
+        for h in self._handlers:
+            h.removeFilter(self)
+        self._handlers = []
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+        self.close()
+
+    def close(self) -> None:
+        for s in (self._r, self._w):
+            with contextlib.suppress(OSError):
+                s.close()
+
+    def seen(self) -> bool:
+        with self._lock:
+            if not self._seen:
+                try:
+                    data = self._r.recv(4096)
+                except (BlockingIOError, OSError):
+                    data = b""
+                self._seen = any(b in self.SIGNALS for b in data)
+            return self._seen
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not any(record.name == d or record.name.startswith(d + ".") for d in _DASK_LOGGERS):
+            return True
+        return not self.seen()
+
+
 def _in_finalizer(frame, depth: int = 64) -> bool:
     """Whether ``frame`` (a signal handler's) runs inside a ``__del__``, where an
     exception raised is dropped by Python."""
@@ -74,11 +159,12 @@ def _sigterm_raises(quiet_dask: bool = False):
     ignored, so that the clean-up ends (SIGKILL still stops everything).  The previous
     handler comes back afterwards (``main`` can run inside another program).
     ``quiet_dask``: Dask's log records are dropped from the signal on, until the block
-    ends (:func:`_quiet_dask_after_stop`)."""
+    ends (:func:`_quiet_dask_after_stop`), and from the moment a SIGTERM or SIGINT
+    reaches the process, in any thread (:class:`_DaskQuietFromTheSignal`)."""
     try:
         previous = signal.getsignal(signal.SIGTERM)
     except (AttributeError, ValueError):  # no SIGTERM here
-        yield
+        yield None
         return
     fired = []
     quieted = []
@@ -103,12 +189,17 @@ def _sigterm_raises(quiet_dask: bool = False):
     try:
         signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: the default stays
-        yield
+        yield None
         return
+    early = _DaskQuietFromTheSignal() if quiet_dask else None
+    if early is not None and not early.install():
+        early = None
     try:
-        yield
+        yield early
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        if early is not None:
+            early.uninstall()
         for lg, lvl in quieted:
             lg.setLevel(lvl)
 
@@ -408,8 +499,10 @@ def _main(argv=None) -> int:
     # the product's errors are caught here, once; anything else is a bug and keeps
     # its traceback
     try:
-        with _sigterm_raises(quiet_dask=args.verbose < 2):
+        with _sigterm_raises(quiet_dask=args.verbose < 2) as quiet:
             _check_settings()
+            if quiet is not None and args.command == "study":  # (after the settings' check: dask's config loads)
+                quiet.attach_to_dask()
             return int(args.func(args) or 0)
     except SsspError as exc:
         print_error(exc)

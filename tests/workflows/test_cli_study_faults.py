@@ -189,6 +189,83 @@ def test_dask_loggers_quieted_by_a_sigterm_are_put_back_after_the_command():
         sched.setLevel(old)
 
 
+def test_dask_records_are_dropped_from_the_moment_the_signal_lands_in_any_thread():
+    """The whole-group SIGTERM's rare failure, made certain: the signal lands in another
+    thread (the scheduler's, as the kernel may choose) which logs at once, while the main
+    thread, blocked in a system call, has not run its Python handler yet.  The record
+    used to pass (the loggers were quieted only by that handler); the wakeup descriptor
+    drops it.  Our own records pass, and the descriptor and filters are put back."""
+    import logging
+    import threading
+
+    from gpu_sssp.workflows.cli import Terminated, _sigterm_raises
+
+    got = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            got.append((record.name, record.getMessage()))
+
+    keep = Keep()
+    dist, ours = logging.getLogger("distributed"), logging.getLogger("gpu_sssp.test")
+    old = dist.level, ours.level
+    dist.addHandler(keep)
+    ours.addHandler(keep)
+    dist.setLevel(logging.INFO)
+    ours.setLevel(logging.INFO)
+    r, w = os.pipe()
+
+    def scheduler_thread():
+        time.sleep(0.3)  # the main thread is in os.read by then (t.start() runs bytecode)
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # lands here, not in main
+        logging.getLogger("distributed.scheduler").warning("Removing worker tcp://127.0.0.1:1 caused ...")
+        ours.warning("ours")
+        os.write(w, b"x")
+
+    try:
+        with pytest.raises(Terminated):
+            with _sigterm_raises(quiet_dask=True):
+                t = threading.Thread(target=scheduler_thread)
+                t.start()
+                os.read(r, 1)  # blocked until the thread has logged: no bytecode runs here
+                t.join()
+                for _ in range(100):
+                    time.sleep(0.01)
+        assert got == [("gpu_sssp.test", "ours")]
+        assert not keep.filters
+        assert signal.set_wakeup_fd(-1) == -1  # none left behind
+        logging.getLogger("distributed.scheduler").warning("after the command")
+        assert got[-1] == ("distributed.scheduler", "after the command")
+    finally:
+        dist.removeHandler(keep)
+        ours.removeHandler(keep)
+        dist.setLevel(old[0])
+        ours.setLevel(old[1])
+        os.close(r)
+        os.close(w)
+
+
+def test_another_wakeup_descriptor_is_left_alone():
+    """``main`` inside a program with its own wakeup descriptor (an asyncio loop in the
+    main thread): that descriptor stays, and the loggers are quieted as before."""
+    import socket
+
+    from gpu_sssp.workflows.cli import _sigterm_raises
+
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    try:
+        signal.set_wakeup_fd(a.fileno())
+        with _sigterm_raises(quiet_dask=True) as quiet:
+            assert quiet is None
+            assert signal.set_wakeup_fd(a.fileno()) == a.fileno()
+        assert signal.set_wakeup_fd(-1) == a.fileno()
+    finally:
+        signal.set_wakeup_fd(-1)
+        a.close()
+        b.close()
+
+
 def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path, rome99):
     out = tmp_path / "o"
     args = _study_args(rome99, out, workers=1)
