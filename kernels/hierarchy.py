@@ -39,6 +39,8 @@ be below ``INF_WEIGHT`` as well.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import math
 import os
@@ -53,6 +55,73 @@ import numpy as np
 from gpu_sssp.kernels.errors import opt
 
 log = logging.getLogger(__name__)
+
+# RoutingKit's calls release the GIL (pybind11's gil_scoped_release) and take it back on
+# return, inside a destructor that may not throw.  A thread other than the main one still
+# inside such a call when the interpreter starts finalizing (a study's worker told to
+# close while its warm-up builds its tiny hierarchy, a program ending while a background
+# contraction runs) is ended by Python as it takes the GIL back, by an unwinding that
+# crosses that destructor: the whole process aborts with "terminate called without an
+# active exception" (exit 134, the line printed to the shared terminal; a rare failure of
+# the start-up signal tests).  So the interpreter's exit waits for those calls
+# (_wait_for_native_calls, an atexit hook), and a thread that would enter one after it
+# never does.  A call abandoned to a Ctrl-C (_stoppable) is not waited for by ``sssp``,
+# which ends its process at once instead (workflows.cli.run, native_calls_abandoned).
+_NATIVE = threading.Condition()
+_in_native: set = set()  # idents of the threads inside a call
+_abandoned: set = set()  # idents of the threads their caller stopped waiting for
+_exiting = threading.Event()
+#: the most seconds the interpreter's exit waits for calls still running
+EXIT_WAIT_S = 120.0
+
+
+@contextlib.contextmanager
+def _native_call():
+    """Around a RoutingKit call that releases the GIL (see above)."""
+    if threading.current_thread() is threading.main_thread():
+        yield  # the main thread is the one that finalizes: nothing to wait for
+        return
+    if _exiting.is_set():  # after the exit hook: never enter native code
+        threading.Event().wait()
+    me = threading.get_ident()
+    with _NATIVE:
+        _in_native.add(me)
+    try:
+        yield
+    finally:
+        with _NATIVE:
+            _in_native.discard(me)
+            _abandoned.discard(me)
+            _NATIVE.notify_all()
+
+
+def native_calls_abandoned() -> int:
+    """How many RoutingKit calls left running by an interrupted caller (a Ctrl-C during
+    a contraction) are still running."""
+    with _NATIVE:
+        return len(_in_native & _abandoned)
+
+
+def _wait_for_native_calls(limit: float | None = None) -> bool:
+    """The interpreter's exit: wait (at most ``limit`` s, :data:`EXIT_WAIT_S`) until no
+    thread is inside a RoutingKit call; from now on none enters one.  Whether none is
+    left."""
+    _exiting.set()
+    end = time.monotonic() + (EXIT_WAIT_S if limit is None else limit)
+    with _NATIVE:
+        told = False
+        while _in_native:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if not told and left < (EXIT_WAIT_S if limit is None else limit) - 1:
+                log.info("waiting for %d contraction(s) still running before the process ends", len(_in_native))
+                told = True
+            _NATIVE.wait(min(left, 0.5))
+    return True
+
+
+atexit.register(_wait_for_native_calls)
 
 #: RoutingKit's infinity (``routingkit_ch.INF_WEIGHT``); hierarchy weights stay below it.
 INF_WEIGHT = 2**31 - 1
@@ -350,9 +419,12 @@ def build_hierarchy(graph) -> Hierarchy:
                 log.info("... still contracting %s (%.0f s)", graph.name, time.perf_counter() - t0)
 
         threading.Thread(target=heartbeat, name="ch-progress", daemon=True).start()
+    def contract():
+        with _native_call():
+            return routingkit_ch.ContractionHierarchy.build(n, tails, heads, weights)
+
     try:
-        ch = _stoppable(lambda: routingkit_ch.ContractionHierarchy.build(n, tails, heads, weights),
-                        f"contraction of {graph.name}")
+        ch = _stoppable(contract, f"contraction of {graph.name}")
     finally:
         done.set()
     build_s = time.perf_counter() - t0
@@ -361,7 +433,8 @@ def build_hierarchy(graph) -> Hierarchy:
     os.close(fd)
     try:
         try:
-            ch.save(tmp)  # RoutingKit's binding hands its hierarchy over only as a file
+            with _native_call():
+                ch.save(tmp)  # RoutingKit's binding hands its hierarchy over only as a file
         except RuntimeError as exc:  # "std::ostream::write failed ...": no room there
             raise OSError(f"could not write the contraction hierarchy of {graph.name} to a temporary file "
                           f"in {os.path.dirname(tmp)} ({exc}): free space there or point TMPDIR to a "
@@ -388,8 +461,10 @@ def _stoppable(fn, what: str):
     SIGTERM the command line turns into one) waited for the whole contraction (BAY 6 s,
     FLA 12-16 s, minutes for a continent).  From the main thread ``fn`` runs in a daemon
     thread, waited for in short steps, so that the interrupt is raised at once; the
-    abandoned contraction runs on to its end in the background (its result dropped) or
-    ends with the process.  Other threads call ``fn`` directly."""
+    abandoned contraction runs on to its end in the background (its result dropped);
+    ``sssp`` then ends its process at once, where another program's exit waits for it
+    (:func:`native_calls_abandoned`, :func:`_wait_for_native_calls`).  Other threads call
+    ``fn`` directly."""
     if threading.current_thread() is not threading.main_thread():
         return fn()
     box: dict = {}
@@ -399,11 +474,21 @@ def _stoppable(fn, what: str):
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
+        finally:
+            with _NATIVE:
+                box["ended"] = True
+                _abandoned.discard(threading.get_ident())
 
     t = threading.Thread(target=run, name=f"sssp-{what}"[:60], daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(0.1)
+    try:
+        t.start()  # (a Ctrl-C may land in start() itself, the call already running)
+        while t.is_alive():
+            t.join(0.1)
+    except BaseException:  # interrupted: left to run on, not waited for by sssp's exit
+        with _NATIVE:  # (not is_alive(): an interrupted join may have marked it stopped)
+            if "ended" not in box and t.ident is not None:
+                _abandoned.add(t.ident)
+        raise
     if "error" in box:
         raise box["error"]
     return box["value"]

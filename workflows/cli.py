@@ -532,5 +532,21 @@ def _main(argv=None) -> int:
         return 130
 
 
+def run() -> None:
+    """The ``sssp`` command (its console script and ``python -m``): :func:`main`, then
+    the process's exit.  Where a contraction abandoned to a Ctrl-C still runs in the
+    background, the process ends at once (``os._exit``, its output flushed): the
+    interpreter's exit would wait for it (``kernels.hierarchy``: RoutingKit's thread
+    ended during finalization aborts the process), and the Ctrl-C is meant to stop now."""
+    status = main()
+    hierarchy = sys.modules.get("gpu_sssp.kernels.hierarchy")
+    if hierarchy is not None and hierarchy.native_calls_abandoned():
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
