@@ -61,6 +61,14 @@ _TEXT_OPTIONS = {"--out", "--report", "--scheduler", "--scheduler-file", "--sour
                  "--matrix-form"}
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` with ``word`` in the number it needs: ``1 source``, ``2 sources``, ``0
+    sources``, ``12,000 batches`` (thousands separated).  ``plural`` where it is not
+    ``word + "s"`` (``batch``: ``batches``)."""
+    many = plural if plural is not None else (word + "es" if word.endswith(("ch", "sh", "s", "x")) else word + "s")
+    return f"{n:,} {word if n == 1 else many}"
+
+
 def opt(phrase: str, python: str | None = None) -> str:
     """The command-line option ``phrase`` (``"--batch-size"``, ``"--weight-type float64"``,
     ``"--random K"``), marked to be rendered in the caller's words: as it is on the

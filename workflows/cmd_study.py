@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
+from gpu_sssp.kernels.errors import counted
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import (add_graph_options, checked_graph_options, decimal_int, print_error,
@@ -306,14 +307,15 @@ def run(args) -> int:
         for what in info.get("exposed", []):  # (from Python: pipeline.cluster.NetworkExposureWarning)
             console.print(f"note: {what}", highlight=False)
         if plan.targets is not None:
-            console.print(f"matrix: {plan.sources.count:,} sources x {plan.targets.count:,} targets "
+            console.print(f"matrix: {counted(plan.sources.count, 'source')} x {counted(plan.targets.count, 'target')} "
                           f"({plan.targets.how['kind']}), up to {fmt_bytes(plan.distance_estimate)} before "
                           f"compression ({plan.matrix_form} form); stats over "
                           + ("the targets" if plan.stats_over == "targets" else "all vertices"))
         if {"distances", "predecessors"} & set(plan.outputs):
             est = distance_bytes(plan.sources.count, graph.n, plan.distance_form, "predecessors" in plan.outputs)
             console.print(f"distance outputs: up to {fmt_bytes(est)} before compression "
-                          f"({plan.sources.count:,} sources x {graph.n:,} vertices, {plan.distance_form} form)")
+                          f"({counted(plan.sources.count, 'source')} x {counted(graph.n, 'vertex', 'vertices')}, "
+                          f"{plan.distance_form} form)")
         dropped = int(plan.sources.how.get("duplicates_dropped", 0) or 0)
         if dropped:
             console.print(repeated_note(dropped, plan.sources.count), highlight=False)
@@ -333,10 +335,11 @@ def run(args) -> int:
             console.print(f"note: {len(adopted):,} batch(es) the stopped run wrote but had not journaled "
                           "are complete: journaled now, not solved again", highlight=False)
         if args.resume and not study.pending:
-            console.print(f"{shown(args.out)}: all {len(plan.batches)} batches already done; summarising"
+            console.print(f"{shown(args.out)}: " + ("the one batch" if len(plan.batches) == 1 else
+                                                     f"all {len(plan.batches):,} batches") + " already done; summarising"
                           + (" (no cluster started)" if no_cluster else ""))
         # the batches as laid out (a default batch size is spread over the workers)
-        console.print(f"study {plan.study_id}: {plan.sources.count:,} sources ({plan.sources.how['kind']}) in "
+        console.print(f"study {plan.study_id}: {counted(plan.sources.count, 'source')} ({plan.sources.how['kind']}) in "
                       f"{describe_batches(plan.batches)}, {len(study.pending):,} to do -> {shown(args.out)}")
         if study.pending and _builds_hierarchy(plan, info):  # (a resume may be the run that builds it)
             # the bar would stand at 0 meanwhile (NY 7.5 s, BAY 5.8 s on the 2-core machine)
@@ -454,6 +457,6 @@ def run(args) -> int:
     folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
                else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])
     stats = shown(f"{args.out}/stats/")  # (a name with a line break is quoted, escaped)
-    console.print(f"wrote {''.join(f + ', ' for f in folders)}{stats} ({summary['sources_solved']:,} rows), "
+    console.print(f"wrote {''.join(f + ', ' for f in folders)}{stats} ({counted(summary['sources_solved'], 'row')}), "
                   "manifest.json, summary.json" + (f"; report {shown(args.report)}" if args.report else ""))
     return 0

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, counted
 from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, print_table,
                                        refuse_empty_names, repeated_note, sources_from_args)
 
@@ -174,7 +174,7 @@ def run(args) -> int:
     if any(name == "phast" for name, _ in todo):
         _hierarchy_from_cache(graph)
     ref_method = "bellman-ford" if graph.has_negative else "dijkstra"
-    table = Table(title=f"verify {escape(graph.name)} ({graph.n:,} vertices, {graph.m:,} arcs, {len(src):,} sources)")
+    table = Table(title=f"verify {escape(graph.name)} ({counted(graph.n, 'vertex', 'vertices')}, {counted(graph.m, 'arc')}, {counted(len(src), 'source')})")
     for c in ("method", "backend", "result", "ms"):
         table.add_column(c)
     specs, skipped = {}, {}

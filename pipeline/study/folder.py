@@ -266,17 +266,18 @@ def _sources_said(how: dict) -> str:
     (--seed 0)``, ``2 sources given by id``: a study's sources as it was asked for them."""
     count = how.get("count")
     n = f"{count:,}" if isinstance(count, int) else "?"
+    s = "source" if count == 1 else "sources"
     kind = how.get("kind")
     if kind == "all":
-        return f"all {n} sources"
+        return f"all {n} {s}"
     if kind == "file":
-        return f"{n} sources from {_sources_again(how)}"
+        return f"{n} {s} from {_sources_again(how)}"
     if kind == "random":
         seed = how.get("seed")
-        return f"{n} random sources ({opt(f'--seed {seed}')})"
+        return f"{n} random {s} ({opt(f'--seed {seed}')})"
     if kind == "list":
-        return f"{n} sources given by id"
-    return f"{n} sources ({kind})"
+        return f"{n} {s} given by id"
+    return f"{n} {s} ({kind})"
 
 
 def _sources_again(how: dict) -> str:

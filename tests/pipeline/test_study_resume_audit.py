@@ -93,7 +93,8 @@ def test_a_journaled_statistics_file_replaced_by_another_studys_is_solved_again(
         a = pq.read_table(out / "stats" / batch_name(2), columns=["source"])
         b = pq.read_table(ref / "stats" / batch_name(2), columns=["source"])
         assert a.equals(b)
-        assert (out / "stats" / batch_name(2)).stat().st_size != (ref / "stats" / batch_name(2)).stat().st_size
+        # (its bytes: a file of fixed-width columns can have the reference's size)
+        assert (out / "stats" / batch_name(2)).read_bytes() != (ref / "stats" / batch_name(2)).read_bytes()
     study = Study(_plan(got["graph"], out), resume=True)
     try:
         assert set(study.redone) == {2} and why in study.redone[2], study.redone

@@ -37,7 +37,7 @@ def test_the_defaults_still_draw_eight_sources_with_seed_0(rome99, capsys):
     assert "8 distinct random sources (seed 0;" in out
     assert main(["verify", str(rome99), "--methods", "dijkstra", "-s", "1", "-s", "1"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "random" not in out and "1 sources" in out
+    assert "random" not in out and "1 source)" in out
 
 
 def test_a_verify_that_checked_nothing_is_not_a_success(tmp_path, capsys):
