@@ -76,7 +76,7 @@ class _DaskQuietFromTheSignal(logging.Filter):
         import socket
         import threading
 
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (a signal handler that logs may run inside seen())
         self._seen = False
         self._r, self._w = socket.socketpair()
         self._r.setblocking(False)
