@@ -64,9 +64,8 @@ _TEXT_OPTIONS = {"--out", "--report", "--scheduler", "--scheduler-file", "--sour
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """``n`` with ``word`` in the number it needs: ``1 source``, ``2 sources``, ``0
     sources``, ``12,000 batches`` (thousands separated).  ``plural`` where it is not
-    ``word + "s"`` (``batch``: ``batches``)."""
-    many = plural if plural is not None else (word + "es" if word.endswith(("ch", "sh", "s", "x")) else word + "s")
-    return f"{n:,} {word if n == 1 else many}"
+    ``word + "s"`` (``counted(n, "batch", "batches")``)."""
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
 def opt(phrase: str, python: str | None = None) -> str:

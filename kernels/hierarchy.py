@@ -91,7 +91,6 @@ def _native_call():
     finally:
         with _NATIVE:
             _in_native.discard(me)
-            _abandoned.discard(me)
             _NATIVE.notify_all()
 
 
@@ -107,17 +106,18 @@ def _wait_for_native_calls(limit: float | None = None) -> bool:
     thread is inside a RoutingKit call; from now on none enters one.  Whether none is
     left."""
     _exiting.set()
-    end = time.monotonic() + (EXIT_WAIT_S if limit is None else limit)
+    start = time.monotonic()
+    end = start + (EXIT_WAIT_S if limit is None else limit)
+    told = False
     with _NATIVE:
-        told = False
         while _in_native:
-            left = end - time.monotonic()
-            if left <= 0:
+            now = time.monotonic()
+            if now >= end:
                 return False
-            if not told and left < (EXIT_WAIT_S if limit is None else limit) - 1:
+            if not told and now - start > 1:
                 log.info("waiting for %d contraction(s) still running before the process ends", len(_in_native))
                 told = True
-            _NATIVE.wait(min(left, 0.5))
+            _NATIVE.wait(min(end - now, 0.5))
     return True
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels import _gpu
-from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.errors import OptionError, UsageError, counted
 from gpu_sssp.kernels.graph import holds_bool
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
@@ -55,7 +55,7 @@ class Method:
         if graph.has_negative and not self.negative_weights:
             k = int((graph.weights < 0).sum())
             return (f"method {self.name!r} needs non-negative weights; {graph.name} has "
-                    f"{k:,} negative arc{'' if k == 1 else 's'} (use "
+                    f"{counted(k, 'negative arc')} (use "
                     f"{_negative_alternatives(self.backend, advice)} or auto)")
         if self.equal_weights and graph.m and graph.min_weight != graph.max_weight:
             return (f"method {self.name!r} computes hop distances: it needs every arc weight equal; "

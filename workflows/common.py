@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import OptionError, UsageError
+from gpu_sssp.kernels.errors import OptionError, UsageError, counted
 from gpu_sssp.pipeline.fsnames import is_parquet_name
 from gpu_sssp.pipeline.writers import refuse_unwritable_folder  # noqa: F401 (used here and by the commands)
 
@@ -273,7 +273,7 @@ def load_graph_from_args(args):
 
 def repeated_note(repeated: int, distinct: int, done: str = "solved") -> str:
     """The ``note:`` line for sources given more than once (solve, verify, study)."""
-    return (f"note: {repeated:,} repeated source{'s' if repeated != 1 else ''} {done} once "
+    return (f"note: {counted(repeated, 'repeated source')} {done} once "
             f"({distinct:,} distinct)")
 
 

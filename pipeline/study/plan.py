@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu_sssp.kernels.memory import fmt_bytes  # noqa: F401  (re-exported)
-from gpu_sssp.kernels.errors import opt
+from gpu_sssp.kernels.errors import counted, opt
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.fsnames import is_parquet_name
@@ -42,7 +42,7 @@ def describe_batches(batches) -> str:
         return "no batches"
     lo, hi = min(sizes), max(sizes)
     of = f"{hi:,}" if lo == hi else f"{lo:,}-{hi:,}"
-    return f"{len(sizes):,} batch{'es' if len(sizes) != 1 else ''} of {of}"
+    return f"{counted(len(sizes), 'batch', 'batches')} of {of}"
 
 
 def distance_bytes(n_sources: int, n_vertices: int, form: str, predecessors: bool) -> int:
