@@ -24,7 +24,7 @@ import os
 import re
 
 __all__ = ["SsspError", "UsageError", "OptionError", "OutputTooLargeError", "UnsettledError", "GPUUnavailableError",
-           "exit_code", "opt", "render", "raw", "speaking", "given_in"]
+           "exit_code", "comma_items", "opt", "render", "raw", "speaking", "given_in"]
 
 # -- option names: the command line's or Python's -------------------------------------
 #
@@ -66,6 +66,22 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
     sources``, ``12,000 batches`` (thousands separated).  ``plural`` where it is not
     ``word + "s"`` (``counted(n, "batch", "batches")``)."""
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+def comma_items(text: str, option: str, *, error: type | None = None) -> list[str]:
+    """The items of the comma list ``text`` given to ``option`` (``"a, b"`` -> ``["a",
+    "b"]``, spaces around an item dropped).  An empty item between items (``"a,,b"``,
+    ``"a,"``, ``",a"``) is refused with one line (``error``, default :class:`UsageError`):
+    it was skipped without a word, and a list that lost an item to a typo ran without it.
+    A text with no item at all (``""``, ``" , "``) gives ``[]``: the caller says what
+    that means."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        return []
+    if not all(items):
+        raise (error or UsageError)(f"{opt(option)} {text!r}: an empty item in the list (two commas "
+                                    "together, or one at an end); give the items with one comma between them")
+    return items
 
 
 def opt(phrase: str, python: str | None = None) -> str:

@@ -29,7 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError, opt, render
+from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError, comma_items, opt, render
 from gpu_sssp.pipeline.config import describe_setting, refuse_setting, setting, valid_address, valid_host
 from gpu_sssp.pipeline.errors import StudyError
 
@@ -325,7 +325,7 @@ def parse_gpus(gpus) -> str:
     """``"0,1"`` / ``[0, 1]`` -> ``"0,1"`` (validated)."""
     if isinstance(gpus, (list, tuple)):
         gpus = ",".join(str(g) for g in gpus)
-    items = [g.strip() for g in str(gpus).split(",") if g.strip()]
+    items = comma_items(gpus, "--gpus")
     if not items:
         raise UsageError(f"{opt('--gpus')} needs a list of device numbers like 0,1, got {gpus!r}")
     for g in items:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import OptionError, SsspError, UsageError
+from gpu_sssp.kernels.errors import OptionError, SsspError, UsageError, comma_items
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
 from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options, print_table
 
@@ -40,8 +40,9 @@ examples:
 """
 
 
-def _csv(text: str | None) -> list[str]:
-    return [t.strip() for t in (text or "").split(",") if t.strip()]
+def _csv(text: str | None, option: str) -> list[str]:
+    """The items of ``option``'s comma list (an empty item refused: ``comma_items``)."""
+    return comma_items(text or "", option)
 
 
 def _guard(text: str) -> float:
@@ -61,8 +62,9 @@ def _guard(text: str) -> float:
 
 def _ints(text: str, option: str = "--locality-k") -> list[int]:
     """Comma-separated whole numbers >= 1 (``--locality-k``: hops relaxed per step)."""
+    items = _csv(text, option)  # (outside: its UsageError is a ValueError)
     try:
-        values = [int(t) for t in _csv(text)]
+        values = [int(t) for t in items]
     except ValueError:
         raise UsageError(f"{option}: expected comma-separated integers, got {text!r}") from None
     bad = [v for v in values if v < 1]
@@ -152,7 +154,7 @@ def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str
             raise UsageError(f"--exclude {tok}: no such method" + (f" on the {on} backend" if name in known else "")
                              + f"; registered: {', '.join(sorted(known - {'auto'}))}")
     names: list[str] = []
-    for tok in _csv(spec):
+    for tok in _csv(spec, "--algorithms"):
         if tok in _GROUPS:
             on = tok if tok != "all" else (None if backend == "auto" else backend)
             for m in registrations(on):
@@ -267,12 +269,12 @@ def run(args) -> int:
     if not args.graphs:
         raise UsageError("give at least one GRAPH (or --from-rows ROWS...)")
 
-    variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude), args.backend),
-                             ablation=_csv(args.ablation), baselines=_csv(args.baselines),
+    variants = plan_variants(_expand_algorithms(args.algorithms, _csv(args.exclude, "--exclude"), args.backend),
+                             ablation=_csv(args.ablation, "--ablation"), baselines=_csv(args.baselines, "--baselines"),
                              locality_k=_ints(args.locality_k), backend=args.backend)
     # a GPU method named explicitly where no GPU can be used: exit 4 (groups skip theirs)
-    check_gpu_asked([t for t in _csv(args.algorithms) if t not in _GROUPS], args.backend,
-                    ablation=_csv(args.ablation))
+    check_gpu_asked([t for t in _csv(args.algorithms, "--algorithms") if t not in _GROUPS], args.backend,
+                    ablation=_csv(args.ablation, "--ablation"))
     settings = BenchSettings(sources=args.sources, min_component=args.min_component, seed=args.seed,
                              runs=args.runs, warmup=args.warmup, batch_size=args.batch_size,
                              count_work=not args.no_count_work,

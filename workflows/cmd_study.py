@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from gpu_sssp.kernels.errors import counted
+from gpu_sssp.kernels.errors import comma_items, counted
 from gpu_sssp.kernels.memory import parse_bytes as _parse_bytes
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.workflows.common import (add_graph_options, checked_graph_options, decimal_int, print_error,
@@ -273,7 +273,7 @@ def run(args) -> int:
     # study() refuses, before the graph is read and in the command line's words, a bad
     # --report, --seed without --random, a bad --out, --seed or --target-seed, a GPU
     # method for a local CPU cluster, and a bad --scheduler or --scheduler-file
-    if not any(o.strip() for o in args.outputs.split(",")):  # ('' was taken as stats without a word)
+    if not comma_items(args.outputs, "--outputs", error=StudyError):  # ('' was taken as stats without a word)
         raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
                          "distances, predecessors (default stats)")
     if args.targets is not None and not args.targets.strip():

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import UsageError, counted
+from gpu_sssp.kernels.errors import UsageError, comma_items, counted
 from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, print_table,
                                        refuse_empty_names, repeated_note, sources_from_args)
 
@@ -136,7 +136,7 @@ def run(args) -> int:
             raise GPUUnavailableError(f"no method to verify on the {args.backend} backend: no CUDA device "
                                       "is visible here")
     else:
-        tokens = [m.strip() for m in args.methods.split(",") if m.strip()]
+        tokens = comma_items(args.methods, "--methods")
         if not tokens:  # (",": a check of nothing would pass)
             raise UsageError(f"--methods {args.methods!r}: no method named; give NAME[,NAME...] or all")
         unknown = [t for t in tokens if t.partition("@")[0] == "auto"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu_sssp.kernels.memory import fmt_bytes  # noqa: F401  (re-exported)
-from gpu_sssp.kernels.errors import counted, opt
+from gpu_sssp.kernels.errors import comma_items, counted, opt
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.errors import BatchError, StudyError  # noqa: F401  (re-exported)
 from gpu_sssp.pipeline.fsnames import is_parquet_name
@@ -312,7 +312,7 @@ def parse_outputs(outputs) -> tuple:
     if outputs is None:
         outputs = ("stats",)
     if isinstance(outputs, str):
-        outputs = [o.strip() for o in outputs.split(",") if o.strip()]
+        outputs = comma_items(outputs, "--outputs", error=StudyError)
     if not outputs:
         raise StudyError("outputs: no output named; give stats, distances or predecessors (default stats)")
     bad = [o for o in outputs if o not in OUTPUTS]
