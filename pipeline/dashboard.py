@@ -52,6 +52,7 @@ class _Study:
         self.tasks = 0
         self.batches = 0
         self.seen: set = set()
+        self.batches_seen: set = set()  # (a CPU chunk's batches are counted as each ends)
         self.workers: dict[str, dict] = {}
         self.history: list[tuple[float, int]] = [(0.0, 0)]
         self.result: dict = {}
@@ -67,18 +68,25 @@ class _Study:
         except (IndexError, ValueError):
             return 0
 
-    def add(self, key, first: int, last: int, worker: str, compute_s: float) -> None:
+    def add(self, key, first: int, last: int, worker: str, compute_s: float, *, batches=None) -> None:
+        """Count task ``key`` (batches ``first..last``) once, less its batches already
+        counted; ``batches``: only those of its batches (a CPU chunk's batch reported as it
+        ended: the task itself is counted, with its busy time, when it ends)."""
         if key in self.seen:
             return
-        self.seen.add(key)
-        k = self.sources_of(first, last)
+        if batches is None:
+            self.seen.add(key)
+        new = [b for b in (range(first, last + 1) if batches is None else batches) if b not in self.batches_seen]
+        self.batches_seen.update(new)
+        k = sum(self.sources_of(b, b) for b in new)
         self.done_run += k
-        self.tasks += 1
-        self.batches += last - first + 1
+        self.batches += len(new)
         w = self.workers.setdefault(worker, {"tasks": 0, "sources": 0, "busy_s": 0.0})
-        w["tasks"] += 1
         w["sources"] += k
-        w["busy_s"] += compute_s
+        if batches is None:
+            self.tasks += 1
+            w["tasks"] += 1
+            w["busy_s"] += compute_s
         t = time.time() - self.started
         if len(self.history) >= 400:  # keep the curve small: every other point
             self.history = self.history[::2]
@@ -146,8 +154,9 @@ class StudyBoard(SchedulerPlugin):
             st.ended = time.time()
             st.result = dict(result or {})
 
-    def _count(self, key, worker, compute_s) -> None:
-        """Count task ``key`` (``<prefix>-batch-<first>-<last>-<study id>``) once."""
+    def _count(self, key, worker, compute_s, batches=None) -> None:
+        """Count task ``key`` (``<prefix>-batch-<first>-<last>-<study id>``) once (or
+        ``batches`` of it, :meth:`_Study.add`)."""
         if not isinstance(key, str) or "-batch-" not in key:
             return
         parts = key.rsplit("-", 3)
@@ -160,7 +169,7 @@ class StudyBoard(SchedulerPlugin):
             first, last = int(parts[1]), int(parts[2])
         except ValueError:
             return
-        st.add(key, first, last, worker, compute_s)
+        st.add(key, first, last, worker, compute_s, batches=batches)
 
     def log_event(self, topic, msg) -> None:
         """A task's report of its batches (topic :data:`REPORTS`...): counted as it passes
@@ -169,7 +178,13 @@ class StudyBoard(SchedulerPlugin):
         if not isinstance(topic, str) or not topic.startswith(REPORTS) or not isinstance(msg, dict):
             return
         res = msg.get("result")
-        if isinstance(res, dict):
+        if isinstance(res, dict) and res.get("partial"):  # one batch of a CPU chunk still running
+            try:
+                batches = [int(m["batch"]) for m in res.get("batches", ())]
+            except (KeyError, TypeError, ValueError):
+                return
+            self._count(res.get("task"), str(res.get("worker", "?")), 0.0, batches=batches)
+        elif isinstance(res, dict):
             self._count(res.get("task"), str(res.get("worker", "?")), float(res.get("task_ms", 0.0)) / 1e3)
 
     def transition(self, key, start, finish, *args, **kwargs) -> None:

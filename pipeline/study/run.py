@@ -712,10 +712,17 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
             # on the streams its completion takes): no fetch of its result per task, which
             # took 3-15 ms from a task's end to this loop; the futures are watched for
             # errors (and for a report that never came: their result is fetched)
+            recorded: set = set()  # batches journaled from a CPU chunk's reports, before its end
             for group in reports.groups(futures):
                 metas, error = [], None
                 arrived = time.time()  # on the client: ended -> collected is the report's trip
                 for key, got in group:
+                    if isinstance(got, dict) and got.get("partial"):  # a batch of a chunk still running
+                        for m in got["batches"]:
+                            if int(m["batch"]) not in recorded:  # (a chunk run twice reports twice)
+                                recorded.add(int(m["batch"]))
+                                metas.append(dict(m, collected=arrived))
+                        continue
                     fut, chunk = futures.pop(key)
                     # a reported task may still be "processing" on the scheduler (its
                     # report overtook its completion): its future is kept until it is
@@ -725,8 +732,8 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
                         error = error or (got.get("batch", chunk[0]), got["error"])
                     else:
                         for m in got["batches"]:
-                            m["collected"] = arrived
-                        metas.extend(got["batches"])
+                            if int(m["batch"]) not in recorded:  # (else journaled as it ended)
+                                metas.append(dict(m, collected=arrived))
                         run_tasks.append({k: v for k, v in got.items() if k != "batches"} | {"collected": arrived})
                 # journaled chunks' futures are dropped once finished: the scheduler then
                 # forgets their results, and a worker that dies later does not make it
@@ -991,7 +998,8 @@ class _Reports:
     def groups(self, futures: dict):
         """Yield lists of ``(task key, result)`` until ``futures`` (``{key: (future,
         chunk)}``, emptied by the caller as it handles each key) is empty: reports as
-        they come, several at once when several are waiting; every ``REPORT_POLL_S``
+        they come, several at once when several are waiting (a CPU chunk's report of one
+        of its batches, ``"partial"``, leaves its key in ``futures``); every ``REPORT_POLL_S``
         without one, the futures that ended without a report (a product error, a failure
         after the retries: raised here; a lost report: the result fetched)."""
         last_poll = last_report = last_look = time.perf_counter()
@@ -1007,7 +1015,10 @@ class _Reports:
             group, seen = [], set()
             for msg in got:
                 key = str(msg["task"])
-                if key in futures and key not in seen:  # a repeat (a task run twice) is dropped
+                if msg.get("partial"):  # a batch of a CPU chunk (task.solve_chunk): the chunk goes on
+                    if key in futures:
+                        group.append((key, msg))
+                elif key in futures and key not in seen:  # a repeat (a task run twice) is dropped
                     seen.add(key)
                     group.append((key, msg))
             if not got or time.perf_counter() - last_poll > REPORT_POLL_S:

@@ -193,8 +193,10 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
                 outputs: tuple, distance_form: str, out: str, fsync: bool = True, unit: int | None = None,
                 targets_file: str | None = None, targets_digest: str = "", stats_over: str = "targets",
                 matrix_form: str = "wide", report: str | None = None, study: str = "") -> dict:
-    """Solve a chunk of consecutive batches on a worker in one solver call and write each
-    batch's files; return small metadata (see :mod:`pipeline.study.schedule`).
+    """Solve a chunk of consecutive batches on a worker and write each batch's files;
+    return small metadata (see :mod:`pipeline.study.schedule`).  A GPU chunk is one solver
+    call; a CPU chunk is solved batch by batch, each batch's files written (and, with
+    ``report``, reported) as it ends.
 
     Files are written atomically, batch by batch, distances before stats, so that an
     existing stats file means the batch's other files are complete too.  With ``fsync``
@@ -219,16 +221,19 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         A Dask event topic: the result is also logged there once the files are
         written (before the statistics files' flush), which pushes it to the study's
         client (``pipeline.study.run._Reports``) on the streams the task's completion
-        takes, without a fetch.
+        takes, without a fetch.  Each batch of a CPU chunk but its last is reported
+        there as it ends too: ``{"task", "partial": True, "worker", "batches": [its
+        metadata]}`` (the chunk's result still lists every batch).
 
     Returns
     -------
     dict
         ``{"batches": [per-batch metadata], "worker", "started", "ended", "kernel_ms",
         "solve_ms", "task_ms", ...}`` for the chunk as a whole; each batch's metadata holds
-        the chunk's times apportioned by its share of the sources (``kernel_ms``,
-        ``solve_ms``, ``load_ms``, ``wait_ms``, ``held_ms``, ``task_ms``; its own
-        ``write_ms``) and the chunk's ``started``/``ended``.  A GPU solve adds
+        its solver call's times apportioned by its share of the sources (``kernel_ms``,
+        ``solve_ms``, ``wait_ms``, ``held_ms``; ``load_ms`` and ``task_ms`` of the chunk;
+        its own ``write_ms``) and the chunk's ``started``/``ended`` (a batch reported
+        before its chunk's end: its own ``started``/``ended``/``task_ms``).  A GPU solve adds
         ``gpu_start``/``gpu_end`` (to the chunk and to each of its batches): when the
         chunk's device work began and ended.  A product error
         (``SsspError``) comes back as ``{"batch": first index, "error": exc}``.
@@ -263,67 +268,100 @@ def solve_chunk(*, fingerprint: str, graph_path: str, indices, sources, method: 
         _check_batch_memory(graph, sum(len(p) for p in parts), outputs, matrix_kw.get("targets"),
                             want_dist, method, backend)
         turn = _solve_turn(method, backend)
-        res = kernels.solve(graph, np.concatenate(parts) if len(parts) > 1 else parts[0], method=method,
-                            backend=backend, distances=want_dist,
-                            predecessors="predecessors" in outputs, turn=turn, **matrix_kw)
     except SsspError as exc:
-        # a product error (a negative cycle, a method that refuses the graph) is the
-        # same on every retry and worker: it comes back as this chunk's result, the
-        # exception itself (it pickles), so Dask neither retries it nor logs its
-        # traceback, and the client raises it once (pipeline.study.run)
         return {"batch": indices[0], "error": exc}
-    t2 = time.perf_counter()
-    t1 = turn.got if turn is not None and turn.got is not None else t_load
-    held = (turn.gave - turn.got) * 1e3 if turn is not None and turn.gave is not None else (t2 - t1) * 1e3
-    kernel_ms = float(res.counters.get("kernel_ms", 0.0))
+    # a GPU chunk is one solver call (its kernels back to back); a CPU chunk is solved
+    # batch by batch (its solver's set-up is nothing beside a batch's seconds): each batch's
+    # files are written and reported as it ends, so that the study's progress moves per
+    # batch and an interrupted chunk keeps the batches it finished
+    groups = ([(indices, parts)] if turn is not None or len(parts) == 1
+              else [([i], [p]) for i, p in zip(indices, parts)])
     total = max(1, sum(len(p) for p in parts))
     outdir = Path(out)
     metas = []
-    a = 0
-    for index, p in zip(indices, parts):
-        b = a + len(p)
-        share = len(p) / total
-        tw = time.perf_counter()
+    spent = {"solve_ms": 0.0, "wait_ms": 0.0, "write_ms": 0.0, "kernel_ms": 0.0}
+    gpu_span: dict = {}
+    for g_number, (g_indices, g_parts) in enumerate(groups):
+        t_start = t_load if g_number == 0 else time.perf_counter()
         try:
-            nbytes, files, steps = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
-                                                   outdir, worker, fsync, matrix_form if targets_file else None,
-                                                   study=study)
-        except OSError as exc:
-            # the output folder's trouble (full, read-only, a file size limit, removed):
-            # as a product error, the same on a retry, so it comes back as this chunk's
-            # result - no retries, no worker traceback per try - and the client's one line
-            # names the batch and the folder (pyarrow's message names neither)
-            why = exc.strerror or str(exc) or type(exc).__name__
-            return {"batch": index, "error": OSError(exc.errno, f"writing batch {index} into {outdir}: {why}")}
-        metas.append({
-            "batch": index, "rows": int(b - a), "bytes": int(nbytes), "files": files, "worker": worker,
-            "device": res.device, "algorithm": res.method,
-            "kernel_ms": kernel_ms * share,
-            "solve_ms": (t2 - t1) * 1e3 * share,
-            "write_ms": (time.perf_counter() - tw) * 1e3,
-            **steps,  # of write_ms: the stats file's rows built, encoded, written and renamed
-            "load_ms": (t_load - t0) * 1e3 * share,
-            "wait_ms": (t1 - t_load) * 1e3 * share,  # for the GPU turn (this worker's other solve)
-            "held_ms": held * share,  # the GPU turn held: set-up and launches
-            "chunk": indices[0], "chunk_batches": len(indices), "task": task_key,
-        })
-        a = b
+            res = kernels.solve(graph, np.concatenate(g_parts) if len(g_parts) > 1 else g_parts[0], method=method,
+                                backend=backend, distances=want_dist,
+                                predecessors="predecessors" in outputs, turn=turn, **matrix_kw)
+        except SsspError as exc:
+            # a product error (a negative cycle, a method that refuses the graph) is the
+            # same on every retry and worker: it comes back as this chunk's result, the
+            # exception itself (it pickles), so Dask neither retries it nor logs its
+            # traceback, and the client raises it once (pipeline.study.run)
+            return {"batch": g_indices[0], "error": exc}
+        t2 = time.perf_counter()
+        t1 = turn.got if turn is not None and turn.got is not None else t_start
+        held = (turn.gave - turn.got) * 1e3 if turn is not None and turn.gave is not None else (t2 - t1) * 1e3
+        kernel_ms = float(res.counters.get("kernel_ms", 0.0))
+        g_total = max(1, sum(len(p) for p in g_parts))
+        g_metas = []
+        a = 0
+        for index, p in zip(g_indices, g_parts):
+            b = a + len(p)
+            share = len(p) / g_total
+            tw = time.perf_counter()
+            try:
+                nbytes, files, steps = _write_batch(_part(res, a, b, share), graph, index, outputs, distance_form,
+                                                       outdir, worker, fsync, matrix_form if targets_file else None,
+                                                       study=study)
+            except OSError as exc:
+                # the output folder's trouble (full, read-only, a file size limit, removed):
+                # as a product error, the same on a retry, so it comes back as this chunk's
+                # result - no retries, no worker traceback per try - and the client's one line
+                # names the batch and the folder (pyarrow's message names neither)
+                why = exc.strerror or str(exc) or type(exc).__name__
+                return {"batch": index, "error": OSError(exc.errno, f"writing batch {index} into {outdir}: {why}")}
+            g_metas.append({
+                "batch": index, "rows": int(b - a), "bytes": int(nbytes), "files": files, "worker": worker,
+                "device": res.device, "algorithm": res.method,
+                "kernel_ms": kernel_ms * share,
+                "solve_ms": (t2 - t1) * 1e3 * share,
+                "write_ms": (time.perf_counter() - tw) * 1e3,
+                **steps,  # of write_ms: the stats file's rows built, encoded, written and renamed
+                "load_ms": (t_load - t0) * 1e3 * (len(p) / total),
+                "wait_ms": (t1 - t_start) * 1e3 * share,  # for the GPU turn (this worker's other solve)
+                "held_ms": held * share,  # the GPU turn held: set-up and launches
+                "chunk": indices[0], "chunk_batches": len(indices), "task": task_key,
+            })
+            a = b
+        spent["solve_ms"] += (t2 - t1) * 1e3
+        spent["wait_ms"] += (t1 - t_start) * 1e3
+        spent["write_ms"] += (time.perf_counter() - t2) * 1e3
+        spent["kernel_ms"] += kernel_ms
+        gpu_span = {k: float(res.counters[k]) for k in ("gpu_start", "gpu_end") if k in res.counters}
+        metas.extend(g_metas)
+        if g_number < len(groups) - 1:  # a batch of a CPU chunk: reported now, the chunk's last with it
+            if report and task_key is not None:
+                now = time.perf_counter()
+                for m in g_metas:
+                    m["task_ms"] = (now - t_start) * 1e3
+                    m["started"] = started + (t_start - t0)
+                    m["ended"] = started + (now - t0)
+                _report(report, {"task": task_key, "partial": True, "worker": worker, "batches": g_metas})
+            if fsync:
+                for index in g_indices:
+                    fsync_file(outdir / "stats" / batch_name(index))
     t3 = time.perf_counter()
-    gpu_span = {k: float(res.counters[k]) for k in ("gpu_start", "gpu_end") if k in res.counters}
     for m in metas:
+        if "ended" in m:  # reported with its batch (above): its own times stand
+            continue
         m["task_ms"] = (t3 - t0) * 1e3 * (m["rows"] / total)
         m["started"] = started
         m["ended"] = started + (t3 - t0)
         m.update(gpu_span)  # the chunk's, as started/ended
     out = {"batches": metas, "worker": worker, "task": task_key, "started": started, "ended": started + (t3 - t0),
-           "rows": int(total), "kernel_ms": kernel_ms, "solve_ms": (t2 - t1) * 1e3,
-           "write_ms": (t3 - t2) * 1e3, "load_ms": (t_load - t0) * 1e3, "wait_ms": (t1 - t_load) * 1e3,
+           "rows": int(total), "kernel_ms": spent["kernel_ms"], "solve_ms": spent["solve_ms"],
+           "write_ms": spent["write_ms"], "load_ms": (t_load - t0) * 1e3, "wait_ms": spent["wait_ms"],
            "task_ms": (t3 - t0) * 1e3, "algorithm": res.method, "device": res.device,
            **gpu_span}  # when the GPU ran the chunk (epoch seconds, kernels.gpu.clock); absent on CPUs
     if report and task_key is not None:
         _report(report, out)
     if fsync:
-        for index in indices:
+        for index in groups[-1][0]:
             fsync_file(outdir / "stats" / batch_name(index))
     return out
 

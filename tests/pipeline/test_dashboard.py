@@ -210,3 +210,27 @@ def test_board_after_the_study_and_page_rendering(rome, tmp_path):
     assert st["workers"]["tcp://w:1"]["busy_s"] == pytest.approx(0.5)
     b.end_study("abc", "complete", {"wall_s": 1.0})
     assert "complete" in render_page(b.status())
+
+
+def test_a_cpu_chunks_batches_are_counted_as_they_end_and_once():
+    """A CPU chunk reports each batch as it ends (``partial``): the page counts its
+    sources then, and the chunk's own report or completion adds only the rest (a partial
+    report counted as the whole chunk, or the chunk counted again, would show sources
+    that are not solved)."""
+    from gpu_sssp.pipeline.dashboard import REPORTS, StudyBoard
+
+    b = StudyBoard()
+    b.add_study({"study_id": "abc", "graph": "g", "vertices": 10, "prefix": "dijkstra", "algorithm": "dijkstra",
+                 "sources_total": 100, "sources_before": 0, "batch_size": 16, "batches": 7, "out": "o", "kind": "all"})
+    key = "dijkstra-batch-000002-000004-abc"
+    for _ in range(2):  # (a chunk run twice reports twice)
+        b.log_event(f"{REPORTS}abc", {"result": {"task": key, "partial": True, "worker": "w",
+                                                 "batches": [{"batch": 2}]}})
+    st = b.status()["studies"][0]
+    assert st["sources_done"] == 16 and st["batches_done_run"] == 1 and st["tasks_done"] == 0
+    b.log_event(f"{REPORTS}abc", {"result": {"task": key, "partial": True, "worker": "w", "batches": [{"batch": 3}]}})
+    b.log_event(f"{REPORTS}abc", {"result": {"task": key, "worker": "w", "task_ms": 1500.0}})
+    b.transition(key, "processing", "memory", worker="w", startstops=[{"action": "compute", "start": 1.0, "stop": 2.5}])
+    st = b.status()["studies"][0]
+    assert st["sources_done"] == 48 and st["batches_done_run"] == 3 and st["tasks_done"] == 1
+    assert st["workers"]["w"] == {"tasks": 1, "sources": 48, "busy_s": pytest.approx(1.5)}
