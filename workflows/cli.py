@@ -365,11 +365,73 @@ def _stdout_never_fails_to_encode():
             out.reconfigure(errors=errors)
 
 
+class _StdoutReaderMayLeave:
+    """Standard output for a command's run, whose reader may go away (``sssp study ...
+    | head -2``): the first write or flush that finds the pipe closed points the file
+    descriptor at ``/dev/null`` and the command goes on without its report, to its own
+    end and status.  Its product is its files: rich's handling (``SystemExit(1)``, no
+    word) ended ``sssp solve ... -o F | head`` before it wrote ``F``, with status 1, which
+    this command line keeps for a failed check or a bug."""
+
+    def __init__(self, out):
+        self._out = out
+        self.gone = False
+
+    def _lost(self) -> None:
+        self.gone = True
+        with contextlib.suppress(Exception):  # what is still buffered goes to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._out.fileno())
+            finally:
+                os.close(devnull)
+            self._out.flush()
+
+    def write(self, text):
+        if not self.gone:
+            try:
+                return self._out.write(text)
+            except BrokenPipeError:
+                self._lost()
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        if not self.gone:
+            try:
+                self._out.flush()
+            except BrokenPipeError:
+                self._lost()
+
+    def __getattr__(self, name):  # isatty, encoding, fileno, reconfigure, ... of the real one
+        return getattr(self._out, name)
+
+
+@contextlib.contextmanager
+def _stdout_reader_may_leave():
+    """Standard output as :class:`_StdoutReaderMayLeave` while the command runs (its last
+    flush included); put back afterwards."""
+    real = sys.stdout
+    if real is None:
+        yield
+        return
+    sys.stdout = wrapped = _StdoutReaderMayLeave(real)
+    try:
+        yield
+    finally:
+        wrapped.flush()
+        if sys.stdout is wrapped:
+            sys.stdout = real
+
+
 def main(argv=None) -> int:
     from gpu_sssp.kernels.errors import speaking
 
     # the messages name the command line's options (--zero-based), not Python's keywords
-    with _stdout_never_fails_to_encode(), speaking("cli"):
+    with _stdout_never_fails_to_encode(), _stdout_reader_may_leave(), speaking("cli"):
         return _main(argv)
 
 
