@@ -50,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import counted as _counted
 from gpu_sssp.pipeline.sources import check_seed
 
 log = logging.getLogger(__name__)
@@ -821,7 +822,7 @@ def distance_mismatch(got, ref: np.ndarray, graph) -> str | None:
     if not len(bad):
         return None
     v = int(bad[0])
-    return (f"{len(bad):,} wrong distance(s), e.g. vertex {v + graph.id_base}: {got[v]:g} "
+    return (f"{_counted(len(bad), 'wrong distance')}, e.g. vertex {v + graph.id_base}: {got[v]:g} "
             f"(reference {ref[v]:g})")
 
 
@@ -969,7 +970,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> _Rows:
     if (st.slow_ms is not None and warm_ms > st.slow_ms and not v.batched
             and len(groups) > st.slow_sources):
         note(f"{graph.name}: {v.label} took {warm_ms:,.0f} ms in warm-up (over --slow-ms "
-             f"{st.slow_ms:g}); timed on its first {st.slow_sources} source(s) only")
+             f"{st.slow_ms:g}); timed on its first {_counted(st.slow_sources, 'source')} only")
         progress("step", advance=st.runs * (len(groups) - st.slow_sources))
         groups = groups[: st.slow_sources]
 
@@ -1009,7 +1010,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> _Rows:
                 keep = st.slow_sources
                 note(f"{graph.name}: {v.label} took {ms:,.0f} ms in its first timed call (over --slow-ms "
                      f"{st.slow_ms:g}; no warm-up call to judge by with --warmup 0); timed on its first "
-                     f"{st.slow_sources} source(s) only")
+                     f"{_counted(st.slow_sources, 'source')} only")
                 progress("step", advance=st.runs * (len(groups) - keep))
             c = res.counters or {}
             relax = np.asarray(res.relaxations, dtype=np.int64)
@@ -1037,7 +1038,7 @@ def _time_method(v: Variant, ctx: _Ctx, progress, note) -> _Rows:
             kms = float(c.get("kernel_ms", 0.0) or 0.0)
             answers = _answers_of(res, graph)
             if len(answers) != b:  # zip() would drop the sources without an answer, unnoticed
-                bad = f"the call answered {len(answers)} source(s) for {b} asked"
+                bad = f"the call answered {_counted(len(answers), 'source')} for {b} asked"
                 note(f"{graph.name}: {v.label}: {bad}")
                 rows += [_error_row(ctx, v, int(i), run, bad, b) for i in idx]
                 progress("step", advance=b)

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, counted
 from gpu_sssp.pipeline.fsnames import read_table
 import contextlib
 
@@ -439,9 +439,14 @@ def speedups(agg: list[dict]) -> list[dict]:
     return out
 
 
+def _times(n, word: str) -> str:
+    """``3 timed runs``, ``1 timed run``; a count a rows file does not hold: ``None timed run(s)``."""
+    return counted(n, word) if isinstance(n, int) else f"{n} {word}(s)"
+
+
 def _ratio_cell(s: dict, key: str) -> str:
     if s["failures"]:
-        return f"- ({s['failures']} row(s) failed)"
+        return f"- ({counted(s['failures'], 'row')} failed)"
     if not s[key]:
         return "-"
     return fmt_number(s[key]) + "x"
@@ -605,15 +610,16 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                        f"{_count(s.get('min_component'))}{_lowered(s.get('min_component'), run.get('graphs', []))}, "
                        f"seed {s.get('seed')}, "
                        + (f"batch size {s['batch_size']}, " if s.get("batch_size") else "")
-                       + f"{s.get('runs')} timed run(s) per source, {s.get('warmup')} warm-up call(s) excluded"
+                       + f"{_times(s.get('runs'), 'timed run')} per source, "
+                       f"{_times(s.get('warmup'), 'warm-up call')} excluded"
                        + (f"; GPU: {_gpu_words(run.get('env') or {})}; host: {_host_words(run.get('env') or {})}"
                           if per_run_env else ""))
     else:
         out.append(f"- protocol: {_sources_words(settings.get('sources'), context.get('graphs', []), settings.get('seed'))} "
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
                    f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
-                   f", {settings.get('runs')} timed run(s) per source, "
-                   f"{settings.get('warmup')} warm-up call(s) per method excluded")
+                   f", {_times(settings.get('runs'), 'timed run')} per source, "
+                   f"{_times(settings.get('warmup'), 'warm-up call')} per method excluded")
     if len(runs) > 1:
         out.append("- within each run every method and baseline ran from the same sources in the same process; "
                    "runs are never pooled: a graph measured in more than one run has one line per run, "
@@ -651,7 +657,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
     fails = table.filter(pc.invert(pc.fill_null(table.column("ok"), False))).to_pylist()
     out += ["## Correctness", ""]
     if fails:
-        out.append(f"**{len(fails)} row(s) FAILED** (wrong answer or error):")
+        out.append(f"**{counted(len(fails), 'row')} FAILED** (wrong answer or error):")
         out.append("")
         seen = set()
         for r in fails:
@@ -716,7 +722,7 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                            "relax/\\|E\\| off", "relax/\\|E\\| all on"],
                           [[a["graph"], a["algorithm"], a["off"], fmt_number(a["mean_ms"]), fmt_number(a["all_on_ms"]),
                             (fmt_number(a["slowdown"]) + "x") if a["slowdown"] else
-                            (f"- ({a['failures']} row(s) failed)" if a["failures"] else "-"),
+                            (f"- ({counted(a['failures'], 'row')} failed)" if a["failures"] else "-"),
                             fmt_number(a["relax_per_arc"]),
                             fmt_number(a["all_on_relax_per_arc"])] for a in ab]))
         out.append("")

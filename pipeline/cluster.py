@@ -29,7 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError, comma_items, opt, render
+from gpu_sssp.kernels.errors import GPUUnavailableError, SsspError, UsageError, comma_items, counted, opt, render
 from gpu_sssp.pipeline.config import describe_setting, refuse_setting, setting, valid_address, valid_host
 from gpu_sssp.pipeline.errors import StudyError
 
@@ -1807,7 +1807,7 @@ def _check_worker_code(per: dict, workers: dict) -> dict:
     if broken:
         shown = "; ".join(broken[:3]) + (f"; and {len(broken) - 3} more" if len(broken) > 3 else "")
         raise WorkerEnvironmentError(
-            f"{len(broken)} of {len(per)} worker(s) cannot run this study's code ({shown}); start "
+            f"{len(broken)} of {counted(len(per), 'worker')} cannot run this study's code ({shown}); start "
             f"every worker in the client's Python environment (gpu-sssp {mine}, the same PYTHONPATH)")
     return ok
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from gpu_sssp.kernels.errors import SsspError, render
+from gpu_sssp.kernels.errors import SsspError, counted, render
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +119,10 @@ class WorkerGraphError(SsspError, RuntimeError):
         named = "; ".join(f"{', '.join(ws[:4])}{f' and {len(ws) - 4} more' if len(ws) > 4 else ''}: {r}"
                           for r, ws in list(by.items())[:3])
         if len(by) > 3:
-            named += f"; and {len(by) - 3} other reason(s)"
+            named += f"; and {counted(len(by) - 3, 'other reason')}"
         of = f" of {self.of}" if self.of else ""
-        return f"{n}{of} worker(s) cannot load the study's graph {files}: {named}"
+        noun = "worker" if (self.of or n) == 1 else "workers"  # 1 worker, 1 of 2 workers, 1 of 1 worker
+        return f"{n}{of} {noun} cannot load the study's graph {files}: {named}"
 
     def __reduce__(self):
         return (type(self), (self._failures, self.path, self.hierarchy, self.of, self.tracebacks))

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import OptionError, SsspError, UsageError, comma_items
+from gpu_sssp.kernels.errors import OptionError, SsspError, UsageError, comma_items, counted
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown
 from gpu_sssp.workflows.common import INPUT_FORMATS, decimal_int, graph_options, print_table
 
@@ -415,5 +415,5 @@ def _show(table, written, out: Path, runs=None) -> None:
     console.print("wrote " + ", ".join(shown(p) for p in files), highlight=False, markup=False)
     failures = _failures(table)
     if failures:
-        console.print(f"[bold red]{failures} row(s) failed the check against the SciPy reference "
+        console.print(f"[bold red]{counted(failures, 'row')} failed the check against the SciPy reference "
                       f"(see {written['summary']})[/]")

@@ -8,6 +8,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from gpu_sssp.kernels.errors import counted
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
@@ -153,8 +154,9 @@ def run(args) -> int:
     if len(src) > 20:
         table.caption = f"... {len(src) - 20} more sources"
     print_table(console, table)
-    console.print(f"{len(src)} source(s) in {wall:.1f} ms ({res.counters.get('iterations', 0)} iterations, "
-                  f"{res.counters.get('launches', 0)} launches)")
+    console.print(f"{counted(len(src), 'source')} in {wall:.1f} ms "
+                  f"({counted(int(res.counters.get('iterations', 0)), 'iteration')}, "
+                  f"{counted(int(res.counters.get('launches', 0)), 'launch', 'launches')})")
     if args.out:
         meta = {"graph": graph.name, "fingerprint": graph.fingerprint, "method": res.method,
                 "device": res.device, "id_base": graph.id_base, "weight_type": graph.weight_type,

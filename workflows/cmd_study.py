@@ -205,10 +205,10 @@ def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
     row("closeness max", s["closeness_max"], close_note)
     row("closeness min", s["closeness_min"], close_note)
     t.add_row("relaxations", f"{s['relaxations_total']:,}", "", "")
-    t.add_row("algorithm(s)", ", ".join(s["algorithms"]), "", ", ".join(s["devices"]))
+    t.add_row("algorithm" if len(s["algorithms"]) == 1 else "algorithms", ", ".join(s["algorithms"]), "", ", ".join(s["devices"]))
     tm = s["timings"]
     t.add_row("wall (this run)", f"{tm['wall_s']:,.2f} s", "",
-              f"{tm['workers']} worker(s)" if cluster else "no cluster: nothing to solve")
+              counted(int(tm['workers']), 'worker') if cluster else "no cluster: nothing to solve")
     t.add_row("throughput", _fmt(tm["sources_per_s"], False) + " sources/s" if tm["sources_per_s"] else "-",
               "", f"{tm['sources_this_run']:,} sources this run")
     t.add_row("kernel time (this run)", f"{tm['kernel_ms_this_run'] / 1e3:,.2f} s", "", "summed over workers")
@@ -294,7 +294,7 @@ def run(args) -> int:
         state["integer"] = graph.integer_weights
         state["no_cluster"] = no_cluster
         if not no_cluster:
-            console.print(f"cluster: {info['mode']}, {info['workers']} worker(s) on "
+            console.print(f"cluster: {info['mode']}, {counted(int(info['workers']), 'worker')} on "
                           f"{', '.join(info['devices']) or '-'} (ready in {time.perf_counter() - t0:.1f} s)")
         if not args.no_dashboard:
             # the scheduler's word (pipeline.cluster.ClusterHandle.dashboard): a scheduler

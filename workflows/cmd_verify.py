@@ -114,7 +114,7 @@ def run(args) -> int:
     from gpu_sssp.kernels.registry import method_spec, registrations
 
     if args.list:
-        t = Table(title=f"methods ({kernels.device_count()} GPU(s) visible)")
+        t = Table(title=f"methods ({counted(kernels.device_count(), 'GPU')} visible)")
         for c in ("method", "backend", "negative weights", "description"):
             t.add_column(c)
         for m in registrations(None if args.backend == "auto" else args.backend):

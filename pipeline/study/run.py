@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 
-from gpu_sssp.kernels.errors import opt, render
+from gpu_sssp.kernels.errors import counted, opt, render
 from gpu_sssp.pipeline.config import setting
 from gpu_sssp.pipeline.dashboard import REPORTS
 from gpu_sssp.pipeline.study import matrix as _matrix
@@ -318,7 +318,7 @@ def _set_aside(client, failed: dict, plan: StudyPlan, reg: dict, on_wait=None):
         log.debug("workers that cannot load the graph not paused: %s", exc)
         return None
     line = (f"{WorkerGraphError(failures, plan.graph_path, hfile, of=len(live | set(failed)))}; they get no "
-            f"batch of this study, which goes on with the other {len(good)} worker(s)")
+            f"batch of this study, which goes on with the other {counted(len(good), 'worker')}")
     (on_wait or log.warning)(line)
 
     def put_back():

@@ -727,7 +727,7 @@ def test_workers_of_another_environment_or_version_are_named_in_one_line():
     assert C._check_worker_code({"tcp://h:1": good, "tcp://h:3": CommClosedError("gone")}, workers) \
         == {"tcp://h:1": good}
     with pytest.raises(C.WorkerEnvironmentError,
-                       match=r"^1 of 2 worker\(s\) cannot run this study's code \(b \(tcp://h:2\): "
+                       match=r"^1 of 2 workers cannot run this study's code \(b \(tcp://h:2\): "
                              r"ModuleNotFoundError\('No module named gpu_sssp.pipeline'\)\); start every worker"):
         C._check_worker_code({"tcp://h:1": good, "tcp://h:2": Exception(
             "ModuleNotFoundError('No module named gpu_sssp.pipeline')")}, workers)

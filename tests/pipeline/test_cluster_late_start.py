@@ -243,7 +243,7 @@ def test_a_scheduler_lost_while_a_study_waits_for_workers_is_one_line(tmp_path):
 def test_a_worker_refused_by_a_running_study_does_not_refuse_the_next_study(tmp_path):
     """Study A runs; a worker of another gpu-sssp version joins and A refuses it (kept
     paused).  Study B, started then, met it in its start check and refused to start
-    at all ("1 of 2 worker(s) cannot run this study's code"), while A went on with the
+    at all ("1 of 2 workers cannot run this study's code"), while A went on with the
     good worker.  Now B names it in one line and runs on the good worker, as A does."""
     from tests.pipeline.test_cluster_late_workers import Study, _notes, _other_version
 

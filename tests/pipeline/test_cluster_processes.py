@@ -312,7 +312,7 @@ def test_a_worker_that_cannot_import_gpu_sssp_is_one_line_naming_it(tmp_path):
         assert r.returncode == 1, r.stdout.decode()[-3000:] + err[-3000:] + cluster.log()
         assert "Traceback" not in err, err
         lines = [ln for ln in err.splitlines() if ln.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error: 1 of 1 worker(s) cannot run"), err
+        assert len(lines) == 1 and lines[0].startswith("error: 1 of 1 worker cannot run"), err
         assert "other-env (tcp://127.0.0.1:" in lines[0] and "No module named gpu_sssp.pipeline" in lines[0], err
         assert not out.exists()
     finally:

@@ -60,7 +60,7 @@ def test_a_worker_the_scheduler_cannot_reach_is_an_error_not_gone():
     assert got["results"][unreachable] == {"error": "OSError: Timed out trying to connect to tcp://127.0.0.1:9 after 3 s"}
     # C._check_worker_code then refuses it, naming it, as for client.run's answer
     per = {unreachable: Exception(got["results"][unreachable]["error"])}
-    with pytest.raises(C.WorkerEnvironmentError, match=r"1 of 1 worker\(s\) cannot run .*OSError: Timed out"):
+    with pytest.raises(C.WorkerEnvironmentError, match=r"1 of 1 worker cannot run .*OSError: Timed out"):
         C._check_worker_code(per, {unreachable: {"name": "w"}})
 
 

@@ -127,7 +127,7 @@ def test_a_method_answering_fewer_sources_than_asked_fails_them(registry_guard):
     rows = [r for r in out.table.to_pylist() if r["algorithm"] == "batched"]
     assert len(rows) == 4
     assert not any(r["ok"] for r in rows)
-    assert all("answered 1 source(s) for 4 asked" in r["error"] for r in rows)
+    assert all("answered 1 source for 4 asked" in r["error"] for r in rows)
     assert out.failures == 4
 
 

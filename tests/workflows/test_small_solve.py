@@ -90,7 +90,7 @@ def test_an_empty_file_name_is_refused_not_ignored(tmp_path, capsys, monkeypatch
     assert main(["solve", str(graph), *argv]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.parquet"]
     cap = capsys.readouterr()
-    assert cap.err.strip() == f"error: {option}: an empty name; give a file name" and "source(s) in" not in cap.out
+    assert cap.err.strip() == f"error: {option}: an empty name; give a file name" and " ms (" not in cap.out
 
 
 def test_large_and_small_mean_distances_are_shown_whole(tmp_path, capsys):
