@@ -52,7 +52,7 @@ def test_ascii_numbers_still_taken(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["solve", ROME, "-s", " 3 ", "-s", "+7", "-s", "1_0"]) in (0, None)
     out = capsys.readouterr().out
-    assert "3 source(s)" in out
+    assert "3 sources in " in out
 
 
 def test_gpus_and_settings_refuse_unicode_digits():
