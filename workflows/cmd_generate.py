@@ -118,7 +118,7 @@ def run(args) -> int:
     from gpu_sssp.workflows.cmd_ingest import summary_table
     from gpu_sssp.workflows.common import check_output_file, no_new_folders_on_failure
 
-    check_output_file(args.output)
+    check_output_file(args.output, parquet_name=True)
     common = dict(seed=args.seed, weights=args.weights, weight_type=args.weight_type,
                   negative_fraction=args.negative_fraction, max_vertices=args.max_vertices,
                   max_arcs=args.max_arcs, max_isolated_vertices=args.max_isolated_vertices)

@@ -159,7 +159,7 @@ def run(args) -> int:
     # (an output that is the input is refused by ingest() itself, before it reads anything)
     # the name as given: Path("./-") is Path("-"), which the check refuses as standard output
     check_output_file(args.output if given else out, option="-o" if given else "output",
-                      example=default.name)
+                      example=default.name, parquet_name=True)
     t0 = time.perf_counter()
     try:
         for tries_left in range(READS_WHILE_CHANGING - 1, -1, -1):

@@ -106,13 +106,15 @@ def refuse_empty_names(*named) -> None:
 
 
 def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "graph.parquet",
-                      caches_of=None) -> None:
+                      caches_of=None, parquet_name: bool = False) -> None:
     """Refuse, before any input is read, an output file that cannot be written as one:
     an existing directory (the atomic rename would fail late, naming its temporary
     file) or one of ``inputs`` itself (writing would destroy the input; the rule is
     ``pipeline.writers.refuse_input_as_output``, which ``pipeline.ingest.ingest`` applies
     itself); an empty name or one that ends with ``/`` (a folder); and, with
-    ``caches_of`` (the graph), the names of that Parquet graph's cache files beside it."""
+    ``caches_of`` (the graph), the names of that Parquet graph's cache files beside it.
+    ``parquet_name``: the command takes only names ending in .parquet (ingest, generate),
+    so the hint for ``-`` is not ``./-``, which it would refuse next."""
     from gpu_sssp.pipeline.fsnames import shown
     from gpu_sssp.pipeline.writers import refuse_file_as_folder, refuse_input_as_output, refuse_special_file
 
@@ -120,8 +122,10 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
 
     if str(out) == "-":
         # a file named "-" was written in the current folder where a user meant stdout
+        named = (f"a name ending in .parquet (e.g. {example})" if parquet_name
+                 else "a file name (./- for a file named '-')")
         raise UsageError(f"{option} -: standard output is not offered (a Parquet file is written to a temporary "
-                         f"name and renamed); give a file name (./- for a file named '-')")
+                         f"name and renamed); give {named}")
     refuse_empty_names((option, out))
     if str(out).endswith(("/", os.sep)) and not os.path.isdir(out):
         # Path() drops the trailing slash: "-o results/" wrote a file named "results"

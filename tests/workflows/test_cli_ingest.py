@@ -301,7 +301,9 @@ def test_dot_slash_dash_names_a_file_called_dash(family, tmp_path, monkeypatch):
     from gpu_sssp.kernels.errors import UsageError
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UsageError, match="-o -: standard output is not offered"):
+    # (the hint names a Parquet name: it said "./- for a file named '-'", refused next)
+    with pytest.raises(UsageError, match=r"-o -: standard output is not offered .*; give a name ending in \.parquet "
+                                         r"\(e\.g\. \S+\.parquet\)$"):
         _run([*family, "-o", "-", "-q"])
     with pytest.raises(UsageError, match="only under a name ending in .parquet: give e.g. -.parquet"):
         _run([*family, "-o", "./-", "-q"])
