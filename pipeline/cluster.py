@@ -692,7 +692,7 @@ def start_cluster(*, scheduler: str | None = None, scheduler_file: str | None = 
             except ValueError as exc:  # dask-cuda (NVML) refuses a device number or UUID
                 if gpus is not None and "device index" in str(exc).lower():
                     raise UsageError(f"{opt('--gpus ' + kw['CUDA_VISIBLE_DEVICES'])}: {exc} (this machine shows "
-                                     f"{kernels.device_count()} GPU(s), numbered from 0; "
+                                     f"{counted(kernels.device_count(), 'GPU')}, numbered from 0; "
                                      "`nvidia-smi -L` lists them)") from None
                 raise
     from distributed import LocalCluster

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 # the batching order lives with the kernels it serves
-from gpu_sssp.kernels.errors import UsageError, opt
+from gpu_sssp.kernels.errors import UsageError, counted, opt
 from gpu_sssp.kernels.order import locality_order
 from gpu_sssp.pipeline.fsnames import is_parquet_name, shown as _fs_shown
 
@@ -714,7 +714,7 @@ def plan_sources(graph, *, sources=None, ids=None, sources_file=None, random: in
     # drop repeats, keeping the first occurrence
     idx, dropped = first_occurrences(idx)
     if dropped:  # the command line says so as a note (how["duplicates_dropped"])
-        log.info("dropping %d repeated source(s)", dropped)
+        log.info("dropping %s", counted(dropped, "repeated source"))
     how["duplicates_dropped"] = dropped
     if order == "locality" and len(idx) > 1:
         idx = idx[locality_order(graph, idx)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import UsageError
+from gpu_sssp.kernels.errors import UsageError, counted
 from gpu_sssp.kernels.gpu.common import SourceLoop, check_options
 
 DEFAULTS = {"threads_per_block": 256, "check_every": 256, "force": False, "max_seconds": 600.0}
@@ -45,7 +45,7 @@ def solve(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     est = estimate_seconds(graph, len(sources))
     if est > float(opts["max_seconds"]) and not opts["force"]:
         raise UsageError(
-            f"dijkstra-gpu would take about {est:,.0f} s for {len(sources)} source(s) on {graph.name} "
+            f"dijkstra-gpu would take about {est:,.0f} s for {counted(len(sources), 'source')} on {graph.name} "
             f"({graph.n:,} vertices: one launch and an O(n) scan per settled vertex); "
             f"pass force=True from Python (gpu_sssp.solve) to run it anyway (the command line has no such "
             f"option), or use delta / locality")

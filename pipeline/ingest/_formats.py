@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpu_sssp.kernels.errors import opt
+from gpu_sssp.kernels.errors import counted, opt
 
 from ..errors import InputError
 from ._limits import Limits
@@ -452,7 +452,7 @@ def _check_symmetric(src, dst, w, lines, display):
                          "a METIS graph is undirected, each edge is listed at both ends with one weight")
     nu, nv = int(at_u.sum()), int(at_v.sum())
     line = int(F[3][np.argmax(at_u)]) if nu else int(B[3][np.argmax(at_v)])
-    raise InputError(display, line, f"edge {u}-{v} is listed {nu} time(s) at vertex {u} but {nv} time(s) at "
+    raise InputError(display, line, f"edge {u}-{v} is listed {counted(nu, 'time')} at vertex {u} but {counted(nv, 'time')} at "
                      f"vertex {v}: a METIS graph is undirected, each edge is listed at both ends")
 
 

@@ -223,8 +223,8 @@ def register_graph(client, plan: StudyPlan, backend: str = "auto", devices=None,
             again = client.run(retry_failed_load, plan.graph.fingerprint, bool(hfile), on_error="return")
             retried = sum(v is True for v in again.values())
             if retried:
-                log.info("graph plugin loaded again on %d worker(s) where an earlier study's load had failed",
-                         retried)
+                log.info("graph plugin loaded again on %s where an earlier study's load had failed",
+                         counted(retried, "worker"))
         except Exception as exc:  # noqa: BLE001 - best effort: such a worker's tasks say why
             log.debug("failed graph loads not retried: %s", exc)
     t2 = time.perf_counter()
@@ -950,7 +950,7 @@ def _settle(reported: dict, timeout: float = 60.0) -> None:
             try:
                 wait(list(reported.values()), timeout=timeout)
             except Exception as exc:  # timed out or gone
-                log.warning("%d reported task(s) not ended after %.0f s: %s", len(reported), timeout, exc)
+                log.warning("%s not ended after %.0f s: %s", counted(len(reported), "reported task"), timeout, exc)
             _drop_ended(reported)
     finally:
         reported.clear()

@@ -4,6 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+def _reach(n: int, what: str) -> str:
+    """``1 source reaches every target it reaches``, ``3 sources reach every target they reach``."""
+    if n == 1:
+        return f"1 source reaches every {what} it reaches"
+    return f"{n:,} sources reach every {what} they reach"
+
+
 def _pick(values: np.ndarray, ids: np.ndarray, mask: np.ndarray, fn) -> dict | None:
     if not mask.any():
         return None
@@ -150,8 +157,8 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
         at_zero = (others > 0) & (sdist == 0) & (np.nan_to_num(ecc, nan=1.0) == 0)
         if at_zero.any():
             inf = {"value": None, "source": int(src[np.flatnonzero(at_zero)[0]]), "sources": int(at_zero.sum()),
-                   "kind": f"infinite: {int(at_zero.sum()):,} source(s) reach every {what} they reach at "
-                           "distance 0 (zero-weight arcs)", "largest_finite": close_max}
+                   "kind": f"infinite: {_reach(int(at_zero.sum()), what)} at distance 0 (zero-weight arcs)",
+                   "largest_finite": close_max}
             close_max = inf
             if close_min is None:  # every source with a closeness has an infinite one
                 close_min = dict(inf, largest_finite=None)

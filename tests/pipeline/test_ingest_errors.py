@@ -318,7 +318,7 @@ def test_metis_edge_with_two_weights_refused(tmp_path):
     e = _fails(tmp_path, "2 1 1\n2 5\n1 6\n", name="asym.graph")
     assert e.line == 2 and "edge 1-2 has weight 5 at vertex 1 (line 2) but 6 at vertex 2 (line 3)" in e.message
     e = _fails(tmp_path, "3 2\n2\n1 3\n1\n", name="half.graph")
-    assert e.line == 4 and "edge 1-3 is listed 0 time(s) at vertex 1 but 1 time(s) at vertex 3" in e.message
+    assert e.line == 4 and "edge 1-3 is listed 0 times at vertex 1 but 1 time at vertex 3" in e.message
     from tests.pipeline._ingest_helpers import ingest_arcs
 
     (s, d, w), meta = ingest_arcs(_write(tmp_path / "ok.graph", "3 2 1\n2 5\n1 5 3 4\n2 4\n"), tmp_path)

@@ -97,7 +97,7 @@ def test_closeness_of_sources_reaching_others_at_distance_zero_is_infinite(clien
                               np.array([0, 0, 5], dtype=np.int64), n=3, id_base=0)
     _, _, s = _run(client, path, tmp_path / "study", sources="all", algorithm="dijkstra")
     cmax = s["closeness_max"]
-    assert cmax["value"] is None and cmax["kind"].startswith("infinite: 2 source(s)"), cmax
+    assert cmax["value"] is None and cmax["kind"].startswith("infinite: 2 sources reach"), cmax
     assert cmax["source"] in (0, 1) and cmax["sources"] == 2
     assert cmax["largest_finite"] == {"value": 0.2, "source": 2}  # 2 others at 5 each: 2/10
     assert s["closeness_min"] == {"value": 0.2, "source": 2}
@@ -226,7 +226,7 @@ def test_infinite_closeness_needs_every_distance_zero():
     # source 2 (crafted: eccentricity 5 with a sum of 0) is not at distance 0 from all it reaches
     s = _summary("all", [3, 3, 1], [0, 5, 0], [0, 0, 0])
     assert s["closeness_max"]["sources"] == 1 and s["closeness_max"]["source"] == 1, s["closeness_max"]
-    assert "reach every vertex they reach at distance 0" in s["closeness_max"]["kind"]
+    assert "1 source reaches every vertex it reaches at distance 0" in s["closeness_max"]["kind"]
 
 
 def test_matrix_closeness_wording_says_targets():
@@ -235,7 +235,7 @@ def test_matrix_closeness_wording_says_targets():
     # targets 2, 3 (file ids; id_base 1 -> internal 1, 2): source 1 not a target reaches
     # both at 4 + 6; source 2 a target reaches 2 and 3 (others 1) at 0
     s = _summary("random", [2, 2], [6, 0], [10, 0], n=5, targets=[1, 2], sources=[1, 2])
-    assert s["closeness_max"]["kind"] == ("infinite: 1 source(s) reach every target they reach at "
+    assert s["closeness_max"]["kind"] == ("infinite: 1 source reaches every target it reaches at "
                                           "distance 0 (zero-weight arcs)"), s["closeness_max"]
     assert s["closeness_max"]["largest_finite"] == {"value": 0.2, "source": 1}
     assert s["closeness_min"] == {"value": 0.2, "source": 1}
