@@ -39,7 +39,7 @@ from gpu_sssp.pipeline.writers import fsync_file, fsync_folder
 log = logging.getLogger(__name__)
 
 __all__ = ["load_hierarchy", "place_for_workers", "prepare_study", "study_uses_phast", "cache_path", "read_cache", "write_cache",
-           "CACHE_FORMAT", "vouch", "vouched"]
+           "CACHE_FORMAT", "vouch", "vouched", "user_cache_file", "cached_file", "cache_place"]
 
 #: Version of the cache file's layout; a file of another version is rebuilt.
 CACHE_FORMAT = 1
@@ -54,6 +54,43 @@ def cache_path(graph, path=None) -> Path | None:
         return None
     p = Path(graph.path)
     return p.with_name(p.name + ".ch.npz")
+
+
+def user_cache_file(graph) -> Path:
+    """The user's cache file for ``graph``'s hierarchy
+    (``$XDG_CACHE_HOME/sssp/hierarchies/<fingerprint>.ch.npz``): where it is kept when the
+    folder beside the graph cannot hold it (a read-only data folder)."""
+    from gpu_sssp.pipeline.graph import user_cache_folder
+
+    return user_cache_folder() / "hierarchies" / f"{graph.fingerprint}.ch.npz"
+
+
+def _places(graph) -> list[Path]:
+    """Where :func:`load_hierarchy` looks for ``graph``'s hierarchy, in order: beside the
+    graph file, then the user's cache file (none for a graph not loaded from a file)."""
+    mine = cache_path(graph)
+    return [] if mine is None else [mine, user_cache_file(graph)]
+
+
+def cached_file(graph) -> Path | None:
+    """The first of the places :func:`load_hierarchy` reads ``graph``'s hierarchy from
+    that holds a file (not checked: :func:`read_cache` says whether it is usable)."""
+    return next((p for p in _places(graph) if p.is_file()), None)
+
+
+def cache_place(graph) -> Path | None:
+    """Where :func:`load_hierarchy` would write ``graph``'s hierarchy now: beside the graph
+    file, or the user's cache file where that folder is read-only or not writable."""
+    from gpu_sssp.pipeline.fsnames import refuse_read_only_folder as refuse
+
+    places = _places(graph)
+    if not places:
+        return None
+    try:
+        refuse(places[0].parent)
+    except PermissionError:
+        return places[1]
+    return places[0] if os.access(places[0].parent, os.W_OK) else places[1]
 
 
 #: graph fingerprint -> the key (:func:`_arrays_key`) of hierarchy arrays known good for it
@@ -213,8 +250,10 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
     ----------
     graph : kernels.graph.Graph
     path : str or os.PathLike, optional
-        The cache file (default ``<graph.path>.ch.npz``; graphs not loaded from a file
-        are not cached on disk unless ``path`` is given).
+        The cache file (default ``<graph.path>.ch.npz``, or where that folder cannot
+        hold it - a read-only data folder - the user's cache file
+        :func:`user_cache_file`, read from there next time; graphs not loaded from a
+        file are not cached on disk unless ``path`` is given).
     cache : bool
         Read and write the cache file.  Failing to write it only logs a warning.
     build : bool
@@ -237,9 +276,17 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
 
     def get():
         cpath = cache_path(graph, path) if cache else None
+        # the default place only: the user's cache file when beside the graph holds none
+        spare = user_cache_file(graph) if cpath is not None and path is None else None
         if cpath is not None:
             remove_dead_temps(cpath)
             h, why = read_cache(graph, cpath)
+            if h is None and spare is not None and spare.is_file():
+                h, _ = read_cache(graph, spare)
+                if h is not None:
+                    log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
+                             graph.name, spare, h.levels, h.build_s)
+                    return h
             if h is not None:
                 log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
                          graph.name, cpath, h.levels, h.build_s)
@@ -260,7 +307,18 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
             try:
                 write_cache(h, graph, cpath)
             except OSError as exc:
-                log.warning("could not write the hierarchy cache %s: %s", cpath, exc)
+                if spare is None:
+                    log.warning("could not write the hierarchy cache %s: %s", cpath, exc)
+                else:  # every later study and solve built it again (NY 5-8 s, FLA 12-16 s)
+                    try:
+                        spare.parent.mkdir(parents=True, exist_ok=True)
+                        remove_dead_temps(spare)
+                        write_cache(h, graph, spare)
+                        log.warning("could not write the hierarchy cache %s (%s): kept in %s instead",
+                                    cpath, exc.strerror or exc, spare)
+                    except OSError as exc2:
+                        log.warning("could not write the hierarchy cache %s (%s) nor %s (%s)",
+                                    cpath, exc.strerror or exc, spare, exc2.strerror or exc2)
         return h
 
     return graph.cached(hmod.CACHE_KEY, get)
@@ -279,8 +337,8 @@ def study_uses_phast(graph, n_sources: int, backend: str = "auto", algorithm: st
         return False
     if algorithm == "phast":
         return True
-    cpath = cache_path(graph)
-    if cpath is not None and not hierarchy.has_hierarchy(graph) and cpath.exists():
+    cpath = cached_file(graph)  # beside the graph, else the user's cache file
+    if cpath is not None and not hierarchy.has_hierarchy(graph):
         # a valid cache file makes the hierarchy free (held from now on): auto then
         # sweeps it whatever the number of sources; a stale one is not rebuilt for this
         h, _why = read_cache(graph, cpath)
@@ -363,10 +421,8 @@ def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
     OSError
         Neither place can be written (one line naming both).
     """
-    from gpu_sssp.pipeline.graph import user_cache_folder
-
-    folder = user_cache_folder() / "hierarchies"
-    spare = folder / f"{graph.fingerprint}.ch.npz"
+    spare = user_cache_file(graph)
+    folder = spare.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         remove_dead_temps(spare)

@@ -210,8 +210,11 @@ def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
     t.add_row("wall (this run)", f"{tm['wall_s']:,.2f} s", "",
               counted(int(tm['workers']), 'worker') if cluster else "no cluster: nothing to solve")
     t.add_row("throughput", _fmt(tm["sources_per_s"], False) + " sources/s" if tm["sources_per_s"] else "-",
-              "", f"{tm['sources_this_run']:,} sources this run")
-    t.add_row("kernel time (this run)", f"{tm['kernel_ms_this_run'] / 1e3:,.2f} s", "", "summed over workers")
+              "", f"{counted(tm['sources_this_run'], 'source')} this run")
+    # (ms below 0.1 s: 50 rome99 sources on a CPU worker showed "0.00 s" and 158,945% of it)
+    kms = tm['kernel_ms_this_run']
+    t.add_row("kernel time (this run)", f"{kms / 1e3:,.2f} s" if kms >= 100 or not kms else f"{kms:.2g} ms",
+              "", "summed over workers")
     ratio = tm.get("outside_kernels_vs_kernel")
     t.add_row("time outside kernels", f"{tm['outside_kernels_s']:,.2f} s", "",
               f"{ratio * 100:,.0f}% of kernel time (wall x workers - kernel)" if ratio is not None else "")
@@ -229,7 +232,7 @@ def summary_table(s: dict, integer: bool, cluster: bool = True) -> Table:
         busy = ", ".join(f"{w['busy_s']:.2f}" for _, w in sorted(ct.get("workers", {}).items()))
         t.add_row("per-worker busy", f"{busy} s", "",
                   f"tail {ct.get('tail_s', 0.0):.3f} s, idle {ct.get('scheduler_overhead_s', 0.0):.3f} s, "
-                  f"{ct.get('tasks', 0)} tasks")
+                  f"{counted(ct.get('tasks', 0), 'task')}")
     return t
 
 
@@ -239,11 +242,10 @@ def _builds_hierarchy(plan, info: dict) -> bool:
     beside the graph).  Best effort: False when it cannot tell."""
     try:
         from gpu_sssp.kernels import hierarchy as hmod
-        from gpu_sssp.pipeline.hierarchy import cache_path, study_uses_phast
+        from gpu_sssp.pipeline.hierarchy import cache_path, cached_file, study_uses_phast
         from gpu_sssp.pipeline.study.plan import workers_backend
 
-        cpath = cache_path(plan.graph)
-        if cpath is None or cpath.exists() or hmod.has_hierarchy(plan.graph):
+        if cache_path(plan.graph) is None or cached_file(plan.graph) is not None or hmod.has_hierarchy(plan.graph):
             return False
         backend = workers_backend(info.get("devices") or []) or "auto"
         return study_uses_phast(plan.graph, plan.sources.count, backend, plan.algorithm)
@@ -343,8 +345,13 @@ def run(args) -> int:
                       f"{describe_batches(plan.batches)}, {len(study.pending):,} to do -> {shown(args.out)}")
         if study.pending and _builds_hierarchy(plan, info):  # (a resume may be the run that builds it)
             # the bar would stand at 0 meanwhile (NY 7.5 s, BAY 5.8 s on the 2-core machine)
+            from gpu_sssp.pipeline.hierarchy import cache_path, cache_place
+
+            place = cache_place(plan.graph)
+            where = ("beside the graph file" if place == cache_path(plan.graph)
+                     else shown(place))  # (a read-only data folder: the user's cache)
             console.print(f"note: building the contraction hierarchy of {shown(graph.name)} for phast first "
-                          "(once: later studies of this graph load it from beside the graph file)",
+                          f"(once: later studies of this graph load it from {where})",
                           highlight=False)
         state["plan"] = plan
         state["task"] = progress.add_task("study", total=plan.sources.count, completed=study.sources_done,

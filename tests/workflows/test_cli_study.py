@@ -469,6 +469,29 @@ def test_a_study_says_when_it_builds_the_hierarchy_first(tmp_path, capsys):
     assert "note: building the contraction hierarchy" in " ".join(capsys.readouterr().out.split())
 
 
+def test_a_study_of_a_read_only_folders_graph_builds_the_hierarchy_once(tmp_path, capsys, monkeypatch):
+    """A graph in a read-only data folder: the note said "later studies of this graph load
+    it from beside the graph file", where nothing could be written, and each later study
+    built it again.  The note names the user's cache file, where the next study finds it."""
+    from tests.pipeline.test_study_support import rome_parquet
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "data").mkdir()
+    path = rome_parquet(tmp_path / "data")
+    argv = ["study", str(path), "--random", "50", "--algorithm", "phast", "--cpu-workers", "1", "--no-dashboard"]
+    path.parent.chmod(0o555)
+    try:
+        assert main(argv + ["--out", str(tmp_path / "a")]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        spare = tmp_path / "xdg" / "sssp" / "hierarchies"
+        assert f"later studies of this graph load it from {spare}" in out.replace("\n", ""), out
+        assert len(list(spare.glob("*.ch.npz"))) == 1
+        assert main(argv + ["--out", str(tmp_path / "b")]) == 0
+        assert "contraction hierarchy" not in capsys.readouterr().out
+    finally:
+        path.parent.chmod(0o755)
+
+
 def test_a_resume_says_how_many_written_batches_it_adopts(grid, tmp_path, capsys):
     """A stopped run leaves batch files written but not journaled (a chunk is journaled
     once all of it is written: 99 of all NY's 428 written files after a Ctrl-C at 50 s);
