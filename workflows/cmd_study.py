@@ -334,8 +334,9 @@ def run(args) -> int:
         adopted = getattr(study, "adopted", None)
         if args.resume and adopted:
             # (said nowhere but in the manifest: the "to do" count below looked short)
-            console.print(f"note: {len(adopted):,} batch(es) the stopped run wrote but had not journaled "
-                          "are complete: journaled now, not solved again", highlight=False)
+            console.print(f"note: {counted(len(adopted), 'batch', 'batches')} the stopped run wrote but had not "
+                          f"journaled {'is' if len(adopted) == 1 else 'are'} complete: journaled now, not solved "
+                          "again", highlight=False)
         if args.resume and not study.pending:
             console.print(f"{shown(args.out)}: " + ("the one batch" if len(plan.batches) == 1 else
                                                      f"all {len(plan.batches):,} batches") + " already done; summarising"
@@ -444,7 +445,8 @@ def run(args) -> int:
                         "another study (another --out)")
             study = state["study"]
             written = study.unjournaled_files()
-            more = (f" and {written} more batch(es) were written but not yet journaled (--resume keeps the "
+            more = (f" and {counted(written, 'more batch', 'more batches')} {'was' if written == 1 else 'were'} "
+                    "written but not yet journaled (--resume keeps the "
                     "complete ones)"
                     if written else "")
             if args.scheduler or args.scheduler_file:
@@ -456,7 +458,9 @@ def run(args) -> int:
                 print_error(f"every batch of the study ({len(study.done)}) is recorded in {shown(args.out)}; "
                             "add --resume to write its summary (nothing is solved again)", label="note")
             else:
-                print_error(f"{len(study.done)} finished batch(es) are recorded in {shown(args.out)}{more}; {then}",
+                done = len(study.done)
+                print_error(f"{counted(done, 'finished batch', 'finished batches')} {'is' if done == 1 else 'are'} "
+                            f"recorded in {shown(args.out)}{more}; {then}",
                             label="note")
         raise
     progress.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gpu_sssp.kernels.errors import opt
+from gpu_sssp.kernels.errors import counted, opt
 from gpu_sssp.pipeline import fsnames as _fs
 from gpu_sssp.pipeline.study import matrix as _matrix
 from gpu_sssp.pipeline.study.plan import StudyError, StudyPlan, describe_batches
@@ -776,13 +776,13 @@ class Study:
 
     def redone_note(self, shown: int = 3) -> str | None:
         """What a resume says of the journaled batches solved again (:attr:`redone`):
-        ``"2 journaled batch(es) will be solved again, their files missing, incomplete or not the
+        ``"2 journaled batches will be solved again, their files missing, incomplete or not the
         batch's: distances/batch-000005.parquet missing, ..."``; None when there are none."""
         if not self.redone:
             return None
         why = [self.redone[i] for i in sorted(self.redone)]
         more = f", and {len(why) - shown} more" if len(why) > shown else ""
-        return (f"{len(why)} journaled batch(es) will be solved again, their files missing, incomplete or not the "
+        return (f"{counted(len(why), 'journaled batch', 'journaled batches')} will be solved again, their files missing, incomplete or not the "
                 f"batch's: {', '.join(why[:shown])}{more}")
 
     def unjournaled_files(self) -> int:

@@ -683,7 +683,7 @@ def run_study(client, plan: StudyPlan, *, resume: bool = False, backend: str = "
         reported: dict = {}
         try:
             if client is None:  # a caller's slip (study() decides no cluster only for a complete study)
-                raise RuntimeError(f"{len(pending)} batch(es) to solve and no cluster (client=None)")
+                raise RuntimeError(f"{counted(len(pending), 'batch', 'batches')} to solve and no cluster (client=None)")
             # an "auto" study resumed goes on with the method its finished batches used
             work = _resumed_method(plan, study, backend, cluster_info)
             free = registered is not None and not setting("study.keep-graph", keep_graph, default=False)

@@ -133,7 +133,7 @@ def test_a_second_run_of_the_same_study_into_another_folder_is_refused_while_the
         rc, text, out_b = _study(tmp_path, cluster, "second", 120, sources=("--sources", "all"))
         os.killpg(first.pid, signal.SIGCONT)
         errors = [ln for ln in text.splitlines() if ln.startswith("error:")]
-        assert rc == 2 and len(errors) == 1 and "finished batch(es) are recorded" not in text, text[-3000:]
+        assert rc == 2 and len(errors) == 1 and "are recorded in" not in text and "is recorded in" not in text, text[-3000:]
         assert "is already running on this cluster" in errors[0] and str(out_a) in errors[0], errors[0]
         assert not _journal_workers(out_b)
         # refused before its folder was started: the same command later is a new study

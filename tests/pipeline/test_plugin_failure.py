@@ -107,7 +107,7 @@ def _one_error(r) -> str:
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert "Traceback" not in r.stderr and "Compute Failed" not in r.stderr, r.stderr[-3000:]
     assert len(lines) == 2, r.stderr[-3000:]
-    assert lines[0].startswith("note: 0 finished batch(es) are recorded in") and "--resume" in lines[0], lines
+    assert lines[0].startswith("note: 0 finished batches are recorded in") and "--resume" in lines[0], lines
     assert lines[1].startswith("error: "), lines
     return lines[1]
 

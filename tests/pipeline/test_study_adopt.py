@@ -194,7 +194,7 @@ def test_journaled_batches_with_missing_or_empty_files_are_solved_again(tmp_path
     try:
         assert sorted(study.pending) == sorted(doubtful) and set(study.redone) == doubtful
         note = study.redone_note()
-        assert note.startswith(f"{len(doubtful)} journaled batch(es) will be solved again")
+        assert note.startswith(f"{len(doubtful)} journaled batch{'' if len(doubtful) == 1 else 'es'} will be solved again")
         assert f"{sub_dirs[0]}/{batch_name(5)} missing" in note and f"{sub_dirs[0]}/{batch_name(7)} unreadable" in note
     finally:
         study.close()

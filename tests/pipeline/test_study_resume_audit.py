@@ -98,7 +98,7 @@ def test_a_journaled_statistics_file_replaced_by_another_studys_is_solved_again(
     study = Study(_plan(got["graph"], out), resume=True)
     try:
         assert set(study.redone) == {2} and why in study.redone[2], study.redone
-        assert study.redone_note().startswith("1 journaled batch(es) will be solved again, their files missing, "
+        assert study.redone_note().startswith("1 journaled batch will be solved again, their files missing, "
                                               "incomplete or not the batch's: stats/batch-000002.parquet")
         assert 2 not in study.done and study.adopted == []
     finally:

@@ -507,7 +507,7 @@ def test_a_resume_says_how_many_written_batches_it_adopts(grid, tmp_path, capsys
     capsys.readouterr()
     assert main(argv + ["--resume"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert ("note: 4 batch(es) the stopped run wrote but had not journaled are complete: journaled now, "
+    assert ("note: 4 batches the stopped run wrote but had not journaled are complete: journaled now, "
             "not solved again") in text, text
     assert "in 10 batches of 10, 0 to do" in text, text
 

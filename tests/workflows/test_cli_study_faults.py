@@ -50,7 +50,7 @@ def test_negative_cycle_ends_with_one_line_and_a_failed_manifest(tmp_path):
     lines = [x for x in err.splitlines() if x.strip()]
     assert lines[-1].startswith("error: negative cycle reachable from source 1"), err
     assert "Traceback" not in err and "distributed" not in err and "Compute Failed" not in err, err
-    assert any(x.startswith("note: 0 finished batch(es)") and "--resume" in x for x in lines)
+    assert any(x.startswith("note: 0 finished batches are recorded") and "--resume" in x for x in lines)
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "failed" and "negative cycle" in m["failure"]["reason"]
 

@@ -97,7 +97,7 @@ def test_a_complete_folder_with_a_batch_file_gone_is_solved_on_a_cluster(study, 
     assert rc == 0, text
     assert len(starts) == 1
     assert text.count("cluster: local-cpu, 1 worker on") == 1, text
-    assert "1 journaled batch(es) will be solved again" in text and "1 to do" in text, text
+    assert "1 journaled batch will be solved again" in text and "1 to do" in text, text
     assert "no cluster" not in text and "already done" not in text, text
     assert (_out(study) / "stats" / "batch-000002.parquet").is_file()
     m = _manifest(study)
