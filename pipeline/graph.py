@@ -125,10 +125,17 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str, cache_dir=None) ->
         "parallel": parallel,
     }
     places = _csr_cache_places(path, parallel, cache_dir) if cache else []
-    for cpath in places:
+    for i, cpath in enumerate(places):
         remove_dead_temps(cpath)
         g = _csr_from_cache(cpath, key, path, pf, meta, n, base, parallel)
         if g is not None:
+            if i and cache_dir is not None:
+                # found in the user's cache: a copy in the cache_dir the caller named (it
+                # was read from there ever after, and the caller's folder held nothing)
+                try:
+                    _write_csr_cache(g, key, places[0])
+                except OSError as exc:
+                    log.info("could not copy the CSR cache of %s to %s: %s", path, places[0], exc.strerror or exc)
             return g
     src, dst, w = _read_arcs(path, pf, n, base)
     g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,

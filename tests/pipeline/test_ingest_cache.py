@@ -627,3 +627,30 @@ def test_a_parquet_csr_cache_goes_to_cache_dir_or_the_users_cache(tmp_path, monk
         m.setattr(pg, "_read_arcs", no_rebuild)
         assert read_parquet(other).fingerprint == want  # from the user's cache
     assert sorted(f.name for f in ro.iterdir()) == ["g.parquet"]
+
+
+def test_a_parquet_csr_cache_found_in_the_users_cache_is_copied_to_cache_dir(tmp_path, monkeypatch):
+    """``load_graph(g.parquet, cache_dir=D)`` read a valid CSR cache the user's cache folder
+    held (an earlier load from a read-only folder) and wrote nothing to ``D``, where the
+    caller asked for it (a cache folder kept with a project, shared with its workers)."""
+    from gpu_sssp.pipeline import graph as pg
+    from gpu_sssp.pipeline.graph import load_graph
+    from gpu_sssp.pipeline.ingest import ingest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    data = tmp_path / "data"
+    data.mkdir()
+    p = data / "g.parquet"
+    ingest(DATA / "rome99.gr", p)
+    data.chmod(0o555)  # read-only: the first load keeps its CSR in the user's cache
+    try:
+        want = load_graph(p).fingerprint
+        assert list((tmp_path / "xdg" / "sssp" / "csr").glob("g.parquet.*.csr.npz"))
+        mine = tmp_path / "mine"
+        monkeypatch.setattr(pg, "_read_arcs", lambda *a, **k: pytest.fail("the CSR was built again"))
+        assert load_graph(p, cache_dir=mine).fingerprint == want
+        (copied,) = mine.iterdir()
+        assert copied.name.startswith("g.parquet.") and copied.name.endswith(".csr.npz")
+        assert load_graph(p, cache_dir=mine).fingerprint == want
+    finally:
+        data.chmod(0o755)
