@@ -685,6 +685,9 @@ class Graph:
             included).
         """
         given = ids
+        if isinstance(given, (set, frozenset, dict)):  # (NumPy made it one object)
+            raise UsageError(f"{what} ids must be a sequence, got a {type(given).__name__} (a set or dict has "
+                             "no order, and the indices follow the ids' order: give a list)")
         ids = np.atleast_1d(np.asarray(ids))
         if ids.dtype.kind == "b" or (not isinstance(given, np.ndarray) and holds_bool(given)):
             # True is not vertex 1 (NumPy makes [True, 2] an int64 array of 1 and 2)

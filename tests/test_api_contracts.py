@@ -25,6 +25,16 @@ def test_to_index_refuses_a_bool_inside_a_list(g, ids):
     assert g.to_index([1, 2]).tolist() == [0, 1]
 
 
+@pytest.mark.parametrize("ids", [{1, 2}, frozenset([3]), {1: 2}])
+def test_a_set_of_ids_is_refused_as_having_no_order(g, ids):
+    """A set was "sources must be integers, got object" from solve and "ids must be
+    integers, got [{1, 2}]" from to_index; matrix() said what to give (a list)."""
+    with pytest.raises(UsageError, match=r"a (set|frozenset|dict) has no order|set or dict has no order"):
+        g.to_index(ids)
+    with pytest.raises(OptionError, match="set or dict has no order"):
+        sssp.solve(g, ids, method="dijkstra")
+
+
 def test_to_index_refuses_complex_ids(g):
     """(1+0j) was accepted with a ComplexWarning from NumPy's cast."""
     with pytest.raises(UsageError, match="must be integers"):
