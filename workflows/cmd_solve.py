@@ -12,6 +12,7 @@ from gpu_sssp.kernels.errors import counted
 from gpu_sssp.pipeline.fsnames import shown
 from gpu_sssp.pipeline.sources import first_occurrences
 from gpu_sssp.workflows.common import (add_graph_options, check_method, check_method_name, check_output_file,
+                                       check_sources_file,
                                        decimal_int, load_graph_from_args, print_table, refuse_empty_names,
                                        repeated_note, sources_from_args)
 
@@ -101,6 +102,7 @@ def run(args) -> int:
     # an empty name was taken for none: -o '' solved and wrote nothing, --sources-file ''
     # solved the --source ids alone (or said "no sources"), without a word
     refuse_empty_names(("--out", args.out), ("--sources-file", args.sources_file))
+    check_sources_file(args.sources_file)  # before the graph is read
     if args.all_vertices and not args.out:
         from gpu_sssp.kernels.errors import OptionError
 

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from gpu_sssp.kernels.errors import UsageError, comma_items, counted
 from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, print_table,
-                                       refuse_empty_names, repeated_note, sources_from_args)
+                                       check_sources_file, refuse_empty_names, repeated_note, sources_from_args)
 
 console = Console(soft_wrap=True)  # status lines stay whole in logs and pipes
 
@@ -149,6 +149,7 @@ def run(args) -> int:
             name = next(n for n, b in todo if b == "gpu")
             raise GPUUnavailableError(f"method {name!r} needs a CUDA device; none is visible here")
     refuse_empty_names(("--sources-file", args.sources_file))  # it was ignored: a random draw was checked
+    check_sources_file(args.sources_file)  # before the graph is read
     if args.source or args.sources_file is not None:
         # as study: --random 3 -s 1 checked source 1 alone, the draw silently dropped
         given = [o for o, v in (("--random", args.random), ("--seed", args.seed)) if v is not None]

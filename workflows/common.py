@@ -281,6 +281,23 @@ def repeated_note(repeated: int, distinct: int, done: str = "solved") -> str:
             f"({distinct:,} distinct)")
 
 
+def check_sources_file(name, option: str = "--sources-file") -> None:
+    """Refuse, before the graph is read, a sources file that is not there: the refusal came
+    after the graph was loaded (FLA: ingested first).  A name that reads as an id or as a
+    study's ``--sources`` value (``solve G --sources all`` is taken for ``--sources-file
+    all``: argparse completes an option's prefix) gets a hint."""
+    from gpu_sssp.pipeline.errors import InputError
+
+    if name is None or Path(name).exists():
+        return
+    text = str(name).strip()
+    hint = ""
+    if text.isdecimal() or text.lower() in ("all", "random"):
+        hint = (f" ({option} takes a file's name, and so does --sources, which stands for it here: give "
+                "vertex ids as --source ID, repeatable)")
+    raise InputError(name, None, f"no such sources file{hint}")
+
+
 def sources_from_args(graph, ids=None, sources_file=None) -> np.ndarray:
     """File ids from --source/--sources-file -> internal indices (validated)."""
     chunks = []

@@ -161,3 +161,23 @@ def test_solve_uses_the_hierarchy_cache_beside_the_graph(tmp_path, capsys, monke
     monkeypatch.setattr(hmod, "build_hierarchy", no_build)
     assert main(["solve", str(path), "-s", "1", "-s", "7", "--backend", "cpu"]) == 0
     assert "phast on cpu" in capsys.readouterr().out
+
+
+def test_a_missing_sources_file_is_refused_before_the_graph_is_read(rome99, tmp_path, capsys, monkeypatch):
+    """``sssp solve G --sources all`` (a study's option: argparse takes it for
+    ``--sources-file all``) loaded the graph (FLA: ingested first), then said "all: no
+    such sources file".  Refused first now, with the hint; verify too."""
+    import pytest
+
+    from gpu_sssp.workflows import cmd_solve, cmd_verify
+
+    monkeypatch.chdir(tmp_path)
+    for mod in (cmd_solve, cmd_verify):
+        monkeypatch.setattr(mod, "load_graph_from_args", lambda *a, **k: pytest.fail("the graph was read"))
+    assert main(["solve", str(rome99), "--sources", "all"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: all: no such sources file (") and "--source ID" in err, err
+    assert len(err.splitlines()) == 1
+    assert main(["verify", str(rome99), "--sources-file", "nope.ss"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "error: nope.ss: no such sources file", err
