@@ -366,12 +366,13 @@ def _stdout_never_fails_to_encode():
 
 
 class _StdoutReaderMayLeave:
-    """Standard output for a command's run, whose reader may go away (``sssp study ...
-    | head -2``): the first write or flush that finds the pipe closed points the file
-    descriptor at ``/dev/null`` and the command goes on without its report, to its own
-    end and status.  Its product is its files: rich's handling (``SystemExit(1)``, no
-    word) ended ``sssp solve ... -o F | head`` before it wrote ``F``, with status 1, which
-    this command line keeps for a failed check or a bug."""
+    """Standard output (or error) for a command's run, whose reader may go away (``sssp
+    study ... | head -2``, ``sssp bench ... 2>&1 | head``): the first write or flush that
+    finds the pipe closed points the file descriptor at ``/dev/null`` and the command goes
+    on without its report, to its own end and status.  Its product is its files: rich's
+    handling (``SystemExit(1)``, no word) ended ``sssp solve ... -o F | head`` before it
+    wrote ``F``, and ``sssp bench`` (its notes and progress bar on standard error) with no
+    rows saved, with status 1, which this command line keeps for a failed check or a bug."""
 
     def __init__(self, out):
         self._out = out
@@ -412,19 +413,21 @@ class _StdoutReaderMayLeave:
 
 @contextlib.contextmanager
 def _stdout_reader_may_leave():
-    """Standard output as :class:`_StdoutReaderMayLeave` while the command runs (its last
-    flush included); put back afterwards."""
-    real = sys.stdout
-    if real is None:
-        yield
-        return
-    sys.stdout = wrapped = _StdoutReaderMayLeave(real)
+    """Standard output and standard error as :class:`_StdoutReaderMayLeave` while the
+    command runs (their last flush included); put back afterwards."""
+    wrapped = {}
+    for name in ("stdout", "stderr"):
+        real = getattr(sys, name)
+        if real is not None:
+            wrapped[name] = (real, _StdoutReaderMayLeave(real))
+            setattr(sys, name, wrapped[name][1])
     try:
         yield
     finally:
-        wrapped.flush()
-        if sys.stdout is wrapped:
-            sys.stdout = real
+        for name, (real, mine) in wrapped.items():
+            mine.flush()
+            if getattr(sys, name) is mine:
+                setattr(sys, name, real)
 
 
 def main(argv=None) -> int:

@@ -44,3 +44,21 @@ def test_a_study_runs_to_its_end_with_no_reader(rome99, tmp_path):
 def test_an_error_still_reaches_stderr(tmp_path):
     got = _closed_stdout(["solve", str(tmp_path / "missing.gr"), "-s", "1"], tmp_path)
     assert got.returncode == 2 and got.stderr.startswith("error: ") and "missing.gr" in got.stderr
+
+
+def test_bench_saves_its_rows_when_its_stderr_reader_has_gone(rome99, tmp_path):
+    """``sssp bench ... 2>&1 | head -3``: bench's notes and progress bar go to standard
+    error, whose closed pipe ended the run (status 1, no word) with 0 rows saved and a
+    summary saying "nothing was measured yet"."""
+    r, w = os.pipe()
+    os.close(r)
+    out = tmp_path / "b"
+    try:
+        got = subprocess.run([sys.executable, "-m", "gpu_sssp.workflows.cli", "bench", str(rome99), "--algorithms",
+                              "cpu", "--sources", "4", "--out", str(out)], cwd=tmp_path, stdout=w, stderr=w,
+                             timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(w)
+    assert got.returncode == 0
+    assert pq.read_table(out / "rows.parquet").num_rows > 0
+    assert "nothing was measured yet" not in (out / "summary.md").read_text()
