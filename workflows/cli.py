@@ -430,7 +430,27 @@ def _stdout_reader_may_leave():
                 setattr(sys, name, real)
 
 
+def _one_blas_thread_under_ulimit_v() -> None:
+    """Under an address-space limit (``ulimit -v``), one OpenBLAS thread unless the user
+    chose (``OPENBLAS_NUM_THREADS``): OpenBLAS maps a 64 MB buffer per thread as SciPy
+    loads it, and a failing map is retried without end - ``ulimit -v 1500000`` hung at
+    100% CPU for good (SIGTERM unheard), 1,700,000 ended with an ImportError traceback
+    ("failed to map segment").  Nothing here leans on BLAS.  Only before NumPy is loaded
+    (the console script's case), where it still has an effect."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return
+    if soft != resource.RLIM_INFINITY:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def main(argv=None) -> int:
+    _one_blas_thread_under_ulimit_v()  # (first: importing gpu_sssp.kernels loads NumPy)
     from gpu_sssp.kernels.errors import speaking
 
     # the messages name the command line's options (--zero-based), not Python's keywords
@@ -574,6 +594,14 @@ def _main(argv=None) -> int:
         return exc.exit_code
     except (OSError, MemoryError) as exc:  # the machine's limits, not a bug: one line
         print_error(_out_of_memory(exc) if isinstance(exc, MemoryError) else _os_error(exc))
+        return 2
+    except ImportError as exc:
+        # a library that could not be mapped under ulimit -v (SciPy's libgfortran at
+        # 1,400,000 KB): a 38-line traceback, status 1
+        bound = _memory_bound() if "failed to map segment" in str(exc) else ""
+        if not bound:
+            raise
+        print_error(f"cannot load a library: {exc}{bound}; give the command more memory (address space)")
         return 2
     except Exception as exc:
         stop = _interrupt_within(exc)

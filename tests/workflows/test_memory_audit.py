@@ -451,3 +451,46 @@ def test_solve_counts_the_writer_beside_the_result(rome99, memory_of, capsys, tm
     assert not out.exists()
     memory_of(20_000_000)
     assert cli.main(argv) == 0 and out.exists()
+
+
+def test_a_library_import_that_cannot_be_mapped_under_a_limit_is_one_line(monkeypatch, capsys):
+    """``solve`` under ``ulimit -v 1400000``: SciPy's import ended in a 38-line traceback,
+    "ImportError: libgfortran-....so.5.0.0: failed to map segment from shared object",
+    status 1.  One line naming the bound now, status 2; another ImportError stays a bug."""
+    monkeypatch.setattr(memory, "memory_headroom", lambda: (10_000_000, "the address-space limit (ulimit -v) of "
+                                                                        "1.4 GB"))
+    text = "libgfortran-8f1e9814.so.5.0.0: failed to map segment from shared object"
+    assert _main_raising(monkeypatch, ImportError(text)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and text in err[0] and "ulimit -v) of 1.4 GB" in err[0], err
+    with pytest.raises(ImportError, match="No module named"):
+        _main_raising(monkeypatch, ImportError("No module named 'nothere'"))
+
+
+def test_one_blas_thread_under_an_address_space_limit():
+    """OpenBLAS maps a buffer per thread as NumPy and SciPy load: ``ulimit -v 1500000``
+    hung at 100% CPU in its retries (SIGTERM unheard).  Under a limit the command line
+    asks for one thread before NumPy loads (``gpu_sssp.kernels`` loads it: the setting
+    came after it), unless the user chose; without a limit it leaves it alone."""
+    code = textwrap.dedent("""
+        import os, resource, sys
+        if sys.argv[1] == "limit":
+            resource.setrlimit(resource.RLIMIT_AS, (64 << 30, resource.RLIM_INFINITY))
+        from gpu_sssp.workflows import cli
+        assert "numpy" not in sys.modules
+        try:
+            cli.main(["verify", "--list"])
+        except SystemExit:
+            pass
+        assert "numpy" in sys.modules
+        print(os.environ.get("OPENBLAS_NUM_THREADS"))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = str(ROOT)
+    for how, want in (("limit", "1"), ("none", "None")):
+        out = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1] == want, (how, out.stdout)
+    out = subprocess.run([sys.executable, "-c", code, "limit"], capture_output=True, text=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "3"}, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "3", out.stdout
