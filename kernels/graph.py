@@ -241,11 +241,23 @@ def _arc_ends(given, what: str) -> np.ndarray:
     return a
 
 
-def _refuse_one_way(s, d, w) -> None:
+class OneWayArcError(UsageError):
+    """``from_edges(directed=False)`` met an arc without its reverse: ``tail``, ``head``
+    (ids with the graph's ``id_base``) and ``weight`` name it, for a caller that words
+    the refusal in its own terms (a Parquet file's metadata: ``pipeline.graph``)."""
+
+    def __init__(self, message: str, tail: int, head: int, weight):
+        super().__init__(message)
+        self.tail, self.head, self.weight = tail, head, weight
+
+
+def _refuse_one_way(s, d, w, id_base: int = 0) -> None:
     """``from_edges(directed=False)``: every arc ``u -> v`` (sorted by tail, head, weight)
     must have a reverse ``v -> u`` of equal weight, as many times; else one line naming an
-    arc without one.  (The flag used to be a label only: a graph of one-way arcs called
-    undirected, whose benchmark sources were picked by weak components as if strong.)"""
+    arc without one (:class:`OneWayArcError`; its ends as ids with ``id_base``: the
+    indices were named where the graph's ids start at 1).  (The flag used to be a label
+    only: a graph of one-way arcs called undirected, whose benchmark sources were picked
+    by weak components as if strong.)"""
     if not len(s):
         return
     rev = np.lexsort((w, s, d))  # the reversed arcs (d, s, w), sorted the same way
@@ -258,9 +270,10 @@ def _refuse_one_way(s, d, w) -> None:
         a, b, x = s[i], d[i], w[i]  # an arc that no reversed arc matches
     else:
         a, b, x = rd[i], rs[i], rw[i]  # the arc whose reverse is missing
-    raise UsageError(f"directed=False says every arc has its reverse, but arc {int(a)} -> {int(b)} (weight "
-                     f"{x.item()!r}) has no arc {int(b)} -> {int(a)} of that weight: give both directions (as "
-                     "ingest(undirected=True) writes them), or leave directed=True")
+    a, b = int(a) + int(id_base), int(b) + int(id_base)
+    raise OneWayArcError(f"directed=False says every arc has its reverse, but arc {a} -> {b} (weight "
+                         f"{x.item()!r}) has no arc {b} -> {a} of that weight: give both directions (as "
+                         "ingest(undirected=True) writes them), or leave directed=True", a, b, x.item())
 
 
 def _beyond_int64(i: int, value: int, src, dst) -> str:
@@ -488,7 +501,7 @@ class Graph:
         indptr = np.zeros(n + 1, dtype=idx_t)
         np.cumsum(counts, out=indptr[1:])
         if not directed:
-            _refuse_one_way(s, d, w)
+            _refuse_one_way(s, d, w, id_base)
         info = dict(meta or {})
         info.update(
             csr_arcs=int(len(s)),

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_sssp.kernels.graph import Graph
+from gpu_sssp.kernels.graph import Graph, OneWayArcError
 from gpu_sssp.pipeline import npzfile
 from gpu_sssp.pipeline.errors import InputError, LimitError
 from gpu_sssp.pipeline.fsnames import (is_parquet_name, open_parquet, refuse_read_only_folder, safe_name, shortened,
@@ -138,8 +138,14 @@ def _read_parquet(path: Path, pf, cache: bool, parallel: str, cache_dir=None) ->
                     log.info("could not copy the CSR cache of %s to %s: %s", path, places[0], exc.strerror or exc)
             return g
     src, dst, w = _read_arcs(path, pf, n, base)
-    g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
-                       parallel=parallel, name=shown(path.stem), meta=meta)
+    try:
+        g = Graph.from_edges(src, dst, w, n, directed=bool(meta.get("directed", True)), id_base=base,
+                             parallel=parallel, name=shown(path.stem), meta=meta)
+    except OneWayArcError as exc:  # the file's metadata, not a keyword the caller gave
+        raise InputError(path, None, f"its sssp metadata says undirected (\"directed\": false), but arc "
+                         f"{exc.tail} -> {exc.head} (weight {exc.weight!r}) has no arc {exc.head} -> {exc.tail} of "
+                         "that weight: write both directions (sssp ingest --undirected does) or mark it "
+                         "directed") from None
     g.path = str(path.resolve())
     why = None
     for cpath in places:  # the first place that can hold it (a read-only folder: the user's cache)

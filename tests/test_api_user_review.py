@@ -83,6 +83,32 @@ def test_from_edges_directed_flag():
         sssp.Graph.from_edges([0, 1], [1, 0], [1, 2], directed=False)
     g = sssp.Graph.from_edges([0, 1, 1, 2], [1, 0, 2, 1], [1, 1, 3, 3], directed=False)
     assert g.directed is False and g.m == 4
+    # named by the graph's ids (id_base 1: "arc 0 -> 1" named vertices 1 and 2 by index)
+    with pytest.raises(UsageError, match=r"arc 1 -> 2 \(weight 1\) has no arc 2 -> 1 of that weight"):
+        sssp.Graph.from_edges([0, 1], [1, 0], [1, 2], directed=False, id_base=1)
+
+
+def test_a_parquet_edge_list_marked_undirected_with_one_way_arcs_names_the_file(tmp_path):
+    """Its refusal spoke of a keyword ("directed=False says ... leave directed=True") and
+    named no file, where every other Parquet check starts with the file's name."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    t = pa.table({"src": pa.array([1, 2], pa.int32()), "dst": pa.array([2, 3], pa.int32()),
+                  "weight": pa.array([1, 2], pa.int64())})
+    meta = {"vertices": 3, "arcs": 2, "directed": False, "id_base": 1}
+    p = tmp_path / "undirbad.parquet"
+    pq.write_table(t.replace_schema_metadata({b"sssp": json.dumps(meta).encode()}), p)
+    with pytest.raises(InputError) as e:
+        read_parquet(p)
+    text = str(e.value)
+    assert text.startswith(f"{p}: its sssp metadata says undirected"), text
+    assert "arc 1 -> 2 (weight 1) has no arc 2 -> 1 of that weight" in text and "directed=" not in text
 
 
 def test_to_ids_and_tables_take_integers_only():
