@@ -98,6 +98,7 @@ _LAZY = {
     "OutputTooLargeError": "gpu_sssp.kernels.errors",
     "GPUUnavailableError": "gpu_sssp.kernels.errors",
     "InputError": "gpu_sssp.pipeline.errors",
+    "MissingFileError": "gpu_sssp.pipeline.errors",
     "StudyError": "gpu_sssp.pipeline.errors",
 }
 if _TYPE_CHECKING:  # pragma: no cover
@@ -107,7 +108,7 @@ if _TYPE_CHECKING:  # pragma: no cover
     from gpu_sssp.kernels.errors import (GPUUnavailableError, OptionError, OutputTooLargeError,  # noqa: F401
                                          SsspError, UsageError)
     from gpu_sssp.kernels.graph import Graph  # noqa: F401
-    from gpu_sssp.pipeline.errors import InputError, StudyError  # noqa: F401
+    from gpu_sssp.pipeline.errors import InputError, MissingFileError, StudyError  # noqa: F401
     from gpu_sssp.pipeline.graph import load_graph, read_parquet  # noqa: F401
     from gpu_sssp.pipeline.study.run import study  # noqa: F401
 
@@ -151,6 +152,7 @@ __all__ = [
     "OutputTooLargeError",
     "GPUUnavailableError",
     "InputError",
+    "MissingFileError",
     "StudyError",
 ]
 

@@ -12,7 +12,7 @@ import os
 
 from gpu_sssp.kernels.errors import SsspError, UsageError
 
-__all__ = ["InputError", "LimitError", "StudyError", "BatchError", "SettingError"]
+__all__ = ["InputError", "MissingFileError", "LimitError", "StudyError", "BatchError", "SettingError"]
 
 
 class InputError(SsspError, ValueError):
@@ -58,6 +58,19 @@ class InputError(SsspError, ValueError):
     def __reduce__(self):
         extra = {k: v for k, v in self.__dict__.items() if k not in ("path", "line", "_message")}
         return (type(self), (self.path, self.line, self._message)) + ((extra,) if extra else ())
+
+
+class MissingFileError(InputError, FileNotFoundError):
+    """An input file that is not there (``load_graph("nosuch.gr")``): an
+    :class:`InputError` (so an ``SsspError``, as every error for what a user gave; it was a
+    bare ``FileNotFoundError``) and still a ``FileNotFoundError`` (``errno`` ENOENT,
+    ``filename``) for code that catches that."""
+
+    def __init__(self, path, line: int | None = None, message: str = "no such file"):
+        import errno
+
+        super().__init__(path, line, message)
+        self.errno, self.strerror, self.filename = errno.ENOENT, os.strerror(errno.ENOENT), self.path
 
 
 class LimitError(InputError):

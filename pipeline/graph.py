@@ -28,7 +28,7 @@ import numpy as np
 
 from gpu_sssp.kernels.graph import Graph, OneWayArcError
 from gpu_sssp.pipeline import npzfile
-from gpu_sssp.pipeline.errors import InputError, LimitError
+from gpu_sssp.pipeline.errors import InputError, LimitError, MissingFileError
 from gpu_sssp.pipeline.fsnames import (is_parquet_name, open_parquet, refuse_read_only_folder, safe_name, shortened,
                                        shown, stat_state)
 from gpu_sssp.pipeline.writers import OWNED_TEMP
@@ -324,6 +324,8 @@ def _open_parquet_checked(path: Path):
         # generate do): a flipped bit in a page gave other arcs or weights, silently
         pf = stack.enter_context(open_parquet(path, page_checksum_verification=True))
     except FileNotFoundError:
+        if not os.path.lexists(path):
+            raise MissingFileError(path) from None
         raise
     except (pa.ArrowException, OSError) as exc:
         raise _not_parquet(path, exc) from None
@@ -506,7 +508,7 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{shown(path)}: no such file")
+        raise MissingFileError(path)
     from gpu_sssp.pipeline import ingest as _ingest
 
     _check_ingest_options(path, ingest_options, _ingest.ingest)

@@ -104,3 +104,21 @@ def test_solve_flags_are_booleans(g, kw):
     with pytest.raises(OptionError, match="must be True or False"):
         sssp.solve(g, [0], method="dijkstra", **kw)
     assert sssp.solve(g, [0], method="dijkstra", predecessors=np.True_, distances=1).predecessors is not None
+
+
+def test_a_missing_input_file_is_an_sssp_error_and_a_file_not_found_error(tmp_path):
+    """``load_graph('nosuch.gr')`` raised a bare ``FileNotFoundError`` (and
+    ``read_parquet`` pyarrow's "[Errno 2] Failed to open local file ..."): code catching
+    ``SsspError``, every error for what a user gave (README), missed it."""
+    import pickle
+
+    from gpu_sssp.pipeline.graph import read_parquet
+
+    for call in (lambda: sssp.load_graph(tmp_path / "nosuch.gr"), lambda: read_parquet(tmp_path / "nosuch.parquet"),
+                 lambda: sssp.load_graph(tmp_path / "nosuch.parquet")):
+        with pytest.raises(sssp.SsspError) as e:
+            call()
+        assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, sssp.MissingFileError)
+        assert e.value.errno == 2
+        assert str(e.value).endswith("nosuch.gr: no such file") or str(e.value).endswith("nosuch.parquet: no such file")
+        assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)  # (a worker's error reaches the client)

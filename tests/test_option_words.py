@@ -188,7 +188,7 @@ def test_a_parquet_edge_lists_limit_names_only_the_setting(tmp_path, capsys):
             assert ("raise the limit with the setting sssp.ingest.max-vertices or "
                     "DASK_SSSP__INGEST__MAX_VERTICES=N where the edge list is read") in text, text
             assert "max_vertices=N" not in text and "--max-vertices" not in text
-        assert main(["solve", str(pq), "--sources", "1"]) == 2
+        assert main(["solve", str(pq), "--source", "1"]) == 2
     err = capsys.readouterr().err
     assert "the setting sssp.ingest.max-vertices" in err and "--max-vertices N" not in err
 
