@@ -358,6 +358,11 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
             refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
+        if zero_based and fmt in ("mtx", "metis"):
+            # (dropped without a word: the ids were read 1-based, id_base 1, exit 0)
+            what = "a MatrixMarket file's" if fmt == "mtx" else "a METIS graph's"
+            raise UsageError(f"{display}: {opt('--zero-based')} applies to DIMACS and PACE files; {what} vertices "
+                             f"are numbered from 1 by its format: leave {opt('--zero-based')} out")
         kwargs = {"zero_based": zero_based, "undirected": undirected, "limits": limits}
         if fmt == "edgelist":
             kwargs["zero_based"] = True

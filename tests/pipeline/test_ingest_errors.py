@@ -469,3 +469,21 @@ def test_other_dimacs_problems_get_a_dimacs_message(tmp_path, text, line, proble
 def test_a_bare_p_line_gets_the_format_s_own_error(tmp_path):
     e = _fails(tmp_path, "p\na 1 2 3\n", name="g.gr")
     assert e.line == 1 and e.message == "expected 'p sp N M', got 'p'"
+
+
+@pytest.mark.parametrize("name", ["mtx/karate.mtx", "metis/example_weighted.graph"])
+def test_zero_based_is_refused_for_formats_numbered_from_one(name, tmp_path):
+    """``--zero-based`` on a MatrixMarket or METIS file was dropped without a word (read
+    1-based, id_base 1, exit 0); those formats number their vertices from 1."""
+    from gpu_sssp.kernels.errors import UsageError
+    from tests.conftest import SHARED_DATA
+
+    path = SHARED_DATA / name
+    if not path.exists():
+        pytest.skip("shared data not present")
+    out = tmp_path / "z.parquet"
+    with pytest.raises(UsageError, match=r"applies to DIMACS and PACE files; a (MatrixMarket file|METIS graph)'s "
+                                         r"vertices are numbered from 1"):
+        ingest(path, out, zero_based=True)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert ingest(path, out)["id_base"] == 1
