@@ -139,7 +139,7 @@ def summarize(stats: pa.Table, plan, *, wall_s: float = 0.0, run_sources: int = 
     others = reached - 1
     if over_targets:  # the source counts only where it is a target
         others = reached - np.isin(src, tp.targets + g.id_base).astype(np.int64)
-        diam = rad = {"value": None, "kind": "not computed: statistics over the targets only (--stats-over all)"}
+        diam = rad = {"value": None, "kind": "not computed: statistics over the targets only (give --stats-over all for it)"}
     what = "target" if over_targets else "vertex"
     close_max = close_min = None
     if getattr(g, "has_negative", False):
