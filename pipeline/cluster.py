@@ -753,6 +753,7 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
     from distributed import Client
     from distributed.deploy.spec import SpecCluster
 
+    _refuse_unreadable_main(kw)
     before = set(SpecCluster._instances)
     cluster = client = None
     with _signals_held() as held:
@@ -786,6 +787,34 @@ def _start_local(cls, kw: dict, dashboard: bool, mode: str, backend: str, info: 
         if held:  # interrupted while starting: close it, then the signal is delivered
             _close_quietly(handle)
     return handle
+
+
+def _refuse_unreadable_main(kw: dict) -> None:
+    """Refuse, before any worker is started, a local cluster of worker processes spawned
+    from a main script they cannot read again (``python - <<EOF``: ``<stdin>``):
+    multiprocessing's spawn runs the main script in every worker, whose start then failed
+    on ``FileNotFoundError: .../<stdin>`` (a traceback from each), and the study ended
+    with "a worker process ended while starting; run the command again" - which fails
+    the same way.  ``python -c`` and a notebook have no main file and are not affected."""
+    import sys
+
+    if kw.get("processes", True) is False:
+        return
+    try:
+        import dask
+
+        if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+            return
+    except Exception:  # (best effort: the start says what it meets)
+        return
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if getattr(getattr(main, "__spec__", None), "name", None) or not path or os.path.isfile(path):
+        return  # (python -m: the workers import it by name)
+    raise ClusterStartError(
+        f"a local cluster's worker processes run the main script again as they start (multiprocessing's "
+        f"spawn), and this one ({path}) is not a file they can read (a script read from standard input): "
+        "save it to a file, its work under 'if __name__ == \"__main__\":', or run it with python -c")
 
 
 def quiet_in_spawned_import() -> None:

@@ -191,6 +191,29 @@ def test_an_unguarded_study_script_gets_one_error_not_one_per_worker(tmp_path):
     assert not (tmp_path / "st").exists()
 
 
+def test_a_study_from_a_script_on_standard_input_says_what_to_do(tmp_path):
+    """``python - <<EOF`` with a study: every spawned worker failed on ``FileNotFoundError:
+    .../<stdin>`` (a traceback each), then "a worker process ended while starting; run the
+    command again", which fails the same way.  Refused before any worker starts now."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(ROOT / "data" / "rome99.gr", tmp_path / "rome99.gr")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-"], input="import gpu_sssp as sssp\n"
+                       "sssp.study('rome99.gr', random=8, out='st', cpu_workers=1)\n", cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpu_sssp.pipeline.cluster.ClusterStartError: a local cluster's worker processes run "
+                           "the main script again"), p.stderr
+    assert "(<stdin>) is not a file they can read" in last and "python -c" in last
+    assert p.stderr.count("Traceback") == 1 and "FileNotFoundError" not in p.stderr, p.stderr
+    assert not (tmp_path / "st").exists()
+
+
 def test_a_pool_worker_may_start_a_study_after_its_import(tmp_path):
     """A later call in a spawned process (a function a pool runs) is not taken for the
     script's import."""
