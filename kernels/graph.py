@@ -197,6 +197,16 @@ def holds_bool(values) -> bool:
     return False
 
 
+def refuse_unordered(values, what: str, error=UsageError) -> None:
+    """Refuse a set or dict given as vertex ids (``what``: "sources", "source ids"): NumPy
+    makes it one object ("must be integers, got object"), and the results follow the
+    order the ids were given in, which a set has not (the one test of
+    :meth:`Graph.to_index` and of ``kernels.solve``'s sources and targets)."""
+    if isinstance(values, (set, frozenset, dict)):
+        raise error(f"{what} must be a sequence, got a {type(values).__name__} (a set or dict has no order, and "
+                    "the results follow the order given: give a list)")
+
+
 def _whole_int(value, what: str, *, minimum: int | None = None) -> int:
     """``value`` as a Python int: an int or NumPy integer (not a bool), or a whole float;
     refused otherwise (``n=2.5`` failed deep inside NumPy, ``id_base=1.5`` was truncated)."""
@@ -698,9 +708,7 @@ class Graph:
             included).
         """
         given = ids
-        if isinstance(given, (set, frozenset, dict)):  # (NumPy made it one object)
-            raise UsageError(f"{what} ids must be a sequence, got a {type(given).__name__} (a set or dict has "
-                             "no order, and the indices follow the ids' order: give a list)")
+        refuse_unordered(given, f"{what} ids")
         ids = np.atleast_1d(np.asarray(ids))
         if ids.dtype.kind == "b" or (not isinstance(given, np.ndarray) and holds_bool(given)):
             # True is not vertex 1 (NumPy makes [True, 2] an int64 array of 1 and 2)

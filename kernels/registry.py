@@ -19,7 +19,7 @@ import numpy as np
 
 from gpu_sssp.kernels import _gpu
 from gpu_sssp.kernels.errors import OptionError, UsageError, counted
-from gpu_sssp.kernels.graph import holds_bool
+from gpu_sssp.kernels.graph import holds_bool, refuse_unordered
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
 
@@ -217,10 +217,7 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
     """
     if holds_bool(values):
         raise OptionError(f"{what}s must be integers, got a bool (True is not vertex 1)")
-    if isinstance(values, (set, frozenset, dict)):
-        # (NumPy made it one object: "sources must be integers, got object")
-        raise OptionError(f"{what}s must be a sequence of vertex indices, got a {type(values).__name__} "
-                          "(a set or dict has no order, and the rows follow the sources' order: give a list)")
+    refuse_unordered(values, f"{what}s", OptionError)
     v = np.atleast_1d(np.asarray(values))
     if (v.dtype.kind == "f" and isinstance(values, (list, tuple)) and values
             and all(isinstance(x, (int, np.integer)) for x in values)):

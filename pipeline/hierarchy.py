@@ -81,13 +81,11 @@ def cached_file(graph) -> Path | None:
 def cache_place(graph) -> Path | None:
     """Where :func:`load_hierarchy` would write ``graph``'s hierarchy now: beside the graph
     file, or the user's cache file where that folder is read-only or not writable."""
-    from gpu_sssp.pipeline.fsnames import refuse_read_only_folder as refuse
-
     places = _places(graph)
     if not places:
         return None
     try:
-        refuse(places[0].parent)
+        refuse_read_only_folder(places[0].parent)
     except PermissionError:
         return places[1]
     return places[0] if os.access(places[0].parent, os.W_OK) else places[1]
@@ -281,15 +279,13 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
         if cpath is not None:
             remove_dead_temps(cpath)
             h, why = read_cache(graph, cpath)
+            where = cpath
             if h is None and spare is not None and spare.is_file():
-                h, _ = read_cache(graph, spare)
-                if h is not None:
-                    log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
-                             graph.name, spare, h.levels, h.build_s)
-                    return h
+                h, _ = read_cache(graph, spare)  # (why stays the one beside the graph)
+                where = spare
             if h is not None:
                 log.info("loaded the hierarchy of %s from %s (%d levels; built in %.1f s)",
-                         graph.name, cpath, h.levels, h.build_s)
+                         graph.name, where, h.levels, h.build_s)
                 return h
             if not build:
                 raise (HierarchyFileError if cpath.exists() else FileNotFoundError)(
@@ -311,9 +307,7 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
                     log.warning("could not write the hierarchy cache %s: %s", cpath, exc)
                 else:  # every later study and solve built it again (NY 5-8 s, FLA 12-16 s)
                     try:
-                        spare.parent.mkdir(parents=True, exist_ok=True)
-                        remove_dead_temps(spare)
-                        write_cache(h, graph, spare)
+                        _write_user_cache(h, graph)
                         log.warning("could not write the hierarchy cache %s (%s): kept in %s instead",
                                     cpath, exc.strerror or exc, spare)
                     except OSError as exc2:
@@ -409,6 +403,17 @@ def place_for_workers(h: Hierarchy, graph, graph_path) -> Path:
     return _place_in_user_cache(h, graph, target, why)
 
 
+def _write_user_cache(h: Hierarchy, graph) -> Path:
+    """``h`` in the user's cache file (:func:`user_cache_file`, its folder made), unless a
+    valid cache of ``graph`` is there already; the file.  Raises ``OSError``."""
+    spare = user_cache_file(graph)
+    spare.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_temps(spare)
+    if read_cache(graph, spare)[0] is None:
+        write_cache(h, graph, spare)
+    return spare
+
+
 def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
     """Where the file beside the graph cannot hold the hierarchy the workers load, the
     user's cache folder (``$XDG_CACHE_HOME/sssp/hierarchies/<fingerprint>.ch.npz``; a
@@ -422,12 +427,8 @@ def _place_in_user_cache(h: Hierarchy, graph, target: Path, why: str) -> Path:
         Neither place can be written (one line naming both).
     """
     spare = user_cache_file(graph)
-    folder = spare.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        remove_dead_temps(spare)
-        if read_cache(graph, spare)[0] is None:
-            write_cache(h, graph, spare)
+        _write_user_cache(h, graph)
     except OSError as exc:
         raise OSError(f"{_shown(target)}: cannot hold the contraction hierarchy the workers load ({why}), nor can "
                       f"{_shown(spare)} ({exc.strerror or exc}): make either writable, or choose another "

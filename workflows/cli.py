@@ -365,7 +365,7 @@ def _stdout_never_fails_to_encode():
             out.reconfigure(errors=errors)
 
 
-class _StdoutReaderMayLeave:
+class _ReaderMayLeave:
     """Standard output (or error) for a command's run, whose reader may go away (``sssp
     study ... | head -2``, ``sssp bench ... 2>&1 | head``): the first write or flush that
     finds the pipe closed points the file descriptor at ``/dev/null`` and the command goes
@@ -412,14 +412,14 @@ class _StdoutReaderMayLeave:
 
 
 @contextlib.contextmanager
-def _stdout_reader_may_leave():
-    """Standard output and standard error as :class:`_StdoutReaderMayLeave` while the
+def _readers_may_leave():
+    """Standard output and standard error as :class:`_ReaderMayLeave` while the
     command runs (their last flush included); put back afterwards."""
     wrapped = {}
     for name in ("stdout", "stderr"):
         real = getattr(sys, name)
         if real is not None:
-            wrapped[name] = (real, _StdoutReaderMayLeave(real))
+            wrapped[name] = (real, _ReaderMayLeave(real))
             setattr(sys, name, wrapped[name][1])
     try:
         yield
@@ -454,7 +454,7 @@ def main(argv=None) -> int:
     from gpu_sssp.kernels.errors import speaking
 
     # the messages name the command line's options (--zero-based), not Python's keywords
-    with _stdout_never_fails_to_encode(), _stdout_reader_may_leave(), speaking("cli"):
+    with _stdout_never_fails_to_encode(), _readers_may_leave(), speaking("cli"):
         return _main(argv)
 
 

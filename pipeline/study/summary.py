@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+
 def _reach(n: int, what: str) -> str:
     """``1 source reaches every target it reaches``, ``3 sources reach every target they reach``."""
     if n == 1:
