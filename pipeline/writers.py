@@ -14,6 +14,7 @@ to that output removes once its process is gone and it is 10 minutes old
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import logging
@@ -83,6 +84,10 @@ def check_output_dir(out, *, option: str = "--out") -> None:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{_named(option, out)}: is a file, not a folder; give a folder name")
+    if out.is_symlink() and not out.exists():
+        # (the OS said "[Errno 17] File exists" when the folder was made)
+        raise UsageError(f"{_named(option, out)}: is a link to {shown(os.readlink(out))}, which does not exist; "
+                         "make that folder or give another name")
     refuse_file_as_folder(out, option)
     refuse_unwritable_folder(out, _named(option, out))
 
@@ -367,11 +372,30 @@ def atomic_path(path, *, fsync: bool = True, fsync_folder: bool | None = None, t
             except FileNotFoundError:  # the caller wrote nothing: os.replace says so below
                 pass
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        named = _write_error(exc, path, tmp)
+        if named is not None:
+            raise named from exc
         raise
     if fsync if fsync_folder is None else fsync_folder:
         _fsync_dir(path.parent)
+
+
+def _write_error(exc: BaseException, path: Path, tmp: Path | None = None):
+    """``exc`` as an :class:`OutputWriteError` naming ``path`` when it is the system's
+    refusal to write ``path`` (or its temporary file ``tmp``): a full disk, a file-size
+    limit, ... said only "[Errno 28] No space left on device", naming no file (a study's
+    ``summary.json`` and ``journal.jsonl`` in a full folder).  None for anything else: an
+    error that already names its file (of another file read in the block), or not an
+    ``OSError``."""
+    if not isinstance(exc, OSError) or isinstance(exc, OutputWriteError):
+        return None
+    if exc.filename is not None and os.fspath(exc.filename) not in {str(path), str(tmp)}:
+        return None
+    if exc.errno is None and exc.filename is None and type(exc) is not OSError:
+        return None  # (an OSError subclass of a library, with its own text)
+    return OutputWriteError(path, exc)
 
 
 def fsync_file(path) -> None:
@@ -612,8 +636,18 @@ class Journal:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = "\n" + line
-            os.write(fd, line.encode())
+            data = memoryview(line.encode())
+            while data:  # a short write (a file-size limit reached mid-line) is no entry written:
+                wrote = os.write(fd, data)  # the next write raises (EFBIG, ENOSPC)
+                if not wrote:
+                    raise OSError(errno.EIO, os.strerror(errno.EIO), str(self.path))
+                data = data[wrote:]
             os.fsync(fd)
+        except OSError as exc:
+            named = _write_error(exc, self.path)
+            if named is not None:
+                raise named from exc
+            raise
         finally:
             os.close(fd)
 

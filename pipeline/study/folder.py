@@ -399,6 +399,31 @@ def _run_ids(manifest: dict) -> list[str]:
     return ids + ([one] if isinstance(one, str) and one not in ids else [])
 
 
+def _enclosing_study(out: Path) -> Path | None:
+    """The study folder whose batch folders ``out`` is in (or is: ``S/stats``,
+    ``S/distances/x``), or None.  Elsewhere in a study's folder (``S/sub``) a study
+    harms none of S's files.  A ``manifest.json`` of another tool (not a JSON object with
+    a study's ``identity`` and ``graph``) is no study."""
+    try:
+        out = Path(os.path.abspath(out))
+    except (OSError, ValueError):
+        return None
+    folders = {"stats", "distances", "predecessors", _matrix.MATRIX_DIR}
+    for parent in out.parents:
+        if out.relative_to(parent).parts[0] not in folders:
+            continue
+        mpath = parent / MANIFEST
+        try:
+            if not mpath.is_file() or mpath.stat().st_size > 64 << 20:
+                continue
+            old = json.loads(mpath.read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(old, dict) and isinstance(old.get("identity"), dict) and isinstance(old.get("graph"), dict):
+            return parent
+    return None
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -506,6 +531,12 @@ class Study:
     def _check_folder(self, resume: bool) -> None:
         out = self.out
         mpath = out / MANIFEST
+        outer = _enclosing_study(out)
+        if outer is not None:
+            # (--out S/stats/sub: readers of S/stats then read this study's files as S's,
+            # and S's resume refused its folder)
+            raise StudyError(f"{_fs.shown(out)}: is inside the batch files of the study in {_fs.shown(outer)} "
+                             f"(whose readers would take this study's files as its own); choose another {opt('--out')}")
         if out.exists() and not out.is_dir():
             raise StudyError(f"{_fs.shown(out)}: exists and is not a folder")
         if mpath.exists():
@@ -1062,6 +1093,13 @@ class Study:
         self.manifest["timings"] = summary["timings"]
         self.manifest["summary"] = {k: v for k, v in summary.items() if k != "timings"}
         self.manifest.pop("failure", None)  # of an earlier run, now resumed
-        write_json_atomic(self.manifest, self.out / MANIFEST)
+        try:
+            write_json_atomic(self.manifest, self.out / MANIFEST)
+        except BaseException:
+            # (a full disk: the small summary fitted, the manifest did not) no summary
+            # beside a manifest that still says "running": a resume finds every batch
+            # done and writes both
+            (self.out / SUMMARY).unlink(missing_ok=True)
+            raise
         self.close()
         return summary
