@@ -112,6 +112,30 @@ def _rate(done: int, elapsed: float | None) -> float | None:
     return done / elapsed if elapsed and done > 0 else None
 
 
+#: seconds since the first batch came in from which the rate is the one since then
+STEADY_AFTER_S = 2.0
+
+
+def _steady_rate(done: int, initial: int, elapsed: float | None, first) -> float | None:
+    """The rate the ETA is taken from.  ``first``: the elapsed time and count when the
+    first batch came in.  The time to the first batch is the workers' start (loading the
+    graph, compiling): a rate over it made the first ETA minutes for a study of seconds
+    ("ETA 0:05:18", done in 9 s), so at the first report there is none, and from
+    :data:`STEADY_AFTER_S` on it is the rate since then.  In between it is the rate
+    since the start: batches come in bursts (a chunk's at once), and two reports 0.1 s
+    apart are no rate."""
+    if first is None or elapsed is None:
+        return None
+    span = elapsed - first[0]
+    if span >= STEADY_AFTER_S:
+        return _rate(done - first[1], span)
+    return _rate(done - initial, elapsed) if done > first[1] else None
+
+
+def _task_rate(task) -> float | None:
+    return _steady_rate(task.completed, task.fields.get("initial", 0), task.elapsed, task.fields.get("first"))
+
+
 def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -130,7 +154,7 @@ def _eta(done: int, total: int | None, speed: float | None) -> str:
 
 class _RateColumn(ProgressColumn):
     def render(self, task) -> Text:
-        speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
+        speed = _task_rate(task) or _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
         return Text(f"{speed:,.1f} sources/s" if speed else "- sources/s", style="progress.data.speed")
 
 
@@ -145,21 +169,23 @@ class _EtaColumn(ProgressColumn):
     def render(self, task) -> Text:
         if task.finished:
             return Text("0:00:00", style="progress.remaining")
-        speed = _rate(task.completed - task.fields.get("initial", 0), task.elapsed)
-        return Text(_eta(task.completed, task.total, speed), style="progress.remaining")
+        return Text(_eta(task.completed, task.total, _task_rate(task)), style="progress.remaining")
 
 
 #: seconds between the plain progress lines printed where the output is not a terminal
 LOG_PROGRESS_S = 30.0
 
 
-def _progress_line(done: int, total: int, initial: int, elapsed: float | None) -> str:
+def _progress_line(done: int, total: int, initial: int, elapsed: float | None, first=None) -> str:
     """The progress bar's figures as one line of text, for output that is not a terminal
-    (a log file, a batch scheduler's job output), where Rich draws no bar until the end."""
+    (a log file, a batch scheduler's job output), where Rich draws no bar until the end.
+    ``first``: the elapsed time and count when the first batch came in (the ETA's rate
+    is the one since, :func:`_steady_rate`)."""
     speed = _rate(done - initial, elapsed)
+    steady = _steady_rate(done, initial, elapsed, first)
     pct = f" ({100 * done / total:.0f}%)" if total else ""
-    return (f"sources {done:,}/{total:,}{pct}, " + (f"{speed:,.1f}" if speed else "-") + " sources/s, "
-            f"elapsed {_clock(elapsed or 0)}, ETA {_eta(done, total, speed)}")
+    return (f"sources {done:,}/{total:,}{pct}, " + (f"{steady or speed:,.1f}" if steady or speed else "-")
+            + f" sources/s, elapsed {_clock(elapsed or 0)}, ETA {_eta(done, total, steady)}")
 
 
 def _fmt(v, integer: bool) -> str:
@@ -285,9 +311,11 @@ def run(args) -> int:
         raise UsageError("--targets: an empty name is neither 'all' nor a targets file")
     ingest_options = checked_graph_options(args)
     t0 = time.perf_counter()
+    # where the output is not a terminal, the plain lines of on_batch stand for the bar
+    # (Rich printed the bar once more at its stop, in a log file)
     progress = Progress(TextColumn("[bold]sources"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), _EtaColumn(), console=console,
-                        transient=False)
+                        transient=False, disable=not console.is_terminal)
     state: dict = {}
 
     def on_cluster(info, plan, study):
@@ -361,15 +389,19 @@ def run(args) -> int:
 
     def on_batch(meta, _study):
         progress.advance(state["task"], meta["rows"])
+        task = progress.tasks[0]
+        if "first" not in task.fields:  # (the rates from here on: _steady_rate; the count of
+            # the whole first report, whose batches come here one by one)
+            progress.update(state["task"], first=(task.elapsed or 0.0, _study.sources_done))
         if not console.is_terminal:  # no live bar: a line now and then (the first at once)
             now = time.perf_counter()
             if now - state.get("logged", -LOG_PROGRESS_S) >= LOG_PROGRESS_S:
                 state["logged"] = now
                 # the study's count: a chunk's batches are journaled together, before
                 # this is called for each of them (the bar's count is at the first)
-                task = progress.tasks[0]
+                state["logged_done"] = _study.sources_done
                 console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
-                                             task.elapsed), highlight=False)
+                                             task.elapsed, task.fields.get("first")), highlight=False)
 
     import warnings
 
@@ -464,6 +496,10 @@ def run(args) -> int:
                             label="note")
         raise
     progress.stop()
+    if not console.is_terminal and "task" in state and state.get("logged_done") != state["study"].sources_done:
+        task = progress.tasks[0]  # the last line, as the bar's last state was
+        console.print(_progress_line(state["study"].sources_done, int(task.total), task.fields.get("initial", 0),
+                                     task.elapsed, task.fields.get("first")), highlight=False)
     print_table(console, summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
     folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
                else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])

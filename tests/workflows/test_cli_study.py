@@ -411,6 +411,8 @@ def test_eta_follows_the_rate_shown_when_batches_arrive_in_bursts():
     assert str(_EtaColumn().render(task)) == "-:--:--"  # nothing solved yet in this run
     now[0] = 16.0
     progress.advance(task_id, 8448)
+    progress.update(task_id, first=(16.0, 109568 + 8448))  # as on_batch records the first report
+    assert str(_EtaColumn().render(task)) == "-:--:--"  # no rate yet but the start-up's
     now[0] = 16.1
     progress.advance(task_id, 8448)
     # 16,896 sources in 16.1 s: 1,049 sources/s, 137,882 left: 131.4 s, shown rounded up
@@ -438,9 +440,11 @@ def test_progress_lines_where_the_output_is_not_a_terminal(grid, tmp_path, capsy
 
     lines = [line for line in out.splitlines() if line.startswith("sources ") and "━" not in line]
     assert len(lines) >= 2, out  # the first report and the last at least (chunks of 10-source batches)
-    for line in lines:
+    for i, line in enumerate(lines):
+        # (no ETA at the first report: its rate is the workers' start-up's)
+        eta = r"-:--:--" if i == 0 else r"\d:\d\d:\d\d"
         assert re.fullmatch(r"sources \d+/100 \(\d+%\), [\d,.]+ sources/s, elapsed 0:00:\d\d, "
-                            r"ETA \d:\d\d:\d\d", line), line
+                            rf"ETA {eta}", line), line
     assert lines[-1].startswith("sources 100/100 (100%), ") and lines[-1].endswith("ETA 0:00:00"), lines[-1]
     # a line counts every batch of the report that prompted it (a chunk's batches come
     # together): all NY's first line said 256 sources where 26 batches had come
@@ -571,3 +575,30 @@ def test_a_stop_on_an_attached_cluster_says_its_running_tasks_may_write_more(gri
     err = capsys.readouterr().err
     assert rc != 0 and "boom" in err, err
     assert "tasks still running on the attached cluster may write more batches" in err, err
+
+
+def test_the_eta_leaves_out_the_time_to_the_first_batch():
+    """The first progress line of a 9 s study said "ETA 0:05:18": its rate was the first
+    batch over the workers' start-up (found by the 2026-12-07 audit).  At the first
+    report there is no ETA; from STEADY_AFTER_S after it, the rate is the one since."""
+    from gpu_sssp.workflows.cmd_study import STEADY_AFTER_S, _progress_line, _steady_rate
+
+    first = (5.0, 16)  # 16 sources after 5 s of start-up
+    assert _progress_line(16, 3353, 0, 5.0, first).endswith("ETA -:--:--")
+    assert _steady_rate(16, 0, 5.0, first) is None
+    t = 5.0 + STEADY_AFTER_S + 1.0  # 3 s later, 1,600 more: 533 sources/s, not 1,616/8
+    assert _steady_rate(1616, 0, t, first) == pytest.approx(1600 / (t - 5.0))
+    assert _progress_line(1616, 3353, 0, t, first).endswith("ETA 0:00:04")
+    assert _steady_rate(32, 0, 5.1, first) == pytest.approx(32 / 5.1)  # a burst 0.1 s on: the rate since the start
+
+
+def test_no_bar_where_the_output_is_not_a_terminal(grid, tmp_path, capsys):
+    """Rich printed the bar once at its stop, in a log file, after the plain lines that
+    stand for it (found by the 2026-12-07 audit); the last plain line is the end."""
+    rc = main(["study", str(grid), "--random", "100", "--algorithm", "dijkstra", "--batch-size", "10",
+               "--cpu-workers", "1", "--no-dashboard", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    lines = [line for line in out.splitlines() if line.startswith("sources ")]
+    assert lines and not any("━" in line for line in lines), out
+    assert lines[-1].startswith("sources 100/100 (100%), ") and lines[-1].endswith("ETA 0:00:00"), lines
