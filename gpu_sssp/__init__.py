@@ -126,7 +126,8 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__) | set(_SUBPACKAGES))
+    # (not the ``annotations`` of ``from __future__``, a name of no use to anyone)
+    return sorted((set(globals()) - {"annotations"}) | set(__all__) | set(_SUBPACKAGES))
 
 
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import scipy.sparse.csgraph as csg
 
-from gpu_sssp.kernels.errors import OptionError
+from gpu_sssp.kernels.errors import OptionError, counted
 from gpu_sssp.kernels.graph import EXACT_LIMIT
 from gpu_sssp.kernels.memory import check_host_memory
 from gpu_sssp.kernels.result import NegativeCycleError, Result, reduce_distances
@@ -41,7 +41,7 @@ def _per_distinct_source(solver, mat, sources, predecessors):
     # when only the statistics are kept: refuse them here, before it allocates
     n = mat.shape[0]
     check_host_memory(len(sources) * n * 8 + (len(sources) * n * 12 if predecessors else 0),
-                      f"the SciPy solver's rows for {len(sources):,} sources x {n:,} vertices",
+                      f"the SciPy solver's rows for {counted(len(sources), 'source')} x {counted(n, 'vertex', 'vertices')}",
                       "solve fewer sources at a time (a study splits them into batches)")
     dist, pred = solver(mat, uniq, predecessors)
     dist = np.atleast_2d(dist)[inv]

@@ -738,18 +738,20 @@ class Graph:
             # an id beyond 64 bits (a Python int kept as an object) would overflow the cast
             far = (as_float < self.id_base) | (as_float > self.id_base + self.n - 1)
             if far.any():
-                raise UsageError(f"{what} {ids[np.argmax(far)]} does not exist in {self.name}: ids run from "
-                                 f"{self.id_base} to {self.id_base + self.n - 1}")
+                raise UsageError(f"{what} {ids[np.argmax(far)]} does not exist in {self.name}: {self._id_range()}")
             ids = as_float.astype(np.int64)  # whole and in range: exact ("2.0" and "3" too)
         idx = ids.astype(np.int64) - self.id_base
         bad = (idx < 0) | (idx >= self.n)
         if bad.any():
             first = int(ids[np.argmax(bad)])
-            raise UsageError(
-                f"{what} {first} does not exist in {self.name}: ids run from "
-                f"{self.id_base} to {self.id_base + self.n - 1}"
-            )
+            raise UsageError(f"{what} {first} does not exist in {self.name}: {self._id_range()}")
         return idx
+
+    def _id_range(self) -> str:
+        """What ids this graph has, for a refusal ("ids run 0..-1" where it has none)."""
+        if not self.n:
+            return "it has no vertices"
+        return f"ids run from {self.id_base} to {self.id_base + self.n - 1}"
 
     def to_ids(self, idx) -> np.ndarray:
         """Internal indices -> the input file's ids (the inverse of :meth:`to_index`).

@@ -231,8 +231,10 @@ def _vertex_indices(graph, values, what: str) -> np.ndarray:
 
     def out_of_range(i) -> UsageError:
         i = int(i)
+        if not graph.n:  # ("ids run 0..-1")
+            return UsageError(f"{what} index {i} out of range for {graph.name}, which has no vertices")
         return UsageError(
-            f"{what} index {i} out of range for {graph.name} with {graph.n} vertices "
+            f"{what} index {i} out of range for {graph.name} with {counted(graph.n, 'vertex', 'vertices')} "
             f"(file id {i + graph.id_base}; ids run {graph.id_base}..{graph.n - 1 + graph.id_base})"
         )
 
@@ -315,13 +317,15 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
     ``distances=False``, a study)."""
     cols = graph.n if targets is None else len(targets)
     need = output_bytes(n_sources, cols, distances=distances, predecessors=predecessors, n=graph.n)
-    parts = ([f"{'a matrix' if targets is not None else 'distances'} of {n_sources:,} sources x {cols:,} "
-              f"{'targets' if targets is not None else 'vertices'} (float64)"] if distances else [])
+    srcs = counted(int(n_sources), "source")
+    parts = ([f"{'a matrix' if targets is not None else 'distances'} of {srcs} x "
+              + (counted(cols, "target") if targets is not None else counted(cols, "vertex", "vertices"))
+              + " (float64)"] if distances else [])
     if pair_ids:
         need += 2 * int(n_sources) * int(cols) * 8
         parts.append("its long table's source and target ids (int64)")
     if predecessors:
-        parts.append(f"predecessors of {n_sources:,} sources x {graph.n:,} vertices (int64)")
+        parts.append(f"predecessors of {srcs} x {counted(graph.n, 'vertex', 'vertices')} (int64)")
     cell = CPU_CELL_BYTES.get(method) if backend == "cpu" else None
     if cell is not None and targets is not None and method == "phast":
         cell = None  # (its sweep gathers the targets' columns: no full rows)
@@ -345,8 +349,8 @@ def check_output_memory(graph, n_sources: int, *, targets=None, predecessors=Fal
                 parts = [" and ".join(parts) + f", with the working arrays of {method} on the CPU ({per} bytes a "
                          f"source and vertex in all at its peak{at})"]
             else:
-                parts = [f"the working arrays of {method} on the CPU for {n_sources:,} sources x {graph.n:,} "
-                         f"vertices ({per} bytes a source and vertex at its peak{at})"]
+                parts = [f"the working arrays of {method} on the CPU for {srcs} x "
+                         f"{counted(graph.n, 'vertex', 'vertices')} ({per} bytes a source and vertex at its peak{at})"]
     if advice is None and targets is not None:
         advice = ("choose fewer sources or targets, or run a study with targets (sssp study --targets, "
                   "gpu_sssp.study(..., targets=...)), which writes the matrix to files batch by batch")

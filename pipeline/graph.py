@@ -506,6 +506,13 @@ def load_graph(path, *, cache_dir=None, **ingest_options) -> Graph:
         The input is malformed (``pipeline.errors.InputError`` from ingestion) or the
         Parquet file is not an edge list of this project.
     """
+    if isinstance(path, bytes):  # a name that need not be UTF-8, as the system gives it
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        from gpu_sssp.kernels.errors import UsageError
+
+        raise UsageError(f"load_graph: the graph must be a file name (str, bytes or os.PathLike), "
+                         f"got {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise MissingFileError(path)

@@ -463,6 +463,13 @@ def _read_id_text(path: Path, what: str, check, counted=None):
                 raise InputError(display, lineno, f"expected the header 'p aux sp ss K' (K: how many {what}s "
                                  f"follow), got {shown[:60]!r}")
             header = (int(toks[4]), lineno, shown)
+            size = src.text_size  # (None for a compressed file)
+            if size is not None and header[0] > (size + 1) // 2:
+                # (a 24-byte file declaring 3e9 ids was refused only by the memory check,
+                # "reading them takes about 144.0 GB", which no limit raised can help)
+                raise InputError(display, lineno, f"header '{shown[:60]}' announces {header[0]:,} {what}s, but the "
+                                 f"file's {size:,} bytes hold at most {(size + 1) // 2:,} (each id line takes at "
+                                 "least 2 bytes); the file is truncated or the header is wrong")
             if counted is not None:  # the count it declares, before the ids are read
                 counted(header[0], display, lineno, f"{display} (its header, line {lineno})")
         parts = []

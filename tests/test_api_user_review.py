@@ -221,3 +221,35 @@ def test_batched_names_its_options_from_its_signature():
         mod.batched(g, [0], batch_sise=4)
     params = inspect.signature(mod.batched).parameters
     assert set(mod._OPTIONS) <= set(params) and "count_work" in mod._OPTIONS and "targets" not in mod._OPTIONS
+
+
+def test_load_graph_takes_a_bytes_name_and_refuses_what_is_no_name(tmp_path):
+    """`load_graph(b'rome99.gr')` raised a bare TypeError from pathlib, not an SsspError
+    (file names need not be UTF-8: bytes are how the system gives them); found by the
+    2026-12-07 audit."""
+    import os
+    import shutil
+
+    g = tmp_path / "r\xe9.gr"  # (a name the system holds as bytes b"r\xc3\xa9.gr")
+    shutil.copy(ROME, g)
+    assert sssp.load_graph(os.fsencode(g)).n == 3353
+    for bad in (3, None, [str(g)]):
+        with pytest.raises(UsageError, match=r"^load_graph: the graph must be a file name \(str, bytes or os\.PathLike\)"):
+            sssp.load_graph(bad)
+
+
+def test_dir_of_the_package_lists_no_future_import():
+    """`dir(gpu_sssp)` listed `annotations` (the `from __future__` import) among the
+    API's names."""
+    names = [n for n in dir(sssp) if not n.startswith("_")]
+    assert "annotations" not in names
+    assert {"solve", "matrix", "study", "load_graph", "Graph", "SsspError"} <= set(names)
+
+
+def test_an_id_of_a_graph_without_vertices_is_refused_without_a_range():
+    """"ids run 0..-1" for a graph with no vertices."""
+    g = sssp.Graph.from_edges(np.zeros(0, int), np.zeros(0, int), np.zeros(0), n=0)
+    with pytest.raises(UsageError, match=r"vertex 1 does not exist in .*: it has no vertices$"):
+        g.to_index([1])
+    with pytest.raises(UsageError, match=r"source index 0 out of range for .*, which has no vertices$"):
+        sssp.solve(g, [0])

@@ -43,7 +43,9 @@ uncompressed inputs, and as the records stream for compressed ones), more vertic
 or arcs than the limits allow (--max-vertices, --max-arcs, --max-isolated-vertices;
 an edge list's arcs are counted as they are read), a truncated
 compressed file, and integer weights so large that path sums could pass 2**53
-(where float64 distances stop being exact: (N - 1) * max|w| < 2**53 is required).
+(where float64 distances stop being exact: the bound on a path's length, the smaller
+of (N - 1) * max|w| and the sum of each vertex's heaviest in-arc |w|, must stay below
+2**53).
 """
 
 

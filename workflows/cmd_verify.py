@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpu_sssp.kernels.errors import UsageError, comma_items, counted
+from gpu_sssp.kernels.errors import UsageError, comma_items, counted, render
 from gpu_sssp.workflows.common import (add_graph_options, decimal_int, load_graph_from_args, print_table,
                                        check_sources_file, refuse_empty_names, repeated_note, sources_from_args)
 
@@ -182,8 +182,8 @@ def run(args) -> int:
     for key in todo:
         spec = specs[key] = kernels.get(*key)
         why = spec.unsuitable(graph)
-        if why:
-            skipped[key] = why
+        if why:  # (its option phrases in the command line's words: they were printed marked)
+            skipped[key] = render(why)
     runnable = [key for key in specs if key not in skipped]
     # the sources a part at a time: the reference, each method's result (distances and
     # predecessors) and the checks' temporaries over them held about 140 bytes a

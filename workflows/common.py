@@ -149,7 +149,26 @@ def check_output_file(out, *, option: str = "-o", inputs=(), example: str = "gra
                 and os.path.abspath(out.parent) == os.path.abspath(path.parent)):
             raise UsageError(f"{option} {shown(out)}: is where {shown(path.name)}'s cache files go (its CSR, its hierarchy), "
                              "which the next run would write over it; give another output name")
+    refuse_cache_folder(out, option)
     refuse_unwritable_folder(out.parent if str(out.parent) else Path("."), f"{option} {shown(out)}")
+
+
+def refuse_cache_folder(out, option: str = "-o") -> None:
+    """Refuse an output file in a cache folder of the product: ``.sssp-cache/`` (the
+    ingested copies of raw inputs and their CSR and hierarchy caches) or the user's
+    ``$XDG_CACHE_HOME/sssp``.  ``solve G -o .sssp-cache/<G's copy>.parquet`` wrote a distance
+    table over the ingested copy; the next run ingested again and the copy's hierarchy was
+    lost."""
+    import os
+
+    from gpu_sssp.pipeline.fsnames import shown
+    from gpu_sssp.pipeline.graph import user_cache_folder
+
+    folder = Path(os.path.abspath(out)).parent
+    user = Path(os.path.abspath(user_cache_folder()))
+    if ".sssp-cache" in folder.parts or folder == user or user in folder.parents:
+        raise UsageError(f"{option} {shown(out)}: is in a cache folder of sssp (ingested graphs, their CSR and "
+                         "hierarchy files), which it manages and may replace or remove; give a name outside it")
 
 
 def refuse_name_too_long(out, option: str = "-o") -> None:

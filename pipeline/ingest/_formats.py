@@ -145,9 +145,9 @@ class CountCheck:
         if self.expected is not None and self.seen + n > self.expected:
             i = self.expected - self.seen
             raise InputError(self.display, batch.line_of(i),
-                             f"more {self.noun} than announced: expected {self.expected} {self.noun} "
+                             f"more {self.noun} than announced: expected {self.expected:,} {self.noun} "
                              f"(from '{self.header_text}' at line {self.header_line}), this is number "
-                             f"{self.expected + 1}")
+                             f"{self.expected + 1:,}")
         self.seen += n
 
     def finish(self, end_line=None):
@@ -157,9 +157,9 @@ class CountCheck:
             end = (f": the {self.noun} run out at the end of the file (after line {end_line - 1})"
                    if end_line is not None else "")
             raise InputError(self.display, end_line,
-                             f"number of {self.noun} does not match the header: expected {self.expected} "
+                             f"number of {self.noun} does not match the header: expected {self.expected:,} "
                              f"{self.noun} (from '{self.header_text}' at line {self.header_line}), "
-                             f"found {self.seen}{end}")
+                             f"found {self.seen:,}{end}")
 
 
 # -- DIMACS .gr -----------------------------------------------------------------------

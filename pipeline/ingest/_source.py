@@ -1015,6 +1015,10 @@ class LineCursor:
             else:
                 self._fill(len(self._buf) + (1 << 16))
                 continue
+            if self.lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                # a UTF-8 byte-order mark (an editor's): the edge list and sources readers
+                # took it, the DIMACS and MatrixMarket ones refused "got '\\ufeffp sp 3 2'"
+                line = line[3:]
             self.source.last_line = self.lineno
             self.lineno += 1
             if line.endswith(b"\r"):

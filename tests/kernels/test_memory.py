@@ -150,3 +150,10 @@ def test_from_edges_refuses_a_vertex_count_past_memory_before_allocating():
                                                   r".* more than the .* of memory available here.*give fewer vertices"):
         Graph.from_edges([0], [1], [1], 2**40)
     assert Graph.from_edges([0], [1], [1], 1_000_000).n == 1_000_000
+
+
+def test_one_source_is_counted_in_its_number(little_memory):
+    """"1 sources x 1,000,000 targets" (found by the 2026-12-07 audit)."""
+    g = chain(100)
+    with pytest.raises(OutputTooLargeError, match=r"a matrix of 1 source x 200,000 targets \(float64\)"):
+        solve(g, [0], method="dijkstra", targets=np.zeros(200_000, dtype=np.int64))

@@ -76,11 +76,35 @@ def test_a_header_count_past_the_limit_is_refused_at_the_header(rome, tmp_path):
     from gpu_sssp.pipeline.study import StudyError
     from gpu_sssp.pipeline.study.run import study
 
-    f = tmp_path / "t.ss"
-    f.write_text("c targets\np aux sp ss 1000000000\ns 1\n")
-    with pytest.raises(StudyError, match=r"at least 1,000,000,000 targets, those of .*t\.ss \(its header, line 2\)"):
+    f = tmp_path / "t.ss.gz"  # (compressed: its text size is not known, the header's count is checked)
+    f.write_bytes(gzip.compress(b"c targets\np aux sp ss 1000000000\ns 1\n"))
+    with pytest.raises(StudyError, match=r"at least 1,000,000,000 targets, those of .*t\.ss\.gz \(its header, line 2\)"):
         study(rome, sources=[1], targets=str(f), out=tmp_path / "o", max_distance_bytes="1GB")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_header_count_the_file_cannot_hold_is_refused_by_its_size(rome, tmp_path):
+    """A 27-byte file declaring 3e9 ids was refused by the matrix limit ("raise it
+    with --max-distance-bytes") and then by memory ("reading them takes about 144.0
+    GB"), neither of which the user can help; graph headers are checked against the file
+    size.  Each id line takes 2 bytes or more."""
+    import gpu_sssp
+    from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.sources import read_source_file
+    from gpu_sssp.pipeline.study import StudyError
+    from gpu_sssp.pipeline.study.run import study
+
+    g = gpu_sssp.load_graph(rome)
+    f = tmp_path / "t.ss"
+    f.write_text("p aux sp ss 3000000000\ns 1\n")
+    line = (r"t\.ss:1: header 'p aux sp ss 3000000000' announces 3,000,000,000 sources, but the file's 27 bytes hold "
+            r"at most 14 \(each id line takes at least 2 bytes\); the file is truncated or the header is wrong")
+    with pytest.raises(InputError, match=line):
+        read_source_file(f, g)
+    with pytest.raises((InputError, StudyError), match=line.replace("sources", "targets")):
+        study(rome, sources=[1], targets=str(f), out=tmp_path / "o", max_distance_bytes="1TB")
+    f.write_text("p aux sp ss 14\n" + "1\n" * 14)  # a count the file holds: read as before
+    assert len(read_source_file(f, g)) == 14
 
 
 def test_more_source_ids_than_memory_holds_are_refused_as_they_are_read(rome, bomb, monkeypatch):

@@ -145,7 +145,7 @@ def test_file_size_check_is_exact_at_the_boundary(tmp_path):
 
 def test_compressed_counts_checked_as_the_records_stream(tmp_path):
     e = _fails(tmp_path, gzip.compress(b"p sp 5 1000\na 1 2 1\n"), "a.gr.gz")
-    assert "expected 1000 arcs" in e.message and "found 1" in e.message
+    assert "expected 1,000 arcs" in e.message and "found 1" in e.message
 
 
 # -- integer weights and exact path sums -------------------------------------------------

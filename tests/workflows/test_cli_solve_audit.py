@@ -89,3 +89,21 @@ def test_no_gpu_is_exit_4_before_the_input_is_read(rome99, capsys, monkeypatch, 
     err = capsys.readouterr().err
     assert err.startswith(message) and len(err.splitlines()) == 1
     assert not (rome99.parent / ".sssp-cache").exists()
+
+
+def test_out_in_a_cache_folder_is_refused(rome99, tmp_path, capsys, monkeypatch):
+    """`solve G -o .sssp-cache/<G's ingested copy>.parquet` wrote a distance table over
+    the copy: the next run ingested G again and the copy's hierarchy was lost (found by
+    the 2026-12-07 audit).  Outputs in `.sssp-cache/` or in the user's cache folder are
+    refused before anything is solved; the copy is left as it was."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert main(["solve", str(rome99), "-s", "1"]) == 0
+    copy = next((rome99.parent / ".sssp-cache").glob("*.parquet"))
+    before = copy.read_bytes()
+    capsys.readouterr()
+    for out in (copy, rome99.parent / ".sssp-cache" / "mine.parquet", tmp_path / "xdg" / "sssp" / "csr" / "d.parquet"):
+        assert main(["solve", str(rome99), "-s", "1", "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "is in a cache folder of sssp" in err and len(err.splitlines()) == 1, err
+    assert copy.read_bytes() == before
+    assert main(["solve", str(rome99), "-s", "1", "-o", str(tmp_path / "d.parquet")]) == 0

@@ -55,3 +55,17 @@ def test_a_verify_that_checked_nothing_is_not_a_success(tmp_path, capsys):
     out = "".join(ch for ch in got.out if ch.isalnum() or ch in " '(")
     assert "has 1 negative arc (use" in " ".join(out.split()), got.out
     assert main(["verify", str(g), "--methods", "dijkstra,bellman-ford", "-s", "1"]) == 0
+
+
+def test_a_skip_reason_is_in_the_command_lines_words_without_marks(shared_data, capsys):
+    """`verify Lederberg --methods all`: phast's skip reason held the invisible marks of
+    its option phrases (U+2063, U+2064) and both wordings, the command line's and
+    Python's, glued together (found by the 2026-12-07 audit)."""
+    g = shared_data / "mtx" / "Lederberg.tar.gz"  # a vertex of degree 1098: phast is not eligible
+    if not g.exists():
+        pytest.skip(f"{g} is not here")
+    assert main(["verify", str(g), "--methods", "dijkstra,phast", "-s", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "\u2063" not in out and "\u2064" not in out
+    flat = " ".join(out.split())
+    assert "skipped" in flat and "--method" in flat.replace("│", " ") and "method='dijkstra'" not in flat
