@@ -447,6 +447,15 @@ def _one_blas_thread_under_ulimit_v() -> None:
         return
     if soft != resource.RLIM_INFINITY:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        # and SciPy's OpenBLAS loaded first, while the address space is still free:
+        # loaded after numba's LLVM (phast's CPU sweep), its buffer's map failed and was
+        # retried without end even with one thread (`solve rome99.gr` under ulimit -v
+        # 1600000 hung at 95% CPU, SIGTERM unheard: the handler runs only between Python
+        # steps).  A failure here is met again, and said in one line, where it is needed.
+        try:
+            import scipy.linalg  # noqa: F401
+        except (ImportError, OSError, MemoryError):
+            pass
 
 
 def main(argv=None) -> int:

@@ -494,3 +494,32 @@ def test_one_blas_thread_under_an_address_space_limit():
     out = subprocess.run([sys.executable, "-c", code, "limit"], capture_output=True, text=True,
                          env={**env, "OPENBLAS_NUM_THREADS": "3"}, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "3", out.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS: Linux")
+@pytest.mark.parametrize("kb", [1_500_000, 1_600_000, 1_800_000])
+def test_solve_under_an_address_space_limit_ends(tmp_path, kb):
+    """``solve rome99.gr -s 1`` under ``ulimit -v 1600000`` hung at 95% CPU for good
+    (SIGTERM unheard) with one BLAS thread too: SciPy's OpenBLAS, loaded after numba's
+    LLVM had taken the address space, retried its buffer's map without end (found by the
+    2026-12-07 audit).  Under a limit the command line loads it first.  The command
+    ends: solved, or one line naming the limit."""
+    import resource
+
+    g = tmp_path / "rome99.gr"
+    g.write_bytes((ROOT / "data" / "rome99.gr").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = str(ROOT)
+    code = ("import sys\nfrom gpu_sssp.workflows.cli import main\n"
+            f"sys.exit(main(['solve', {str(g)!r}, '-s', '1']))\n")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (kb * 1024, resource.RLIM_INFINITY))
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=240,
+                         preexec_fn=limit, cwd=tmp_path)
+    if out.returncode == 0:
+        assert "1 source in" in out.stdout, out.stdout
+    else:
+        err = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(err) == 1 and "ulimit -v" in err[0], (out.returncode, out.stderr[-2000:])
