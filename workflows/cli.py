@@ -453,7 +453,9 @@ def _one_blas_thread_under_ulimit_v() -> None:
         # 1600000 hung at 95% CPU, SIGTERM unheard: the handler runs only between Python
         # steps).  A failure here is met again, and said in one line, where it is needed.
         try:
-            import scipy.linalg  # noqa: F401
+            import importlib
+
+            importlib.import_module("scipy.linalg")
         except (ImportError, OSError, MemoryError):
             pass
 
