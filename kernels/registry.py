@@ -101,8 +101,11 @@ def get(name: str, backend: str | None = None) -> Method:
     try:
         m = _METHODS[name]
     except KeyError:
+        head, at, tail = str(name).partition("@")
+        hint = (f" (a backend is its own argument: method={head!r}, backend={tail!r})"
+                if at and head in _METHODS and tail in ("gpu", "cpu") else "")
         raise UsageError(
-            f"unknown method {name!r}; available: {', '.join(available_methods())}"
+            f"unknown method {name!r}; available: {', '.join(available_methods())}{hint}"
         ) from None
     if backend is not None and m.backend != backend:
         m = _VARIANTS.get(name, {}).get(backend, m)

@@ -236,6 +236,9 @@ class Result:
         if isinstance(id_base, (bool, np.bool_)) or not isinstance(id_base, (int, np.integer)):
             # int() took 1.5 as 1 and True as 1: ids shifted without a word
             raise UsageError(f"id_base must be a whole number, got {id_base!r}")
+        if id_base < 0:  # (as Graph refuses it: file id -1 is the -1 of "no predecessor")
+            raise UsageError(f"id_base must be >= 0 (ids below 0 would read as the -1 of 'no predecessor'), "
+                             f"got {id_base}")
         return int(id_base)
 
     def matrix_table(self, id_base: int | None = None, form: str = "wide") -> pa.Table:

@@ -253,3 +253,25 @@ def test_an_id_of_a_graph_without_vertices_is_refused_without_a_range():
         g.to_index([1])
     with pytest.raises(UsageError, match=r"source index 0 out of range for .*, which has no vertices$"):
         sssp.solve(g, [0])
+
+
+def test_a_result_refuses_a_negative_id_base_as_graph_does():
+    """`Result.matrix_table(id_base=-3)` gave source -3 while `Graph` refuses
+    `id_base < 0` (file id -1 is the -1 of 'no predecessor')."""
+    g = sssp.Graph.from_edges(np.array([0, 1]), np.array([1, 2]), np.array([1.0, 2.0]), n=3)
+    res = sssp.solve(g, [0], method="dijkstra", targets=[2])
+    assert res.matrix_table(id_base=1).column("source").to_pylist() == [1]
+    for method in (res.matrix_table, res.to_table):
+        with pytest.raises(UsageError, match=r"id_base must be >= 0 .* got -3"):
+            method(id_base=-3)
+
+
+def test_a_method_at_backend_in_python_hints_at_the_backend_argument():
+    """`solve(g, [0], method='phast@cpu')` (the command line's spelling) said only
+    "unknown method"."""
+    g = sssp.Graph.from_edges(np.array([0]), np.array([1]), np.array([1.0]), n=2)
+    with pytest.raises(UsageError, match=r"unknown method 'phast@cpu'; .*\(a backend is its own argument: "
+                                         r"method='phast', backend='cpu'\)$"):
+        sssp.solve(g, [0], method="phast@cpu")
+    with pytest.raises(UsageError, match=r"unknown method 'nosuch'; available: [^(]*$"):
+        sssp.solve(g, [0], method="nosuch")
