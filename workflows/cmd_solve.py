@@ -92,6 +92,24 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: names that say another format than the Parquet table written
+_OTHER_FORMATS = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".npy", ".npz", ".arrow", ".feather", ".xlsx")
+
+
+def refuse_other_format_name(out) -> None:
+    """Refuse an ``-o`` whose name says another format (``-o d.csv`` wrote Parquet under a
+    ``.csv`` name without a word); a name without a suffix, or any other, is taken."""
+    from pathlib import Path
+
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.fsnames import shown
+
+    suffix = Path(str(out)).suffix.lower()
+    if suffix in _OTHER_FORMATS:
+        raise UsageError(f"--out {shown(out)}: the table is written as Parquet, not {suffix[1:]}; give a name ending "
+                         f"in .parquet (e.g. {shown(Path(str(out)).with_suffix('.parquet'))})")
+
+
 def run(args) -> int:
     from gpu_sssp import kernels
     from gpu_sssp.pipeline.writers import (OutputWriteError, owned_temp_for, remove_abandoned_temporaries,
@@ -122,6 +140,7 @@ def run(args) -> int:
         inputs = [args.graph] + ([args.sources_file] if args.sources_file else [])
         check_output_file(args.out, option="--out", inputs=inputs, example="distances.parquet",
                           caches_of=args.graph)
+        refuse_other_format_name(args.out)
     graph = load_graph_from_args(args)
     check_method(graph, args.method, args.backend)
     src = sources_from_args(graph, args.source, args.sources_file)

@@ -173,6 +173,11 @@ def warn_directed_reading(display, meta: dict) -> None:
     if meta.get("directed_reason"):
         log.warning("%s: %s; shortest paths follow the listed direction only: ingest with %s to read each "
                     "entry as an edge both ways", display, meta["directed_reason"], render(opt("--undirected")))
+    rows, cols = meta.get("mtx_rows"), meta.get("mtx_cols")
+    if rows is not None and cols is not None and rows != cols:
+        # (a 3 x 4 MatrixMarket file was read as a graph of 4 vertices without a word)
+        log.warning("%s: a %s x %s matrix, not square: read as a graph of %s vertices, row i and column i being "
+                    "the same vertex i", display, f"{rows:,}", f"{cols:,}", f"{max(rows, cols):,}")
 
 
 def _flag(value, name: str) -> bool:

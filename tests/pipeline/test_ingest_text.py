@@ -180,3 +180,28 @@ def test_fewer_sources_than_announced(tmp_path):
     with pytest.raises(InputError) as ei:
         read_sources(p, vertices=3)
     assert ei.value.line == 5 and "source count does not match the header" in ei.value.message
+
+
+def test_a_matrix_that_is_not_square_is_read_with_a_warning(tmp_path, caplog):
+    """A 3 x 4 MatrixMarket file was read as a 4-vertex graph without a word (found by
+    the 2026-12-07 audit): a warning says so, on ingest and on every later read of the
+    cached copy; a square one gets none."""
+    import logging
+
+    import gpu_sssp
+
+    f = tmp_path / "rect.mtx"
+    f.write_text("%%MatrixMarket matrix coordinate integer general\n3 4 2\n1 2 3\n2 4 4\n")
+    for _ in range(2):  # ingested, then read from the cache
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="gpu_sssp"):
+            g = gpu_sssp.load_graph(f)
+        assert g.n == 4
+        said = [r.getMessage() for r in caplog.records if "not square" in r.getMessage()]
+        assert len(said) == 1 and "a 3 x 4 matrix, not square: read as a graph of 4 vertices" in said[0], said
+    sq = tmp_path / "sq.mtx"
+    sq.write_text("%%MatrixMarket matrix coordinate integer general\n4 4 2\n1 2 3\n2 4 4\n")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="gpu_sssp"):
+        gpu_sssp.load_graph(sq)
+    assert not [r for r in caplog.records if "not square" in r.getMessage()]

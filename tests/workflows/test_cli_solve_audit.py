@@ -107,3 +107,15 @@ def test_out_in_a_cache_folder_is_refused(rome99, tmp_path, capsys, monkeypatch)
         assert "is in a cache folder of sssp" in err and len(err.splitlines()) == 1, err
     assert copy.read_bytes() == before
     assert main(["solve", str(rome99), "-s", "1", "-o", str(tmp_path / "d.parquet")]) == 0
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.JSON", "d.npy", "d.txt"])
+def test_out_named_as_another_format_is_refused(rome99, tmp_path, capsys, name):
+    """`solve -o d.csv` wrote a Parquet file under a .csv name without a word (found by
+    the 2026-12-07 audit); a name with no suffix or another one is still taken."""
+    assert main(["solve", str(rome99), "-s", "1", "-o", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert "the table is written as Parquet" in err and "d.parquet" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / name).exists()
+    assert main(["solve", str(rome99), "-s", "1", "-o", str(tmp_path / "plain")]) == 0
+    assert pq.read_table(tmp_path / "plain").num_rows == 3353
