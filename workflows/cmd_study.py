@@ -75,15 +75,15 @@ def add_parser(sub) -> None:
                      help="wide: a row per source with a list of distances (default); long: a row per "
                      "(source, target); +inf where unreachable")
     sol = p.add_argument_group("solving and outputs")
-    sol.add_argument("--algorithm", "-m", default="auto", help="solver name or auto (default)")
+    sol.add_argument("--algorithm", "-m", help="solver name or auto (default; on --resume the study's)")
     sol.add_argument("--batch-size", "-b", type=decimal_int, default=None,
                      help="sources per batch, the unit of the journal, the files and --resume (default: the folder's "
                      "on --resume, else config sssp.study.batch-size; auto = 512 on GPUs, 8192 for phast "
                      "studies of statistics or a matrix on GPUs (fewer for small studies), 256 for those on CPU "
                      "workers, 64 for other CPU studies); tasks solve chunks of several batches, single batches at "
                      "the end")
-    sol.add_argument("--outputs", default="stats",
-                     help="comma list of stats, distances, predecessors (default stats)")
+    sol.add_argument("--outputs", default=None,
+                     help="comma list of stats, distances, predecessors (default stats; on --resume the study's)")
     sol.add_argument("--distance-form", choices=("long", "wide"), default=None,
                      help="long: rows (source, vertex, distance, predecessor); wide: vertex + one column per source")
     sol.add_argument("--max-distance-bytes", type=parse_bytes, default=None, metavar="N",
@@ -301,7 +301,7 @@ def run(args) -> int:
     # study() refuses, before the graph is read and in the command line's words, a bad
     # --report, --seed without --random, a bad --out, --seed or --target-seed, a GPU
     # method for a local CPU cluster, and a bad --scheduler or --scheduler-file
-    if not comma_items(args.outputs, "--outputs", error=StudyError):  # ('' was taken as stats without a word)
+    if args.outputs is not None and not comma_items(args.outputs, "--outputs", error=StudyError):  # ('' was taken as stats without a word)
         raise StudyError(f"--outputs {args.outputs!r}: no output named; give a comma list of stats, "
                          "distances, predecessors (default stats)")
     if args.targets is not None and not args.targets.strip():

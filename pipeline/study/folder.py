@@ -430,14 +430,16 @@ def _now() -> str:
 
 def resumed_settings(out) -> dict:
     """Settings of the study in ``out`` that a resume takes when not given again:
-    ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` and
+    ``algorithm``, ``outputs``, ``distance_form``, ``order``, and a matrix study's ``stats_over``, ``matrix_form`` and
     ``targets`` (``{"digest", "how", "id_base"}``: read from ``targets.parquet`` by
     ``pipeline.study.matrix.resumed_targets``).  Empty when there is no readable
     manifest; the batch size is adopted by :class:`Study` itself."""
     try:
         m = json.loads((Path(out) / MANIFEST).read_text())
         ident = m.get("identity", {})
-        got = {"distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
+        got = {"algorithm": ident.get("algorithm") if isinstance(ident.get("algorithm"), str) else None,
+               "outputs": ident.get("outputs") if isinstance(ident.get("outputs"), list) else None,
+               "distance_form": ident.get("distance_form"), "order": m.get("sources", {}).get("order"),
                "stats_over": ident.get("stats_over"), "matrix_form": ident.get("matrix_form")}
         if ident.get("targets_digest"):
             how = dict((m.get("matrix") or {}).get("targets") or {})

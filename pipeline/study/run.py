@@ -1352,8 +1352,8 @@ def _check_client(client, **cluster_options) -> None:
 
 
 def study(graph, *, sources=None, ids=None, sources_file=None, random: int | None = None,
-          seed: int | None = None, order: str | None = None, algorithm: str = "auto",
-          batch_size: int | None = None, outputs="stats", distance_form: str | None = None,
+          seed: int | None = None, order: str | None = None, algorithm: str | None = None,
+          batch_size: int | None = None, outputs=None, distance_form: str | None = None,
           max_distance_bytes: int | None = None, out="study-out", resume: bool = False,
           client=None, scheduler: str | None = None, scheduler_file: str | None = None,
           gpus=None, cpu_workers: int | None = None, dashboard: bool = False,
@@ -1374,7 +1374,8 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
         see ``pipeline.sources.plan_sources``): ``sources`` is ``"all"`` or, as
         :func:`gpu_sssp.matrix` takes it, file ids or a file of ids.  Default: every vertex.
     algorithm, batch_size, outputs, distance_form, max_distance_bytes, out, resume
-        As the CLI's options (``pipeline.study.plan_study``).  On ``resume`` the batch
+        As the CLI's options (``pipeline.study.plan_study``; default ``algorithm``
+        ``"auto"``, ``outputs`` ``"stats"``).  On ``resume`` the algorithm, outputs, batch
         size, distance form and order not given again are the folder's, also where
         dask config sets them (``sssp.study.batch-size``, ...): the settings are for
         new studies.
@@ -1498,6 +1499,13 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     from gpu_sssp.pipeline.writers import check_output_dir
 
     check_output_dir(out)
+    # on a resume, what is not given again is the folder's study's (the batch size is
+    # adopted by Study); a matrix study's targets too, when no target option is given
+    kept = resumed_settings(out) if resume else {}
+    # (a plain --resume of a `-m dijkstra --outputs distances` study was refused until both
+    # were given again)
+    algorithm = algorithm if algorithm is not None else kept.get("algorithm", "auto")
+    outputs = outputs if outputs is not None else kept.get("outputs", "stats")
     # the caller's own value (a resume fills it from the folder below)
     refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
     if client is None and scheduler is None and scheduler_file is None:
@@ -1517,9 +1525,6 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
             check_scheduler_address(scheduler)
         elif scheduler_file is not None and scheduler is None:
             read_scheduler_file(scheduler_file)  # (start_cluster reads it again: it may change)
-    # on a resume, what is not given again is the folder's study's (the batch size is
-    # adopted by Study); a matrix study's targets too, when no target option is given
-    kept = resumed_settings(out) if resume else {}
     # (is None: a value that is no string, an array, is refused by its own check below,
     # where "or" raised NumPy's "truth value of an array is ambiguous")
     distance_form = distance_form if distance_form is not None else kept.get("distance_form")

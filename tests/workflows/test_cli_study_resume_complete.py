@@ -247,3 +247,29 @@ def test_a_failure_after_a_resumed_study_completed_says_it_came_after(study, mon
     assert lines[0] == (f"note: the study in {_out(study)} is complete (summary.json), nothing to resume; what "
                         "failed came after it"), lines
     assert _manifest(study)["status"] == "complete" and len(_manifest(study)["runs"]) == 2
+
+
+def test_a_plain_resume_takes_the_studys_algorithm_and_outputs(tmp_path, capsys):
+    """`--resume` of a `-m dijkstra --outputs stats,distances` study was refused until both
+    were given again, while it took the batch size, order and distance form (found by the
+    2026-12-07 audit).  They are the folder's now; given otherwise they are still refused."""
+    g = grid_parquet(tmp_path, 6, 6)
+    out = tmp_path / "s"
+    base = ["study", str(g), "--random", "20", "--seed", "1", "--batch-size", "5", "--cpu-workers", "1",
+            "--no-dashboard", "--out", str(out)]
+    assert main(base + ["-m", "dijkstra", "--outputs", "stats,distances"]) == 0
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:2]) + "\n")  # two of the four batches left to do
+    for sub in ("stats", "distances"):
+        for i in (2, 3):
+            (out / sub / f"batch-{i:06d}.parquet").unlink()
+    capsys.readouterr()
+    assert main(base + ["--resume"]) == 0, capsys.readouterr()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["identity"]["algorithm"] == "dijkstra"
+    assert m["identity"]["outputs"] == ["stats", "distances"]
+    assert sorted(p.name for p in (out / "distances").iterdir()) == [f"batch-{i:06d}.parquet" for i in range(4)]
+    capsys.readouterr()
+    assert main(base + ["--resume", "-m", "bellman-ford"]) != 0
+    assert "different study" in capsys.readouterr().err
