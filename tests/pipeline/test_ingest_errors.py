@@ -88,7 +88,7 @@ def test_truncated_real_file_compressed(tmp_path):
     with pytest.raises(InputError) as ei:
         ingest(src, tmp_path / "ny.parquet")
     msg = str(ei.value)
-    assert "733846" in msg and "found 2050" in msg and str(src) in msg
+    assert "733846" in msg and "found 2,050" in msg and str(src) in msg
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
