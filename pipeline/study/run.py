@@ -1504,7 +1504,10 @@ def study(graph, *, sources=None, ids=None, sources_file=None, random: int | Non
     kept = resumed_settings(out) if resume else {}
     # (a plain --resume of a `-m dijkstra --outputs distances` study was refused until both
     # were given again)
-    algorithm = algorithm if algorithm is not None else kept.get("algorithm", "auto")
+    if algorithm is None:  # (a method this version does not know: the resume names the difference)
+        from gpu_sssp.kernels import available_methods
+
+        algorithm = kept["algorithm"] if kept.get("algorithm") in available_methods() else "auto"
     outputs = outputs if outputs is not None else kept.get("outputs", "stats")
     # the caller's own value (a resume fills it from the folder below)
     refuse_idle_distance_form(distance_form, outputs, targets is not None or random_targets is not None)
