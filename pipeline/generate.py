@@ -268,6 +268,19 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
     # a pair is one int64 key u * n + v while n * n fits; beyond (n > 3,037,000,499) the
     # key wrapped and wrote negative ids: pairs are then kept as two columns
     keyed = n <= _KEY_LIMIT
+    idt = np.int32 if n <= 2**31 else np.int64
+    if m > cap // 2:
+        # dense: m of all the pairs, drawn without repeats.  Drawing pairs until m distinct
+        # ones are found took a pass per few new pairs near the bound (n=300, m=n(n-1):
+        # still running after 60 s); here the pairs are at most twice m
+        idx = rng.choice(cap, size=m, replace=False).astype(np.int64)
+        if undirected:
+            iu, iv = np.triu_indices(n, 1)
+            src, dst = iu[idx].astype(idt), iv[idx].astype(idt)
+        else:
+            u, r = np.divmod(idx, n - 1)
+            src, dst = u.astype(idt), (r + (r >= u)).astype(idt)
+        return _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction)
     pairs = np.zeros(0, dtype=np.int64) if keyed else np.zeros((0, 2), dtype=np.int64)
     while len(pairs) < m:
         k = int((m - len(pairs)) * 1.1) + 16
@@ -283,7 +296,6 @@ def random_graph(n: int, m: int, *, seed=0, weights=(1, 100), weight_type="int64
         _, first = np.unique(allk, return_index=True, axis=None if keyed else 0)
         pairs = allk[np.sort(first)]  # first occurrences, in draw order
     pairs = pairs[:m]
-    idt = np.int32 if n <= 2**31 else np.int64
     src = (pairs // n if keyed else pairs[:, 0]).astype(idt)
     dst = (pairs % n if keyed else pairs[:, 1]).astype(idt)
     return _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fraction)
@@ -314,7 +326,8 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
     become negative; cycle totals do not change, so no negative cycle appears.
 
     The potentials are ``p = round(s * U[0, 1))`` per vertex with the scale ``s`` found by
-    bisection on (a sample of) the arcs.
+    bisection on (a sample of) the arcs.  A fraction that no scale reaches (of two
+    opposite arcs one at most is negative) is refused (``UsageError``).
     """
     if len(w) == 0:
         return w
@@ -335,6 +348,14 @@ def apply_potentials(src, dst, w, n, fraction, *, rng):
     lo, hi = 0.0, max(float(w.max()), 1.0)
     while frac(hi) < fraction and hi < 1e15:
         hi *= 2
+    reach = frac(hi)
+    if reach < fraction:
+        # (F = 0.6 on a graph whose arcs come in opposite pairs: the scale ran to its 1e15
+        # cap, and a float graph of weights near +-1.7e15 with 50% negative was written with
+        # exit 0; integer weights were refused as drawn too large by --weights)
+        raise UsageError(f"{opt(f'--negative-fraction {fraction:g}', python=f'negative_fraction={fraction!r}')}: "
+                         f"vertex potentials make at most about {reach:.2f} of this graph's arcs negative (they "
+                         "keep every cycle's total, so of two opposite arcs one at most); give a smaller fraction")
     for _ in range(50):
         mid = (lo + hi) / 2
         if frac(mid) < fraction:

@@ -299,3 +299,40 @@ def test_negative_seed_is_a_usage_error(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
     rc, err, out = _cli(tmp_path, capsys, "random", "-n", "5", "-m", "4", "--seed", "-1")
     assert rc == 2 and "Traceback" not in err and "--seed -1" in err and not out.exists(), err
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_a_dense_random_graph_up_to_every_pair_is_drawn_at_once(undirected):
+    """`generate random -n 300 -m 89700` (every arc) was still drawing after 60 s: each
+    pass found a few new pairs near the bound (found by the 2026-12-07 audit).  Above half
+    of all pairs, m of them are drawn without repeats."""
+    import time
+
+    from gpu_sssp.pipeline.generate import gnm_max_edges, random_graph
+
+    n = 300
+    cap = gnm_max_edges(n, undirected)
+    for m in (cap, cap - 7, cap // 2 + 1):
+        t0 = time.perf_counter()
+        src, dst, w, got_n = random_graph(n, m, seed=3, undirected=undirected)
+        assert time.perf_counter() - t0 < 30
+        pairs = set(zip(src.tolist(), dst.tolist()))
+        assert got_n == n and len(src) == (2 * m if undirected else m) and len(pairs) == len(src)
+        assert not (src == dst).any() and src.min() >= 0 and max(src.max(), dst.max()) < n
+    a = random_graph(n, cap - 7, seed=3, undirected=undirected)
+    b = random_graph(n, cap - 7, seed=3, undirected=undirected)
+    assert all(np.array_equal(x, y) for x, y in zip(a[:3], b[:3]))  # the seed decides
+
+
+def test_a_negative_fraction_no_potentials_reach_is_refused():
+    """`--negative-fraction 0.6` ran the potentials' scale to its 1e15 cap: a float graph of
+    weights near +-1.7e15, 50% negative, written with exit 0; integer weights were refused
+    as drawn too large "by --weights" (found by the 2026-12-07 audit)."""
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.pipeline.generate import random_graph
+
+    for wt in ("int64", "float64"):
+        with pytest.raises(UsageError, match=r"negative_fraction=0\.6.*make at most about 0\.\d\d of this graph's arcs"):
+            random_graph(100, 300, seed=1, weight_type=wt, negative_fraction=0.6)
+    src, dst, w, _ = random_graph(100, 300, seed=1, negative_fraction=0.3)
+    assert 0.25 <= float(np.mean(w < 0)) <= 0.35
