@@ -312,7 +312,11 @@ def get_hierarchy(graph) -> Hierarchy:
 #: ``force`` to offer (``fallback`` None: no force advice).
 ADVICE = {"gpu": {"ineligible": "use method='batched' (or 'auto')", "fallback": "batched"},
           "cpu": {"ineligible": "use dijkstra (or bellman-ford) instead", "fallback": "dijkstra"},
-          "study": {"ineligible": f"choose another {opt('--algorithm')} (auto picks one that can)", "fallback": None}}
+          "study": {"ineligible": f"choose another {opt('--algorithm')} (auto picks one that can)", "fallback": None},
+          # sssp bench and sssp verify, which skip it (their option is --algorithms /
+          # --methods: "use --method dijkstra" named one they do not have)
+          "skip": {"ineligible": "left out here (Python's solve(..., method='phast', force=True) builds a hierarchy "
+                                 "anyway)", "fallback": None}}
 
 
 def refusal(graph, *, hierarchy=None, force: bool = False, ineligible: str, fallback: str | None) -> str | None:

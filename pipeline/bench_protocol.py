@@ -785,7 +785,7 @@ def _why_skip(v: Variant, graph, have_gpu: bool, settings: BenchSettings) -> str
     spec = kernels.get(v.algorithm, v.kind)
     if spec.backend == "gpu" and not have_gpu:
         return "no CUDA device here"
-    why = spec.unsuitable(graph)
+    why = spec.unsuitable(graph, advice="skip")
     # (its option phrases in the reader's words: the notes and rows held the marks)
     return None if why is None else render(why)
 

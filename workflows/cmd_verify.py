@@ -181,7 +181,7 @@ def run(args) -> int:
     specs, skipped = {}, {}
     for key in todo:
         spec = specs[key] = kernels.get(*key)
-        why = spec.unsuitable(graph)
+        why = spec.unsuitable(graph, advice="skip")
         if why:  # (its option phrases in the command line's words: they were printed marked)
             skipped[key] = render(why)
     runnable = [key for key in specs if key not in skipped]
