@@ -619,7 +619,9 @@ def summary_markdown(table: pa.Table, context: dict, *, plots=(), extra_notes=()
                    f"whose reachable component has at least {_count(settings.get('min_component'))} vertices"
                    f"{_lowered(settings.get('min_component'), context.get('graphs', []))}"
                    f", {_times(settings.get('runs'), 'timed run')} per source, "
-                   f"{_times(settings.get('warmup'), 'warm-up call')} per method excluded")
+                   + (f"{_times(settings.get('warmup'), 'warm-up call')} per method excluded"
+                      if settings.get('warmup') != 0 else "no warm-up call (--warmup 0): the first timed call "
+                      "includes any compilation and first-use cost"))
     if len(runs) > 1:
         out.append("- within each run every method and baseline ran from the same sources in the same process; "
                    "runs are never pooled: a graph measured in more than one run has one line per run, "

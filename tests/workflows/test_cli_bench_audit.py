@@ -252,3 +252,16 @@ def test_log_axes_read_as_numbers_not_raw_mathtext(tmp_path):
         plt.close(fig)
     assert labels and not any("$" in t or "mathdefault" in t for t in labels), labels
     assert "0.01" in labels and "100" in labels, labels
+
+
+def test_the_protocol_line_with_no_warm_up(small_parquet, tmp_path, capsys):
+    """`--warmup 0` read "0 warm-up calls per method excluded" (found by the 2026-12-07
+    audit); it says there is none, and what the first timed call then holds."""
+    out = tmp_path / "b"
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2", "--warmup", "0",
+                 "--out", str(out), "--no-plots"]) == 0
+    text = " ".join((out / "summary.md").read_text().split())
+    assert "0 warm-up" not in text and "no warm-up call (--warmup 0)" in text
+    assert main(["bench", str(small_parquet), "--algorithms", "dijkstra", "--sources", "2", "--warmup", "1",
+                 "--out", str(tmp_path / "c"), "--no-plots"]) == 0
+    assert "1 warm-up call per method excluded" in " ".join((tmp_path / "c" / "summary.md").read_text().split())
