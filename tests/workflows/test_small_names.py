@@ -54,11 +54,19 @@ def test_names_that_are_no_parquet_graphs_cache_are_written(graph, tmp_path, cap
     raw input, whose caches go under .sssp-cache/."""
     src = tmp_path / "s.txt"
     src.write_text("0\n")
-    assert main(["solve", str(graph), "--sources-file", str(src), "-o", str(tmp_path / "s.txt.dist.npz")]) == 0
     raw = tmp_path / "g.gr"
     raw.write_text("p sp 2 1\na 1 2 5\n")
-    assert main(["solve", str(raw), "-s", "1", "-o", str(tmp_path / "g.gr.csr.npz")]) == 0
-    assert (tmp_path / "g.gr.csr.npz").is_file() and (tmp_path / "s.txt.dist.npz").is_file()
+    # (a name ending in .npz is refused for its suffix since 2026-12-07: the table is
+    # Parquet; the refusal must be that one, never the cache-name rule's)
+    for argv, out in ((["--sources-file", str(src)], "s.txt.dist.npz"), (["-s", "1"], "g.gr.csr.npz")):
+        g = graph if "--sources-file" in argv else raw
+        capsys.readouterr()
+        assert main(["solve", str(g), *argv, "-o", str(tmp_path / out)]) == 2
+        err = capsys.readouterr().err
+        assert "written as Parquet" in err and "cache files" not in err, err
+    assert main(["solve", str(graph), "--sources-file", str(src), "-o", str(tmp_path / "s.txt.dist")]) == 0
+    assert main(["solve", str(raw), "-s", "1", "-o", str(tmp_path / "g.gr.csr")]) == 0
+    assert (tmp_path / "g.gr.csr").is_file() and (tmp_path / "s.txt.dist").is_file()
 
 
 @pytest.mark.parametrize("command", ["generate", "ingest", "solve"])
