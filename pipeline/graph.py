@@ -710,7 +710,7 @@ def _load_copy(path: Path, cache_dir, ingest_options) -> Graph | None:
                     _mark_used(out)
                     held = _take_lease(out)  # before the read: no eviction removes it from here on
                     g = _read_leased(out, held)
-                    _ingest.warn_directed_reading(shown(path), g.meta)  # as its ingest did
+                    _ingest.warn_reading(shown(path), g.meta)  # as its ingest did
             except FileNotFoundError:
                 # removed since (another process's eviction, which held it then): made again
                 log.debug("cached copy %s went while it was opened: ingesting %s again", out, path)

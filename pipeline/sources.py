@@ -433,6 +433,7 @@ def _read_id_text(path: Path, what: str, check, counted=None):
     ``counted(count, display, line, where)`` the header's count and then the running
     count after each chunk (:func:`read_id_file`)."""
     from gpu_sssp.pipeline.errors import InputError
+    from gpu_sssp.pipeline.ingest._limits import Limits
     from gpu_sssp.pipeline.ingest._records import RecordSpec, iter_batches
     from gpu_sssp.pipeline.ingest._source import LineCursor, Source
 
@@ -463,13 +464,11 @@ def _read_id_text(path: Path, what: str, check, counted=None):
                 raise InputError(display, lineno, f"expected the header 'p aux sp ss K' (K: how many {what}s "
                                  f"follow), got {shown[:60]!r}")
             header = (int(toks[4]), lineno, shown)
-            size = src.text_size  # (None for a compressed file)
-            if size is not None and header[0] > (size + 1) // 2:
-                # (a 24-byte file declaring 3e9 ids was refused only by the memory check,
-                # "reading them takes about 144.0 GB", which no limit raised can help)
-                raise InputError(display, lineno, f"header '{shown[:60]}' announces {header[0]:,} {what}s, but the "
-                                 f"file's {size:,} bytes hold at most {(size + 1) // 2:,} (each id line takes at "
-                                 "least 2 bytes); the file is truncated or the header is wrong")
+            # the file-size check of the graph readers' headers (none for a compressed
+            # file): a 27-byte file declaring 3e9 ids was refused only by the memory
+            # check, "reading them takes about 144.0 GB", which no limit raised can help
+            Limits(display=display, text_size=src.text_size).records(header[0], f"{what}s", 2, "id line", lineno,
+                                                                     shown[:60])
             if counted is not None:  # the count it declares, before the ids are read
                 counted(header[0], display, lineno, f"{display} (its header, line {lineno})")
         parts = []

@@ -387,6 +387,13 @@ def run(args) -> int:
                                           initial=study.sources_done)
         progress.start()
 
+    def log_progress(done: int) -> None:
+        """One plain progress line (the output is not a terminal) at ``done`` sources."""
+        task = progress.tasks[0]
+        state["logged_done"] = done
+        console.print(_progress_line(done, int(task.total), task.fields.get("initial", 0), task.elapsed,
+                                     task.fields.get("first")), highlight=False)
+
     def on_batch(meta, _study):
         progress.advance(state["task"], meta["rows"])
         task = progress.tasks[0]
@@ -399,9 +406,7 @@ def run(args) -> int:
                 state["logged"] = now
                 # the study's count: a chunk's batches are journaled together, before
                 # this is called for each of them (the bar's count is at the first)
-                state["logged_done"] = _study.sources_done
-                console.print(_progress_line(_study.sources_done, int(task.total), task.fields.get("initial", 0),
-                                             task.elapsed, task.fields.get("first")), highlight=False)
+                log_progress(_study.sources_done)
 
     import warnings
 
@@ -497,9 +502,7 @@ def run(args) -> int:
         raise
     progress.stop()
     if not console.is_terminal and "task" in state and state.get("logged_done") != state["study"].sources_done:
-        task = progress.tasks[0]  # the last line, as the bar's last state was
-        console.print(_progress_line(state["study"].sources_done, int(task.total), task.fields.get("initial", 0),
-                                     task.elapsed, task.fields.get("first")), highlight=False)
+        log_progress(state["study"].sources_done)  # the last line, as the bar's last state was
     print_table(console, summary_table(summary, state["integer"], cluster=not state.get("no_cluster")))
     folders = ([shown(f"{args.out}/matrix/"), "targets.parquet"] if "targets" in summary
                else [shown(f"{args.out}/{d}/") for d in state["plan"].distance_folders])

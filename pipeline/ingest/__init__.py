@@ -165,11 +165,12 @@ def check_chunk_memory(path, chunk_bytes: int, *, option: str = "chunk_bytes", s
                       f"here{why}; give {option} {fit} or less (the default is {DEFAULT_CHUNK_BYTES // scale})")
 
 
-def warn_directed_reading(display, meta: dict) -> None:
-    """Log the warning for a file read as directed by a guess about its meaning (a METIS
-    file listing each edge at one end: ``directed_reason`` in the metadata), which changes
-    every path: never silent, whether the file is ingested now or its cached copy
-    (``pipeline.graph.load_graph``) is read."""
+def warn_reading(display, meta: dict) -> None:
+    """Log the warnings for a file read by a guess about its meaning, which changes every
+    path: read as directed (a METIS file listing each edge at one end: ``directed_reason``
+    in the metadata), or a MatrixMarket matrix that is not square read as a graph of
+    max(rows, cols) vertices (``mtx_rows``, ``mtx_cols``).  Never silent, whether the file
+    is ingested now or its cached copy (``pipeline.graph.load_graph``) is read."""
     if meta.get("directed_reason"):
         log.warning("%s: %s; shortest paths follow the listed direction only: ingest with %s to read each "
                     "entry as an edge both ways", display, meta["directed_reason"], render(opt("--undirected")))
@@ -437,7 +438,7 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
                 meta["mtx_entries"] = hdr.expected
             _refuse_changed(path, display, before)  # after the last byte was read and hashed
             meta = sink.commit(meta)
-            warn_directed_reading(display, meta)
+            warn_reading(display, meta)
             return meta
         except BaseException:
             sink.abort()

@@ -98,7 +98,7 @@ def test_a_header_count_the_file_cannot_hold_is_refused_by_its_size(rome, tmp_pa
     f = tmp_path / "t.ss"
     f.write_text("p aux sp ss 3000000000\ns 1\n")
     line = (r"t\.ss:1: header 'p aux sp ss 3000000000' announces 3,000,000,000 sources, but the file's 27 bytes hold "
-            r"at most 14 \(each id line takes at least 2 bytes\); the file is truncated or the header is wrong")
+            r"at most 14 \(file-size check: each id line takes at least 2 bytes\); the file is truncated or the header is wrong")
     with pytest.raises(InputError, match=line):
         read_source_file(f, g)
     with pytest.raises((InputError, StudyError), match=line.replace("sources", "targets")):
