@@ -402,7 +402,9 @@ def run(args) -> int:
             progress.update(state["task"], first=(task.elapsed or 0.0, _study.sources_done))
         if not console.is_terminal:  # no live bar: a line now and then (the first at once)
             now = time.perf_counter()
-            if now - state.get("logged", -LOG_PROGRESS_S) >= LOG_PROGRESS_S:
+            # (a chunk's other batches add nothing to the count already said)
+            if (now - state.get("logged", -LOG_PROGRESS_S) >= LOG_PROGRESS_S
+                    and _study.sources_done != state.get("logged_done")):
                 state["logged"] = now
                 # the study's count: a chunk's batches are journaled together, before
                 # this is called for each of them (the bar's count is at the first)

@@ -440,6 +440,10 @@ def test_progress_lines_where_the_output_is_not_a_terminal(grid, tmp_path, capsy
 
     lines = [line for line in out.splitlines() if line.startswith("sources ") and "━" not in line]
     assert len(lines) >= 2, out  # the first report and the last at least (chunks of 10-source batches)
+    # one line per count: a chunk's batches come together, and its later ones repeated
+    # the first's line (with no ETA, the count being the first report's)
+    counts = [int(line.split()[1].split("/")[0]) for line in lines]
+    assert counts == sorted(set(counts)), out
     for i, line in enumerate(lines):
         # (no ETA at the first report: its rate is the workers' start-up's)
         eta = r"-:--:--" if i == 0 else r"\d:\d\d:\d\d"
