@@ -313,12 +313,20 @@ def _weighted(src, dst, n, rng, weights, weight_type, undirected, negative_fract
 
 
 def _both(u, v, w):
+    """Both arcs of every edge, side by side; a self-loop (R-MAT draws them) once: its
+    two directions are the same arc, and writing it twice made a duplicate."""
     m = len(u)
     src = np.empty(2 * m, dtype=u.dtype)
     dst = np.empty(2 * m, dtype=u.dtype)
     src[0::2], src[1::2] = u, v
     dst[0::2], dst[1::2] = v, u
-    return src, dst, np.repeat(w, 2)
+    w = np.repeat(w, 2)
+    loops = np.flatnonzero(u == v)
+    if len(loops):
+        keep = np.ones(2 * m, dtype=bool)
+        keep[2 * loops + 1] = False
+        src, dst, w = src[keep], dst[keep], w[keep]
+    return src, dst, w
 
 
 def apply_potentials(src, dst, w, n, fraction, *, rng):
@@ -425,7 +433,8 @@ def write(out, src, dst, w, n, *, directed=True, kind="generated", params=None, 
 def planned_size(family: str, **kw) -> tuple[int, int, str] | None:
     """``(vertices, arcs, description)`` of the graph ``family`` with parameters ``kw``
     would have, computed before anything is generated (Python integers: no overflow);
-    ``None`` when the parameters are out of their domain (the generator refuses them)."""
+    for ``rmat --undirected`` the arcs are the most there can be (a self-loop drawn is
+    one arc, not two); ``None`` when the parameters are out of their domain (the generator refuses them)."""
     if family == "rmat":
         scale, ef = int(kw.get("scale", -1)), int(kw.get("edge_factor", 16))
         if not 0 <= scale <= 40 or ef < 0:  # (rmat's own refusal; 1 << 100000 was formatted)

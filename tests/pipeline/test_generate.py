@@ -38,7 +38,21 @@ def test_rmat_sizes_and_determinism():
 
 def test_rmat_undirected_and_bad_probabilities():
     s, d, w, n = G.rmat(6, 2, seed=1, undirected=True)
-    assert len(s) == 2 * 128 and (s[0::2] == d[1::2]).all() and (w[0::2] == w[1::2]).all()
+    u, v, _, _ = G.rmat(6, 2, seed=1)  # the same draw, one arc an edge
+    loops = int((u == v).sum())
+    assert loops > 0  # (R-MAT draws self-loops; this seed does)
+    # both arcs of every edge, a self-loop once (it was written twice: a duplicate arc)
+    assert len(s) == 2 * 128 - loops
+    arcs = np.stack([s, d], 1)
+    assert sorted(map(tuple, arcs)) == sorted(map(tuple, np.concatenate(
+        [np.stack([u, v], 1), np.stack([v, u], 1)[u != v]])))
+    assert (s == d).sum() == loops
+    i = 0
+    while i < len(s):  # an edge's two arcs side by side, with one weight
+        if s[i] != d[i]:
+            assert (s[i + 1], d[i + 1], w[i + 1]) == (d[i], s[i], w[i])
+            i += 1
+        i += 1
     with pytest.raises(ValueError):
         G.rmat(4, 2, a=0.9, b=0.2, c=0.1)
 
@@ -137,6 +151,9 @@ def test_write_int32_weights(tmp_path):
 def test_planned_size_is_what_is_generated(tmp_path, family, kw):
     n, arcs, _ = G.planned_size(family, **kw)
     meta = G.generate(family, tmp_path / "g.parquet", **kw)
+    if family == "rmat" and kw.get("undirected"):  # the most: a self-loop is one arc
+        u, v, _, _ = G.rmat(kw["scale"], kw["edge_factor"])
+        arcs -= int((u == v).sum())
     assert meta["vertices"] == n and meta["arcs"] == arcs
 
 
