@@ -333,11 +333,14 @@ def run(args) -> int:
                 bar.console.print(f"[yellow]note:[/] {escape(info['text'])}", highlight=False)
 
         for k, raw in enumerate(args.graphs):
-            graph = first if k == 0 else _load_graph(raw, opts, names)
-            first = None  # one graph in memory at a time
-            try:
+            try:  # (a later graph's load too: its stop is said in the files as well)
+                graph = first if k == 0 else _load_graph(raw, opts, names)
+                first = None  # one graph in memory at a time
                 outcome = run_benchmark([graph], variants, settings, progress=progress, env=env)
-            except SsspError as exc:  # (a negative cycle): the files say why the run stopped
+            except (SsspError, KeyboardInterrupt) as exc:  # (a negative cycle; Ctrl-C, SIGTERM):
+                # the files say why the run stopped, not "written while the run was still going"
+                if isinstance(exc, KeyboardInterrupt):
+                    exc = str(exc) or "interrupted (Ctrl-C)"
                 _stopped(out, exc, state.get("kept"), tables, {"env": env, "graphs": infos, "notes": notes,
                                                                "settings": dict(settings.__dict__)},
                          state.get("said", []))

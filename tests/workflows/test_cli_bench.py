@@ -366,7 +366,9 @@ def test_bench_cut_short_keeps_the_methods_it_measured(small_parquet, tmp_path, 
     assert {r["algorithm"] for r in rows} == {"scipy", "dijkstra"}
     assert len(rows) == 6 and all(r["ok"] for r in rows)
     text = (out / "summary.md").read_text()
-    assert "### rand300" in text and "| dijkstra |" in text and "still going" in text
+    assert "### rand300" in text, text
+    assert "| dijkstra |" in text, text
+    assert "still going" not in text and "- the run stopped: interrupted (Ctrl-C)" in text, text
     assert "stopper" not in text
     assert not (out / "ablation.png").exists()  # no plot of another run beside these rows
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left

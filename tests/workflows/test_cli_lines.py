@@ -93,3 +93,39 @@ def test_bench_stopped_on_a_negative_cycle_says_so_in_its_files(tmp_path, capsys
     assert "min-component lowered to 2" in text  # the notes told on the way are kept
     meta = pq.read_schema(out / "rows.parquet").metadata
     assert b"the run stopped: negative cycle" in b"".join(meta.values()), meta
+
+
+@pytest.mark.parametrize("signal_exc, said", [(KeyboardInterrupt(), "interrupted (Ctrl-C)"),
+                                              ("terminated", "terminated by SIGTERM")])
+def test_bench_interrupted_says_so_in_its_files(tmp_path, monkeypatch, signal_exc, said):
+    """A bench stopped by Ctrl-C (or SIGTERM) on its second graph left a summary "written
+    while the run was still going: if it was cut short, ...": the files now say it was
+    interrupted, and keep the first graph's rows."""
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline import bench_protocol
+    from gpu_sssp.workflows.cli import Terminated
+
+    exc = Terminated() if signal_exc == "terminated" else signal_exc
+    real = bench_protocol.run_benchmark
+    calls = []
+
+    def second_interrupted(graphs, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise exc
+        return real(graphs, *a, **kw)
+
+    monkeypatch.setattr(bench_protocol, "run_benchmark", second_interrupted)
+    a, b = tmp_path / "a.gr", tmp_path / "b.gr"
+    a.write_text("p sp 3 2\na 1 2 1\na 2 3 1\n")
+    b.write_text("p sp 3 2\na 1 2 2\na 2 3 2\n")
+    out = tmp_path / "o"
+    rc = main(["bench", str(a), str(b), "--algorithms", "dijkstra", "--sources", "2", "--out", str(out),
+               "--no-plots"])
+    assert rc == (130 if signal_exc != "terminated" else 143)
+    text = (out / "summary.md").read_text()
+    assert f"- the run stopped: {said} (the rows here are what it measured before)" in text, text
+    assert "still going" not in text, text
+    rows = pq.read_table(out / "rows.parquet")
+    assert set(rows.column("graph").to_pylist()) == {"a"}, rows.column("graph").to_pylist()
