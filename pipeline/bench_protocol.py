@@ -402,7 +402,11 @@ def source_commit() -> str | None:
         if Path(lines[0]).resolve() != here.parent:
             return None
         head.stdout = lines[1]
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+        # --no-optional-locks: a plain status refreshes the index, taking .git/index.lock;
+        # a bench under `ulimit -f` was killed while writing it and left the lock behind,
+        # and every later git command in the user's checkout failed on it
+        dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(here), "status", "--porcelain",
+                                "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -158,3 +158,41 @@ def test_the_summary_says_scipy_ran_johnson_on_negative_arcs():
     out, _ = _run([g], ["bellman-ford"], baselines=["scipy"], settings={"sources": 2, "min_component": 2})
     text = report.summary_markdown(out.table, report.context_of(out))
     assert "csgraph.johnson" in text
+
+
+def test_source_commit_writes_nothing_in_the_checkout(tmp_path, monkeypatch):
+    """``source_commit`` ran a plain ``git status``, which refreshes the index of the
+    user's checkout under ``.git/index.lock``: a bench killed meanwhile (``ulimit -f``)
+    left the lock, and every git command there then failed.  It now reads only."""
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "checkout"
+    (repo / "pipeline").mkdir(parents=True)
+    from gpu_sssp.pipeline import bench_protocol
+
+    copy = repo / "pipeline" / "bench_protocol.py"
+    shutil.copy(bench_protocol.__file__, copy)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env, capture_output=True)
+    st = copy.stat()
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))  # a stale index entry
+    index = repo / ".git" / "index"
+    before = (index.stat().st_mtime_ns, index.read_bytes())
+    spec = importlib.util.spec_from_file_location("_bp_copy", copy)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "_bp_copy", module)  # (its dataclasses look it up)
+    spec.loader.exec_module(module)
+    commit = module.source_commit()
+    assert commit is not None and not commit.endswith("+dirty"), commit  # (the file's content is the commit's)
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before  # the index was not rewritten
+    # (a plain status does rewrite it here: the test's stale entry is one it refreshes)
+    subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], check=True, capture_output=True)
+    assert (index.stat().st_mtime_ns, index.read_bytes()) != before
