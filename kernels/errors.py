@@ -73,10 +73,11 @@ def comma_items(text: str, option: str, *, error: type | None = None) -> list[st
     "b"]``, spaces around an item dropped).  An empty item between items (``"a,,b"``,
     ``"a,"``, ``",a"``) is refused with one line (``error``, default :class:`UsageError`):
     it was skipped without a word, and a list that lost an item to a typo ran without it.
-    A text with no item at all (``""``, ``" , "``) gives ``[]``: the caller says what
-    that means."""
+    A text with no item and no comma (``""``, ``"  "``) gives ``[]``: the caller says
+    what that means; commas with no item (``","``) are refused like ``"hbf,"`` (``--ablation
+    ','`` ran with no ablation, ``'hbf,'`` was refused)."""
     items = [t.strip() for t in str(text).split(",")]
-    if not any(items):
+    if not any(items) and len(items) == 1:
         return []
     if not all(items):
         raise (error or UsageError)(f"{opt(option)} {text!r}: an empty item in the list (two commas "

@@ -153,8 +153,16 @@ def _expand_algorithms(spec: str, exclude=(), backend: str = "auto") -> list[str
         if name not in known or (on and on not in backends_of(name)):
             raise UsageError(f"--exclude {tok}: no such method" + (f" on the {on} backend" if name in known else "")
                              + f"; registered: {', '.join(sorted(known - {'auto'}))}")
+    tokens = _csv(spec, "--algorithms")
+    if exclude and not set(tokens) & set(_GROUPS):  # (it did nothing, without a word)
+        raise UsageError(f"--exclude {','.join(sorted(exclude))}: --exclude leaves methods out of the groups "
+                         f"{', '.join(_GROUPS)}, and --algorithms {spec} names none; leave the method out of "
+                         "--algorithms instead")
+    for tok in tokens:  # a method both named and excluded: which one was meant?
+        if tok not in _GROUPS and (tok in exclude or tok.partition("@")[0] in exclude):
+            raise UsageError(f"--algorithms names {tok} and --exclude leaves it out; give it in one of them")
     names: list[str] = []
-    for tok in _csv(spec, "--algorithms"):
+    for tok in tokens:
         if tok in _GROUPS:
             on = tok if tok != "all" else (None if backend == "auto" else backend)
             for m in registrations(on):

@@ -114,6 +114,11 @@ def test_bench_catches_a_planted_wrong_answer(small_parquet, tmp_path, scratch_r
     # as a configuration the method then refused
     (["--algorithms", "cpu", "--exclude", "dijsktra"], "--exclude dijsktra: no such method"),
     (["--algorithms", "cpu", "--exclude", "dijkstra@gpu"], "no such method on the gpu backend"),
+    # --exclude beside explicit names only did nothing; a method named in both ran
+    (["--algorithms", "dijkstra", "--exclude", "bellman-ford"], "--algorithms dijkstra names none"),
+    (["--algorithms", "cpu,dijkstra", "--exclude", "dijkstra"],
+     "--algorithms names dijkstra and --exclude leaves it out"),
+    (["--algorithms", "cpu,phast@cpu", "--exclude", "phast"], "--algorithms names phast@cpu and --exclude"),
     (["--locality-k", "0"], "--locality-k: values must be at least 1"),
     (["--locality-k", "2,-1"], "--locality-k: values must be at least 1"),
 ])

@@ -79,7 +79,7 @@ def grid(tmp_path):
     (["--outputs", "stats", "--distance-form", "long"], "--distance-form goes with --outputs"),
     # an empty list was taken as stats without a word
     (["--outputs", ""], "--outputs '': no output named"),
-    (["--outputs", " , "], "--outputs ' , ': no output named"),
+    (["--outputs", " , "], "--outputs ' , ': an empty item in the list"),
 ])
 def test_bad_arguments_exit_2(grid, tmp_path, capsys, extra, message):
     rc = main(["study", str(grid), "--out", str(tmp_path / "o"), "--cpu-workers", "1", *extra])
