@@ -308,6 +308,34 @@ def _quiet_nanny_kill():
         nanny.removeFilter(f)
 
 
+@contextlib.contextmanager
+def worker_restarts_said(say):
+    """While a study runs on a local cluster, its nannies' "Restarting worker
+    (status=Status.running)" (a worker process that ended: killed, or out of memory) is
+    said through ``say(line)`` in the study's words, once per restart, instead of Dask's
+    time-stamped log line between the study's progress lines."""
+    nanny = logging.getLogger("distributed.nanny")
+
+    class _Said(logging.Filter):
+        def filter(self, record):
+            if record.levelno == logging.WARNING and record.getMessage().startswith("Restarting worker"):
+                log.debug("local cluster: %s", record.getMessage())
+                try:
+                    say("a worker process ended while the study ran (killed, or out of memory); its nanny starts "
+                        "a new one, and the batches it held are solved again (finished batches are kept)")
+                except Exception as exc:  # (never in the nanny's way)
+                    log.debug("worker restart not said: %s", exc)
+                return False
+            return True
+
+    f = _Said()
+    nanny.addFilter(f)
+    try:
+        yield
+    finally:
+        nanny.removeFilter(f)
+
+
 def _quiet_worker_teardown() -> None:
     """On a worker of a cluster being closed: only critical messages from its log."""
     logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)

@@ -412,11 +412,16 @@ def run(args) -> int:
 
     import warnings
 
-    from gpu_sssp.pipeline.cluster import NetworkExposureWarning
+    import contextlib
+
+    from gpu_sssp.pipeline.cluster import NetworkExposureWarning, worker_restarts_said
 
     try:
         # the performance report needs the study's client: entered inside, once it exists
-        with warnings.catch_warnings():  # (this run only: not the process's later studies from Python)
+        with warnings.catch_warnings(), (  # (this run only: not the process's later studies from Python)
+                # a local worker's death in the study's words (-vv: Dask's own line)
+                worker_restarts_said(lambda line: console.print(f"note: {line}", highlight=False))
+                if getattr(args, "verbose", 0) < 2 else contextlib.nullcontext()):
             # said as note: lines by on_cluster, once
             warnings.filterwarnings("ignore", category=NetworkExposureWarning)
             summary = run_study(
