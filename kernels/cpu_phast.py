@@ -603,7 +603,8 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
     check_hierarchy_option(hierarchy)
     hmod.check_phast(graph, hierarchy=hierarchy, force=force, ineligible="use dijkstra (or bellman-ford) instead",
                      fallback="dijkstra")
-    if hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy):
+    given = hierarchy is not None and not (hmod.has_hierarchy(graph) and hmod.get_hierarchy(graph) is hierarchy)
+    if given:
         if not hierarchy.fingerprint and hierarchy.n == graph.n:
             hmod.check_given(hierarchy, graph)
         lay = sweep_layout(hierarchy)
@@ -611,7 +612,8 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         lay = get_layout(graph)
     h = lay.hierarchy
     if h.n != graph.n or (h.fingerprint and graph.fingerprint and h.fingerprint != graph.fingerprint):
-        raise ValueError(f"phast: the hierarchy held by {graph.name} belongs to another graph")
+        raise ValueError(f"phast: the hierarchy {'given' if given else f'held by {graph.name}'} belongs to "
+                         f"another graph" + (f" than {graph.name}" if given else ""))
     sources = np.asarray(sources, dtype=np.int64)
     uniq, inv = _distinct(sources)
     # whole numbers (2.5 lanes were 2, "4" 4, True 1), at least 1

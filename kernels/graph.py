@@ -205,6 +205,13 @@ def refuse_unordered(values, what: str, error=UsageError) -> None:
     if isinstance(values, (set, frozenset, dict)):
         raise error(f"{what} must be a sequence, got a {type(values).__name__} (a set or dict has no order, and "
                     "the results follow the order given: give a list)")
+    # bytes-like: NumPy reads a bytearray or a memoryview of bytes as byte-sized numbers
+    # (bytearray(b'5') was vertex 53), where sssp.matrix takes bytes as a file name
+    byte_view = isinstance(values, memoryview) and values.format.lstrip("@=<>!") in ("B", "c")
+    if isinstance(values, (bytes, bytearray)) or byte_view:
+        raise error(f"{what} must be integers, got a {type(values).__name__} object (its bytes would be read as "
+                    "byte-sized ids); give a list or an integer array (e.g. numpy.frombuffer(data, "
+                    "dtype=numpy.uint8))")
 
 
 def _whole_int(value, what: str, *, minimum: int | None = None) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_sssp.kernels import _gpu
-from gpu_sssp.kernels.errors import OptionError, UsageError, counted
+from gpu_sssp.kernels.errors import OptionError, UsageError, counted, opt
 from gpu_sssp.kernels.graph import holds_bool, refuse_unordered
 from gpu_sssp.kernels.memory import check_host_memory, output_bytes
 from gpu_sssp.kernels.result import Result
@@ -103,7 +103,7 @@ def get(name: str, backend: str | None = None) -> Method:
     except KeyError:
         head, at, tail = str(name).partition("@")
         hint = (f" (a backend is its own argument: method={head!r}, backend={tail!r})"
-                if at and head in _METHODS and tail in ("gpu", "cpu") else "")
+                if at and (head in _METHODS or head == "auto") and tail in ("gpu", "cpu") else "")
         raise UsageError(
             f"unknown method {name!r}; available: {', '.join(available_methods())}{hint}"
         ) from None
@@ -144,6 +144,9 @@ def method_spec(token: str, backend: str = "auto") -> tuple[str, str]:
         An unknown name or backend, ``auto``, or a backend the method is not registered on.
     """
     name, at, b = str(token).strip().partition("@")
+    if name == "auto" and at and b in ("gpu", "cpu"):  # (was "unknown method 'auto'": it is the default)
+        raise UsageError(f"{token!r}: auto picks a method itself and takes no '@{b}'; give "
+                         + opt(f"--backend {b}", python=f"backend='{b}'") + " with it instead")
     if name == "auto" or name not in _METHODS:
         raise UsageError(f"unknown method {name!r}; available: "
                          f"{', '.join(m for m in available_methods() if m != 'auto')}")

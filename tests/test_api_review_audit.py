@@ -59,3 +59,57 @@ def test_a_bad_distance_limit_is_refused_where_no_output_uses_it(rome, tmp_path)
     with pytest.raises(UsageError, match=r"^max_distance_bytes: expected a number of bytes or a size"):
         gpu_sssp.study(rome, out=str(tmp_path / "s"), max_distance_bytes=1.5)
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("given", [bytearray(b"\x05"), memoryview(b"\x05"), b"\x05", bytearray(b"5")])
+def test_bytes_like_sources_are_refused_not_read_as_byte_ids(given):
+    """``solve(g, bytearray(b'5'))`` solved from vertex 53 (NumPy reads a bytearray or a
+    memoryview of bytes as byte-sized numbers), and ``Graph.to_index`` took it as id 53,
+    where ``gpu_sssp.matrix`` reads bytes as a file name: refused, naming the type."""
+    import numpy as np
+
+    import gpu_sssp
+    from gpu_sssp.kernels.errors import SsspError
+    from gpu_sssp.kernels.graph import Graph
+
+    g = Graph.from_edges([0, 1], [1, 2], np.array([1, 1]), 60)
+    with pytest.raises(SsspError, match=rf"sources must be integers, got a {type(given).__name__} object"):
+        gpu_sssp.solve(g, given, backend="cpu")
+    with pytest.raises(SsspError, match=rf"targets must be integers, got a {type(given).__name__} object"):
+        gpu_sssp.solve(g, [0], targets=given, backend="cpu")
+    with pytest.raises(SsspError, match=rf"vertex ids must be integers, got a {type(given).__name__} object"):
+        g.to_index(given)
+    # an integer array's memoryview is ids, as before
+    assert g.to_index(memoryview(np.array([5], dtype=np.int64))).tolist() == [5]
+
+
+def test_auto_with_a_backend_suffix_says_to_give_the_backend():
+    """``-m auto@cpu`` said "unknown method 'auto'" though auto is the default method."""
+    import numpy as np
+
+    import gpu_sssp
+    from gpu_sssp.kernels.errors import UsageError
+    from gpu_sssp.kernels.graph import Graph
+    from gpu_sssp.kernels.registry import method_spec
+
+    with pytest.raises(UsageError, match=r"'auto@cpu': auto picks a method itself and takes no '@cpu'"):
+        method_spec("auto@cpu")
+    g = Graph.from_edges([0], [1], np.array([1]), 2)
+    with pytest.raises(UsageError, match=r"method='auto', backend='cpu'"):
+        gpu_sssp.solve(g, [0], method="auto@cpu")
+
+
+def test_a_hierarchy_given_for_another_graph_is_named_as_given():
+    """It said "the hierarchy held by B belongs to another graph" of a hierarchy the
+    caller passed, which B did not hold."""
+    import numpy as np
+
+    import gpu_sssp
+    from gpu_sssp.kernels import hierarchy as hmod
+    from gpu_sssp.kernels.graph import Graph
+
+    a = Graph.from_edges([0, 1, 2], [1, 2, 3], np.array([1, 2, 3]), 4, name="A")
+    b = Graph.from_edges([0, 1, 2], [1, 2, 3], np.array([3, 2, 1]), 4, name="B")
+    h = hmod.get_hierarchy(a) if hmod.has_hierarchy(a) else hmod.build_hierarchy(a)
+    with pytest.raises(Exception, match=r"the hierarchy given belongs to another graph than B"):
+        gpu_sssp.solve(b, [0], method="phast", backend="cpu", hierarchy=h)

@@ -142,8 +142,11 @@ def run(args) -> int:
         unknown = [t for t in tokens if t.partition("@")[0] == "auto"
                    or t.partition("@")[0] not in kernels.available_methods()]
         if unknown:
-            raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}; available: "
-                             f"{', '.join(m for m in kernels.available_methods() if m != 'auto')}")
+            auto = any(t.partition("@")[0] == "auto" for t in unknown)
+            raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}"
+                             + (" (auto picks a method per graph for solve and study; verify checks named "
+                                "methods)" if auto else "") + "; available: "
+                             f"{', '.join(m for m in kernels.available_methods() if m != 'auto')}, or all")
         todo = list(dict.fromkeys(method_spec(t, args.backend) for t in tokens))
         if not gpu and any(b == "gpu" for _, b in todo):
             name = next(n for n, b in todo if b == "gpu")

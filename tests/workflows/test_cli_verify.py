@@ -261,7 +261,7 @@ def test_methods_are_checked_before_the_graph_is_read(tmp_path, capsys):
     missing = str(tmp_path / "missing.gr")
     for methods, message in (("dijkstr", "unknown method(s) dijkstr"), ("auto", "unknown method(s) auto"),
                              ("phast@tpu", "the backend after '@' must be 'gpu' or 'cpu'"),
-                             (",", "no method named"), ("dijkstra@gpu", "runs on the cpu backend")):
+                             (" ", "no method named"), (",", "an empty item in the list"), ("dijkstra@gpu", "runs on the cpu backend")):
         assert main(["verify", missing, "--methods", methods]) == 2, methods
         cap = capsys.readouterr()
         assert message in cap.err and "missing.gr" not in cap.err, (methods, cap.err)
