@@ -317,13 +317,20 @@ def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
     head, inner = peek_text(path, _PEEK)
     complete = len(head) < _PEEK
     sig = file_signature(head, complete=complete)
+    ambiguous = False
     if sig is not None and sig[1] is None:
         raise InputError(display, sig[0], dimacs_problem_message(sig[2]))
     if sig is not None and sig[1] != fmt:
         line, kind, text = sig
         what = f"is {KIND_NAMES[kind]} ({_show(text)})"
     elif sig is None and fmt == "edgelist" and (m := metis_for_edgelist(head, complete=complete)):
-        line, kind = m[0], "metis"
+        if forced and not m[2] and _detect(head, inner) != "metis":  # it reads both ways, and an
+            # edge list was asked for, of a file not named as METIS (.graph): one ('2 2 / 2 1 /
+            # 1 2' in a.el was refused with --format edgelist too: no way round)
+            log.warning("%s: it also reads as a METIS graph (header %s, then one adjacency line per vertex); read "
+                        "as an edge list, as %s asks", display, _show(m[1]), render(opt(f"--format {fmt}")))
+            return
+        line, kind, ambiguous = m[0], "metis", not m[2]
         what = f"looks like {KIND_NAMES[kind]} (header {_show(m[1])}, then one adjacency line per vertex)"
     else:
         return
@@ -331,6 +338,8 @@ def refuse_other_format(path, display, fmt: str, forced: bool) -> None:
         todo = f"drop {opt(f'--format {fmt}')}, or pass {opt(f'--format {kind}')}"
     else:
         todo = f"pass {opt(f'--format {kind}')}"
+    if ambiguous and not forced:  # (it reads as an edge list too)
+        todo += f" ({opt('--format edgelist')} reads it as an edge list)"
     raise InputError(display, line, f"the file {what}, not {KIND_NAMES[fmt]}: {todo}")
 
 
@@ -401,6 +410,10 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
         sink = EdgeSink(out, display, vertices=hdr.vertices, id_base=hdr.id_base, expand=expand,
                         weights=wp, id_type=id_type, row_group_size=row_group_size, limits=limits,
                         header_line=hdr.header_line, replace=replace)
+        # a MatrixMarket 'real' field declares every value real, '123456789' too (its
+        # rounding to the weight type is the type's); elsewhere a token written as an
+        # integer is one, and is refused where the real type would round it
+        sink.integer_tokens = fmt != "mtx"
         try:
             for u, v, w, b in batches:
                 if (fmt == "metis" and hdr.extra.get("metis_listing") == "both-ends"

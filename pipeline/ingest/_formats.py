@@ -578,8 +578,9 @@ class _BytesCursor:
 
 
 def metis_for_edgelist(head: bytes, *, complete: bool):
-    """``(line, header)`` when an edge-list read of a file would misread (or fail on)
-    a METIS graph; ``None`` otherwise.
+    """``(line, header, certain)`` when an edge-list read of a file would misread (or
+    fail on) a METIS graph; ``None`` otherwise.  ``certain``: the edge-list read would
+    fail (lines of several widths); else the whole file reads both ways.
 
     A METIS header ``N M [FMT [NCON]]`` followed by adjacency lines of ids in ``1..N``
     (:func:`looks_like_metis`) is taken for METIS when an edge-list read would fail
@@ -596,13 +597,13 @@ def metis_for_edgelist(head: bytes, *, complete: bool):
     hline, htext = body[0]
     widths = {len(s.split()) for _, s in body if s}
     if len(widths) > 1 or not widths <= {2, 3}:
-        return hline, htext
+        return hline, htext, True
     if complete:
         try:
             read_metis(_BytesCursor(lines), "<head>")
         except InputError:
             return None
-        return hline, htext
+        return hline, htext, False
     return None
 
 

@@ -366,7 +366,29 @@ def float32_midpoints(a: np.ndarray) -> np.ndarray:
 
 
 def _has_midpoints(cols, spec) -> bool:
-    return any(fl and c.size and float32_midpoints(c).any() for c, fl in zip(cols, spec.floats))
+    """Whether the chunk's text is kept (:meth:`Batch.token`): a real value on a float32
+    midpoint (rounded again from its text), or a whole value beyond 2**24 in magnitude,
+    which may be an integer written as one that float32 or float64 cannot hold (refused,
+    not rounded: ``_sink.EdgeSink._cast_weights``)."""
+    return any(fl and c.size and (float32_midpoints(c).any() or bool(big_whole(c).any()))
+               for c, fl in zip(cols, spec.floats))
+
+
+def big_whole(c: np.ndarray, bits: int = 24) -> np.ndarray:
+    """Where real values ``c`` (read into float64) are whole numbers that a weight type
+    of ``bits`` significant bits (float32: 24, float64: 53) may not hold as written:
+    from 2**53 on (float64 itself may have rounded them: 2**53 + 1 reads as 2**53), or
+    beyond 2**bits and changed by the cast to that type.  (A whole value a cast keeps is the integer written, or
+    a real number read as that integer.)"""
+    c = np.asarray(c)
+    if c.dtype.kind != "f" or not c.size:
+        return np.zeros(c.shape, dtype=bool)
+    a = np.abs(c)
+    out = ((a > 2.0**bits) | (a >= 2.0**53)) & np.isfinite(c) & (np.floor(c) == c)
+    if bits < 53 and out.any():
+        with np.errstate(over="ignore"):
+            out &= (a >= 2.0**53) | (c.astype(np.float32).astype(np.float64) != c)
+    return out
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..fsnames import is_utf8, open_parquet
 from ..writers import OutputWriteError, fsync_folder, owned_temp_for, remove_abandoned_temporaries
 from ._limits import Limits, bound_message
-from ._records import float32_midpoints, show_number
+from ._records import big_whole, float32_midpoints, show_number
 
 log = logging.getLogger(__name__)
 
@@ -412,6 +412,7 @@ class EdgeSink:
         self._integer = weights.weight_type.startswith("int")
         # weights not from the file: a refusal names the option that drew them
         self._generated = drawn is not None or weights.kind in ("random", "random-float")
+        self.integer_tokens = True  # (False: the format declares its values real, MatrixMarket)
         self._drawn = drawn
         self._wabs = 0.0        # largest |weight| so far, and where: (batch, row, weight)
         self._wabs_at = None
@@ -483,7 +484,9 @@ class EdgeSink:
         self.max_id = max(self.max_id, idhi)
         self.min_id = idlo if self.min_id is None else min(self.min_id, idlo)
         self._wait_keys()
-        if self._keys_ok and self.vertices is None and self.max_id >= 2**31:
+        # (src << 32 | dst) keys: ids past 2**31 collide, also under a header whose n*n
+        # passes int64 (p sp 4294967306 2: arcs 1->4294967301 and 1->5 counted as parallel)
+        if self._keys_ok and (self.vertices is None or int(self.vertices) ** 2 >= 2**63) and self.max_id >= 2**31:
             self._keys_ok = False
             self._keys = []
         self.writer.write([src, dst, w])
@@ -630,6 +633,9 @@ class EdgeSink:
                 raise InputError(self.display, None, f"{self._drawn_by()} drew weight {v}, {what(i, v)}")
             raise InputError(self.display, batch.line_of(i) if batch else None, f"weight {v} {what(i, v)}")
 
+        if (w.dtype.kind == "f" and name in FLOAT_BITS and batch is not None and not self._generated
+                and self.integer_tokens):
+            self._refuse_rounded_integer_tokens(w, batch, name)
         if w.dtype == t:
             if w.dtype.kind == "f" and not np.isfinite(w).all():
                 i = int(np.argmin(np.isfinite(w)))
@@ -668,6 +674,35 @@ class EdgeSink:
                     f"{opt('--weight-type float64')}"))
             return w32
         return w.astype(t)
+
+    def _refuse_rounded_integer_tokens(self, w, batch, name: str) -> None:
+        """Refuse a weight written as an integer (``16777217``) that the real weight type
+        ``name`` cannot hold exactly, in a column read as real numbers (a file with a real
+        weight anywhere, or ``--weight-type float32/float64``): it was rounded without a
+        word (to 16777216 in float32), where the same token in an integer column is
+        refused.  A token written as a real (``16777217.0``, ``1.6777217e7``) is a real
+        number, rounded to the type as any other."""
+        bits = FLOAT_BITS[name]
+        t = np.float32 if name == "float32" else np.float64
+        for i in np.flatnonzero(big_whole(w, bits)):
+            tok = batch.token(int(i), "weight")
+            if tok is None:
+                continue
+            text = tok.decode("ascii", "replace").lstrip("+-")
+            if not text.isdigit():
+                continue
+            exact = int(tok)
+            stored = int(t(w[i]))
+            if stored != exact:
+                wide = name == "float32" and int(np.float64(exact)) == exact  # (float64 holds it)
+                use = (f"{opt('--weight-type float64')} (or {opt('--weight-type int64')} where every weight is an "
+                       "integer)" if wide else f"{opt('--weight-type int64')} where every weight is an integer")
+                raise InputError(self.display, batch.line_of(int(i)),
+                                 f"weight {tok.decode('ascii')} is an integer that {name} cannot hold exactly: it "
+                                 f"would be stored as {float(stored):.17g} ({name} holds every integer up to "
+                                 f"2**{bits} = {1 << bits:,} in magnitude, larger ones only when rounding leaves "
+                                 f"them unchanged); use {use}, or write it as a real number ({tok.decode('ascii')}.0) "
+                                 "to accept the rounding")
 
     # -- end ----------------------------------------------------------------------
     def parallel_arcs(self):

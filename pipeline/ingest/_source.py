@@ -674,6 +674,11 @@ class Source:
             raise InputError(self.display, None, "is a Parquet file (it starts with PAR1), which is read as one "
                              "only under a name ending in .parquet: rename it (or link it) to end in .parquet")
         self.compression = compression_of(self.path, magic)
+        if self.path.name.lower().endswith(".lzma") and self.compression is None:
+            # (its name's suffix was dropped, its data read as text: "carriage return inside
+            # the line, after 'U\ufffd(W...'")
+            raise InputError(self.display, None, "legacy LZMA data (.lzma) is not read: decompress it first "
+                             "(unlzma, xz -d), or compress the text again as .xz")
         named = named_compression(self.path.name)
         if named is not None and named != self.compression:
             suffix = self.path.name[len(strip_compression(self.path.name)):]
@@ -726,7 +731,8 @@ class Source:
                 head = s.read(512)
         except Exception:
             return False
-        return len(head) >= 262 and head[257:262] == b"ustar"
+        # the magic alone is text a comment can hold at byte 257: the header's checksum too
+        return len(head) >= 262 and head[257:262] == b"ustar" and _tar_header(head)
 
     def _open_text(self, raw):
         """The decompressed text of ``raw``, the file from its start (for :class:`_TarText`,
@@ -980,16 +986,24 @@ class LineCursor:
     def __init__(self, source: Source, chunk_bytes: int):
         self.source = source
         self.chunk_bytes = max(int(chunk_bytes), 1 << 12)
-        self._buf = b""
+        self._buf = bytearray()
+        self._pos = 0  # start of the unread text in _buf (lines handed out are not copied away)
         self._eof = False
         self.lineno = 1
 
     def _fill(self, n):
-        while len(self._buf) < n and not self._eof:
+        """Read until ``n`` unread bytes are buffered (or the end). The buffer grows
+        geometrically and consumed lines are dropped only when they are most of it, so a
+        line of L bytes costs O(L), not O(L**2) (a 60 MB comment line took a minute,
+        a 100 KB .gz holding one 100 MB line two)."""
+        while len(self._buf) - self._pos < n and not self._eof:
+            if self._pos and self._pos >= len(self._buf) // 2:
+                del self._buf[: self._pos]
+                self._pos = 0
             try:
-                b = self.source.read_exact(max(n - len(self._buf), 1 << 16))
+                b = self.source.read_exact(max(n - (len(self._buf) - self._pos), 1 << 16))
             except TruncatedInput as exc:
-                raise exc.at_line(self.lineno - 1 + self._buf.count(b"\n")) from None
+                raise exc.at_line(self.lineno - 1 + self._buf.count(b"\n", self._pos)) from None
             if not b:
                 self._eof = True
             else:
@@ -1003,17 +1017,25 @@ class LineCursor:
         InputError
             The line holds a lone CR (:func:`lone_cr_note`).
         """
+        scan = self._pos
         while True:
-            i = self._buf.find(b"\n")
+            i = self._buf.find(b"\n", scan)
             if i >= 0:
-                line = self._buf[:i]
-                self._buf = self._buf[i + 1 :]
+                line = bytes(self._buf[self._pos : i])
+                self._pos = i + 1
             elif self._eof:
-                if not self._buf:
+                if self._pos >= len(self._buf):
                     return None
-                line, self._buf = self._buf, b""
+                line = bytes(self._buf[self._pos :])
+                self._pos = len(self._buf)
             else:
-                self._fill(len(self._buf) + (1 << 16))
+                unread = len(self._buf) - self._pos  # (no newline in it: not searched again)
+                if unread > MAX_LINE:  # (a METIS vertex's line may be long; not a gigabyte)
+                    raise InputError(self.source.display, self.lineno,
+                                     f"line longer than {MAX_LINE:,} bytes (no line break): not a line of a "
+                                     "graph file (a damaged or binary file?)")
+                self._fill(unread + max(1 << 16, unread))
+                scan = self._pos + unread  # (_fill may have moved the unread text to the front)
                 continue
             if self.lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
                 # a UTF-8 byte-order mark (an editor's): the edge list and sources readers
@@ -1029,7 +1051,8 @@ class LineCursor:
 
     def unread(self, line: bytes):
         """Put one line back (the first record after a header)."""
-        self._buf = line + b"\n" + self._buf
+        self._buf[: self._pos] = line + b"\n"  # (the line just read: what stood before _pos)
+        self._pos = 0
         self.lineno -= 1
 
     def chunks(self):
@@ -1045,8 +1068,9 @@ class LineCursor:
         or copies it. It is Python memory: never hand it to a threaded pyarrow reader
         as it is (``pyarrow.py_buffer``), see ``_records.arrow_copy``.
         """
-        reader = _ChunkReader(self.source, self.chunk_bytes, self._buf, self._eof, self.lineno)
-        self._buf = b""
+        reader = _ChunkReader(self.source, self.chunk_bytes, bytes(self._buf[self._pos :]), self._eof, self.lineno)
+        self._buf = bytearray()
+        self._pos = 0
         self.source._closers.append(reader.stop)
         try:
             while True:
@@ -1067,6 +1091,13 @@ class LineCursor:
                 self.source._closers.remove(reader.stop)
             except ValueError:
                 pass
+
+
+#: the longest line the chunk reader buffers whole (beyond the chunk size): a record
+#: line (an arc, an id) is a few dozen bytes
+MAX_RECORD_LINE = 1 << 24
+#: the longest line the line reader (headers, comments, METIS's adjacency lines) takes
+MAX_LINE = 1 << 28
 
 
 class _Stopped(Exception):
@@ -1194,6 +1225,7 @@ class _ChunkReader:
                 ba = bytearray(max(size + (1 << 20), len(carry) + size))
             filled = len(carry)
             ba[:filled] = carry
+            searched = 0  # ba[:searched] holds no line break
             while True:
                 if self._stop.is_set():
                     raise _Stopped
@@ -1222,11 +1254,18 @@ class _ChunkReader:
                         filled += 1
                     end = filled
                     break
-                i = ba.rfind(b"\n", 0, filled)
+                i = ba.rfind(b"\n", searched, filled)
                 if i >= 0:
                     end = i + 1
                     break
-                # one line longer than a chunk: keep reading into this buffer
+                # one line longer than a chunk: keep reading into this buffer, up to a
+                # bound (a record line is a few dozen bytes; a 100 KB .gz holding one
+                # 100 MB line took 2 GB, and Arrow aborted under ulimit -v)
+                searched = filled
+                if filled > max(size, MAX_RECORD_LINE):
+                    raise InputError(self.source.display, self.lines_done + 1,
+                                     f"line longer than {max(size, MAX_RECORD_LINE):,} bytes (no line break): "
+                                     "not a record line (a damaged or binary file?)")
             carry = bytes(ba[end:filled])
             nlines, lone_cr = self._count_lines(ba, end)
             self.lines_done += nlines
