@@ -233,6 +233,9 @@ def read_mtx(cursor, display, *, zero_based=False, undirected=False, limits=None
     weighted = fld != "pattern"
     wfloat = fld in ("real", "double")
     symmetric = sym == "symmetric"
+    if sym != "general" and rows != cols:  # (symmetric, skew-symmetric, hermitian: square by definition)
+        raise InputError(display, sline, f"a {sym} matrix must be square, got {rows:,} x {cols:,} "
+                         f"({_show(s)}): a damaged header, or the matrix is general")
     n = max(rows, cols)
     (limits or Limits()).header(n, nnz, "entries", 6 if weighted else 4,
                                 "'ROW COL VALUE' line" if weighted else "'ROW COL' line", sline, s.decode())

@@ -137,3 +137,11 @@ def test_parallel_arcs_are_not_miscounted_past_2_to_31_ids(tmp_path):
     src.write_bytes(b"p sp 4294967306 2\na 1 4294967301 1\na 1 5 1\n")
     _, meta = ingest_arcs(src, tmp_path, max_vertices=1 << 40, max_isolated_vertices=1 << 40)
     assert meta["parallel_arcs"] in (0, None), meta["parallel_arcs"]
+
+
+def test_a_symmetric_matrix_that_is_not_square_is_refused(tmp_path):
+    """A symmetric matrix is square by definition; a 3 x 4 one was read (as 4 vertices)."""
+    src = tmp_path / "m.mtx"
+    src.write_bytes(b"%%MatrixMarket matrix coordinate integer symmetric\n3 4 1\n2 1 5\n")
+    with pytest.raises(InputError, match=r"m\.mtx:2: a symmetric matrix must be square, got 3 x 4"):
+        ingest_arcs(src, tmp_path)
