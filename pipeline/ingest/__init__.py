@@ -29,7 +29,7 @@ from ..writers import refuse_input_as_output, refuse_non_parquet_name
 from ._formats import (ALIASES, FORMATS, KIND_NAMES, READERS, dimacs_problem_message, file_signature,
                        format_hint, metis_for_edgelist, metis_pair_weights, read_co, read_ss)
 from ._limits import Limits
-from ._records import RealWeightAfterIntegers, _show, iter_batches
+from ._records import RealCoordinateAfterIntegers, RealWeightAfterIntegers, _show, iter_batches
 from ._sink import (WEIGHT_TYPES, AtomicParquet, EdgeSink, IdOverflow, WeightPlan,
                     parse_weights_spec, read_meta)
 from ._source import ChangedWhileRead, LineCursor, Source, TruncatedInput, peek_text, strip_compression
@@ -460,7 +460,19 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
 
 def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based=False, replace=True):
     """A DIMACS ``.ss`` or ``.co`` file to Parquet; its ids are 1-based, or 0-based with
-    ``zero_based`` (as the graph's: ``--zero-based``), recorded as ``id_base``."""
+    ``zero_based`` (as the graph's: ``--zero-based``), recorded as ``id_base``.  A ``.co``
+    file whose first coordinates are integers and a later one real is read again with
+    real coordinates."""
+    try:
+        return _ingest_aux_once(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=forced,
+                                zero_based=zero_based, replace=replace)
+    except RealCoordinateAfterIntegers:
+        return _ingest_aux_once(path, out, fmt, chunk_bytes=chunk_bytes, limits=limits, forced=forced,
+                                zero_based=zero_based, replace=replace, real=True)
+
+
+def _ingest_aux_once(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based=False, replace=True,
+                     real=False):
     base = 0 if zero_based else 1
     before = _input_state(path)
     with Source(path) as src:
@@ -468,7 +480,10 @@ def _ingest_aux(path, out, fmt, *, chunk_bytes, limits, forced=False, zero_based
         refuse_other_format(path, display, fmt, forced)
         cursor = LineCursor(src, chunk_bytes)
         limits = limits.bind(display, src.text_size)
-        count, hline, htext, spec = (read_ss if fmt == "ss" else read_co)(cursor, display, limits)
+        if fmt == "ss":
+            count, hline, htext, spec = read_ss(cursor, display, limits)
+        else:
+            count, hline, htext, spec = read_co(cursor, display, limits, real=real)
         cols_all = []
         lines_seen = 0
         for b in iter_batches(cursor, spec, display, hline):

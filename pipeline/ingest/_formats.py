@@ -491,11 +491,12 @@ def read_ss(cursor, display, limits=None):
     return ints[0], hline, htext, spec
 
 
-def read_co(cursor, display, limits=None):
+def read_co(cursor, display, limits=None, real=False):
     ints, hline, htext, first = dimacs_header(cursor, display, problem=(b"aux", b"sp", b"co"), record=b"v",
                                               what="p aux sp co N")
     (limits or Limits()).records(ints[0], "coordinates", 8, "'v ID X Y' line", hline, htext)
-    fl = bool(first and len(first) >= 4 and (_is_float_token(first[2]) or _is_float_token(first[3])))
+    # the first line decides, unless a real one came later (ingest reads the file again)
+    fl = real or bool(first and len(first) >= 4 and (_is_float_token(first[2]) or _is_float_token(first[3])))
     spec = RecordSpec(b"v", ("vertex id", "x", "y"), (False, fl, fl), comments=(b"c",), header=b"p",
                       describe="'v ID X Y'")
     return ints[0], hline, htext, spec

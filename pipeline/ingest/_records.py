@@ -60,6 +60,12 @@ class RealWeightAfterIntegers(InputError):
     real ``weight_type`` was asked for, and otherwise raises it (one line)."""
 
 
+class RealCoordinateAfterIntegers(InputError):
+    """A real coordinate ("1.5") in a ``.co`` file whose first coordinates were integers:
+    ``ingest`` reads the file again with real coordinates (it said "non-numeric x
+    '1.5'")."""
+
+
 class NumberTooLarge(InputError):
     """An integer token too long for 64 bits, met where the file and line are not at
     hand (:func:`decimal_int`, under the format readers' header parsing): the
@@ -314,6 +320,9 @@ def parse_slow(buf: bytes, first_line: int, spec: RecordSpec, display: str, head
             else:
                 if not _DEC_INT.match(t):
                     hint = hex_note(t)
+                    if spec.fields[j] in ("x", "y") and not hint and _DEC_REAL.match(t):
+                        raise RealCoordinateAfterIntegers(display, lineno, f"real {spec.fields[j]} {_show(t)} "
+                                                          "after integer coordinates")
                     if spec.fields[j] == "weight" and not hint and spec.weight_from_first and _DEC_REAL.match(t):
                         raise RealWeightAfterIntegers(
                             display, lineno, f"real weight {_show(t)} after integer ones (the first weight "

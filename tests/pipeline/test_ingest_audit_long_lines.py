@@ -145,3 +145,19 @@ def test_a_symmetric_matrix_that_is_not_square_is_refused(tmp_path):
     src.write_bytes(b"%%MatrixMarket matrix coordinate integer symmetric\n3 4 1\n2 1 5\n")
     with pytest.raises(InputError, match=r"m\.mtx:2: a symmetric matrix must be square, got 3 x 4"):
         ingest_arcs(src, tmp_path)
+
+
+def test_a_coordinate_file_with_a_real_after_integers_is_read_as_reals(tmp_path):
+    """It was refused as "non-numeric x '1.5' (expected a decimal integer)": the first
+    line had made the columns integers."""
+    import pyarrow.parquet as pq
+
+    from gpu_sssp.pipeline.ingest import ingest
+
+    src = tmp_path / "c.co"
+    src.write_bytes(b"p aux sp co 3\nv 1 1 2\nv 2 1.5 3\nv 3 4 -2.25\n")
+    ingest(src, tmp_path / "c.co.parquet")
+    t = pq.read_table(tmp_path / "c.co.parquet")
+    assert t.to_pylist() == [{"vertex": 1, "x": 1.0, "y": 2.0}, {"vertex": 2, "x": 1.5, "y": 3.0},
+                             {"vertex": 3, "x": 4.0, "y": -2.25}]
+    assert str(t.schema.field("x").type) == "double"
