@@ -46,7 +46,9 @@ def test_a_rerun_cut_short_before_its_first_method_leaves_no_earlier_run_behind(
     assert capsys.readouterr().err.strip().splitlines()[-1] == "stopped: interrupted"
     assert len(pq.read_table(out / "rows.parquet")) == 0
     text = (out / "summary.md").read_text()
-    assert "still going" in text and "No rows" in text and "| dijkstra |" not in text
+    # (the stop is said: "the run stopped: interrupted (Ctrl-C)", which was "still going")
+    assert "the run stopped: interrupted (Ctrl-C)" in text and "No rows: the run stopped" in text, text
+    assert "| dijkstra |" not in text
     assert not (out / "speedup.png").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
