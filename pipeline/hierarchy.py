@@ -196,6 +196,8 @@ def _read_cache(graph, path) -> tuple[Hierarchy | None, str]:
                 return None, f"built for graph {rec.get('fingerprint')}, this graph is {graph.fingerprint}"
             lib = hmod.library_version()
             if rec.get("library") != lib:
+                if lib.startswith("ch-router unknown"):  # (no ch-router in this environment)
+                    return None, f"built with {rec.get('library')}, and ch-router is not installed here"
                 return None, f"built with {rec.get('library')}, installed is {lib}"
             if rec.get("n") != graph.n:
                 return None, f"{rec.get('n')} vertices, the graph has {graph.n}"
@@ -288,10 +290,15 @@ def load_hierarchy(graph, path=None, *, cache: bool = True, build: bool = True) 
                          graph.name, where, h.levels, h.build_s)
                 return h
             if not build:
+                # a library this process has not (or in another version) is its Python
+                # environment's, not the folder's: the folder hint named the wrong cause
+                env = "installed is" in why or "is not installed here" in why
                 raise (HierarchyFileError if cpath.exists() else FileNotFoundError)(
                     f"{_shown(cpath)}: the contraction hierarchy of {graph.name} cannot be used here ({why}); "
-                    "the study's client writes it beside the graph file before the workers load it: "
-                    "the folder must be shared with the workers under the same path")
+                    + ("this process's Python environment differs from the one that built it: install gpu-sssp "
+                       "with the same dependencies on every node" if env else
+                       "the study's client writes it beside the graph file before the workers load it: "
+                       "the folder must be shared with the workers under the same path"))
             if cpath.exists():
                 log.warning("rebuilding the hierarchy cache %s: %s", cpath, why)
         elif not build:

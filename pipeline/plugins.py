@@ -342,6 +342,11 @@ class GraphPlugin(WorkerPlugin):
             encode_parquet(res.stats_table(graph.id_base, worker="warm-up", for_file=True), **STATS_PARQUET,
                            key_value_metadata={STUDY_KEY: "warm-up"})
             return method
+        except ImportError:  # a dependency missing from this worker's environment (scipy):
+            # every batch would fail the same way, and its retries ended the study with a
+            # traceback (also when the worker joined mid-study): a load failure, so that
+            # the worker is set aside with a note naming it
+            raise
         except Exception as exc:  # not fatal: the batches report what is wrong
             log.warning("warm-up solve on %s failed: %s", graph.name, exc)
             return None
