@@ -131,14 +131,17 @@ def test_attached_study_refused_before_it_reaches_the_scheduler(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["graph.parquet"]
 
 
-@pytest.mark.parametrize("outputs", ["", " , ", [], ()])
-def test_study_with_no_output_named_is_refused(tmp_path, outputs):
+@pytest.mark.parametrize("outputs, message", [("", "no output named"), ("  ", "no output named"),
+                                             ([], "no output named"), ((), "no output named"),
+                                             # (commas with no item: a list of empty items)
+                                             (" , ", "an empty item in the list")])
+def test_study_with_no_output_named_is_refused(tmp_path, outputs, message):
     """``outputs=""`` (or an empty list) names no output: refused, not taken as stats."""
     from gpu_sssp.pipeline.study.plan import StudyError
     from gpu_sssp.pipeline.study.run import study
 
     gr = tmp_path / "rome99.gr"
     gr.write_bytes(rome_source().read_bytes())
-    with pytest.raises(StudyError, match="no output named"):
+    with pytest.raises(StudyError, match=message):
         study(gr, random=5, seed=1, out=tmp_path / "o", outputs=outputs, cpu_workers=1)
     assert not (tmp_path / "o").exists()
