@@ -286,54 +286,51 @@ def _abandon(cluster) -> None:
 
 
 @contextlib.contextmanager
+def _nanny_warnings_taken(matches, take):
+    """While the block runs, the local nannies' WARNING records whose message
+    ``matches(text)`` go to ``take(text)`` (logged at debug, or said otherwise) instead of
+    Dask's time-stamped log line; every other record passes."""
+    nanny = logging.getLogger("distributed.nanny")
+
+    class _Taken(logging.Filter):
+        def filter(self, record):
+            if record.levelno == logging.WARNING and matches(record.getMessage()):
+                take(record.getMessage())
+                return False
+            return True
+
+    f = _Taken()
+    nanny.addFilter(f)
+    try:
+        yield
+    finally:
+        nanny.removeFilter(f)
+
+
 def _quiet_nanny_kill():
     """While this process closes the local cluster it started: its nannies' "Worker
     process still alive after 4.0 seconds, killing" (a worker busy in a task when a study
     stops: Ctrl-C in an all-NY study on CPU workers printed it once per worker, with a
     time stamp, between the study's lines) is teardown, not a failure: logged at debug."""
-    nanny = logging.getLogger("distributed.nanny")
-
-    class _Lower(logging.Filter):
-        def filter(self, record):
-            if record.levelno == logging.WARNING and "still alive after" in record.getMessage():
-                log.debug("local cluster close: %s", record.getMessage())
-                return False
-            return True
-
-    f = _Lower()
-    nanny.addFilter(f)
-    try:
-        yield
-    finally:
-        nanny.removeFilter(f)
+    return _nanny_warnings_taken(lambda text: "still alive after" in text,
+                                 lambda text: log.debug("local cluster close: %s", text))
 
 
-@contextlib.contextmanager
 def worker_restarts_said(say):
     """While a study runs on a local cluster, its nannies' "Restarting worker
     (status=Status.running)" (a worker process that ended: killed, or out of memory) is
     said through ``say(line)`` in the study's words, once per restart, instead of Dask's
     time-stamped log line between the study's progress lines."""
-    nanny = logging.getLogger("distributed.nanny")
 
-    class _Said(logging.Filter):
-        def filter(self, record):
-            if record.levelno == logging.WARNING and record.getMessage().startswith("Restarting worker"):
-                log.debug("local cluster: %s", record.getMessage())
-                try:
-                    say("a worker process ended while the study ran (killed, or out of memory); its nanny starts "
-                        "a new one, and the batches it held are solved again (finished batches are kept)")
-                except Exception as exc:  # (never in the nanny's way)
-                    log.debug("worker restart not said: %s", exc)
-                return False
-            return True
+    def said(text):
+        log.debug("local cluster: %s", text)
+        try:
+            say("a worker process ended while the study ran (killed, or out of memory); its nanny starts "
+                "a new one, and the batches it held are solved again (finished batches are kept)")
+        except Exception as exc:  # (never in the nanny's way)
+            log.debug("worker restart not said: %s", exc)
 
-    f = _Said()
-    nanny.addFilter(f)
-    try:
-        yield
-    finally:
-        nanny.removeFilter(f)
+    return _nanny_warnings_taken(lambda text: text.startswith("Restarting worker"), said)
 
 
 def _quiet_worker_teardown() -> None:
