@@ -612,8 +612,9 @@ def phast(graph, sources, *, predecessors=False, distances=True, count_work=Fals
         lay = get_layout(graph)
     h = lay.hierarchy
     if h.n != graph.n or (h.fingerprint and graph.fingerprint and h.fingerprint != graph.fingerprint):
-        raise ValueError(f"phast: the hierarchy {'given' if given else f'held by {graph.name}'} belongs to "
-                         f"another graph" + (f" than {graph.name}" if given else ""))
+        whose = (f"given belongs to another graph than {graph.name}" if given
+                 else f"held by {graph.name} belongs to another graph")
+        raise ValueError(f"phast: the hierarchy {whose}")
     sources = np.asarray(sources, dtype=np.int64)
     uniq, inv = _distinct(sources)
     # whole numbers (2.5 lanes were 2, "4" 4, True 1), at least 1

@@ -409,11 +409,11 @@ def _ingest_edges(path, out, fmt, *, weights, undirected, zero_based, weight_typ
         cursor.id_type = pa.int32() if id_type == "int32" else None
         sink = EdgeSink(out, display, vertices=hdr.vertices, id_base=hdr.id_base, expand=expand,
                         weights=wp, id_type=id_type, row_group_size=row_group_size, limits=limits,
-                        header_line=hdr.header_line, replace=replace)
-        # a MatrixMarket 'real' field declares every value real, '123456789' too (its
-        # rounding to the weight type is the type's); elsewhere a token written as an
-        # integer is one, and is refused where the real type would round it
-        sink.integer_tokens = fmt != "mtx"
+                        header_line=hdr.header_line, replace=replace,
+                        # a MatrixMarket 'real' field declares every value real, '123456789' too
+                        # (its rounding to the weight type is the type's); elsewhere a token
+                        # written as an integer is one, refused where the real type rounds it
+                        integer_tokens=fmt != "mtx")
         try:
             for u, v, w, b in batches:
                 if (fmt == "metis" and hdr.extra.get("metis_listing") == "both-ends"

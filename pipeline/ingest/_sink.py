@@ -329,6 +329,15 @@ def parse_weights_spec(spec: str):
     return kind, (lo, hi), seed
 
 
+def _inexact_integer(name: str, bits: int, stored: float) -> str:
+    """Why an integer weight is refused in the real type ``name`` (of ``bits``
+    significant bits) that would store it as ``stored``: the middle of the line, after
+    "weight V" and before what to use instead."""
+    return (f"is an integer that {name} cannot hold exactly: it would be stored as {stored:.17g} ({name} holds "
+            f"every integer up to 2**{bits} = {1 << bits:,} in magnitude, larger ones only when rounding leaves "
+            "them unchanged)")
+
+
 class WeightPlan:
     """How weights are made: from the file, unit, or seeded random."""
 
@@ -405,14 +414,14 @@ class EdgeSink:
 
     def __init__(self, out, display, *, vertices, id_base, expand, weights: WeightPlan,
                  id_type="int32", row_group_size=1 << 20, limits: Limits | None = None,
-                 header_line=None, drawn: str | None = None, replace: bool = True):
+                 header_line=None, drawn: str | None = None, replace: bool = True, integer_tokens: bool = True):
         self.display = display
         self.limits = limits or Limits()
         self.header_line = header_line
         self._integer = weights.weight_type.startswith("int")
         # weights not from the file: a refusal names the option that drew them
         self._generated = drawn is not None or weights.kind in ("random", "random-float")
-        self.integer_tokens = True  # (False: the format declares its values real, MatrixMarket)
+        self.integer_tokens = integer_tokens  # (False: the format declares its values real, MatrixMarket)
         self._drawn = drawn
         self._wabs = 0.0        # largest |weight| so far, and where: (batch, row, weight)
         self._wabs_at = None
@@ -653,10 +662,7 @@ class EdgeSink:
             bad = inexact_integers(w.astype(np.int64, copy=False), bits)
             if bad.any():
                 other = opt("--weight-type int64") + (f" or {opt('--weight-type float64')}" if name == "float32" else "")
-                refuse(bad, lambda i, v: (
-                    f"is an integer that {name} cannot hold exactly: it would be stored as "
-                    f"{float(t(v)):.17g} ({name} holds every integer up to 2**{bits} = {1 << bits:,} in "
-                    f"magnitude, larger ones only when rounding leaves them unchanged); use {other}"))
+                refuse(bad, lambda i, v: f"{_inexact_integer(name, bits, float(t(v)))}; use {other}")
             return w.astype(t)
         if t == np.float32:
             info = np.finfo(np.float32)
@@ -698,11 +704,9 @@ class EdgeSink:
                 use = (f"{opt('--weight-type float64')} (or {opt('--weight-type int64')} where every weight is an "
                        "integer)" if wide else f"{opt('--weight-type int64')} where every weight is an integer")
                 raise InputError(self.display, batch.line_of(int(i)),
-                                 f"weight {tok.decode('ascii')} is an integer that {name} cannot hold exactly: it "
-                                 f"would be stored as {float(stored):.17g} ({name} holds every integer up to "
-                                 f"2**{bits} = {1 << bits:,} in magnitude, larger ones only when rounding leaves "
-                                 f"them unchanged); use {use}, or write it as a real number ({tok.decode('ascii')}.0) "
-                                 "to accept the rounding")
+                                 f"weight {tok.decode('ascii')} {_inexact_integer(name, bits, float(stored))}; use "
+                                 f"{use}, or write it as a real number ({tok.decode('ascii')}.0) to accept the "
+                                 "rounding")
 
     # -- end ----------------------------------------------------------------------
     def parallel_arcs(self):
